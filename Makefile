@@ -1,0 +1,95 @@
+# relayc: build the library (static and shared), the relayc command and the
+# tests. `make help` lists the targets.
+
+BUILD    ?= build
+PREFIX   ?= /usr/local
+CC       ?= cc
+PKGS     := hdf5 openblas cmocka
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs hdf5 openblas 2>/dev/null)
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+OPT      ?= -O2
+CFLAGS   ?= $(OPT) -g
+WARN     := -std=c11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -Wno-unknown-warning-option
+CPPFLAGS += -D_GNU_SOURCE -Iinclude -Isrc $(PKG_CFLAGS)
+ALL_CFLAGS = $(WARN) $(CFLAGS) -fPIC -pthread $(EXTRA_CFLAGS)
+LDLIBS   += $(PKG_LIBS) -lz -lm -pthread
+
+LIB_SRCS := $(sort $(wildcard src/tensor/*.c src/ir/*.c src/op/*.c src/pass/*.c \
+              src/runtime/*.c src/backend/cpu/*.c src/io/*.c src/train/*.c \
+              ad/*.c optim/*.c datasets/*.c))
+CLI_SRCS := $(sort $(wildcard src/cli/*.c))
+TEST_SRCS := $(sort $(wildcard tests/test_*.c))
+
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+
+STATIC := $(BUILD)/librelayc.a
+SHARED := $(BUILD)/librelayc.so
+RELAYC := $(BUILD)/relayc
+
+.PHONY: all test test-unit test-corpus asan test-asan valgrind test-valgrind install clean help
+
+all: $(STATIC) $(SHARED) $(RELAYC)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(STATIC): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(SHARED): $(LIB_OBJS)
+	$(CC) -shared $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(RELAYC): $(CLI_OBJS) $(STATIC)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJS) $(STATIC) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c tests/test_util.h $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Itests -o $@ $< $(STATIC) $(CMOCKA_LIBS) $(LDLIBS)
+
+# The unit suites, then the .relay corpora through the command line.
+# TEST_WRAP runs each binary under a tool (valgrind).
+test: test-unit test-corpus
+
+test-unit: $(TEST_BINS) $(RELAYC)
+	@fail=0; for t in $(TEST_BINS); do \
+	  echo "== $$t"; RELAYC=$(RELAYC) $(TEST_WRAP) $$t || fail=1; done; \
+	  exit $$fail
+
+test-corpus: $(RELAYC)
+	@RELAYC="$(TEST_WRAP) $(RELAYC)" sh tests/run_corpus.sh
+
+# ASan+UBSan build in its own folder.
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+asan:
+	$(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" all $(patsubst $(BUILD)/%,build-asan/%,$(TEST_BINS))
+test-asan:
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" test
+
+VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
+test-valgrind:
+	$(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" test
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/relayc
+	install -m 755 $(RELAYC) $(DESTDIR)$(PREFIX)/bin/relayc
+	install -m 644 $(STATIC) $(SHARED) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 include/relayc/*.h $(DESTDIR)$(PREFIX)/include/relayc/
+
+clean:
+	rm -rf build build-asan build-vg
+
+help:
+	@echo "make            build $(STATIC), $(SHARED) and $(RELAYC)"
+	@echo "make test       unit suites and the .relay corpora"
+	@echo "make test-asan  the same under ASan+UBSan (build-asan/)"
+	@echo "make test-valgrind  the same under valgrind (build-vg/)"
+	@echo "make install    into PREFIX=$(PREFIX)"
+
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)

@@ -1,0 +1,89 @@
+/*
+ * base.h: what every layer of relayc shares: status codes, source spans,
+ * located errors, the allocator hook and the arena.
+ *
+ * Errors from user input are values: a function that can fail on input
+ * returns ry_status and fills the caller's ry_error. Internal invariants use
+ * assert. Nothing here knows about tensors, IR or targets.
+ */
+#ifndef RELAYC_BASE_H
+#define RELAYC_BASE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum ry_status { RY_OK = 0, RY_ERR = 1 } ry_status;
+
+/* A source file held by a module: its name and its whole text. */
+typedef struct ry_source {
+    const char *name; /* path as the user gave it, e.g. "model.relay" */
+    const char *text; /* NUL-terminated contents */
+    size_t len;
+} ry_source;
+
+/* A place in a source: 1-based line and column, and the length in bytes of
+ * the construct (at least 1 when known). src == NULL means "no location". */
+typedef struct ry_span {
+    const ry_source *src;
+    int line, col, len;
+} ry_span;
+
+#define RY_NO_SPAN ((ry_span){0, 0, 0, 0})
+
+#define RY_ERROR_MSG_MAX 1024
+#define RY_ERROR_LINE_MAX 256
+
+/* A located error. The source line is copied in, so the error outlives the
+ * module it came from. file is "" when there is no location. */
+typedef struct ry_error {
+    char file[256];
+    int line, col, len;
+    char msg[RY_ERROR_MSG_MAX];
+    char source_line[RY_ERROR_LINE_MAX]; /* "" when unknown */
+} ry_error;
+
+/* Fills err (if non-NULL) and returns RY_ERR, so callers can write
+ * `return ry_error_at(err, span, "expected %s", what);`. */
+ry_status ry_error_at(ry_error *err, ry_span span, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+ry_status ry_error_vat(ry_error *err, ry_span span, const char *fmt, va_list ap);
+/* An error with a file name but no line (files, I/O): "PATH: error: ...". */
+ry_status ry_error_file(ry_error *err, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prefixes err->msg with more context: "while X: <old message>". */
+void ry_error_prefix(ry_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Prints "FILE:LINE:COL: error: msg", then the source line and a caret. */
+void ry_error_print(FILE *f, const ry_error *err);
+
+/* ---- memory ---------------------------------------------------------
+ * Every allocation in the library goes through these, so tests can make
+ * the Nth allocation fail (ry_alloc_fail_after) and check that nothing
+ * leaks or crashes. ry_malloc returns NULL on failure. */
+void *ry_malloc(size_t n);
+void *ry_calloc(size_t count, size_t size);
+void *ry_realloc(void *p, size_t n);
+void ry_free(void *p);
+char *ry_strdup(const char *s);
+/* Make allocation number n (counting from the next one, 0-based) and every
+ * later one fail; n < 0 turns failure injection off. */
+void ry_alloc_fail_after(long n);
+
+/* ---- arena -----------------------------------------------------------
+ * For what dies together: IR nodes and types of a module, pass temporaries.
+ * Allocation never returns NULL: on out-of-memory the arena reports it on
+ * stderr and exits (IR construction is not a recoverable path). Memory is
+ * zeroed. */
+typedef struct ry_arena ry_arena;
+ry_arena *ry_arena_new(void);
+void ry_arena_free(ry_arena *a);
+void *ry_arena_alloc(ry_arena *a, size_t n);
+char *ry_arena_strdup(ry_arena *a, const char *s);
+char *ry_arena_strndup(ry_arena *a, const char *s, size_t n);
+#define RY_NEW(arena, T) ((T *)ry_arena_alloc((arena), sizeof(T)))
+#define RY_NEW_ARRAY(arena, T, n) ((T *)ry_arena_alloc((arena), sizeof(T) * (size_t)(n)))
+
+#endif

@@ -1,0 +1,348 @@
+/*
+ * ir.h: the Relay IR: types, expressions, patterns, attributes and modules.
+ *
+ * Nodes are plain structs allocated in the arena of the module that made
+ * them and freed with it. Expressions form a DAG: a `%0 = e;` binding in the
+ * text makes every use of %0 point to the same node. Variables are described
+ * once (ry_var) and referenced by RY_EXPR_VAR nodes, each use with its own
+ * span. The IR knows no target and does not execute itself.
+ */
+#ifndef RELAYC_IR_H
+#define RELAYC_IR_H
+
+#include "relayc/base.h"
+#include "relayc/tensor.h"
+
+typedef struct ry_type ry_type;
+typedef struct ry_expr ry_expr;
+typedef struct ry_pattern ry_pattern;
+typedef struct ry_module ry_module;
+typedef struct ry_typedef ry_typedef;
+typedef struct ry_ctor ry_ctor;
+typedef struct ry_global ry_global;
+typedef struct ry_op ry_op;
+
+/* ---- attributes --------------------------------------------------------
+ * Operator attributes as written: `padding=[1, 1]`, `axis=None`,
+ * `layout="NCHW"`, `rate=0.5f`, `keepdims=True`. Ops read them with the
+ * ry_attr_* helpers of op.h, which fall back to the op's defaults. */
+typedef enum ry_attr_kind {
+    RY_AV_NONE,  /* None */
+    RY_AV_INT,   /* 3, -1, 2i64 */
+    RY_AV_FLOAT, /* 0.5f, 1e-05f */
+    RY_AV_BOOL,  /* True, False */
+    RY_AV_STR,   /* "NCHW", "" */
+    RY_AV_LIST   /* [1, 1], [] */
+} ry_attr_kind;
+
+typedef struct ry_attr_value ry_attr_value;
+struct ry_attr_value {
+    ry_attr_kind kind;
+    union {
+        int64_t i;
+        double f;
+        bool b;
+        const char *s;
+        struct {
+            int n;
+            ry_attr_value *items;
+        } list;
+    };
+};
+
+typedef struct ry_attr {
+    const char *name;
+    ry_attr_value value;
+    ry_span span;
+} ry_attr;
+
+typedef struct ry_attrs {
+    int n;
+    ry_attr *items;
+} ry_attrs;
+
+/* ---- types -------------------------------------------------------------- */
+typedef enum ry_dim_kind {
+    RY_DIM_CONST, /* 128 */
+    RY_DIM_SYM,   /* n: a symbolic dimension, equal only to itself */
+    RY_DIM_ANY    /* ?: unknown until run time */
+} ry_dim_kind;
+
+typedef struct ry_dim {
+    ry_dim_kind kind;
+    int64_t value;    /* RY_DIM_CONST */
+    const char *name; /* RY_DIM_SYM */
+} ry_dim;
+
+typedef enum ry_type_kind {
+    RY_TYPE_TENSOR,     /* Tensor[(2, n), float32]; float32 is Tensor[(), float32] */
+    RY_TYPE_TUPLE,      /* (T1, T2), () */
+    RY_TYPE_FUNC,       /* fn [A](T1, T2) -> R */
+    RY_TYPE_VAR,        /* A: a type parameter */
+    RY_TYPE_CALL,       /* List[A]: an ADT applied to arguments (none: `Tree`) */
+    RY_TYPE_REF,        /* ref(T) */
+    RY_TYPE_INCOMPLETE  /* _: to be inferred */
+} ry_type_kind;
+
+struct ry_type {
+    ry_type_kind kind;
+    ry_span span;
+    union {
+        struct {
+            ry_dtype dtype;
+            int ndim;
+            ry_dim *dims;
+        } tensor;
+        struct {
+            int n;
+            ry_type **fields;
+        } tuple;
+        struct {
+            int ntparams;
+            ry_type **tparams; /* each RY_TYPE_VAR */
+            int nargs;
+            ry_type **args;
+            ry_type *ret;
+        } func;
+        struct {
+            const char *name;
+            int id; /* unique within the module; type vars compare by id */
+        } var;
+        struct {
+            ry_typedef *adt;
+            int nargs;
+            ry_type **args;
+        } call;
+        struct {
+            ry_type *inner;
+        } ref;
+        struct {
+            int id; /* the type checker's unknown number */
+        } incomplete;
+    };
+};
+
+/* ---- ADTs ---------------------------------------------------------------
+ * type List[A] { Cons(A, List[A]), Nil } */
+struct ry_ctor {
+    const char *name;
+    int tag;                 /* index within its typedef */
+    int nfields;
+    ry_type **fields;        /* may mention the typedef's type params */
+    ry_typedef *adt;
+    ry_span span;
+};
+
+struct ry_typedef {
+    const char *name;
+    int ntparams;
+    ry_type **tparams;       /* each RY_TYPE_VAR */
+    int nctors;
+    ry_ctor **ctors;
+    ry_span span;
+};
+
+/* ---- expressions ---------------------------------------------------------- */
+typedef struct ry_var {
+    const char *name;     /* without the %: "x", "0" is never a var name */
+    int id;               /* unique within the module */
+    ry_type *annot;       /* declared type or NULL */
+    ry_type *type;        /* inferred by the type checker, else NULL */
+    ry_span span;         /* where it is bound */
+} ry_var;
+
+typedef enum ry_expr_kind {
+    RY_EXPR_VAR,       /* %x */
+    RY_EXPR_GLOBAL,    /* @f */
+    RY_EXPR_CONST,     /* 1f, 2i64, True, meta[relay.Constant][0] */
+    RY_EXPR_OP,        /* nn.dense (as a callee) */
+    RY_EXPR_CTOR,      /* Cons, Nil (as a callee, or a value when nullary) */
+    RY_EXPR_CALL,      /* f(a, b, attr=v) */
+    RY_EXPR_LET,       /* let %x = v; body */
+    RY_EXPR_IF,        /* if (c) { t } else { f } */
+    RY_EXPR_MATCH,     /* match (d) { p => e, ... }; match? (d) {...} */
+    RY_EXPR_FUNC,      /* fn [A](%x: T) -> R { body } */
+    RY_EXPR_TUPLE,     /* (a, b), (a,), () */
+    RY_EXPR_PROJ,      /* t.0 */
+    RY_EXPR_REF,       /* ref(v) */
+    RY_EXPR_REF_READ,  /* ref_read(r) */
+    RY_EXPR_REF_WRITE  /* ref_write(r, v) */
+} ry_expr_kind;
+
+typedef struct ry_clause {
+    ry_pattern *pat;
+    ry_expr *body;
+} ry_clause;
+
+struct ry_expr {
+    ry_expr_kind kind;
+    ry_span span;
+    ry_type *type; /* set by the type checker (fully resolved), else NULL */
+    union {
+        struct {
+            ry_var *var;
+        } var;
+        struct {
+            const char *name; /* without the @ */
+        } global;
+        struct {
+            ry_tensor *value; /* owned by the module (released with it) */
+        } constant;
+        struct {
+            const ry_op *op;
+        } op;
+        struct {
+            ry_ctor *ctor;
+        } ctor;
+        struct {
+            ry_expr *callee;
+            int nargs;
+            ry_expr **args;
+            ry_attrs attrs;
+            int ntype_args;
+            ry_type **type_args; /* explicit or inferred instantiation */
+        } call;
+        struct {
+            ry_var *var;
+            ry_expr *value;
+            ry_expr *body;
+        } let;
+        struct {
+            ry_expr *cond;
+            ry_expr *then_;
+            ry_expr *else_;
+        } if_;
+        struct {
+            ry_expr *data;
+            int nclauses;
+            ry_clause *clauses;
+            bool complete; /* false for match? */
+        } match;
+        struct {
+            int nparams;
+            ry_var **params;
+            ry_type *ret_annot; /* NULL if not written */
+            int ntparams;
+            ry_type **tparams;  /* each RY_TYPE_VAR */
+            ry_attrs attrs;     /* e.g. Primitive=1 on fused functions */
+            ry_expr *body;
+        } func;
+        struct {
+            int n;
+            ry_expr **fields;
+        } tuple;
+        struct {
+            ry_expr *tuple;
+            int index;
+        } proj;
+        struct {
+            ry_expr *value;
+        } ref;
+        struct {
+            ry_expr *ref;
+        } ref_read;
+        struct {
+            ry_expr *ref;
+            ry_expr *value;
+        } ref_write;
+    };
+};
+
+typedef enum ry_pattern_kind {
+    RY_PAT_WILDCARD, /* _ */
+    RY_PAT_VAR,      /* %x */
+    RY_PAT_CTOR,     /* Cons(%h, %t), Nil */
+    RY_PAT_TUPLE     /* (%a, _) */
+} ry_pattern_kind;
+
+struct ry_pattern {
+    ry_pattern_kind kind;
+    ry_span span;
+    union {
+        ry_var *var;
+        struct {
+            ry_ctor *ctor;
+            int n;
+            ry_pattern **args;
+        } ctor;
+        struct {
+            int n;
+            ry_pattern **fields;
+        } tuple;
+    };
+};
+
+/* ---- modules -------------------------------------------------------------- */
+struct ry_global {
+    const char *name; /* without the @ */
+    ry_expr *func;    /* an RY_EXPR_FUNC */
+    ry_span span;
+};
+
+struct ry_module {
+    ry_arena *arena;
+    ry_source *source;       /* the text it was parsed from, or NULL */
+    int nglobals;
+    ry_global **globals;     /* in definition order */
+    int ntypedefs;
+    ry_typedef **typedefs;   /* in definition order */
+    int next_id;             /* for fresh ry_var and type var ids */
+    /* private: growth capacities and constants to release */
+    int cap_globals, cap_typedefs;
+    int nconsts, cap_consts;
+    ry_tensor **consts;
+};
+
+/* New empty module. The Prelude-free module holds no typedefs. */
+ry_module *ry_module_new(void);
+/* Frees every node, string and type in the arena and releases constants. */
+void ry_module_free(ry_module *m);
+
+/* Parses Relay text (version 0.0.5). name is used in error locations. On
+ * success *out owns a new module; on error *out is NULL and err is set. */
+ry_status ry_module_parse(const char *name, const char *text, size_t len,
+                          ry_module **out, ry_error *err);
+ry_status ry_module_parse_file(const char *path, ry_module **out, ry_error *err);
+
+/* Prints the module in the text format, `#[version = "0.0.5"]` first.
+ * Constants too large to print inline go into a metadata section. Returns
+ * a malloc'ed string (free with ry_free), NULL on out-of-memory. */
+char *ry_module_print(const ry_module *m);
+/* Prints one expression (for messages and tests); malloc'ed. */
+char *ry_expr_print(const ry_expr *e);
+/* Prints a type into buf, truncating; returns buf. */
+const char *ry_type_str(const ry_type *t, char *buf, size_t n);
+
+ry_global *ry_module_find_global(const ry_module *m, const char *name);
+ry_typedef *ry_module_find_typedef(const ry_module *m, const char *name);
+ry_ctor *ry_module_find_ctor(const ry_module *m, const char *name);
+/* Adds or replaces a global function; fn must be an RY_EXPR_FUNC. */
+ry_global *ry_module_add_global(ry_module *m, const char *name, ry_expr *fn);
+void ry_module_add_typedef(ry_module *m, ry_typedef *td);
+/* The module takes one reference to t (released in ry_module_free). */
+void ry_module_keep_const(ry_module *m, ry_tensor *t);
+
+/* Type inference over the whole module (see typecheck.c): fills every
+ * expression's `type` and every var's `type`, instantiating polymorphic
+ * globals and solving operator type relations. Errors name the expression and
+ * the expected and actual types. */
+ry_status ry_module_typecheck(ry_module *m, ry_error *err);
+
+/* ---- constructors for IR nodes (in m's arena) ----------------------------- */
+ry_var *ry_var_new(ry_module *m, const char *name, ry_type *annot, ry_span span);
+ry_expr *ry_expr_new(ry_module *m, ry_expr_kind kind, ry_span span);
+ry_expr *ry_expr_var(ry_module *m, ry_var *v, ry_span span);
+ry_expr *ry_expr_const(ry_module *m, ry_tensor *t, ry_span span); /* takes t */
+ry_expr *ry_expr_call(ry_module *m, ry_expr *callee, int nargs, ry_expr **args,
+                      ry_span span); /* copies args */
+ry_expr *ry_expr_let(ry_module *m, ry_var *v, ry_expr *value, ry_expr *body,
+                     ry_span span);
+ry_expr *ry_expr_tuple(ry_module *m, int n, ry_expr **fields, ry_span span);
+ry_expr *ry_expr_proj(ry_module *m, ry_expr *tuple, int index, ry_span span);
+ry_type *ry_type_new(ry_module *m, ry_type_kind kind, ry_span span);
+ry_type *ry_type_tensor(ry_module *m, ry_dtype dtype, int ndim, const int64_t *shape);
+ry_type *ry_type_tensor_arena(ry_arena *a, ry_dtype dtype, int ndim, const ry_dim *dims);
+ry_type *ry_type_tuple_arena(ry_arena *a, int n, ry_type **fields);
+bool ry_type_equal(const ry_type *a, const ry_type *b); /* structural */
+
+#endif

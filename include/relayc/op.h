@@ -1,0 +1,142 @@
+/*
+ * op.h: the operator registry. Each operator is one entry: TVM's name, its
+ * attributes with TVM's C++ defaults, its type relation, its kernels per
+ * target and its fusion pattern. Adding an operator means adding one entry
+ * (in the family file under src/op/) and its tests, nothing elsewhere.
+ *
+ * Kernels receive their outputs already allocated: the runtime computes the
+ * result's shape by running the type relation on the concrete input types, so
+ * shape logic lives in one place.
+ */
+#ifndef RELAYC_OP_H
+#define RELAYC_OP_H
+
+#include "relayc/ir.h"
+
+/* How an operator may be fused (TVM's OpPatternKind). */
+typedef enum ry_op_pattern {
+    RY_PAT_ELEMWISE = 0,       /* out[i] = f(in[i]) */
+    RY_PAT_BROADCAST = 1,      /* elementwise with broadcasting */
+    RY_PAT_INJECTIVE = 2,      /* each output element from one input element */
+    RY_PAT_COMM_REDUCE = 3,    /* reductions */
+    RY_PAT_OUT_ELEMWISE = 4,   /* dense, conv2d: fusable epilogue */
+    RY_PAT_OPAQUE = 8
+} ry_op_pattern;
+
+typedef enum ry_target {
+    RY_TARGET_CPU = 0,
+    RY_TARGET_CUDA,
+    RY_TARGET_OPENCL,
+    RY_TARGET_COUNT
+} ry_target;
+
+/* ---- type relations ---------------------------------------------------
+ * Called by the type checker (and at run time on concrete types) with the
+ * argument types resolved as far as known. A relation returns RY_REL_DEFER
+ * when an argument it needs is still RY_TYPE_INCOMPLETE (the checker retries
+ * after more unification: the fixpoint), RY_REL_FAIL after setting c->err at
+ * c->span, or RY_REL_OK with *out set (allocated in c->arena).
+ * Dimensions may be RY_DIM_SYM or RY_DIM_ANY: a relation propagates them
+ * (broadcast 1 with n gives n; Any with anything gives Any). */
+typedef enum ry_rel_status { RY_REL_OK, RY_REL_DEFER, RY_REL_FAIL } ry_rel_status;
+
+typedef struct ry_rel_ctx {
+    ry_arena *arena;
+    const ry_op *op;
+    const ry_attrs *attrs;
+    ry_span span;   /* the call, for errors */
+    ry_error *err;
+} ry_rel_ctx;
+
+typedef ry_rel_status (*ry_type_rel_fn)(ry_rel_ctx *c, int nargs, ry_type *const *args,
+                                        ry_type **out);
+
+/* ---- kernels -----------------------------------------------------------
+ * in: the argument tensors flattened depth-first (concatenate's tuple
+ * argument gives one tensor per field). out: the result tensors flattened
+ * depth-first, allocated with the shapes and dtypes the type relation gave.
+ * A kernel sets c->err (at c->span) and returns RY_ERR for what only run time
+ * can tell (an index out of range in take with mode="fast", say). */
+typedef struct ry_kernel_ctx {
+    const ry_op *op;
+    const ry_attrs *attrs;
+    ry_span span;
+    ry_error *err;
+    bool training;       /* nn.dropout drops, batch_norm uses batch stats */
+    uint64_t *rng;       /* seeded random state (splitmix64/xoshiro), for dropout */
+} ry_kernel_ctx;
+
+typedef ry_status (*ry_kernel_fn)(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                                  ry_tensor *const *out);
+
+typedef struct ry_attr_def {
+    const char *name;
+    ry_attr_value def; /* TVM's C++ default; RY_AV_NONE for None */
+} ry_attr_def;
+
+#define RY_MAX_ATTRS 16
+
+struct ry_op {
+    const char *name;   /* "nn.conv2d" */
+    int nargs;          /* fixed arity */
+    ry_op_pattern pattern;
+    int nattrs;
+    ry_attr_def attrs[RY_MAX_ATTRS];
+    ry_type_rel_fn rel;
+    ry_kernel_fn kernels[RY_TARGET_COUNT]; /* NULL where a target lacks it */
+    const char *doc;    /* one line: the rule, e.g. "dense: (n, k) x (m, k) -> (n, m)" */
+};
+
+/* Attribute-value shorthands for registry entries. */
+#define RY_AINT(v) {.kind = RY_AV_INT, .i = (v)}
+#define RY_AFLOAT(v) {.kind = RY_AV_FLOAT, .f = (v)}
+#define RY_ABOOL(v) {.kind = RY_AV_BOOL, .b = (v)}
+#define RY_ASTR(v) {.kind = RY_AV_STR, .s = (v)}
+#define RY_ANONE {.kind = RY_AV_NONE}
+#define RY_AEMPTY {.kind = RY_AV_LIST, .list = {0, NULL}}
+
+/* ---- the registry ---------------------------------------------------------- */
+const ry_op *ry_op_find(const char *name);   /* NULL if unknown */
+int ry_op_count(void);
+const ry_op *ry_op_at(int i);
+
+/* Family tables, defined in src/op/<family>.c and gathered by registry.c. */
+extern const ry_op ry_ops_elemwise[];
+extern const int ry_ops_elemwise_count;
+extern const ry_op ry_ops_nn[];
+extern const int ry_ops_nn_count;
+extern const ry_op ry_ops_transform[];
+extern const int ry_ops_transform_count;
+
+/* Checks that every attribute in attrs is declared by op and has a usable
+ * kind; errors point at the attribute. */
+ry_status ry_op_check_attrs(const ry_op *op, const ry_attrs *attrs, ry_error *err);
+
+/* Attribute access with the op's defaults. name must be declared by op. */
+const ry_attr_value *ry_attr_get(const ry_op *op, const ry_attrs *attrs, const char *name);
+bool ry_attr_is_none(const ry_op *op, const ry_attrs *attrs, const char *name);
+int64_t ry_attr_int(const ry_op *op, const ry_attrs *attrs, const char *name);
+double ry_attr_float(const ry_op *op, const ry_attrs *attrs, const char *name);
+bool ry_attr_bool(const ry_op *op, const ry_attrs *attrs, const char *name);
+const char *ry_attr_str(const ry_op *op, const ry_attrs *attrs, const char *name);
+/* A list of integers (a single integer reads as a list of one). Returns the
+ * count (at most max written into out), or -1 for None. */
+int ry_attr_ints(const ry_op *op, const ry_attrs *attrs, const char *name, int64_t *out,
+                 int max);
+
+/* Runs op's CPU kernel on concrete arguments. arg_types: one per argument,
+ * tensor types with constant dims (or tuples of them); in: the tensors,
+ * flattened depth-first. Computes the result type with the relation,
+ * allocates the results and runs the kernel. On success *out_type is the
+ * result type (in scratch) and (*out)[0..*nout) are new tensors the caller
+ * owns, in an array allocated with ry_malloc. */
+ry_status ry_op_run(const ry_op *op, const ry_attrs *attrs, ry_arena *scratch, int nargs,
+                    ry_type *const *arg_types, int nin, ry_tensor *const *in,
+                    ry_kernel_ctx *kctx, ry_type **out_type, int *nout, ry_tensor ***out);
+
+/* Helpers for relations: a tensor type from a tensor, and broadcasting. */
+ry_type *ry_type_of_tensor(ry_arena *a, const ry_tensor *t);
+ry_rel_status ry_rel_broadcast(ry_rel_ctx *c, const ry_type *a, const ry_type *b,
+                               ry_dtype out_dtype, ry_type **out);
+
+#endif

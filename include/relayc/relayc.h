@@ -1,0 +1,14 @@
+/*
+ * relayc.h: the whole public API. Include this one header.
+ */
+#ifndef RELAYC_H
+#define RELAYC_H
+
+#include "relayc/base.h"
+#include "relayc/tensor.h"
+#include "relayc/ir.h"
+#include "relayc/op.h"
+#include "relayc/value.h"
+#include "relayc/interp.h"
+
+#endif

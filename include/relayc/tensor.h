@@ -1,0 +1,106 @@
+/*
+ * tensor.h: dtypes, devices, allocators and reference-counted n-dimensional
+ * tensors, plus NumPy .npy reading and writing.
+ *
+ * Tensors are dense and C-contiguous. A tensor either owns its buffer or is a
+ * view into another tensor's buffer (used to carve parameters out of one
+ * slab). Tensors know nothing of programs.
+ */
+#ifndef RELAYC_TENSOR_H
+#define RELAYC_TENSOR_H
+
+#include "relayc/base.h"
+
+typedef enum ry_dtype {
+    RY_FLOAT32,
+    RY_FLOAT64,
+    RY_FLOAT16,
+    RY_INT8,
+    RY_INT32,
+    RY_INT64,
+    RY_UINT8,
+    RY_BOOL,
+    RY_DTYPE_COUNT
+} ry_dtype;
+
+size_t ry_dtype_size(ry_dtype d);
+const char *ry_dtype_name(ry_dtype d);          /* "float32", "bool", ... (TVM's) */
+bool ry_dtype_parse(const char *s, size_t n, ry_dtype *out); /* inverse of _name */
+bool ry_dtype_is_float(ry_dtype d);             /* float16/32/64 */
+bool ry_dtype_is_int(ry_dtype d);               /* int8/32/64, uint8 */
+
+/* IEEE half <-> single, round to nearest even. */
+float ry_f16_to_f32(uint16_t h);
+uint16_t ry_f32_to_f16(float f);
+
+typedef enum ry_device_kind { RY_DEVICE_CPU = 0 } ry_device_kind;
+typedef struct ry_device {
+    ry_device_kind kind;
+    int id;
+} ry_device;
+#define RY_CPU ((ry_device){RY_DEVICE_CPU, 0})
+const char *ry_device_name(ry_device d); /* "cpu" */
+
+/* Where tensor buffers come from. A GPU backend provides its own. */
+typedef struct ry_allocator {
+    ry_device device;
+    void *(*alloc)(struct ry_allocator *self, size_t nbytes); /* NULL on OOM */
+    void (*free)(struct ry_allocator *self, void *ptr);
+} ry_allocator;
+/* The default CPU allocator: 64-byte aligned, through ry_malloc's hook. */
+ry_allocator *ry_cpu_allocator(void);
+
+#define RY_MAX_RANK 8
+
+typedef struct ry_tensor ry_tensor;
+struct ry_tensor {
+    int refcount;
+    ry_dtype dtype;
+    int ndim;
+    int64_t shape[RY_MAX_RANK];
+    int64_t size;          /* number of elements (1 for a scalar) */
+    ry_device device;
+    void *data;            /* size * dtype_size bytes, C order */
+    ry_allocator *alloc;   /* owner of data; NULL for a view */
+    ry_tensor *base;       /* the tensor a view keeps alive; NULL if owner */
+};
+
+/* New tensor with uninitialized contents; ndim 0 is a scalar. Returns NULL
+ * on out-of-memory or ndim > RY_MAX_RANK or a negative dimension. The caller
+ * owns the one reference. */
+ry_tensor *ry_tensor_new(ry_dtype dtype, int ndim, const int64_t *shape);
+ry_tensor *ry_tensor_zeros(ry_dtype dtype, int ndim, const int64_t *shape);
+ry_tensor *ry_tensor_new_on(ry_allocator *alloc, ry_dtype dtype, int ndim,
+                            const int64_t *shape);
+/* A scalar (ndim 0) holding v converted to dtype. */
+ry_tensor *ry_tensor_scalar(ry_dtype dtype, double v);
+/* A view of base's buffer at byte_offset with its own shape; keeps base
+ * alive. Returns NULL if it would not fit inside base. */
+ry_tensor *ry_tensor_view(ry_tensor *base, size_t byte_offset, ry_dtype dtype,
+                          int ndim, const int64_t *shape);
+/* Deep copy (new buffer). */
+ry_tensor *ry_tensor_copy(const ry_tensor *t);
+ry_tensor *ry_tensor_retain(ry_tensor *t);   /* returns t */
+void ry_tensor_release(ry_tensor *t);         /* NULL is fine */
+
+size_t ry_tensor_nbytes(const ry_tensor *t);
+bool ry_tensor_same_shape(const ry_tensor *a, const ry_tensor *b);
+/* Element i (flat index) as double, and store double into element i,
+ * converting per dtype (bool stores v != 0). For tests, I/O and slow paths. */
+double ry_tensor_get(const ry_tensor *t, int64_t i);
+void ry_tensor_set(ry_tensor *t, int64_t i, double v);
+/* "float32[2, 3]" into buf. */
+const char *ry_tensor_describe(const ry_tensor *t, char *buf, size_t n);
+
+/* ---- .npy ------------------------------------------------------------
+ * Versions 1.0, 2.0 and 3.0; little-endian data of the eight dtypes (and
+ * big-endian, byte-swapped on read). Fortran order, object arrays, unknown
+ * dtypes, a header or data shorter than declared, or a shape whose size does
+ * not match the file, are errors naming the file. */
+ry_status ry_npy_read(const char *path, ry_tensor **out, ry_error *err);
+ry_status ry_npy_read_mem(const char *name, const void *buf, size_t len,
+                          ry_tensor **out, ry_error *err);
+/* Writes atomically: to PATH.tmp, then renames. */
+ry_status ry_npy_write(const char *path, const ry_tensor *t, ry_error *err);
+
+#endif

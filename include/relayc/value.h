@@ -1,0 +1,70 @@
+/*
+ * value.h: runtime values: tensors, tuples, closures, references and ADT
+ * values, all reference counted. Shared by the interpreter and the compiled
+ * engine. A value holds the references it was given.
+ *
+ * Reference counting cannot free a cycle (a ref holding a closure that
+ * captures the same ref): programs that tie such knots leak them.
+ */
+#ifndef RELAYC_VALUE_H
+#define RELAYC_VALUE_H
+
+#include "relayc/ir.h"
+
+typedef enum ry_value_kind {
+    RY_VAL_TENSOR,
+    RY_VAL_TUPLE,
+    RY_VAL_CLOSURE,
+    RY_VAL_REF,
+    RY_VAL_ADT
+} ry_value_kind;
+
+typedef struct ry_value ry_value;
+struct ry_value {
+    int refcount;
+    ry_value_kind kind;
+    union {
+        ry_tensor *tensor;
+        struct {
+            int n;
+            ry_value **fields;
+        } tuple;
+        struct {
+            ry_value *value;
+        } ref;
+        struct {
+            const ry_ctor *ctor;
+            int n;
+            ry_value **fields;
+        } adt;
+        struct {
+            /* Exactly one of func / ctor is set: a function expression with
+             * the values of its free variables, or a constructor used as a
+             * function (its fields become its arguments). */
+            const ry_expr *func;   /* RY_EXPR_FUNC */
+            const ry_ctor *ctor;
+            int ncaptured;
+            const ry_var **captured_vars;
+            ry_value **captured;
+        } closure;
+    };
+};
+
+/* Constructors take over the references they are given (t, fields[i]) and
+ * return NULL on out-of-memory, having released them. */
+ry_value *ry_value_tensor(ry_tensor *t);
+ry_value *ry_value_tuple(int n, ry_value **fields);   /* copies the array */
+ry_value *ry_value_adt(const ry_ctor *ctor, int n, ry_value **fields);
+ry_value *ry_value_ref(ry_value *v);
+ry_value *ry_value_closure(const ry_expr *func, int ncaptured, const ry_var **vars,
+                           ry_value **captured);
+ry_value *ry_value_ctor_fn(const ry_ctor *ctor);
+ry_value *ry_value_retain(ry_value *v);
+void ry_value_release(ry_value *v);   /* NULL is fine */
+
+/* Counts the tensors in v, depth first (tuples, ADT fields, ref contents). */
+int ry_value_count_tensors(const ry_value *v);
+/* Writes borrowed pointers to v's tensors, depth first, into out[0..max). */
+int ry_value_flatten(const ry_value *v, ry_tensor **out, int max);
+
+#endif

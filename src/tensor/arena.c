@@ -1,0 +1,66 @@
+/*
+ * arena.c: bump allocation for what dies together (a module's IR nodes and
+ * types, a pass's temporaries). Freed all at once.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "relayc/base.h"
+
+typedef struct block {
+    struct block *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char data[];
+} block;
+
+struct ry_arena {
+    block *head;
+};
+
+ry_arena *ry_arena_new(void) {
+    ry_arena *a = calloc(1, sizeof *a);
+    if (!a) {
+        fprintf(stderr, "relayc: out of memory\n");
+        exit(1);
+    }
+    return a;
+}
+
+void ry_arena_free(ry_arena *a) {
+    if (!a) return;
+    for (block *b = a->head, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    free(a);
+}
+
+void *ry_arena_alloc(ry_arena *a, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    block *b = a->head;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = n > 65536 ? n : 65536;
+        b = malloc(sizeof *b + cap);
+        if (!b) {
+            fprintf(stderr, "relayc: out of memory\n");
+            exit(1);
+        }
+        b->cap = cap;
+        b->used = 0;
+        b->next = a->head;
+        a->head = b;
+    }
+    void *p = b->data + b->used;
+    b->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+char *ry_arena_strndup(ry_arena *a, const char *s, size_t n) {
+    char *d = ry_arena_alloc(a, n + 1);
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+char *ry_arena_strdup(ry_arena *a, const char *s) { return ry_arena_strndup(a, s, strlen(s)); }

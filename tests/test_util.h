@@ -1,0 +1,62 @@
+/*
+ * test_util.h: what the cmocka suites share: parsing a module from text
+ * with a readable failure, loading .npy files, and comparing tensors.
+ * Tests run from the repository root (paths like "tests/ops/...").
+ */
+#ifndef RELAYC_TEST_UTIL_H
+#define RELAYC_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "relayc/relayc.h"
+
+/* Parses text (and type-checks it when check is true); fails the test with
+ * the located error message otherwise. */
+static inline ry_module *test_parse(const char *text, bool check) {
+    ry_module *m = NULL;
+    ry_error err;
+    memset(&err, 0, sizeof err);
+    if (ry_module_parse("test.relay", text, strlen(text), &m, &err) != RY_OK) {
+        ry_error_print(stderr, &err);
+        fail_msg("parse failed: %s", err.msg);
+    }
+    if (check && ry_module_typecheck(m, &err) != RY_OK) {
+        ry_error_print(stderr, &err);
+        ry_module_free(m);
+        fail_msg("typecheck failed: %s", err.msg);
+    }
+    return m;
+}
+
+static inline ry_tensor *test_npy(const char *path) {
+    ry_tensor *t = NULL;
+    ry_error err;
+    if (ry_npy_read(path, &t, &err) != RY_OK) {
+        ry_error_print(stderr, &err);
+        fail_msg("cannot read %s", path);
+    }
+    return t;
+}
+
+/* |a - b| <= atol + rtol * |b| elementwise, same dtype-independent shape. */
+static inline void test_assert_close(const ry_tensor *a, const ry_tensor *b, double rtol, double atol) {
+    char sa[64], sb[64];
+    if (!ry_tensor_same_shape(a, b))
+        fail_msg("shape %s != expected %s", ry_tensor_describe(a, sa, sizeof sa),
+                 ry_tensor_describe(b, sb, sizeof sb));
+    for (int64_t i = 0; i < a->size; i++) {
+        double x = ry_tensor_get(a, i), y = ry_tensor_get(b, i);
+        if (isnan(x) && isnan(y)) continue;
+        if (!(fabs(x - y) <= atol + rtol * fabs(y)))
+            fail_msg("element %lld: got %.9g, expected %.9g", (long long)i, x, y);
+    }
+}
+
+#endif
