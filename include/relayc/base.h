@@ -80,6 +80,8 @@ void ry_alloc_fail_after(long n);
 typedef struct ry_arena ry_arena;
 ry_arena *ry_arena_new(void);
 void ry_arena_free(ry_arena *a);
+/* Forgets everything allocated so far but keeps one block for reuse. */
+void ry_arena_reset(ry_arena *a);
 void *ry_arena_alloc(ry_arena *a, size_t n);
 char *ry_arena_strdup(ry_arena *a, const char *s);
 char *ry_arena_strndup(ry_arena *a, const char *s, size_t n);

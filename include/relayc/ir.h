@@ -308,6 +308,13 @@ ry_status ry_module_parse_file(const char *path, ry_module **out, ry_error *err)
  * Constants too large to print inline go into a metadata section. Returns
  * a malloc'ed string (free with ry_free), NULL on out-of-memory. */
 char *ry_module_print(const ry_module *m);
+/* show_types: after type checking, annotate each binding as TVM does, with
+ * a block comment `ty=Tensor[(1, 10), float32]` after the bound expression
+ * (comments the parser skips). */
+typedef struct ry_print_opts {
+    bool show_types;
+} ry_print_opts;
+char *ry_module_print_ex(const ry_module *m, const ry_print_opts *opts);
 /* Prints one expression (for messages and tests); malloc'ed. */
 char *ry_expr_print(const ry_expr *e);
 /* Prints a type into buf, truncating; returns buf. */

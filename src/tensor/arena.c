@@ -35,6 +35,17 @@ void ry_arena_free(ry_arena *a) {
     free(a);
 }
 
+void ry_arena_reset(ry_arena *a) {
+    block *keep = a->head;
+    if (!keep) return;
+    for (block *b = keep->next, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    keep->next = NULL;
+    keep->used = 0;
+}
+
 void *ry_arena_alloc(ry_arena *a, size_t n) {
     n = (n + 15) & ~(size_t)15;
     block *b = a->head;
