@@ -105,6 +105,8 @@ extern const ry_op ry_ops_elemwise[];
 extern const int ry_ops_elemwise_count;
 extern const ry_op ry_ops_nn[];
 extern const int ry_ops_nn_count;
+extern const ry_op ry_ops_conv[];
+extern const int ry_ops_conv_count;
 extern const ry_op ry_ops_transform[];
 extern const int ry_ops_transform_count;
 

@@ -16,6 +16,7 @@ typedef struct family {
 static const family families[] = {
     {ry_ops_elemwise, &ry_ops_elemwise_count},
     {ry_ops_nn, &ry_ops_nn_count},
+    {ry_ops_conv, &ry_ops_conv_count},
     {ry_ops_transform, &ry_ops_transform_count},
 };
 #define NFAMILIES (int)(sizeof families / sizeof families[0])
