@@ -48,6 +48,9 @@ struct ry_value {
             ry_value **captured;
         } closure;
     };
+    /* private: links values whose references are being dropped, so that
+     * ry_value_release frees a long list without C recursion. */
+    ry_value *dead_next;
 };
 
 /* Constructors take over the references they are given (t, fields[i]) and
@@ -62,9 +65,11 @@ ry_value *ry_value_ctor_fn(const ry_ctor *ctor);
 ry_value *ry_value_retain(ry_value *v);
 void ry_value_release(ry_value *v);   /* NULL is fine */
 
-/* Counts the tensors in v, depth first (tuples, ADT fields, ref contents). */
+/* Counts the tensors in v, depth first (tuples, ADT fields, ref contents;
+ * closures hold none). Returns -1 on out-of-memory. */
 int ry_value_count_tensors(const ry_value *v);
-/* Writes borrowed pointers to v's tensors, depth first, into out[0..max). */
+/* Writes borrowed pointers to v's tensors, depth first, into out[0..max).
+ * Returns how many v holds (which may exceed max), -1 on out-of-memory. */
 int ry_value_flatten(const ry_value *v, ry_tensor **out, int max);
 
 #endif

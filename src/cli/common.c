@@ -1,0 +1,50 @@
+/*
+ * common.c: helpers the subcommands share: loading a module with located
+ * errors, and reading options.
+ */
+#include <stdarg.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+ry_module *cli_load(const char *path, bool check) {
+    ry_module *m = NULL;
+    ry_error err;
+    memset(&err, 0, sizeof err);
+    if (ry_module_parse_file(path, &m, &err) != RY_OK) {
+        ry_error_print(stderr, &err);
+        return NULL;
+    }
+    if (check && ry_module_typecheck(m, &err) != RY_OK) {
+        ry_error_print(stderr, &err);
+        ry_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+bool cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
+
+const char *cli_option(int argc, char **argv, int *i, const char *name, bool *bad) {
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0) return NULL;
+    if (a[n] == '=') return a + n + 1;
+    if (a[n] != '\0') return NULL;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "relayc: error: option %s needs a value\n", name);
+        *bad = true;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+int cli_fail(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "relayc %s: error: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}

@@ -1,0 +1,44 @@
+/*
+ * main.c: the relayc command: dispatches to a subcommand. Each stage of the
+ * pipeline can be run on its own from here (check, fmt, run); the library
+ * never depends on this folder.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"check", cmd_check, "parse and type-check a module; print each global's type"},
+    {"fmt", cmd_fmt, "print a module in the canonical text format"},
+    {"run", cmd_run, "run a function on .npy inputs with the interpreter"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: relayc COMMAND [ARGS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n`relayc COMMAND --help` describes each.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 1;
+    }
+    if (cli_is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "relayc: error: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 1;
+}
