@@ -30,7 +30,7 @@ STATIC := $(BUILD)/librelayc.a
 SHARED := $(BUILD)/librelayc.so
 RELAYC := $(BUILD)/relayc
 
-.PHONY: all test test-unit test-corpus asan test-asan valgrind test-valgrind install clean help
+.PHONY: all demo test test-unit test-corpus asan test-asan valgrind test-valgrind install clean help
 
 all: $(STATIC) $(SHARED) $(RELAYC)
 
@@ -51,6 +51,13 @@ $(RELAYC): $(CLI_OBJS) $(STATIC)
 $(BUILD)/tests/%: tests/%.c tests/test_util.h $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Itests -o $@ $< $(STATIC) $(CMOCKA_LIBS) $(LDLIBS)
+
+# LeNet-5 through the command line: type-check it, then run it on the
+# committed inputs with the interpreter.
+LENET_INPUTS := $(foreach f,$(wildcard tests/run/lenet/in_*.npy),--input $(patsubst in_%.npy,%,$(notdir $f))=$f)
+demo: $(RELAYC)
+	$(RELAYC) check tests/run/lenet.relay
+	$(RELAYC) run tests/run/lenet.relay $(LENET_INPUTS) --out $(BUILD)/demo
 
 # The unit suites, then the .relay corpora through the command line.
 # TEST_WRAP runs each binary under a tool (valgrind).
@@ -87,6 +94,7 @@ clean:
 
 help:
 	@echo "make            build $(STATIC), $(SHARED) and $(RELAYC)"
+	@echo "make demo       run LeNet-5 through relayc check and relayc run"
 	@echo "make test       unit suites and the .relay corpora"
 	@echo "make test-asan  the same under ASan+UBSan (build-asan/)"
 	@echo "make test-valgrind  the same under valgrind (build-vg/)"

@@ -13,7 +13,7 @@ pass=0
 fail=0
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 
-for f in tests/corpus/*.relay; do
+for f in tests/corpus/*.relay tests/run/*.relay tests/run_errors/*.relay; do
     if ! $RELAYC check "$f" >"$tmp/check" 2>&1; then bad "$f: check"; cat "$tmp/check"; continue; fi
     if ! $RELAYC fmt "$f" >"$tmp/a.relay" 2>"$tmp/err"; then bad "$f: fmt"; cat "$tmp/err"; continue; fi
     if ! $RELAYC fmt "$tmp/a.relay" >"$tmp/b.relay" 2>"$tmp/err"; then bad "$f: fmt of fmt"; cat "$tmp/err"; continue; fi

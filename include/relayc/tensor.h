@@ -66,8 +66,9 @@ struct ry_tensor {
 };
 
 /* New tensor with uninitialized contents; ndim 0 is a scalar. Returns NULL
- * on out-of-memory or ndim > RY_MAX_RANK or a negative dimension. The caller
- * owns the one reference. */
+ * on out-of-memory or ndim > RY_MAX_RANK or a negative dimension, or when
+ * the nonzero dimensions need more than PTRDIFF_MAX bytes (numpy's limit,
+ * also for empty tensors). The caller owns the one reference. */
 ry_tensor *ry_tensor_new(ry_dtype dtype, int ndim, const int64_t *shape);
 ry_tensor *ry_tensor_zeros(ry_dtype dtype, int ndim, const int64_t *shape);
 ry_tensor *ry_tensor_new_on(ry_allocator *alloc, ry_dtype dtype, int ndim,
@@ -86,10 +87,12 @@ void ry_tensor_release(ry_tensor *t);         /* NULL is fine */
 size_t ry_tensor_nbytes(const ry_tensor *t);
 bool ry_tensor_same_shape(const ry_tensor *a, const ry_tensor *b);
 /* Element i (flat index) as double, and store double into element i,
- * converting per dtype (bool stores v != 0). For tests, I/O and slow paths. */
+ * converting per dtype (bool stores v != 0; integers truncate toward zero,
+ * saturate at their range and store nan as 0). An index out of range reads
+ * nan and writes nothing. For tests, I/O and slow paths. */
 double ry_tensor_get(const ry_tensor *t, int64_t i);
 void ry_tensor_set(ry_tensor *t, int64_t i, double v);
-/* "float32[2, 3]" into buf. */
+/* "float32[2, 3]" into buf ("float32[]" for a scalar), truncated to n. */
 const char *ry_tensor_describe(const ry_tensor *t, char *buf, size_t n);
 
 /* ---- .npy ------------------------------------------------------------

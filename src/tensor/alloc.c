@@ -3,6 +3,7 @@
  * Tests make the Nth allocation fail to exercise every error path.
  */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,7 +41,7 @@ char *ry_strdup(const char *s) {
 /* ---- the CPU allocator: 64-byte aligned for SIMD kernels and GEMM ---- */
 static void *cpu_alloc(ry_allocator *self, size_t nbytes) {
     (void)self;
-    if (should_fail()) return NULL;
+    if (should_fail() || nbytes > SIZE_MAX - 63) return NULL;
     void *p = NULL;
     size_t n = (nbytes + 63) & ~(size_t)63;
     if (posix_memalign(&p, 64, n ? n : 64) != 0) return NULL;

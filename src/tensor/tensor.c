@@ -7,28 +7,33 @@
  * or an ry_allocator so out-of-memory is a NULL return, never a crash.
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "relayc/tensor.h"
 
 /* Fills t's shape and size from (ndim, shape); false when the rank is out of
- * range, a dimension is negative, or the element or byte count overflows. */
+ * range or a dimension is negative, or when the dimensions other than zero
+ * multiply to more than PTRDIFF_MAX bytes. That last rule is numpy's: it
+ * keeps every tensor expressible as a numpy array (an empty (0, 2^40, 2^40)
+ * is not), no buffer too big for C to index, and allocators' rounding up
+ * from wrapping. */
 static bool set_shape(ry_tensor *t, ry_dtype dtype, int ndim, const int64_t *shape) {
     if ((unsigned)dtype >= RY_DTYPE_COUNT || ndim < 0 || ndim > RY_MAX_RANK) return false;
     if (ndim > 0 && !shape) return false;
-    int64_t size = 1;
+    int64_t nonzero = (int64_t)ry_dtype_size(dtype); /* bytes, ignoring zero dims */
+    bool empty = false;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0) return false;
-        if (__builtin_mul_overflow(size, shape[i], &size)) return false;
+        if (shape[i] == 0) empty = true;
+        else if (__builtin_mul_overflow(nonzero, shape[i], &nonzero)) return false;
         t->shape[i] = shape[i];
     }
+    if ((uint64_t)nonzero > PTRDIFF_MAX) return false;
     for (int i = ndim; i < RY_MAX_RANK; i++) t->shape[i] = 0;
-    size_t nbytes;
-    if ((uint64_t)size > SIZE_MAX || __builtin_mul_overflow((size_t)size, ry_dtype_size(dtype), &nbytes))
-        return false;
     t->dtype = dtype;
     t->ndim = ndim;
-    t->size = size;
+    t->size = empty ? 0 : nonzero / (int64_t)ry_dtype_size(dtype);
     return true;
 }
 

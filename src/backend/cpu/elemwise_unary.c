@@ -1,0 +1,132 @@
+/*
+ * elemwise_unary.c: CPU kernels of the unary operators: negative, abs,
+ * nn.relu and clip (floats and integers), exp, log, sqrt, rsqrt, tanh,
+ * sigmoid and nn.leaky_relu (floats), logical_not (bool), cast and copy.
+ * float16 is widened to float32 around the loop (elemwise.c). Integer
+ * negative and abs wrap (abs(INT_MIN) = INT_MIN, as numpy); relu and clip
+ * propagate NaN. clip is TVM's max(min(x, a_max), a_min) with the bounds
+ * cast to the tensor's dtype first.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "backend/cpu/elemwise_kernels.h"
+
+/* Shape legend: n = elements; p[0] = out, p[1] = x, both walking (s = 1),
+ * or x a single element (s[1] = 0). ctx: the op's parameters, already in
+ * the loop's element type T (clip: lo, hi; leaky_relu: alpha). */
+#define UNARY(NAME, T, TO, EXPR)                                                     \
+    static void NAME(int64_t n, char *const *p, const int64_t *s, void *ctx) {       \
+        (void)ctx;                                                                   \
+        TO *o = (TO *)p[0];                                                          \
+        const T *a = (const T *)p[1];                                                \
+        const T *prm = (const T *)ctx;                                               \
+        (void)prm;                                                                   \
+        for (int64_t i = 0, k = 0; i < n; i++, k += s[1]) {                          \
+            T x = a[k];                                                              \
+            o[i] = (TO)(EXPR);                                                       \
+        }                                                                            \
+    }
+
+#define FLOATS(OP, E)                                                                \
+    UNARY(OP##_f32, float, float, E)                                                 \
+    UNARY(OP##_f64, double, double, E)                                               \
+    static const ry_ew_inner OP##_fns[RY_DTYPE_COUNT] = {                            \
+        [RY_FLOAT32] = OP##_f32, [RY_FLOAT64] = OP##_f64, [RY_FLOAT16] = OP##_f32};
+
+#define NUMERIC(OP, FE, IE, UE)                                                      \
+    UNARY(OP##_f32, float, float, FE)                                                \
+    UNARY(OP##_f64, double, double, FE)                                              \
+    UNARY(OP##_i8, int8_t, int8_t, IE(int8_t, uint8_t))                              \
+    UNARY(OP##_i32, int32_t, int32_t, IE(int32_t, uint32_t))                         \
+    UNARY(OP##_i64, int64_t, int64_t, IE(int64_t, uint64_t))                         \
+    UNARY(OP##_u8, uint8_t, uint8_t, UE)                                             \
+    static const ry_ew_inner OP##_fns[RY_DTYPE_COUNT] = {                            \
+        [RY_FLOAT32] = OP##_f32, [RY_FLOAT64] = OP##_f64, [RY_FLOAT16] = OP##_f32,   \
+        [RY_INT8] = OP##_i8,     [RY_INT32] = OP##_i32,   [RY_INT64] = OP##_i64,     \
+        [RY_UINT8] = OP##_u8};
+
+/* the float or double libm function, by x's type */
+#define M(fn, x) _Generic((x), float: fn##f, double: fn)(x)
+
+#define INEG(T, UT) (T)(UT)(0u - (UT)x)
+#define IABS(T, UT) (x < 0 ? INEG(T, UT) : x)
+#define IRELU(T, UT) (x > 0 ? x : 0)
+#define ICLIP(T, UT) ((x < prm[1] ? x : prm[1]) > prm[0] ? (x < prm[1] ? x : prm[1]) : prm[0])
+
+NUMERIC(neg, -x, INEG, (uint8_t)(0u - x))
+NUMERIC(abs, M(fabs, x), IABS, x)
+NUMERIC(relu, x > 0 ? x : (x != x ? x : 0), IRELU, x)
+NUMERIC(clip, x != x ? x : ICLIP(T, UT), ICLIP, ICLIP(uint8_t, uint8_t))
+
+FLOATS(exp, M(exp, x))
+FLOATS(log, M(log, x))
+FLOATS(sqrt, M(sqrt, x))
+FLOATS(rsqrt, 1 / M(sqrt, x))
+FLOATS(tanh, M(tanh, x))
+FLOATS(sigmoid, 1 / (1 + M(exp, -x)))
+FLOATS(leaky, x > 0 ? x : x * prm[0])
+
+UNARY(not_b, uint8_t, uint8_t, x == 0)
+static const ry_ew_inner not_fns[RY_DTYPE_COUNT] = {[RY_BOOL] = not_b};
+
+static ry_status check_io(ry_kernel_ctx *c, int nin, int nout) {
+    if (nin != 1 || nout != 1)
+        return ry_error_at(c->err, c->span, "%s: expected 1 input and 1 output", c->op->name);
+    return RY_OK;
+}
+
+/* out = fns[dtype](x) with parameters prm (doubles) cast to the loop's type. */
+static ry_status unary(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                       ry_tensor *const *out, const ry_ew_inner *fns, int nprm, const double *prm) {
+    if (check_io(c, nin, nout)) return RY_ERR;
+    ry_dtype dt = in[0]->dtype;
+    if (!fns[dt])
+        return ry_error_at(c->err, c->span, "%s: dtype %s not supported", c->op->name,
+                           ry_dtype_name(dt));
+    ry_dtype wdt = dt == RY_FLOAT16 ? RY_FLOAT32 : dt; /* what the loop sees */
+    _Alignas(8) char params[2 * sizeof(double)];
+    for (int i = 0; i < nprm; i++)
+        ry_ew_convert(params + (size_t)i * ry_dtype_size(wdt), wdt, &prm[i], RY_FLOAT64, 1);
+    return ry_ew_map(c, out[0], 1, in, true, fns[dt], params);
+}
+
+#define KERNEL(NAME, FNS) \
+    RY_EW_KERNEL(NAME) { return unary(c, nin, in, nout, out, FNS, 0, NULL); }
+
+KERNEL(negative, neg_fns)
+KERNEL(abs, abs_fns)
+KERNEL(relu, relu_fns)
+KERNEL(exp, exp_fns)
+KERNEL(log, log_fns)
+KERNEL(sqrt, sqrt_fns)
+KERNEL(rsqrt, rsqrt_fns)
+KERNEL(tanh, tanh_fns)
+KERNEL(sigmoid, sigmoid_fns)
+KERNEL(logical_not, not_fns)
+
+RY_EW_KERNEL(leaky_relu) {
+    double alpha = ry_attr_float(c->op, c->attrs, "alpha");
+    return unary(c, nin, in, nout, out, leaky_fns, 1, &alpha);
+}
+
+RY_EW_KERNEL(clip) {
+    double b[2] = {ry_attr_float(c->op, c->attrs, "a_min"), ry_attr_float(c->op, c->attrs, "a_max")};
+    return unary(c, nin, in, nout, out, clip_fns, 2, b);
+}
+
+RY_EW_KERNEL(cast) {
+    if (check_io(c, nin, nout)) return RY_ERR;
+    if (in[0]->size != out[0]->size)
+        return ry_error_at(c->err, c->span, "cast: input and output sizes differ");
+    ry_ew_convert(out[0]->data, out[0]->dtype, in[0]->data, in[0]->dtype, in[0]->size);
+    return RY_OK;
+}
+
+RY_EW_KERNEL(copy) {
+    if (check_io(c, nin, nout)) return RY_ERR;
+    if (ry_tensor_nbytes(in[0]) != ry_tensor_nbytes(out[0]))
+        return ry_error_at(c->err, c->span, "copy: input and output sizes differ");
+    if (in[0]->size) memcpy(out[0]->data, in[0]->data, ry_tensor_nbytes(in[0]));
+    return RY_OK;
+}

@@ -1,0 +1,201 @@
+/*
+ * gemm.c (cpu): dense, matmul and batch_matmul. float32 and float64 go
+ * straight to OpenBLAS (cblas_sgemm / cblas_dgemm); other float mixes
+ * (float16, an out_dtype unlike the inputs) are computed in float64 and
+ * converted; integers use a plain loop accumulating in 64-bit unsigned
+ * arithmetic (so overflow wraps as in a narrower integer, never UB) and are
+ * converted to out_dtype. Deterministic: OpenBLAS with fixed shapes and
+ * fixed loop orders.
+ */
+#include <cblas.h>
+#include <limits.h>
+#include <string.h>
+
+#include "backend/cpu/nn_kernels.h"
+
+typedef enum { K_F32, K_F64, K_I64 } kind;
+
+/* The operands as the compute kind wants them: borrowed when the dtypes
+ * already fit, else converted copies (owned). */
+typedef struct operands {
+    kind k;
+    const void *a, *b;
+    void *out;
+    ry_tensor *ta, *tb, *tout; /* converted copies, or NULL */
+} operands;
+
+static ry_tensor *convert(const ry_tensor *t, ry_dtype dt) {
+    ry_tensor *r = ry_tensor_new(dt, t->ndim, t->shape);
+    if (!r) return NULL;
+    if (dt == RY_INT64) {
+        int64_t *p = r->data;
+        for (int64_t i = 0; i < t->size; i++) {
+            switch (t->dtype) {
+            case RY_INT8: p[i] = ((const int8_t *)t->data)[i]; break;
+            case RY_UINT8: p[i] = ((const uint8_t *)t->data)[i]; break;
+            case RY_INT32: p[i] = ((const int32_t *)t->data)[i]; break;
+            case RY_INT64: p[i] = ((const int64_t *)t->data)[i]; break;
+            default: p[i] = (int64_t)ry_tensor_get(t, i); break;
+            }
+        }
+    } else {
+        for (int64_t i = 0; i < t->size; i++) ry_tensor_set(r, i, ry_tensor_get(t, i));
+    }
+    return r;
+}
+
+static void operands_free(operands *o) {
+    ry_tensor_release(o->ta);
+    ry_tensor_release(o->tb);
+    ry_tensor_release(o->tout);
+}
+
+static ry_status operands_get(ry_kernel_ctx *c, const ry_tensor *a, const ry_tensor *b,
+                              ry_tensor *out, operands *o) {
+    memset(o, 0, sizeof *o);
+    ry_dtype dt = a->dtype;
+    if (dt == RY_FLOAT32 && out->dtype == RY_FLOAT32) o->k = K_F32;
+    else if (ry_dtype_is_float(dt) || ry_dtype_is_float(out->dtype)) o->k = K_F64;
+    else o->k = K_I64;
+    ry_dtype want = o->k == K_F32 ? RY_FLOAT32 : o->k == K_F64 ? RY_FLOAT64 : RY_INT64;
+    o->a = a->data;
+    o->b = b->data;
+    o->out = out->data;
+    if (dt != want && !(o->ta = convert(a, want))) goto oom;
+    if (dt != want && !(o->tb = convert(b, want))) goto oom;
+    if (out->dtype != want && !(o->tout = ry_tensor_new(want, out->ndim, out->shape))) goto oom;
+    if (o->ta) o->a = o->ta->data;
+    if (o->tb) o->b = o->tb->data;
+    if (o->tout) o->out = o->tout->data;
+    return RY_OK;
+oom:
+    operands_free(o);
+    return ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
+}
+
+/* Writes the computed result into out (converting to its dtype) and frees. */
+static void operands_finish(operands *o, ry_tensor *out) {
+    if (o->tout) {
+        if (o->k == K_I64) {
+            const int64_t *p = o->tout->data;
+            for (int64_t i = 0; i < out->size; i++) {
+                switch (out->dtype) {
+                case RY_INT8: ((int8_t *)out->data)[i] = (int8_t)p[i]; break;
+                case RY_UINT8: ((uint8_t *)out->data)[i] = (uint8_t)p[i]; break;
+                case RY_INT32: ((int32_t *)out->data)[i] = (int32_t)p[i]; break;
+                default: ry_tensor_set(out, i, (double)p[i]); break;
+                }
+            }
+        } else {
+            for (int64_t i = 0; i < out->size; i++) ry_tensor_set(out, i, ry_tensor_get(o->tout, i));
+        }
+    }
+    operands_free(o);
+}
+
+/* C[M, N] = op(A)[M, K] * op(B)[K, N], row-major, with leading dimensions
+ * lda, ldb, ldc; op(X) is X or X^T. Elements of the operands' kind; the
+ * offsets (in elements) select one matrix of a batch. */
+static void gemm(kind k, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
+                 int64_t aoff, int64_t lda, const void *B, int64_t boff, int64_t ldb, void *C,
+                 int64_t coff, int64_t ldc) {
+    if (M == 0 || N == 0) return;
+    if (k == K_F32) {
+        float *c = (float *)C + coff;
+        if (K == 0) memset(c, 0, sizeof(float) * (size_t)(M * N));
+        else
+            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                        (int)M, (int)N, (int)K, 1.0f, (const float *)A + aoff, (int)lda,
+                        (const float *)B + boff, (int)ldb, 0.0f, c, (int)ldc);
+    } else if (k == K_F64) {
+        double *c = (double *)C + coff;
+        if (K == 0) memset(c, 0, sizeof(double) * (size_t)(M * N));
+        else
+            cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                        (int)M, (int)N, (int)K, 1.0, (const double *)A + aoff, (int)lda,
+                        (const double *)B + boff, (int)ldb, 0.0, c, (int)ldc);
+    } else {
+        /* integer: row i of C accumulates a(i, p) * row p of op(B) */
+        const uint64_t *a = (const uint64_t *)A + aoff, *b = (const uint64_t *)B + boff;
+        uint64_t *c = (uint64_t *)C + coff;
+        for (int64_t i = 0; i < M; i++) {
+            uint64_t *ci = c + i * ldc;
+            for (int64_t j = 0; j < N; j++) ci[j] = 0;
+            for (int64_t p = 0; p < K; p++) {
+                uint64_t aip = ta ? a[p * lda + i] : a[i * lda + p];
+                if (tb)
+                    for (int64_t j = 0; j < N; j++) ci[j] += aip * b[j * ldb + p];
+                else
+                    for (int64_t j = 0; j < N; j++) ci[j] += aip * b[p * ldb + j];
+            }
+        }
+    }
+}
+
+/* BLAS takes int sizes. */
+static ry_status check_blas_dims(ry_kernel_ctx *c, int n, const int64_t *d) {
+    for (int i = 0; i < n; i++)
+        if (d[i] > INT_MAX)
+            return ry_error_at(c->err, c->span, "%s: dimension %lld too large for BLAS",
+                               c->op->name, (long long)d[i]);
+    return RY_OK;
+}
+
+/* matmul core shared by dense and matmul.
+ * a: (R..., K) or with ta (R..., K, N); b: (K, M) or with tb (M, K);
+ * out: (R..., M) or with ta (R..., N, M). Without ta, the leading dims fold
+ * into rows and one GEMM does it all; with ta, one GEMM per leading index. */
+static ry_status matmul_core(ry_kernel_ctx *c, bool ta, bool tb, ry_tensor *const *in,
+                             ry_tensor *out) {
+    const ry_tensor *a = in[0], *b = in[1];
+    int nd = a->ndim;
+    int64_t M = tb ? b->shape[0] : b->shape[1];
+    int64_t K = tb ? b->shape[1] : b->shape[0];
+    int64_t rows = 1, batch = 1;
+    if (!ta)
+        for (int i = 0; i < nd - 1; i++) rows *= a->shape[i];
+    else {
+        rows = a->shape[nd - 1];
+        for (int i = 0; i < nd - 2; i++) batch *= a->shape[i];
+    }
+    int64_t dims[3] = {rows, M, K};
+    if (check_blas_dims(c, 3, dims)) return RY_ERR;
+    operands o;
+    if (operands_get(c, a, b, out, &o)) return RY_ERR;
+    for (int64_t s = 0; s < batch; s++)
+        gemm(o.k, ta, tb, rows, M, K, o.a, s * rows * K, ta ? rows : K, o.b, 0, tb ? K : M, o.out,
+             s * rows * M, M);
+    operands_finish(&o, out);
+    return RY_OK;
+}
+
+/* dense: data (d1, ..., dn, k) x weight (m, k) -> (d1, ..., dn, m), i.e.
+ * out = data * weight^T with the leading dims folded into rows. */
+RY_NN_KERNEL(ry_cpu_dense) { return matmul_core(c, false, true, in, out[0]); }
+
+RY_NN_KERNEL(ry_cpu_matmul) {
+    return matmul_core(c, ry_attr_bool(c->op, c->attrs, "transpose_a"),
+                       ry_attr_bool(c->op, c->attrs, "transpose_b"), in, out[0]);
+}
+
+/* batch_matmul: x (Bx, I, K) [ta: (Bx, K, I)] x y (By, K, J) [tb: (By, J, K)]
+ * -> (B, I, J), B = max(Bx, By); a batch of 1 is reused for every b.
+ * (ni, nj, nk, nb below: I is complex.h's imaginary unit in <cblas.h>.) */
+RY_NN_KERNEL(ry_cpu_batch_matmul) {
+    const ry_tensor *x = in[0], *y = in[1];
+    ry_tensor *z = out[0];
+    bool ta = ry_attr_bool(c->op, c->attrs, "transpose_a");
+    bool tb = ry_attr_bool(c->op, c->attrs, "transpose_b");
+    int64_t nb = z->shape[0], ni = z->shape[1], nj = z->shape[2];
+    int64_t nk = ta ? x->shape[1] : x->shape[2];
+    int64_t dims[3] = {ni, nj, nk};
+    if (check_blas_dims(c, 3, dims)) return RY_ERR;
+    int64_t xs = x->shape[0] == 1 ? 0 : ni * nk, ys = y->shape[0] == 1 ? 0 : nk * nj;
+    operands o;
+    if (operands_get(c, x, y, z, &o)) return RY_ERR;
+    for (int64_t s = 0; s < nb; s++)
+        gemm(o.k, ta, tb, ni, nj, nk, o.a, s * xs, ta ? ni : nk, o.b, s * ys, tb ? nk : nj, o.out,
+             s * ni * nj, nj);
+    operands_finish(&o, z);
+    return RY_OK;
+}

@@ -1,0 +1,360 @@
+/*
+ * reduce.c: CPU kernels of the reductions sum, mean, max, min, argmax and
+ * argmin over any set of axes (keepdims and exclude only change the result's
+ * shape, not its C-order layout, so the kernels ignore them).
+ *
+ * Deterministic: every output element accumulates its inputs in C order.
+ * Floats (float16 and float32 widened) accumulate in double; integers in
+ * 64 bits, wrapping to the result dtype as TVM's own arithmetic does.
+ */
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "backend/cpu/transform_kernels.h"
+
+bool ry_reduce_mask(const ry_op *op, const ry_attrs *attrs, int ndim, bool mask[RY_MAX_RANK]) {
+    int64_t axes[RY_MAX_RANK];
+    int n = ry_attr_ints(op, attrs, "axis", axes, RY_MAX_RANK);
+    bool exclude = ry_attr_bool(op, attrs, "exclude");
+    if (n > RY_MAX_RANK) return false;
+    for (int d = 0; d < RY_MAX_RANK; d++) mask[d] = n < 0; /* None: every axis */
+    if (n < 0) return true;
+    for (int i = 0; i < n; i++) {
+        int64_t a = axes[i] < 0 ? axes[i] + ndim : axes[i];
+        if (a < 0 || a >= ndim || mask[a]) return false;
+        mask[a] = true;
+    }
+    if (exclude)
+        for (int d = 0; d < ndim; d++) mask[d] = !mask[d];
+    return true;
+}
+
+/* ---- reading a row of any dtype as double or int64 ---- */
+
+static bool is_floaty(ry_dtype d) { return ry_dtype_is_float(d); }
+
+static void row_f64(const ry_tensor *t, int64_t off, int64_t n, double *dst) {
+    const char *p = (const char *)t->data;
+    switch (t->dtype) {
+    case RY_FLOAT32:
+        for (int64_t j = 0; j < n; j++) dst[j] = ((const float *)p)[off + j];
+        break;
+    case RY_FLOAT64: memcpy(dst, (const double *)p + off, sizeof(double) * (size_t)n); break;
+    case RY_FLOAT16:
+        for (int64_t j = 0; j < n; j++) dst[j] = ry_f16_to_f32(((const uint16_t *)p)[off + j]);
+        break;
+    default:
+        for (int64_t j = 0; j < n; j++) dst[j] = ry_tensor_get(t, off + j);
+    }
+}
+
+static void row_i64(const ry_tensor *t, int64_t off, int64_t n, int64_t *dst) {
+    const char *p = (const char *)t->data;
+    switch (t->dtype) {
+    case RY_INT8:
+        for (int64_t j = 0; j < n; j++) dst[j] = ((const int8_t *)p)[off + j];
+        break;
+    case RY_UINT8:
+        for (int64_t j = 0; j < n; j++) dst[j] = ((const uint8_t *)p)[off + j];
+        break;
+    case RY_BOOL:
+        for (int64_t j = 0; j < n; j++) dst[j] = ((const uint8_t *)p)[off + j] != 0;
+        break;
+    case RY_INT32:
+        for (int64_t j = 0; j < n; j++) dst[j] = ((const int32_t *)p)[off + j];
+        break;
+    case RY_INT64: memcpy(dst, (const int64_t *)p + off, sizeof(int64_t) * (size_t)n); break;
+    default:
+        for (int64_t j = 0; j < n; j++) dst[j] = (int64_t)ry_tensor_get(t, off + j);
+    }
+}
+
+/* Stores v (already wrapped to 64 bits) into element i of t, truncating to
+ * the dtype's width the way a C cast from uint64 does. */
+static void store_i64(ry_tensor *t, int64_t i, int64_t v) {
+    char *p = (char *)t->data;
+    switch (t->dtype) {
+    case RY_INT8: ((int8_t *)p)[i] = (int8_t)(uint8_t)(uint64_t)v; break;
+    case RY_UINT8: ((uint8_t *)p)[i] = (uint8_t)(uint64_t)v; break;
+    case RY_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case RY_INT32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
+    case RY_INT64: ((int64_t *)p)[i] = v; break;
+    default: ry_tensor_set(t, i, (double)v);
+    }
+}
+
+static void store_f64(ry_tensor *t, int64_t i, double v) {
+    char *p = (char *)t->data;
+    switch (t->dtype) {
+    case RY_FLOAT32: ((float *)p)[i] = (float)v; break;
+    case RY_FLOAT64: ((double *)p)[i] = v; break;
+    case RY_FLOAT16: ((uint16_t *)p)[i] = ry_f32_to_f16((float)v); break;
+    default: ry_tensor_set(t, i, v);
+    }
+}
+
+/* ---- walking the input row by row ----
+ * Shape legend: the input has dims D0..Dn-1; a "row" is the last dim Dn-1.
+ * os[d]: the step of the output index along dimension d (0 when d is
+ * reduced); rs[d]: the step of the index inside the reduced subspace (0 when
+ * d is kept), which argmax reports. */
+typedef struct walk {
+    int ndim;
+    int64_t shape[RY_MAX_RANK];
+    int64_t os[RY_MAX_RANK], rs[RY_MAX_RANK];
+    int64_t rows, len; /* number of rows, row length */
+    int64_t count;     /* elements reduced into each output */
+} walk;
+
+static void walk_init(walk *w, const ry_tensor *t, const bool *mask) {
+    w->ndim = t->ndim;
+    int64_t ostep = 1, rstep = 1;
+    w->count = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        w->shape[d] = t->shape[d];
+        w->os[d] = mask[d] ? 0 : ostep;
+        w->rs[d] = mask[d] ? rstep : 0;
+        if (mask[d]) {
+            rstep *= t->shape[d];
+            w->count *= t->shape[d];
+        } else {
+            ostep *= t->shape[d];
+        }
+    }
+    w->len = t->ndim ? t->shape[t->ndim - 1] : 1;
+    w->rows = w->len ? t->size / w->len : 0;
+}
+
+/* Advances the odometer over dims 0..n-2 and returns the new row's output
+ * and reduced-index bases. */
+static void walk_next(const walk *w, int64_t *idx, int64_t *o, int64_t *r) {
+    for (int d = w->ndim - 2; d >= 0; d--) {
+        idx[d]++;
+        *o += w->os[d];
+        *r += w->rs[d];
+        if (idx[d] < w->shape[d]) return;
+        *o -= w->os[d] * w->shape[d];
+        *r -= w->rs[d] * w->shape[d];
+        idx[d] = 0;
+    }
+}
+
+typedef enum red_kind { RED_SUM, RED_MEAN, RED_MAX, RED_MIN } red_kind;
+
+/* A NaN wins a max or min, as in NumPy. */
+static double fold_f(red_kind k, double acc, double v) {
+    if (k == RED_MAX) return (v > acc || isnan(v)) ? v : acc;
+    if (k == RED_MIN) return (v < acc || isnan(v)) ? v : acc;
+    return acc + v;
+}
+
+static int64_t fold_i(red_kind k, int64_t acc, int64_t v) {
+    if (k == RED_MAX) return v > acc ? v : acc;
+    if (k == RED_MIN) return v < acc ? v : acc;
+    return (int64_t)((uint64_t)acc + (uint64_t)v); /* wraps, no UB */
+}
+
+static int64_t int_lowest(ry_dtype d) {
+    switch (d) {
+    case RY_INT8: return INT8_MIN;
+    case RY_INT32: return INT32_MIN;
+    case RY_INT64: return INT64_MIN;
+    default: return 0; /* uint8, bool */
+    }
+}
+
+static int64_t int_highest(ry_dtype d) {
+    switch (d) {
+    case RY_INT8: return INT8_MAX;
+    case RY_UINT8: return UINT8_MAX;
+    case RY_BOOL: return 1;
+    case RY_INT32: return INT32_MAX;
+    default: return INT64_MAX;
+    }
+}
+
+/* Wraps v to dtype d's width and back, so that mean divides the sum TVM
+ * would have computed in d. */
+static int64_t wrap_to(ry_dtype d, int64_t v) {
+    switch (d) {
+    case RY_INT8: return (int8_t)(uint8_t)(uint64_t)v;
+    case RY_UINT8: return (uint8_t)(uint64_t)v;
+    case RY_INT32: return (int32_t)(uint32_t)(uint64_t)v;
+    default: return v;
+    }
+}
+
+static ry_status reduce_float(ry_kernel_ctx *c, const ry_tensor *x, ry_tensor *y, const walk *w,
+                              red_kind k) {
+    double *acc = ry_malloc(sizeof(double) * (size_t)(y->size ? y->size : 1));
+    double *row = ry_malloc(sizeof(double) * (size_t)(w->len ? w->len : 1));
+    if (!acc || !row) {
+        ry_free(acc);
+        ry_free(row);
+        return ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
+    }
+    double init = k == RED_MAX ? -INFINITY : k == RED_MIN ? INFINITY : 0.0;
+    for (int64_t i = 0; i < y->size; i++) acc[i] = init;
+    int64_t idx[RY_MAX_RANK] = {0}, o = 0, r = 0;
+    int64_t step = w->ndim ? w->os[w->ndim - 1] : 0;
+    for (int64_t q = 0; q < w->rows; q++) {
+        row_f64(x, q * w->len, w->len, row);
+        if (step == 0) { /* the row reduces into one output */
+            double a = acc[o];
+            for (int64_t j = 0; j < w->len; j++) a = fold_f(k, a, row[j]);
+            acc[o] = a;
+        } else {
+            for (int64_t j = 0; j < w->len; j++)
+                acc[o + j * step] = fold_f(k, acc[o + j * step], row[j]);
+        }
+        walk_next(w, idx, &o, &r);
+    }
+    for (int64_t i = 0; i < y->size; i++)
+        store_f64(y, i, k == RED_MEAN ? acc[i] / (double)w->count : acc[i]);
+    ry_free(acc);
+    ry_free(row);
+    return RY_OK;
+}
+
+static ry_status reduce_int(ry_kernel_ctx *c, const ry_tensor *x, ry_tensor *y, const walk *w,
+                            red_kind k) {
+    int64_t *acc = ry_malloc(sizeof(int64_t) * (size_t)(y->size ? y->size : 1));
+    int64_t *row = ry_malloc(sizeof(int64_t) * (size_t)(w->len ? w->len : 1));
+    if (!acc || !row) {
+        ry_free(acc);
+        ry_free(row);
+        return ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
+    }
+    int64_t init = k == RED_MAX ? int_lowest(x->dtype) : k == RED_MIN ? int_highest(x->dtype) : 0;
+    for (int64_t i = 0; i < y->size; i++) acc[i] = init;
+    int64_t idx[RY_MAX_RANK] = {0}, o = 0, r = 0;
+    int64_t step = w->ndim ? w->os[w->ndim - 1] : 0;
+    for (int64_t q = 0; q < w->rows; q++) {
+        row_i64(x, q * w->len, w->len, row);
+        for (int64_t j = 0; j < w->len; j++)
+            acc[o + j * step] = fold_i(k, acc[o + j * step], row[j]);
+        walk_next(w, idx, &o, &r);
+    }
+    for (int64_t i = 0; i < y->size; i++) {
+        int64_t v = acc[i];
+        /* mean on integers: TVM divides the sum (in the input dtype) by the
+         * count with truncating division; an empty reduction gives 0. */
+        if (k == RED_MEAN) v = w->count ? wrap_to(x->dtype, v) / w->count : 0;
+        store_i64(y, i, v);
+    }
+    ry_free(acc);
+    ry_free(row);
+    return RY_OK;
+}
+
+static ry_status reduce(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                        ry_tensor *const *out, red_kind k) {
+    assert(nin == 1 && nout == 1);
+    bool mask[RY_MAX_RANK];
+    if (!ry_reduce_mask(c->op, c->attrs, in[0]->ndim, mask))
+        return ry_error_at(c->err, c->span, "%s: invalid reduction axes", c->op->name);
+    walk w;
+    walk_init(&w, in[0], mask);
+    if (is_floaty(in[0]->dtype)) return reduce_float(c, in[0], out[0], &w, k);
+    return reduce_int(c, in[0], out[0], &w, k);
+}
+
+ry_status ry_cpu_reduce_sum(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                            ry_tensor *const *out) {
+    return reduce(c, nin, in, nout, out, RED_SUM);
+}
+
+ry_status ry_cpu_reduce_mean(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                             ry_tensor *const *out) {
+    return reduce(c, nin, in, nout, out, RED_MEAN);
+}
+
+ry_status ry_cpu_reduce_max(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                            ry_tensor *const *out) {
+    return reduce(c, nin, in, nout, out, RED_MAX);
+}
+
+ry_status ry_cpu_reduce_min(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                            ry_tensor *const *out) {
+    return reduce(c, nin, in, nout, out, RED_MIN);
+}
+
+/* ---- argmax / argmin ----
+ * The result (int32) is the index of the extreme element inside the reduced
+ * subspace, flattened in C order over the reduced axes. Ties go to the first
+ * index, or the last with select_last_index. A NaN counts as the extreme
+ * (the first NaN wins), as in NumPy. */
+
+typedef struct best {
+    double v;
+    int64_t iv; /* integer dtypes compare exactly */
+    int64_t at; /* -1: nothing seen yet */
+} best;
+
+static bool better_f(double v, double cur, bool is_max, bool last) {
+    if (isnan(cur)) return false;
+    if (isnan(v)) return true;
+    if (last) return is_max ? v >= cur : v <= cur;
+    return is_max ? v > cur : v < cur;
+}
+
+static bool better_i(int64_t v, int64_t cur, bool is_max, bool last) {
+    if (last) return is_max ? v >= cur : v <= cur;
+    return is_max ? v > cur : v < cur;
+}
+
+static ry_status arg_reduce(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                            ry_tensor *const *out, bool is_max) {
+    assert(nin == 1 && nout == 1 && out[0]->dtype == RY_INT32);
+    const ry_tensor *x = in[0];
+    ry_tensor *y = out[0];
+    bool mask[RY_MAX_RANK];
+    if (!ry_reduce_mask(c->op, c->attrs, x->ndim, mask))
+        return ry_error_at(c->err, c->span, "%s: invalid reduction axes", c->op->name);
+    bool last = ry_attr_bool(c->op, c->attrs, "select_last_index");
+    walk w;
+    walk_init(&w, x, mask);
+    bool fl = is_floaty(x->dtype);
+    best *b = ry_malloc(sizeof(best) * (size_t)(y->size ? y->size : 1));
+    double *rowf = ry_malloc(sizeof(double) * (size_t)(w.len ? w.len : 1));
+    int64_t *rowi = ry_malloc(sizeof(int64_t) * (size_t)(w.len ? w.len : 1));
+    if (!b || !rowf || !rowi) {
+        ry_free(b);
+        ry_free(rowf);
+        ry_free(rowi);
+        return ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
+    }
+    for (int64_t i = 0; i < y->size; i++) b[i] = (best){0, 0, -1};
+    int64_t idx[RY_MAX_RANK] = {0}, o = 0, r = 0;
+    int64_t ostep = w.ndim ? w.os[w.ndim - 1] : 0, rstep = w.ndim ? w.rs[w.ndim - 1] : 0;
+    for (int64_t q = 0; q < w.rows; q++) {
+        if (fl)
+            row_f64(x, q * w.len, w.len, rowf);
+        else
+            row_i64(x, q * w.len, w.len, rowi);
+        for (int64_t j = 0; j < w.len; j++) {
+            best *bb = &b[o + j * ostep];
+            bool take = bb->at < 0 || (fl ? better_f(rowf[j], bb->v, is_max, last)
+                                          : better_i(rowi[j], bb->iv, is_max, last));
+            if (take) *bb = (best){fl ? rowf[j] : 0, fl ? 0 : rowi[j], r + j * rstep};
+        }
+        walk_next(&w, idx, &o, &r);
+    }
+    int32_t *yd = y->data;
+    for (int64_t i = 0; i < y->size; i++) yd[i] = (int32_t)(b[i].at < 0 ? 0 : b[i].at);
+    ry_free(b);
+    ry_free(rowf);
+    ry_free(rowi);
+    return RY_OK;
+}
+
+ry_status ry_cpu_reduce_argmax(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                               ry_tensor *const *out) {
+    return arg_reduce(c, nin, in, nout, out, true);
+}
+
+ry_status ry_cpu_reduce_argmin(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                               ry_tensor *const *out) {
+    return arg_reduce(c, nin, in, nout, out, false);
+}

@@ -1,0 +1,253 @@
+/*
+ * transform.c: CPU kernels of the shape and index transforms: reshape (also
+ * expand_dims and squeeze), transpose, concatenate, split, stack, take and
+ * one_hot. They move bytes, so every dtype works the same way; only take's
+ * indices and one_hot's values are read as numbers.
+ *
+ * Shapes and attributes were validated by the type relations; the kernels
+ * recompute only what they need (normalized axes) from the attributes.
+ */
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "backend/cpu/transform_kernels.h"
+
+static int norm_axis(int64_t axis, int rank) { return (int)(axis < 0 ? axis + rank : axis); }
+
+static int64_t prod(const int64_t *shape, int from, int to) {
+    int64_t p = 1;
+    for (int i = from; i < to; i++) p *= shape[i];
+    return p;
+}
+
+/* reshape, expand_dims, squeeze: same elements, same order. */
+ry_status ry_cpu_reshape(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                         ry_tensor *const *out) {
+    assert(nin >= 1 && nout == 1 && in[0]->size == out[0]->size);
+    if (ry_tensor_nbytes(in[0])) memcpy(out[0]->data, in[0]->data, ry_tensor_nbytes(in[0]));
+    return RY_OK;
+}
+
+/* ---- transpose ----
+ * out[i0, ..., in-1] = x[j] where dimension k of out is dimension axes[k] of
+ * x. We walk the output in C order; xs[k] is x's stride along out's dim k. */
+#define TRANSPOSE_LOOP(T)                                                         \
+    do {                                                                          \
+        const T *src = x->data;                                                   \
+        T *dst = y->data;                                                         \
+        for (int64_t q = 0; q < rows; q++) {                                      \
+            for (int64_t j = 0; j < len; j++) dst[j] = src[base + j * inner];     \
+            dst += len;                                                           \
+            for (int d = n - 2; d >= 0; d--) { /* odometer over the outer dims */ \
+                idx[d]++;                                                         \
+                base += xs[d];                                                    \
+                if (idx[d] < y->shape[d]) break;                                  \
+                base -= xs[d] * y->shape[d];                                      \
+                idx[d] = 0;                                                       \
+            }                                                                     \
+        }                                                                         \
+    } while (0)
+
+ry_status ry_cpu_transpose(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                           ry_tensor *const *out) {
+    assert(nin == 1 && nout == 1);
+    const ry_tensor *x = in[0];
+    ry_tensor *y = out[0];
+    int n = x->ndim;
+    int64_t axes[RY_MAX_RANK];
+    int na = ry_attr_ints(c->op, c->attrs, "axes", axes, RY_MAX_RANK);
+    if (na <= 0) /* None or []: reverse the dimensions */
+        for (int k = 0; k < n; k++) axes[k] = n - 1 - k;
+    int64_t stride[RY_MAX_RANK], xs[RY_MAX_RANK];
+    int64_t s = 1;
+    for (int d = n - 1; d >= 0; d--) {
+        stride[d] = s;
+        s *= x->shape[d];
+    }
+    for (int k = 0; k < n; k++) xs[k] = stride[norm_axis(axes[k], n)];
+    if (y->size == 0) return RY_OK;
+    if (n == 0) {
+        memcpy(y->data, x->data, ry_dtype_size(x->dtype));
+        return RY_OK;
+    }
+    int64_t len = y->shape[n - 1], inner = xs[n - 1], rows = y->size / len, base = 0;
+    int64_t idx[RY_MAX_RANK] = {0};
+    switch (ry_dtype_size(x->dtype)) {
+    case 1: TRANSPOSE_LOOP(uint8_t); break;
+    case 2: TRANSPOSE_LOOP(uint16_t); break;
+    case 4: TRANSPOSE_LOOP(uint32_t); break;
+    case 8: TRANSPOSE_LOOP(uint64_t); break;
+    default: return ry_error_at(c->err, c->span, "transpose: unsupported element size");
+    }
+    return RY_OK;
+}
+
+/* ---- concatenate / split / stack ----
+ * Shape legend: outer = product of the dims before axis; a "chunk" is one
+ * input's slab after the axis (its extent along axis times the inner dims).
+ * The output interleaves, for each outer index, every input's chunk. */
+ry_status ry_cpu_concatenate(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                             ry_tensor *const *out) {
+    assert(nout == 1 && nin >= 1);
+    ry_tensor *y = out[0];
+    int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), y->ndim);
+    size_t es = ry_dtype_size(y->dtype);
+    int64_t outer = prod(y->shape, 0, axis);
+    size_t ychunk = (size_t)prod(y->shape, axis, y->ndim) * es;
+    size_t at = 0;
+    for (int i = 0; i < nin; i++) {
+        size_t chunk = (size_t)prod(in[i]->shape, axis, in[i]->ndim) * es;
+        for (int64_t o = 0; o < outer && chunk; o++)
+            memcpy((char *)y->data + (size_t)o * ychunk + at,
+                   (const char *)in[i]->data + (size_t)o * chunk, chunk);
+        at += chunk;
+    }
+    return RY_OK;
+}
+
+ry_status ry_cpu_split(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                       ry_tensor *const *out) {
+    assert(nin == 1 && nout >= 1);
+    const ry_tensor *x = in[0];
+    int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), x->ndim);
+    size_t es = ry_dtype_size(x->dtype);
+    int64_t outer = prod(x->shape, 0, axis);
+    size_t xchunk = (size_t)prod(x->shape, axis, x->ndim) * es;
+    size_t at = 0;
+    for (int i = 0; i < nout; i++) {
+        size_t chunk = (size_t)prod(out[i]->shape, axis, out[i]->ndim) * es;
+        for (int64_t o = 0; o < outer && chunk; o++)
+            memcpy((char *)out[i]->data + (size_t)o * chunk,
+                   (const char *)x->data + (size_t)o * xchunk + at, chunk);
+        at += chunk;
+    }
+    return RY_OK;
+}
+
+/* stack: out has a new dim of extent nin at axis; each input contributes
+ * one chunk (the dims from axis on) per outer index. */
+ry_status ry_cpu_stack(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                       ry_tensor *const *out) {
+    assert(nout == 1 && nin >= 1);
+    ry_tensor *y = out[0];
+    int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), y->ndim);
+    size_t es = ry_dtype_size(y->dtype);
+    int64_t outer = prod(y->shape, 0, axis);
+    size_t chunk = (size_t)prod(in[0]->shape, axis, in[0]->ndim) * es;
+    if (!chunk) return RY_OK;
+    for (int64_t o = 0; o < outer; o++)
+        for (int i = 0; i < nin; i++)
+            memcpy((char *)y->data + ((size_t)o * (size_t)nin + (size_t)i) * chunk,
+                   (const char *)in[i]->data + (size_t)o * chunk, chunk);
+    return RY_OK;
+}
+
+/* ---- take ----
+ * Shape legend: data = (B..., O..., N, I...), indices = (B..., K...) with
+ * batch dims B shared; out = (B..., O..., K..., I...) and
+ * out[b, o, k, i] = data[b, o, idx[b, k], i]. axis=None flattens data
+ * (B = O = I = 1, N = data size). */
+static int64_t read_index(const ry_tensor *t, int64_t i) {
+    switch (t->dtype) {
+    case RY_INT8: return ((const int8_t *)t->data)[i];
+    case RY_UINT8: return ((const uint8_t *)t->data)[i];
+    case RY_INT32: return ((const int32_t *)t->data)[i];
+    case RY_INT64: return ((const int64_t *)t->data)[i];
+    default: return (int64_t)ry_tensor_get(t, i);
+    }
+}
+
+typedef enum take_mode { TAKE_CLIP, TAKE_WRAP, TAKE_FAST } take_mode;
+
+ry_status ry_cpu_take(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                      ry_tensor *const *out) {
+    assert(nin == 2 && nout == 1);
+    const ry_tensor *x = in[0], *ind = in[1];
+    ry_tensor *y = out[0];
+    const char *ms = ry_attr_str(c->op, c->attrs, "mode");
+    take_mode mode = strcmp(ms, "wrap") == 0   ? TAKE_WRAP
+                     : strcmp(ms, "fast") == 0 ? TAKE_FAST
+                                               : TAKE_CLIP;
+    int64_t B = 1, O = 1, N = x->size, I = 1, K = ind->size;
+    if (!ry_attr_is_none(c->op, c->attrs, "axis")) {
+        int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), x->ndim);
+        int64_t bd = ry_attr_int(c->op, c->attrs, "batch_dims");
+        int b = (int)(bd < 0 ? bd + ind->ndim : bd);
+        B = prod(x->shape, 0, b);
+        O = prod(x->shape, b, axis);
+        N = x->shape[axis];
+        I = prod(x->shape, axis + 1, x->ndim);
+        K = prod(ind->shape, b, ind->ndim);
+    }
+    if (y->size == 0) return RY_OK;
+    if (N == 0) return ry_error_at(c->err, c->span, "take: cannot take from an axis of extent 0");
+    size_t es = ry_dtype_size(x->dtype), row = (size_t)I * es;
+    char *dst = y->data;
+    const char *src = x->data;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t o = 0; o < O; o++)
+            for (int64_t k = 0; k < K; k++) {
+                int64_t j = read_index(ind, b * K + k);
+                if (mode == TAKE_CLIP)
+                    j = j < 0 ? 0 : j >= N ? N - 1 : j;
+                else if (mode == TAKE_WRAP)
+                    j = ((j % N) + N) % N;
+                else if (j < 0 || j >= N)
+                    return ry_error_at(c->err, c->span,
+                                       "take: index %lld out of range [0, %lld) with mode=\"fast\"",
+                                       (long long)j, (long long)N);
+                memcpy(dst, src + ((size_t)((b * O + o) * N + j)) * row, row);
+                dst += row;
+            }
+    return RY_OK;
+}
+
+/* ---- one_hot ----
+ * Shape legend: indices = (P..., Q...), out = (P..., depth, Q...) where the
+ * depth dim sits at axis; out[p, d, q] = on if indices[p, q] == d else off.
+ * on and off are converted to the result dtype once, then copied as bytes. */
+static void store_as(ry_dtype dt, void *dst, double v) {
+    /* double -> narrow int is undefined out of range; go through int64 */
+    int64_t iv = isfinite(v) && fabs(v) < 9.2e18 ? (int64_t)v : 0;
+    switch (dt) {
+    case RY_FLOAT32: *(float *)dst = (float)v; break;
+    case RY_FLOAT64: *(double *)dst = v; break;
+    case RY_FLOAT16: *(uint16_t *)dst = ry_f32_to_f16((float)v); break;
+    case RY_INT8: *(int8_t *)dst = (int8_t)iv; break;
+    case RY_UINT8: *(uint8_t *)dst = (uint8_t)iv; break;
+    case RY_BOOL: *(uint8_t *)dst = v != 0; break;
+    case RY_INT32: *(int32_t *)dst = (int32_t)iv; break;
+    case RY_INT64: *(int64_t *)dst = (int64_t)iv; break;
+    default: break;
+    }
+}
+
+ry_status ry_cpu_one_hot(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                         ry_tensor *const *out) {
+    assert(nin == 3 && nout == 1);
+    const ry_tensor *ind = in[0];
+    ry_tensor *y = out[0];
+    int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), y->ndim);
+    int64_t depth = y->shape[axis];
+    int64_t P = prod(y->shape, 0, axis), Q = prod(y->shape, axis + 1, y->ndim);
+    size_t es = ry_dtype_size(y->dtype);
+    unsigned char on[8], off[8];
+    /* same dtype: copy the bytes, so int64 values keep every bit */
+    if (in[1]->dtype == y->dtype)
+        memcpy(on, in[1]->data, es);
+    else
+        store_as(y->dtype, on, ry_tensor_get(in[1], 0));
+    if (in[2]->dtype == y->dtype)
+        memcpy(off, in[2]->data, es);
+    else
+        store_as(y->dtype, off, ry_tensor_get(in[2], 0));
+    char *dst = y->data;
+    for (int64_t p = 0; p < P; p++)
+        for (int64_t d = 0; d < depth; d++)
+            for (int64_t q = 0; q < Q; q++) {
+                memcpy(dst, read_index(ind, p * Q + q) == d ? on : off, es);
+                dst += es;
+            }
+    return RY_OK;
+}

@@ -1,0 +1,452 @@
+/*
+ * parse.c: Relay's text format (TVM 0.0.5) into a module: the entry points,
+ * token helpers, scopes, the version header, ADT definitions, `def`s and
+ * match patterns. Types are parse_type.c's, expressions parse_expr.c's.
+ *
+ * Globals may be used before their definition (uses are checked at the
+ * end); ADTs too: a first pass declares every `type` and its parameters, a
+ * second reads the constructors, a third the `def`s.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/parse.h"
+
+/* ---- tokens ---- */
+
+const token *ry_p_peek(const parser *p, int k) {
+    int i = p->pos + k;
+    return &p->toks[i < p->ntoks ? i : p->ntoks - 1];
+}
+
+const token *ry_p_next(parser *p) {
+    const token *t = ry_p_peek(p, 0);
+    if (p->pos < p->ntoks - 1) p->pos++;
+    return t;
+}
+
+bool ry_p_at(const parser *p, tok_kind k) { return ry_p_peek(p, 0)->kind == k; }
+
+bool ry_p_accept(parser *p, tok_kind k) {
+    if (!ry_p_at(p, k)) return false;
+    ry_p_next(p);
+    return true;
+}
+
+static void describe(const token *t, char *buf, size_t n) {
+    switch (t->kind) {
+    case TK_IDENT: snprintf(buf, n, "`%s`", t->name); break;
+    case TK_LOCAL: snprintf(buf, n, "`%%%s`", t->name); break;
+    case TK_GLOBAL: snprintf(buf, n, "`@%s`", t->name); break;
+    case TK_GRAPH: snprintf(buf, n, "`%%%lld`", (long long)t->i); break;
+    case TK_INT:
+    case TK_FLOAT: snprintf(buf, n, "the number `%.*s`", t->span.len, t->span.src->text + t->off); break;
+    default: snprintf(buf, n, "%s", ry_tok_name(t->kind));
+    }
+}
+
+const token *ry_p_expect(parser *p, tok_kind k, const char *context) {
+    if (ry_p_at(p, k)) return ry_p_next(p);
+    char found[160];
+    describe(ry_p_peek(p, 0), found, sizeof found);
+    return ry_p_fail(p, "expected %s %s, found %s", ry_tok_name(k), context, found);
+}
+
+ry_span ry_p_span_from(const parser *p, int start) {
+    const token *a = &p->toks[start];
+    int last = p->pos > start ? p->pos - 1 : start;
+    const token *b = &p->toks[last];
+    ry_span s = a->span;
+    if (b->span.line == a->span.line && b->off + (size_t)b->span.len > a->off)
+        s.len = (int)(b->off + (size_t)b->span.len - a->off);
+    return s;
+}
+
+void *ry_p_fail_at(parser *p, ry_span span, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    ry_error_vat(p->err, span, fmt, ap);
+    va_end(ap);
+    return NULL;
+}
+
+void *ry_p_fail(parser *p, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    ry_error_vat(p->err, ry_p_peek(p, 0)->span, fmt, ap);
+    va_end(ap);
+    return NULL;
+}
+
+bool ry_p_enter(parser *p) {
+    if (++p->depth > PARSE_MAX_DEPTH) {
+        ry_p_fail(p, "expression nested too deeply (more than %d levels)", PARSE_MAX_DEPTH);
+        return false;
+    }
+    return true;
+}
+
+void ry_p_leave(parser *p) { p->depth--; }
+
+/* ---- scopes: a stack of names; a construct remembers the depth and cuts
+ * back to it when its scope ends ---- */
+
+static void *grow(parser *p, void *items, int n, int *cap, size_t size) {
+    if (n < *cap) return items;
+    int ncap = *cap ? *cap * 2 : 32;
+    void *fresh = ry_arena_alloc(p->tmp, size * (size_t)ncap);
+    if (n) memcpy(fresh, items, size * (size_t)n);
+    *cap = ncap;
+    return fresh;
+}
+
+ry_var *ry_p_bind_local(parser *p, const token *t, ry_type *annot) {
+    ry_var *v = ry_var_new(p->m, t->name, annot, t->span);
+    p->scope = grow(p, p->scope, p->nscope, &p->cap_scope, sizeof *p->scope);
+    p->scope[p->nscope++] = (scope_entry){v->name, -1, v, NULL};
+    return v;
+}
+
+void ry_p_bind_graph(parser *p, int64_t n, ry_expr *e) {
+    p->scope = grow(p, p->scope, p->nscope, &p->cap_scope, sizeof *p->scope);
+    p->scope[p->nscope++] = (scope_entry){NULL, n, NULL, e};
+}
+
+ry_var *ry_p_lookup_local(const parser *p, const char *name) {
+    for (int i = p->nscope - 1; i >= 0; i--)
+        if (p->scope[i].graph < 0 && strcmp(p->scope[i].name, name) == 0) return p->scope[i].var;
+    return NULL;
+}
+
+ry_expr *ry_p_lookup_graph(const parser *p, int64_t n) {
+    for (int i = p->nscope - 1; i >= 0; i--)
+        if (p->scope[i].graph == n) return p->scope[i].expr;
+    return NULL;
+}
+
+void ry_p_bind_tvar(parser *p, const char *name, ry_type *tv) {
+    p->tvars = grow(p, p->tvars, p->ntvars, &p->cap_tvars, sizeof *p->tvars);
+    p->tvars[p->ntvars++] = (tvar_entry){name, tv};
+}
+
+ry_type *ry_p_lookup_tvar(const parser *p, const char *name) {
+    for (int i = p->ntvars - 1; i >= 0; i--)
+        if (strcmp(p->tvars[i].name, name) == 0) return p->tvars[i].tv;
+    return NULL;
+}
+
+void ry_p_note_global(parser *p, const char *name, ry_span span) {
+    p->grefs = grow(p, p->grefs, p->ngrefs, &p->cap_grefs, sizeof *p->grefs);
+    p->grefs[p->ngrefs++] = (global_ref){name, span};
+}
+
+/* tparams -> '[' ident (',' ident)* ','? ']' */
+bool ry_p_type_params(parser *p, int *n, ry_type ***out) {
+    *n = 0;
+    *out = NULL;
+    if (!ry_p_accept(p, TK_LBRACK)) return true;
+    ry_type *tps[64];
+    while (!ry_p_at(p, TK_RBRACK)) {
+        const token *t = ry_p_expect(p, TK_IDENT, "(a type parameter)");
+        if (!t) return false;
+        if (*n == 64) return ry_p_fail_at(p, t->span, "too many type parameters"), false;
+        for (int i = 0; i < *n; i++)
+            if (strcmp(tps[i]->var.name, t->name) == 0)
+                return ry_p_fail_at(p, t->span, "type parameter '%s' given twice", t->name), false;
+        ry_type *tv = ry_type_new(p->m, RY_TYPE_VAR, t->span);
+        tv->var.name = t->name;
+        tv->var.id = p->m->next_id++;
+        tps[(*n)++] = tv;
+        ry_p_bind_tvar(p, t->name, tv);
+        if (!ry_p_accept(p, TK_COMMA)) break;
+    }
+    if (!ry_p_expect(p, TK_RBRACK, "to close the type parameters")) return false;
+    if (*n == 0) return ry_p_fail(p, "empty type parameter list"), false;
+    *out = RY_NEW_ARRAY(p->m->arena, ry_type *, *n);
+    memcpy(*out, tps, sizeof(ry_type *) * (size_t)*n);
+    return true;
+}
+
+/* ---- patterns ----
+ * pattern -> '_' | local (':' type)? | ctor ('(' pattern (',' pattern)* ')')?
+ *          | '(' (pattern (',' pattern)*)? ')' */
+static bool pattern_list(parser *p, int *n, ry_pattern ***out, const char *what) {
+    ry_pattern *items[256];
+    *n = 0;
+    if (!ry_p_expect(p, TK_LPAREN, what)) return false;
+    while (!ry_p_at(p, TK_RPAREN)) {
+        if (*n == 256) return ry_p_fail(p, "too many sub-patterns"), false;
+        ry_pattern *sub = ry_p_pattern(p);
+        if (!sub) return false;
+        items[(*n)++] = sub;
+        if (!ry_p_accept(p, TK_COMMA)) break;
+    }
+    if (!ry_p_expect(p, TK_RPAREN, "to close the pattern")) return false;
+    *out = RY_NEW_ARRAY(p->m->arena, ry_pattern *, *n);
+    if (*n) memcpy(*out, items, sizeof(ry_pattern *) * (size_t)*n);
+    return true;
+}
+
+ry_pattern *ry_p_pattern(parser *p) {
+    if (!ry_p_enter(p)) return NULL;
+    int start = p->pos;
+    const token *t = ry_p_peek(p, 0);
+    ry_pattern *pat = RY_NEW(p->m->arena, ry_pattern);
+    pat->span = t->span;
+    switch (t->kind) {
+    case TK_UNDERSCORE:
+        ry_p_next(p);
+        pat->kind = RY_PAT_WILDCARD;
+        break;
+    case TK_LOCAL: {
+        ry_p_next(p);
+        ry_type *annot = NULL;
+        if (ry_p_accept(p, TK_COLON) && !(annot = ry_p_type(p))) return NULL;
+        pat->kind = RY_PAT_VAR;
+        pat->var = ry_p_bind_local(p, t, annot);
+        break;
+    }
+    case TK_IDENT: {
+        ry_p_next(p);
+        ry_ctor *c = ry_module_find_ctor(p->m, t->name);
+        if (!c) return ry_p_fail_at(p, t->span, "unknown constructor '%s' in pattern", t->name);
+        pat->kind = RY_PAT_CTOR;
+        pat->ctor.ctor = c;
+        if (ry_p_at(p, TK_LPAREN) &&
+            !pattern_list(p, &pat->ctor.n, &pat->ctor.args, "after the constructor"))
+            return NULL;
+        if (pat->ctor.n != c->nfields)
+            return ry_p_fail_at(p, ry_p_span_from(p, start),
+                                "constructor %s takes %d field%s, but the pattern has %d", c->name,
+                                c->nfields, c->nfields == 1 ? "" : "s", pat->ctor.n);
+        break;
+    }
+    case TK_LPAREN:
+        pat->kind = RY_PAT_TUPLE;
+        if (!pattern_list(p, &pat->tuple.n, &pat->tuple.fields, "")) return NULL;
+        break;
+    default: {
+        char found[160];
+        describe(t, found, sizeof found);
+        return ry_p_fail(p, "expected a pattern (`_`, `%%x`, a constructor or a tuple), found %s", found);
+    }
+    }
+    pat->span = ry_p_span_from(p, start);
+    ry_p_leave(p);
+    return pat;
+}
+
+/* ---- ADT definitions ----
+ * typedef -> 'type' ident tparams? '{' (ctor (',' ctor)* ','?)? '}'
+ * ctor    -> ident ('(' type (',' type)* ')')?  */
+
+static bool reserved_type_name(const char *s) {
+    ry_dtype d;
+    return strcmp(s, "Tensor") == 0 || ry_dtype_parse(s, strlen(s), &d);
+}
+
+/* Pass 1: the header, so that types can name each other in any order. */
+static ry_typedef *typedef_header(parser *p) {
+    ry_p_next(p); /* type */
+    const token *name = ry_p_expect(p, TK_IDENT, "after `type`");
+    if (!name) return NULL;
+    if (reserved_type_name(name->name))
+        return ry_p_fail_at(p, name->span, "'%s' is a built-in type and cannot be redefined", name->name);
+    if (ry_module_find_typedef(p->m, name->name))
+        return ry_p_fail_at(p, name->span, "type '%s' is defined twice", name->name);
+    ry_typedef *td = RY_NEW(p->m->arena, ry_typedef);
+    td->name = name->name;
+    td->span = name->span;
+    int mark = p->ntvars;
+    bool ok = ry_p_type_params(p, &td->ntparams, &td->tparams);
+    p->ntvars = mark;
+    if (!ok) return NULL;
+    if (!ry_p_at(p, TK_LBRACE))
+        return ry_p_expect(p, TK_LBRACE, "to open the constructors of the type"), NULL;
+    ry_module_add_typedef(p->m, td);
+    return td;
+}
+
+/* Pass 2: the constructors; p->pos is at the `{`. */
+static bool typedef_body(parser *p, ry_typedef *td) {
+    int mark = p->ntvars;
+    for (int i = 0; i < td->ntparams; i++) ry_p_bind_tvar(p, td->tparams[i]->var.name, td->tparams[i]);
+    ry_p_next(p); /* { */
+    ry_ctor *ctors[256];
+    int n = 0;
+    while (!ry_p_at(p, TK_RBRACE)) {
+        const token *name = ry_p_expect(p, TK_IDENT, "(a constructor name)");
+        if (!name) return false;
+        if (ry_module_find_ctor(p->m, name->name))
+            return ry_p_fail_at(p, name->span, "constructor '%s' is defined twice", name->name), false;
+        for (int i = 0; i < n; i++)
+            if (strcmp(ctors[i]->name, name->name) == 0)
+                return ry_p_fail_at(p, name->span, "constructor '%s' is defined twice", name->name), false;
+        if (n == 256) return ry_p_fail_at(p, name->span, "too many constructors"), false;
+        ry_ctor *c = RY_NEW(p->m->arena, ry_ctor);
+        c->name = name->name;
+        c->tag = n;
+        c->adt = td;
+        c->span = name->span;
+        if (ry_p_accept(p, TK_LPAREN)) {
+            ry_type *fields[256];
+            while (!ry_p_at(p, TK_RPAREN)) {
+                if (c->nfields == 256) return ry_p_fail(p, "too many constructor fields"), false;
+                ry_type *f = ry_p_type(p);
+                if (!f) return false;
+                fields[c->nfields++] = f;
+                if (!ry_p_accept(p, TK_COMMA)) break;
+            }
+            if (!ry_p_expect(p, TK_RPAREN, "to close the constructor's fields")) return false;
+            c->fields = RY_NEW_ARRAY(p->m->arena, ry_type *, c->nfields);
+            if (c->nfields) memcpy(c->fields, fields, sizeof(ry_type *) * (size_t)c->nfields);
+        }
+        ctors[n++] = c;
+        if (!ry_p_accept(p, TK_COMMA)) break;
+    }
+    if (!ry_p_expect(p, TK_RBRACE, "to close the type definition")) return false;
+    td->nctors = n;
+    td->ctors = RY_NEW_ARRAY(p->m->arena, ry_ctor *, n);
+    if (n) memcpy(td->ctors, ctors, sizeof(ry_ctor *) * (size_t)n);
+    p->ntvars = mark;
+    return true;
+}
+
+/* ---- definitions ----
+ * def -> 'def' global tparams? '(' params ')' ('->' type)? '{' expr '}' */
+static bool parse_def(parser *p) {
+    int start = p->pos;
+    ry_p_next(p); /* def */
+    const token *name = ry_p_expect(p, TK_GLOBAL, "after `def`");
+    if (!name) return false;
+    if (ry_module_find_global(p->m, name->name))
+        return ry_p_fail_at(p, name->span, "global @%s is defined twice", name->name), false;
+    ry_expr *fn = ry_p_func(p, start);
+    if (!fn) return false;
+    ry_global *g = ry_module_add_global(p->m, name->name, fn);
+    g->span = name->span;
+    return true;
+}
+
+/* module -> version (typedef | def)* metadata? */
+static bool parse_module(parser *p, const lexed *lx) {
+    const token *v = ry_p_peek(p, 0);
+    if (v->kind != TK_VERSION)
+        return ry_p_fail(p, "expected `#[version = \"0.0.5\"]` at the start of the file"), false;
+    if (strcmp(v->str, "0.0.5") != 0)
+        return ry_p_fail_at(p, v->span, "unsupported text format version \"%s\" (expected \"0.0.5\")",
+                            v->str), false;
+    ry_p_next(p);
+    int body = p->pos;
+    if (lx->meta_text &&
+        ry_metadata_parse(lx->meta_text, lx->meta_len, lx->meta_span, &p->meta, &p->nmeta, p->err))
+        return false;
+    if (p->nmeta) p->meta_nodes = RY_NEW_ARRAY(p->tmp, ry_expr *, p->nmeta);
+    /* pass 1: type headers; pass 2: constructors */
+    int ntd = 0, *td_pos = RY_NEW_ARRAY(p->tmp, int, p->ntoks), *td_end = RY_NEW_ARRAY(p->tmp, int, p->ntoks);
+    for (int i = body; i < p->ntoks; i++) {
+        if (p->toks[i].kind != TK_TYPE) continue;
+        p->pos = i;
+        if (!typedef_header(p)) return false;
+        td_pos[ntd++] = p->pos;
+    }
+    for (int i = 0; i < ntd; i++) {
+        p->pos = td_pos[i];
+        if (!typedef_body(p, p->m->typedefs[i])) return false;
+        td_end[i] = p->pos;
+    }
+    /* pass 3: definitions, in order */
+    p->pos = body;
+    int k = 0;
+    for (;;) {
+        const token *t = ry_p_peek(p, 0);
+        if (t->kind == TK_EOF) break;
+        if (t->kind == TK_TYPE) {
+            p->pos = td_end[k++];
+            continue;
+        }
+        if (t->kind == TK_DEF) {
+            if (!parse_def(p)) return false;
+            continue;
+        }
+        if (t->kind == TK_VERSION) return ry_p_fail(p, "the version attribute must come first, once"), false;
+        char found[160];
+        describe(t, found, sizeof found);
+        return ry_p_fail(p, "expected `def` or `type` at the top level, found %s", found), false;
+    }
+    for (int i = 0; i < p->ngrefs; i++)
+        if (!ry_module_find_global(p->m, p->grefs[i].name))
+            return ry_p_fail_at(p, p->grefs[i].span, "unknown global @%s", p->grefs[i].name), false;
+    return true;
+}
+
+ry_status ry_module_parse(const char *name, const char *text, size_t len, ry_module **out,
+                          ry_error *err) {
+    *out = NULL;
+    ry_module *m = ry_module_new();
+    if (!m) return ry_error_file(err, name, "out of memory");
+    ry_source *src = RY_NEW(m->arena, ry_source);
+    src->name = ry_arena_strdup(m->arena, name ? name : "<input>");
+    src->text = ry_arena_strndup(m->arena, text ? text : "", text ? len : 0);
+    src->len = text ? len : 0;
+    m->source = src;
+    lexed lx;
+    if (ry_lex(src, m->arena, &lx, err)) {
+        ry_module_free(m);
+        return RY_ERR;
+    }
+    parser p = {0};
+    p.m = m;
+    p.src = src;
+    p.toks = lx.toks;
+    p.ntoks = lx.n;
+    p.err = err;
+    p.tmp = ry_arena_new();
+    bool ok = parse_module(&p, &lx);
+    for (int i = 0; i < p.nmeta; i++) ry_tensor_release(p.meta[i]);
+    ry_free(p.meta);
+    ry_arena_free(p.tmp);
+    ry_lex_free(&lx);
+    if (!ok) {
+        ry_module_free(m);
+        return RY_ERR;
+    }
+    *out = m;
+    return RY_OK;
+}
+
+ry_status ry_module_parse_file(const char *path, ry_module **out, ry_error *err) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return ry_error_file(err, path, "cannot open the file");
+    size_t cap = 1 << 16, n = 0;
+    char *buf = ry_malloc(cap);
+    if (!buf) {
+        fclose(f);
+        return ry_error_file(err, path, "out of memory");
+    }
+    for (;;) {
+        if (n == cap) {
+            char *fresh = ry_realloc(buf, cap * 2);
+            if (!fresh) {
+                ry_free(buf);
+                fclose(f);
+                return ry_error_file(err, path, "out of memory");
+            }
+            buf = fresh;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        ry_free(buf);
+        return ry_error_file(err, path, "cannot read the file");
+    }
+    ry_status st = ry_module_parse(path, buf, n, out, err);
+    ry_free(buf);
+    return st;
+}

@@ -1,0 +1,107 @@
+/*
+ * parse.h (private): the parser's state and helpers shared by parse.c
+ * (modules, definitions, ADTs, patterns), parse_type.c (types) and
+ * parse_expr.c (expressions, attributes), plus the metadata section
+ * (metadata.c) that the parser reads and the printer writes.
+ */
+#ifndef RELAYC_IR_PARSE_H
+#define RELAYC_IR_PARSE_H
+
+#include "ir/lexer.h"
+#include "relayc/ir.h"
+
+/* One name in scope: a local (%x, graph < 0) or a graph binding (%0). */
+typedef struct scope_entry {
+    const char *name;
+    int64_t graph;
+    ry_var *var;
+    ry_expr *expr;
+} scope_entry;
+
+typedef struct tvar_entry {
+    const char *name;
+    ry_type *tv;
+} tvar_entry;
+
+/* A use of a global, checked once every definition is known. */
+typedef struct global_ref {
+    const char *name;
+    ry_span span;
+} global_ref;
+
+typedef struct parser {
+    ry_module *m;
+    const ry_source *src;
+    token *toks;
+    int ntoks, pos;
+    ry_error *err;
+    ry_arena *tmp; /* parser temporaries, freed when parsing ends */
+    scope_entry *scope;
+    int nscope, cap_scope;
+    tvar_entry *tvars;
+    int ntvars, cap_tvars;
+    global_ref *grefs;
+    int ngrefs, cap_grefs;
+    ry_tensor **meta;       /* constants of the metadata section (parser's references) */
+    ry_expr **meta_nodes;   /* one node per constant, made at first use */
+    int nmeta;
+    int depth;              /* nesting, bounded so hostile input cannot overflow the stack */
+} parser;
+
+#define PARSE_MAX_DEPTH 400
+
+/* ---- tokens (parse.c) ---- */
+const token *ry_p_peek(const parser *p, int k); /* k-th token ahead, EOF past the end */
+const token *ry_p_next(parser *p);
+bool ry_p_at(const parser *p, tok_kind k);
+bool ry_p_accept(parser *p, tok_kind k);
+/* Consumes a token of kind k or fails with "expected X ... found Y" at it. */
+const token *ry_p_expect(parser *p, tok_kind k, const char *context);
+/* The span from token `start` to the last consumed token (one line at most). */
+ry_span ry_p_span_from(const parser *p, int start);
+/* Fails (returns NULL) with a located error at the next token. */
+void *ry_p_fail(parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void *ry_p_fail_at(parser *p, ry_span span, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool ry_p_enter(parser *p); /* depth guard: false (error set) if nested too deep */
+void ry_p_leave(parser *p);
+
+/* ---- scopes (parse.c) ---- */
+ry_var *ry_p_bind_local(parser *p, const token *t, ry_type *annot);
+void ry_p_bind_graph(parser *p, int64_t n, ry_expr *e);
+ry_var *ry_p_lookup_local(const parser *p, const char *name);
+ry_expr *ry_p_lookup_graph(const parser *p, int64_t n);
+void ry_p_bind_tvar(parser *p, const char *name, ry_type *tv);
+ry_type *ry_p_lookup_tvar(const parser *p, const char *name);
+void ry_p_note_global(parser *p, const char *name, ry_span span);
+/* tparams -> '[' ident (',' ident)* ']' ; binds them and returns the count */
+bool ry_p_type_params(parser *p, int *n, ry_type ***out);
+
+/* ---- types (parse_type.c) ---- */
+ry_type *ry_p_type(parser *p);
+
+/* ---- expressions (parse_expr.c) ---- */
+ry_expr *ry_p_expr(parser *p);
+ry_pattern *ry_p_pattern(parser *p);
+/* fn_rest -> tparams? '(' params ')' ('->' type)? '{' expr '}' (after `fn` or `def @f`) */
+ry_expr *ry_p_func(parser *p, int start);
+
+/* ---- metadata (metadata.c) ----
+ * Reads TVM's metadata JSON: the relay.Constant array, each decoded from
+ * b64ndarrays. *out is a ry_malloc'ed array of new tensors (the caller
+ * releases them and frees the array). */
+ry_status ry_metadata_parse(const char *text, size_t len, ry_span at, ry_tensor ***out, int *n,
+                            ry_error *err);
+/* Writes the JSON for constants ts[0..n) (relay.Constant in that order) and
+ * appends it to the growable buffer *buf (ry_malloc'ed). Returns false on
+ * out-of-memory. */
+typedef struct strbuf {
+    char *data;
+    size_t len, cap;
+    bool oom;
+} strbuf;
+void ry_sb_put(strbuf *b, const char *s, size_t n);
+void ry_sb_puts(strbuf *b, const char *s);
+void ry_sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ry_metadata_print(strbuf *b, ry_tensor *const *ts, int n);
+
+#endif

@@ -1,0 +1,203 @@
+/*
+ * interp_ops.c: the interpreter's leaf work: running an operator on
+ * concrete values (types from the values, result rebuilt from the relation's
+ * type), matching patterns, and checking arguments against annotated
+ * parameter types where the static type could not (Any, symbolic dims).
+ * The machine that sequences all this lives in interp.c.
+ */
+#include <string.h>
+
+#include "runtime/interp_impl.h"
+
+const char *value_kind_name(const ry_value *v) {
+    switch (v->kind) {
+    case RY_VAL_TENSOR: return "a tensor";
+    case RY_VAL_TUPLE: return "a tuple";
+    case RY_VAL_CLOSURE: return "a function";
+    case RY_VAL_REF: return "a reference";
+    case RY_VAL_ADT: return "a constructor value";
+    }
+    return "a value";
+}
+
+/* ---- operators ---- */
+
+/* The concrete type of an operator argument: tensors and tuples of them. */
+static ry_type *arg_type(machine *mc, const ry_value *v, const ry_expr *call, int i) {
+    if (v->kind == RY_VAL_TENSOR) return ry_type_of_tensor(mc->scratch, v->tensor);
+    if (v->kind == RY_VAL_TUPLE) {
+        ry_type **fields = RY_NEW_ARRAY(mc->scratch, ry_type *, v->tuple.n);
+        for (int k = 0; k < v->tuple.n; k++)
+            if (!(fields[k] = arg_type(mc, v->tuple.fields[k], call, i))) return NULL;
+        return ry_type_tuple_arena(mc->scratch, v->tuple.n, fields);
+    }
+    ry_error_at(mc->err, call->call.args[i]->span, "operator %s: argument %d is %s, not a tensor",
+                call->call.callee->op.op->name, i + 1, value_kind_name(v));
+    return NULL;
+}
+
+/* Rebuilds a value of type t from results res[*k...], taking them over. */
+static ry_value *rebuild(const ry_type *t, ry_tensor **res, int *k) {
+    if (t->kind != RY_TYPE_TUPLE) {
+        ry_tensor *x = res[*k];
+        res[(*k)++] = NULL;
+        return ry_value_tensor(x);
+    }
+    ry_value *inline_fields[8], **fields = inline_fields;
+    if (t->tuple.n > 8 && !(fields = ry_malloc(sizeof *fields * (size_t)t->tuple.n))) return NULL;
+    int made = 0;
+    for (; made < t->tuple.n; made++)
+        if (!(fields[made] = rebuild(t->tuple.fields[made], res, k))) break;
+    ry_value *v = NULL;
+    if (made == t->tuple.n) v = ry_value_tuple(made, fields);
+    else
+        for (int i = 0; i < made; i++) ry_value_release(fields[i]);
+    if (fields != inline_fields) ry_free(fields);
+    return v;
+}
+
+ry_status run_op(machine *mc, const ry_expr *call, int nargs, ry_value *const *args,
+                 ry_value **out) {
+    const ry_op *op = call->call.callee->op.op;
+    ry_arena_reset(mc->scratch);
+    if (nargs != op->nargs)
+        return ry_error_at(mc->err, call->span, "operator %s takes %d arguments, not %d", op->name,
+                           op->nargs, nargs);
+    ry_type **types = RY_NEW_ARRAY(mc->scratch, ry_type *, nargs);
+    int nin = 0;
+    for (int i = 0; i < nargs; i++) {
+        if (!(types[i] = arg_type(mc, args[i], call, i))) return RY_ERR;
+        int c = ry_value_count_tensors(args[i]);
+        if (c < 0) return ry_error_at(mc->err, call->span, "out of memory");
+        nin += c;
+    }
+    ry_tensor **in = RY_NEW_ARRAY(mc->scratch, ry_tensor *, nin);
+    for (int i = 0, k = 0; i < nargs; i++) k += ry_value_flatten(args[i], in + k, nin - k);
+    ry_kernel_ctx kc = {.span = call->span, .err = mc->err, .training = mc->training,
+                        .rng = &mc->rng};
+    ry_type *rt = NULL;
+    int nout = 0;
+    ry_tensor **res = NULL;
+    if (ry_op_run(op, &call->call.attrs, mc->scratch, nargs, types, nin, in, &kc, &rt, &nout, &res))
+        return RY_ERR;
+    int k = 0;
+    *out = rebuild(rt, res, &k);
+    for (int i = 0; i < nout; i++) ry_tensor_release(res[i]); /* those not taken over */
+    ry_free(res);
+    if (!*out) return ry_error_at(mc->err, call->span, "out of memory");
+    return RY_OK;
+}
+
+/* ---- patterns ----
+ * _ matches anything; %x matches anything and binds it; C(p1..pn) matches a
+ * value built by C whose fields match p1..pn; (p1..pn) matches a tuple of n
+ * fields. Nesting is as deep as the text, so recursion is bounded. */
+bool pat_matches(const ry_pattern *p, const ry_value *v) {
+    switch (p->kind) {
+    case RY_PAT_WILDCARD:
+    case RY_PAT_VAR: return true;
+    case RY_PAT_CTOR:
+        if (v->kind != RY_VAL_ADT || v->adt.ctor != p->ctor.ctor || v->adt.n != p->ctor.n)
+            return false;
+        for (int i = 0; i < p->ctor.n; i++)
+            if (!pat_matches(p->ctor.args[i], v->adt.fields[i])) return false;
+        return true;
+    case RY_PAT_TUPLE:
+        if (v->kind != RY_VAL_TUPLE || v->tuple.n != p->tuple.n) return false;
+        for (int i = 0; i < p->tuple.n; i++)
+            if (!pat_matches(p->tuple.fields[i], v->tuple.fields[i])) return false;
+        return true;
+    }
+    return false;
+}
+
+void pat_bind(const ry_pattern *p, ry_value *v, act *a) {
+    intptr_t slot;
+    switch (p->kind) {
+    case RY_PAT_WILDCARD: return;
+    case RY_PAT_VAR:
+        if (ptrmap_get(&a->info->slots, p->var, &slot)) {
+            ry_value_release(a->slot[slot]);
+            a->slot[slot] = ry_value_retain(v);
+        }
+        return;
+    case RY_PAT_CTOR:
+        for (int i = 0; i < p->ctor.n; i++) pat_bind(p->ctor.args[i], v->adt.fields[i], a);
+        return;
+    case RY_PAT_TUPLE:
+        for (int i = 0; i < p->tuple.n; i++) pat_bind(p->tuple.fields[i], v->tuple.fields[i], a);
+        return;
+    }
+}
+
+/* ---- run-time checks of annotated parameters ----
+ * A tensor argument must have the annotation's dtype and rank; a constant
+ * dimension must be equal; a symbolic dimension n takes the first value it
+ * meets in this call and must keep it; ? accepts anything. Tuples are
+ * checked field by field; other annotations were settled statically. */
+typedef struct symbind {
+    int n;
+    const char *name[64];
+    int64_t value[64];
+    const ry_var *from[64];
+} symbind;
+
+static ry_status param_error(machine *mc, ry_span span, int idx, const ry_var *p,
+                             const ry_type *want, const ry_value *got, const char *why) {
+    char tw[256], tg[128];
+    ry_type_str(want, tw, sizeof tw);
+    if (got->kind == RY_VAL_TENSOR) ry_tensor_describe(got->tensor, tg, sizeof tg);
+    else snprintf(tg, sizeof tg, "%s", value_kind_name(got));
+    return ry_error_at(mc->err, span, "argument %d (parameter %%%s): expected %s, got %s%s%s", idx + 1,
+                       p->name, tw, tg, why[0] ? ": " : "", why);
+}
+
+static ry_status check_value(machine *mc, ry_span span, int idx, const ry_var *p,
+                             const ry_type *want, const ry_value *got, symbind *sb) {
+    if (want->kind == RY_TYPE_TUPLE) {
+        if (got->kind != RY_VAL_TUPLE || got->tuple.n != want->tuple.n)
+            return param_error(mc, span, idx, p, want, got, "");
+        for (int i = 0; i < want->tuple.n; i++)
+            if (check_value(mc, span, idx, p, want->tuple.fields[i], got->tuple.fields[i], sb))
+                return RY_ERR;
+        return RY_OK;
+    }
+    if (want->kind != RY_TYPE_TENSOR) return RY_OK;
+    if (got->kind != RY_VAL_TENSOR) return param_error(mc, span, idx, p, want, got, "");
+    const ry_tensor *t = got->tensor;
+    if (t->dtype != want->tensor.dtype || t->ndim != want->tensor.ndim)
+        return param_error(mc, span, idx, p, want, got, "");
+    for (int d = 0; d < t->ndim; d++) {
+        const ry_dim *w = &want->tensor.dims[d];
+        if (w->kind == RY_DIM_CONST && w->value != t->shape[d])
+            return param_error(mc, span, idx, p, want, got, "");
+        if (w->kind != RY_DIM_SYM) continue;
+        int k = 0;
+        while (k < sb->n && strcmp(sb->name[k], w->name) != 0) k++;
+        if (k < sb->n && sb->value[k] != t->shape[d]) {
+            char why[160];
+            snprintf(why, sizeof why, "%s is %lld from parameter %%%s but %lld here", w->name,
+                     (long long)sb->value[k], sb->from[k]->name, (long long)t->shape[d]);
+            return param_error(mc, span, idx, p, want, got, why);
+        }
+        if (k == sb->n && sb->n < 64) {
+            sb->name[k] = w->name;
+            sb->value[k] = t->shape[d];
+            sb->from[k] = p;
+            sb->n++;
+        }
+    }
+    return RY_OK;
+}
+
+ry_status check_params(machine *mc, const ry_expr *fn, ry_value *const *args, ry_span span) {
+    symbind sb;
+    sb.n = 0;
+    for (int i = 0; i < fn->func.nparams; i++) {
+        const ry_var *p = fn->func.params[i];
+        if (!p->annot) continue;
+        ry_span at = span.src ? span : p->span;
+        if (check_value(mc, at, i, p, p->annot, args[i], &sb)) return RY_ERR;
+    }
+    return RY_OK;
+}

@@ -1,0 +1,217 @@
+/*
+ * value.c: reference-counted runtime values (tensors, tuples, closures,
+ * refs, ADT values), shared by the interpreter and the compiled engine.
+ *
+ * Releasing and flattening never recurse in C: a million-element List is
+ * freed by threading dead values through their dead_next links, and walked
+ * with an explicit stack. Cycles (a ref holding a closure that captures the
+ * ref) are not collected; see value.h.
+ */
+#include <string.h>
+
+#include "relayc/value.h"
+
+static ry_value *new_value(ry_value_kind kind) {
+    ry_value *v = ry_calloc(1, sizeof *v);
+    if (!v) return NULL;
+    v->refcount = 1;
+    v->kind = kind;
+    return v;
+}
+
+/* Copies n value pointers into a fresh array (NULL for n == 0). Sets *ok to
+ * false on out-of-memory. */
+static ry_value **copy_values(int n, ry_value **src, bool *ok) {
+    *ok = true;
+    if (n <= 0) return NULL;
+    ry_value **a = ry_malloc(sizeof *a * (size_t)n);
+    if (!a) {
+        *ok = false;
+        return NULL;
+    }
+    memcpy(a, src, sizeof *a * (size_t)n);
+    return a;
+}
+
+static void release_all(int n, ry_value **vs) {
+    for (int i = 0; i < n; i++) ry_value_release(vs[i]);
+}
+
+ry_value *ry_value_tensor(ry_tensor *t) {
+    ry_value *v = new_value(RY_VAL_TENSOR);
+    if (!v) {
+        ry_tensor_release(t);
+        return NULL;
+    }
+    v->tensor = t;
+    return v;
+}
+
+ry_value *ry_value_tuple(int n, ry_value **fields) {
+    bool ok = true;
+    ry_value *v = new_value(RY_VAL_TUPLE);
+    ry_value **a = v ? copy_values(n, fields, &ok) : NULL;
+    if (!v || !ok) {
+        ry_free(v);
+        release_all(n, fields);
+        return NULL;
+    }
+    v->tuple.n = n;
+    v->tuple.fields = a;
+    return v;
+}
+
+ry_value *ry_value_adt(const ry_ctor *ctor, int n, ry_value **fields) {
+    bool ok = true;
+    ry_value *v = new_value(RY_VAL_ADT);
+    ry_value **a = v ? copy_values(n, fields, &ok) : NULL;
+    if (!v || !ok) {
+        ry_free(v);
+        release_all(n, fields);
+        return NULL;
+    }
+    v->adt.ctor = ctor;
+    v->adt.n = n;
+    v->adt.fields = a;
+    return v;
+}
+
+ry_value *ry_value_ref(ry_value *inner) {
+    ry_value *v = new_value(RY_VAL_REF);
+    if (!v) {
+        ry_value_release(inner);
+        return NULL;
+    }
+    v->ref.value = inner;
+    return v;
+}
+
+ry_value *ry_value_closure(const ry_expr *func, int ncaptured, const ry_var **vars,
+                           ry_value **captured) {
+    bool ok = true;
+    ry_value *v = new_value(RY_VAL_CLOSURE);
+    ry_value **a = v ? copy_values(ncaptured, captured, &ok) : NULL;
+    const ry_var **names = NULL;
+    if (v && ok && ncaptured > 0) {
+        names = ry_malloc(sizeof *names * (size_t)ncaptured);
+        if (names) memcpy(names, vars, sizeof *names * (size_t)ncaptured);
+        else ok = false;
+    }
+    if (!v || !ok) {
+        ry_free(a);
+        ry_free(v);
+        release_all(ncaptured, captured);
+        return NULL;
+    }
+    v->closure.func = func;
+    v->closure.ncaptured = ncaptured;
+    v->closure.captured_vars = names;
+    v->closure.captured = a;
+    return v;
+}
+
+ry_value *ry_value_ctor_fn(const ry_ctor *ctor) {
+    ry_value *v = new_value(RY_VAL_CLOSURE);
+    if (!v) return NULL;
+    v->closure.ctor = ctor;
+    return v;
+}
+
+ry_value *ry_value_retain(ry_value *v) {
+    if (v) v->refcount++;
+    return v;
+}
+
+/* Drops one reference to each child of a dead value d, threading children
+ * that die in turn onto *dead. */
+static void drop_children(ry_value *d, ry_value **dead) {
+    int n = 0;
+    ry_value **kids = NULL;
+    switch (d->kind) {
+    case RY_VAL_TENSOR: ry_tensor_release(d->tensor); return;
+    case RY_VAL_TUPLE: n = d->tuple.n, kids = d->tuple.fields; break;
+    case RY_VAL_ADT: n = d->adt.n, kids = d->adt.fields; break;
+    case RY_VAL_REF: n = 1, kids = &d->ref.value; break;
+    case RY_VAL_CLOSURE: n = d->closure.ncaptured, kids = d->closure.captured; break;
+    }
+    for (int i = 0; i < n; i++) {
+        ry_value *k = kids[i];
+        if (k && --k->refcount == 0) {
+            k->dead_next = *dead;
+            *dead = k;
+        }
+    }
+    if (d->kind == RY_VAL_TUPLE) ry_free(d->tuple.fields);
+    if (d->kind == RY_VAL_ADT) ry_free(d->adt.fields);
+    if (d->kind == RY_VAL_CLOSURE) {
+        ry_free(d->closure.captured);
+        ry_free((void *)d->closure.captured_vars);
+    }
+}
+
+void ry_value_release(ry_value *v) {
+    if (!v || --v->refcount > 0) return;
+    v->dead_next = NULL;
+    for (ry_value *dead = v; dead;) {
+        ry_value *d = dead;
+        dead = d->dead_next;
+        drop_children(d, &dead);
+        ry_free(d);
+    }
+}
+
+/* ---- depth-first walks with an explicit stack ---- */
+
+typedef struct walk {
+    const ry_value **items;
+    int n, cap;
+    const ry_value *inline_items[64];
+} walk;
+
+static bool walk_push(walk *w, const ry_value *v) {
+    if (w->n == w->cap) {
+        int ncap = w->cap * 2;
+        const ry_value **fresh = ry_malloc(sizeof *fresh * (size_t)ncap);
+        if (!fresh) return false;
+        memcpy(fresh, w->items, sizeof *fresh * (size_t)w->n);
+        if (w->items != w->inline_items) ry_free((void *)w->items);
+        w->items = fresh;
+        w->cap = ncap;
+    }
+    w->items[w->n++] = v;
+    return true;
+}
+
+/* Visits v's tensors depth first, left to right, writing the first max of
+ * them to out (which may be NULL). Returns the count or -1 on OOM. */
+static int walk_tensors(const ry_value *v, ry_tensor **out, int max) {
+    walk w = {.n = 0, .cap = 64};
+    w.items = w.inline_items;
+    int count = 0;
+    bool ok = walk_push(&w, v);
+    while (ok && w.n > 0) {
+        const ry_value *x = w.items[--w.n];
+        int n = 0;
+        ry_value *const *kids = NULL;
+        switch (x->kind) {
+        case RY_VAL_TENSOR:
+            if (out && count < max) out[count] = x->tensor;
+            count++;
+            break;
+        case RY_VAL_TUPLE: n = x->tuple.n, kids = x->tuple.fields; break;
+        case RY_VAL_ADT: n = x->adt.n, kids = x->adt.fields; break;
+        case RY_VAL_REF: n = 1, kids = &x->ref.value; break;
+        case RY_VAL_CLOSURE: break;
+        }
+        /* Pushed in reverse so the first child is visited first. */
+        for (int i = n - 1; ok && i >= 0; i--) ok = walk_push(&w, kids[i]);
+    }
+    if (w.items != w.inline_items) ry_free((void *)w.items);
+    return ok ? count : -1;
+}
+
+int ry_value_count_tensors(const ry_value *v) { return walk_tensors(v, NULL, 0); }
+
+int ry_value_flatten(const ry_value *v, ry_tensor **out, int max) {
+    return walk_tensors(v, out, max);
+}

@@ -1,0 +1,167 @@
+/*
+ * test_cli.c: the relayc command end to end: every program in tests/run/
+ * is run on its committed inputs and its outputs compared with the values
+ * numpy/torch computed (tools/gen_run_tests.py); bad command lines, bad
+ * inputs and run-time errors give a located message and exit status 1.
+ */
+#include <dirent.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+static const char *relayc(void) {
+    const char *r = getenv("RELAYC");
+    return r ? r : "build/relayc";
+}
+
+static char tmpdir[256];
+
+/* Runs `relayc ARGS`, stderr to tmpdir/err; returns the exit status. */
+static int run(const char *args) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s %s >%s/out.txt 2>%s/err.txt", relayc(), args, tmpdir, tmpdir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void read_err(char *buf, size_t n) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/err.txt", tmpdir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t got = fread(buf, 1, n - 1, f);
+    buf[got] = '\0';
+    fclose(f);
+}
+
+static void assert_err_contains(const char *what) {
+    char buf[8192];
+    read_err(buf, sizeof buf);
+    if (!strstr(buf, what)) fail_msg("stderr lacks '%s':\n%s", what, buf);
+}
+
+/* Runs tests/run/NAME.relay with every tests/run/NAME/in_*.npy and checks
+ * each out_K.npy against the expected one. */
+static void check_program(const char *name, double rtol, double atol) {
+    char args[6000], dir[512];
+    snprintf(dir, sizeof dir, "tests/run/%s", name);
+    int n = snprintf(args, sizeof args, "run tests/run/%s.relay --out %s/out", name, tmpdir);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int nexpected = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "in_", 3) == 0 && len > 7)
+            n += snprintf(args + n, sizeof args - (size_t)n, " --input %.*s=%s/%s", (int)(len - 7),
+                          e->d_name + 3, dir, e->d_name);
+        else if (strncmp(e->d_name, "out_", 4) == 0)
+            nexpected++;
+    }
+    closedir(d);
+    int rc = run(args);
+    if (rc != 0) {
+        char buf[8192];
+        read_err(buf, sizeof buf);
+        fail_msg("relayc %s: exit %d\n%s", args, rc, buf);
+    }
+    for (int k = 0; k < nexpected; k++) {
+        char want[600], got[600];
+        snprintf(want, sizeof want, "%s/out_%d.npy", dir, k);
+        snprintf(got, sizeof got, "%s/out/out_%d.npy", tmpdir, k);
+        ry_tensor *a = test_npy(got), *b = test_npy(want);
+        assert_int_equal(a->dtype, b->dtype);
+        test_assert_close(a, b, rtol, atol);
+        ry_tensor_release(a);
+        ry_tensor_release(b);
+    }
+    char extra[600];
+    snprintf(extra, sizeof extra, "%s/out/out_%d.npy", tmpdir, nexpected);
+    assert_int_not_equal(access(extra, F_OK), 0); /* no more outputs than expected */
+}
+
+static void test_mlp(void **s) { check_program("mlp", 1e-4, 1e-5); }
+static void test_lenet(void **s) { check_program("lenet", 1e-4, 1e-4); }
+static void test_lstm_list(void **s) { check_program("lstm_list", 1e-4, 1e-5); }
+static void test_treelstm(void **s) { check_program("treelstm", 1e-4, 1e-5); }
+static void test_higher_order(void **s) { check_program("higher_order", 1e-5, 1e-6); }
+static void test_refs(void **s) { check_program("refs", 1e-12, 0); }
+static void test_deep_recursion(void **s) { check_program("deep_recursion", 0, 0); }
+static void test_symbolic(void **s) { check_program("symbolic", 1e-5, 1e-6); }
+
+static void test_help(void **s) {
+    assert_int_equal(run("--help"), 0);
+    assert_int_equal(run("check --help"), 0);
+    assert_int_equal(run("fmt --help"), 0);
+    assert_int_equal(run("run --help"), 0);
+    assert_int_equal(run(""), 1);
+    assert_int_equal(run("frobnicate"), 1);
+    assert_err_contains("unknown command 'frobnicate'");
+}
+
+static void test_bad_command_lines(void **s) {
+    assert_int_equal(run("run"), 1);
+    assert_err_contains("missing FILE");
+    assert_int_equal(run("run tests/run/mlp.relay --bogus"), 1);
+    assert_err_contains("unknown option '--bogus'");
+    assert_int_equal(run("run tests/run/mlp.relay --input"), 1);
+    assert_err_contains("needs a value");
+    assert_int_equal(run("run tests/run/mlp.relay --input x"), 1);
+    assert_err_contains("NAME=PATH.npy");
+    assert_int_equal(run("check tests/run/no_such_file.relay"), 1);
+    assert_err_contains("tests/run/no_such_file.relay");
+    assert_int_equal(run("run tests/run/mlp.relay --entry nothere"), 1);
+    assert_err_contains("no global @nothere");
+}
+
+static void test_bad_inputs(void **s) {
+    /* a missing input names the parameter at its definition */
+    assert_int_equal(run("run tests/run/deep_recursion.relay"), 1);
+    assert_err_contains("tests/run/deep_recursion.relay:14:");
+    assert_err_contains("no input for parameter %n");
+    /* wrong shape against a static type */
+    assert_int_equal(run("run tests/run/deep_recursion.relay --input n=tests/run_errors/x_5x3.npy"), 1);
+    assert_err_contains("input %n from tests/run_errors/x_5x3.npy is float32[5, 3]");
+    /* a truncated .npy */
+    assert_int_equal(run("run tests/run/deep_recursion.relay --input n=tests/run_errors/truncated.npy"), 1);
+    assert_err_contains("tests/run_errors/truncated.npy");
+    /* an input the function does not take */
+    assert_int_equal(run("run tests/run/deep_recursion.relay --input n=tests/run/deep_recursion/in_n.npy "
+                         "--input m=tests/run/deep_recursion/in_n.npy"),
+                     1);
+    assert_err_contains("no parameter %m");
+}
+
+static void test_runtime_errors(void **s) {
+    assert_int_equal(run("run tests/run_errors/match_fail.relay --input x=tests/run_errors/scalar.npy"), 1);
+    assert_err_contains("tests/run_errors/match_fail.relay:9:3: error:");
+    assert_err_contains("match");
+    assert_int_equal(run("run tests/run_errors/any_mismatch.relay --input x=tests/run_errors/x_5x3.npy"), 1);
+    assert_err_contains("tests/run_errors/any_mismatch.relay:");
+    assert_err_contains("%x");
+}
+
+static int setup(void **s) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/relayc_test_cli_XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **s) {
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mlp),         cmocka_unit_test(test_lenet),
+        cmocka_unit_test(test_lstm_list),   cmocka_unit_test(test_treelstm),
+        cmocka_unit_test(test_higher_order), cmocka_unit_test(test_refs),
+        cmocka_unit_test(test_deep_recursion), cmocka_unit_test(test_symbolic),
+        cmocka_unit_test(test_help),        cmocka_unit_test(test_bad_command_lines),
+        cmocka_unit_test(test_bad_inputs),  cmocka_unit_test(test_runtime_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
