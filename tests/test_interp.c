@@ -304,6 +304,25 @@ static void closure_returned_and_applied(void **state) {
     /* Wrong arity is an error, not a crash. */
     assert_int_equal(ry_interp_apply(m, add7, 0, NULL, NULL, &out, &err), RY_ERR);
     assert_non_null(strstr(err.msg, "argument"));
+    assert_int_equal(ry_interp_call(m, "adder", 0, NULL, NULL, &out, &err), RY_ERR);
+    assert_string_equal(err.msg, "@adder takes 1 arguments, not 0");
+    assert_int_equal(ry_interp_call(m, "nope", 0, NULL, NULL, &out, &err), RY_ERR);
+    assert_string_equal(err.msg, "no global function @nope");
+    /* A constructor used as a function value, applied from C. */
+    ry_value *some = ry_value_ctor_fn(ry_module_find_ctor(m, "Cons"));
+    ry_value *nil = ry_value_adt(ry_module_find_ctor(m, "Nil"), 0, NULL);
+    ry_value *cargs[2] = {x, nil};
+    assert_int_equal(ry_interp_apply(m, some, 2, cargs, NULL, &out, &err), RY_OK);
+    assert_string_equal(out->adt.ctor->name, "Cons");
+    assert_ptr_equal(out->adt.fields[0], x);
+    assert_ptr_equal(out->adt.fields[1], nil);
+    ry_value_release(out);
+    assert_int_equal(ry_interp_apply(m, some, 1, cargs, NULL, &out, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "constructor Cons takes 2 arguments"));
+    assert_int_equal(ry_interp_apply(m, x, 1, cargs, NULL, &out, &err), RY_ERR);
+    assert_string_equal(err.msg, "cannot call a tensor");
+    ry_value_release(some);
+    ry_value_release(nil);
     ry_value_release(add7);
     ry_value_release(n);
     ry_value_release(x);
@@ -471,6 +490,19 @@ static void factorial_and_mutual_recursion(void **state) {
         ry_value_release(r);
         ry_value_release(n);
     }
+    /* Calls in tail position reuse the caller's frame: 100,001 mutually
+     * recursive steps run within 50 frames. */
+    ry_interp_opts small = {.max_depth = 50};
+    ry_error err;
+    n = i32(100001);
+    r = NULL;
+    assert_int_equal(ry_interp_call(m, "even", 1, &n, &small, &r, &err), RY_OK);
+    assert_true(num(r) == 0);
+    ry_value_release(r);
+    assert_int_equal(ry_interp_call(m, "count_local", 1, &n, &small, &r, &err), RY_OK);
+    assert_true(num(r) == 200002);
+    ry_value_release(r);
+    ry_value_release(n);
     ry_module_free(m);
 }
 

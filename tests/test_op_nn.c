@@ -16,8 +16,8 @@
 #define AB(nm, v) ((ry_attr){.name = (nm), .value = {.kind = RY_AV_BOOL, .b = (v)}})
 #define AF(nm, v) ((ry_attr){.name = (nm), .value = {.kind = RY_AV_FLOAT, .f = (v)}})
 #define AS(nm, v) ((ry_attr){.name = (nm), .value = {.kind = RY_AV_STR, .s = (v)}})
-#define ATTRS(...)                                                                       \
-    ((ry_attrs){(int)(sizeof((ry_attr[]){__VA_ARGS__}) / sizeof(ry_attr)),               \
+#define ATTRS(...)                                                                                 \
+    ((ry_attrs){(int)(sizeof((ry_attr[]){__VA_ARGS__}) / sizeof(ry_attr)),                         \
                 (ry_attr[]){__VA_ARGS__}})
 #define NOATTRS ((ry_attrs){0, NULL})
 
@@ -104,6 +104,30 @@ static void test_dense(void **state) {
     run_case("dense_i8_i32", "nn.dense", 2, 1, ATTRS(AS("out_dtype", "int32")), 0, 0);
     run_case("dense_f32_f64", "nn.dense", 2, 1, ATTRS(AS("out_dtype", "float64")), 1e-6, 1e-6);
     run_case("dense_f16", "nn.dense", 2, 1, NOATTRS, 2e-3, 2e-3);
+    /* on concrete tensors the relation still guards the kernel */
+    ry_arena *ar = ry_arena_new();
+    ry_tensor *in[2] = {test_npy("tests/ops/nn/dense_f64_2d_in0.npy"),
+                        test_npy("tests/ops/nn/dense_f64_2d_in1.npy")};
+    ry_error err;
+    int n;
+    ry_tensor **o;
+    assert_int_equal(
+        run_op("nn.dense", ATTRS(AI("units", 3)), 2, in, false, NULL, ar, &n, &o, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "units=3"));
+    ry_tensor *swapped[2] = {in[1], in[0]};
+    assert_int_equal(run_op("nn.dense", NOATTRS, 2, swapped, false, NULL, ar, &n, &o, &err), RY_OK);
+    assert_int_equal(o[0]->shape[0], 4);
+    assert_int_equal(o[0]->shape[1], 3);
+    ry_tensor *want = test_npy("tests/ops/nn/dense_f64_2d_out0.npy"); /* (3, 4): its transpose */
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++)
+            assert_true(fabs(ry_tensor_get(o[0], j * 3 + i) - ry_tensor_get(want, i * 4 + j)) <
+                        1e-12);
+    ry_tensor_release(want);
+    release_all(n, o);
+    ry_free(o);
+    release_all(2, in);
+    ry_arena_free(ar);
 }
 
 static void test_matmul(void **state) {
@@ -173,18 +197,21 @@ static void test_pad(void **state) {
     ry_attr_value st[3 * RY_MAX_RANK];
     run_case("pad_f64_const", "nn.pad", 2, 1,
              ATTRS(pad_width(st, 2, (const int64_t[][2]){{1, 2}, {0, 1}})), 0, 0);
-    run_case("pad_f64_const", "nn.pad", 2, 1,
-             ATTRS(pad_width(st, 2, (const int64_t[][2]){{1, 2}, {0, 1}}),
-                   AS("pad_mode", "constant")), 0, 0);
+    run_case(
+        "pad_f64_const", "nn.pad", 2, 1,
+        ATTRS(pad_width(st, 2, (const int64_t[][2]){{1, 2}, {0, 1}}), AS("pad_mode", "constant")),
+        0, 0);
     run_case("pad_f64_edge", "nn.pad", 2, 1,
              ATTRS(pad_width(st, 2, (const int64_t[][2]){{2, 1}, {1, 2}}), AS("pad_mode", "edge")),
              0, 0);
-    run_case("pad_f64_reflect", "nn.pad", 2, 1,
-             ATTRS(pad_width(st, 2, (const int64_t[][2]){{2, 1}, {1, 3}}),
-                   AS("pad_mode", "reflect")), 0, 0);
+    run_case(
+        "pad_f64_reflect", "nn.pad", 2, 1,
+        ATTRS(pad_width(st, 2, (const int64_t[][2]){{2, 1}, {1, 3}}), AS("pad_mode", "reflect")), 0,
+        0);
     run_case("pad_f64_reflect3", "nn.pad", 2, 1,
              ATTRS(pad_width(st, 3, (const int64_t[][2]){{1, 1}, {0, 2}, {3, 0}}),
-                   AS("pad_mode", "reflect")), 0, 0);
+                   AS("pad_mode", "reflect")),
+             0, 0);
     run_case("pad_f32_const3", "nn.pad", 2, 1,
              ATTRS(pad_width(st, 3, (const int64_t[][2]){{0, 1}, {1, 0}, {2, 2}})), 0, 0);
     run_case("pad_i32_const", "nn.pad", 2, 1,
@@ -193,6 +220,11 @@ static void test_pad(void **state) {
              ATTRS(pad_width(st, 2, (const int64_t[][2]){{-1, 2}, {1, -2}})), 0, 0);
     run_case("pad_f64_castval", "nn.pad", 2, 1,
              ATTRS(pad_width(st, 2, (const int64_t[][2]){{1, 0}, {0, 1}})), 0, 0);
+    run_case("mpad_f64_sym", "nn.mirror_pad", 1, 1,
+             ATTRS(pad_width(st, 2, (const int64_t[][2]){{3, 1}, {2, 4}})), 0, 0);
+    run_case("mpad_f64_refl", "nn.mirror_pad", 1, 1,
+             ATTRS(pad_width(st, 2, (const int64_t[][2]){{2, 1}, {3, 0}}), AS("mode", "REFLECT")),
+             0, 0);
 }
 
 static void test_batch_norm(void **state) {
@@ -237,22 +269,26 @@ static void test_dropout(void **state) {
     for (int64_t i = 0; i < o[1]->size; i++) assert_true(ry_tensor_get(o[1], i) == 1.0);
     release_all(n, o);
     ry_free(o);
-    /* same seed, same mask; mask values are 0 or 1/(1-rate); rate 1 drops all */
+    /* same seed, same mask; mask values are 0 or 1, kept values scaled by
+     * 1/(1-rate); rate 1 drops all */
     uint64_t s1 = 99, s2 = 99;
     ry_tensor **o1, **o2;
-    assert_int_equal(run_op("nn.dropout", ATTRS(AF("rate", 0.25)), 1, &x, true, &s1, ar, &n, &o1, &err), RY_OK);
-    assert_int_equal(run_op("nn.dropout", ATTRS(AF("rate", 0.25)), 1, &x, true, &s2, ar, &n, &o2, &err), RY_OK);
+    assert_int_equal(
+        run_op("nn.dropout", ATTRS(AF("rate", 0.25)), 1, &x, true, &s1, ar, &n, &o1, &err), RY_OK);
+    assert_int_equal(
+        run_op("nn.dropout", ATTRS(AF("rate", 0.25)), 1, &x, true, &s2, ar, &n, &o2, &err), RY_OK);
     test_assert_close(o1[1], o2[1], 0, 0);
     for (int64_t i = 0; i < o1[1]->size; i++) {
         double m = ry_tensor_get(o1[1], i);
-        assert_true(m == 0.0 || fabs(m - 1 / 0.75) < 1e-15);
-        assert_true(ry_tensor_get(o1[0], i) == ry_tensor_get(x, i) * m);
+        assert_true(m == 0.0 || m == 1.0);
+        assert_true(ry_tensor_get(o1[0], i) == (m ? ry_tensor_get(x, i) * (1 / 0.75) : 0.0));
     }
     release_all(2, o1);
     release_all(2, o2);
     ry_free(o1);
     ry_free(o2);
-    assert_int_equal(run_op("nn.dropout", ATTRS(AF("rate", 1.0)), 1, &x, true, &s1, ar, &n, &o, &err), RY_OK);
+    assert_int_equal(
+        run_op("nn.dropout", ATTRS(AF("rate", 1.0)), 1, &x, true, &s1, ar, &n, &o, &err), RY_OK);
     for (int64_t i = 0; i < o[1]->size; i++) assert_true(ry_tensor_get(o[0], i) == 0.0);
     release_all(n, o);
     ry_free(o);
@@ -274,11 +310,13 @@ static void test_dropout_rate(void **state) {
     ry_error err;
     int n;
     ry_tensor **o;
-    assert_int_equal(run_op("nn.dropout", ATTRS(AF("rate", 0.2)), 1, &x, true, &s, ar, &n, &o, &err), RY_OK);
+    assert_int_equal(
+        run_op("nn.dropout", ATTRS(AF("rate", 0.2)), 1, &x, true, &s, ar, &n, &o, &err), RY_OK);
     int64_t kept = 0;
     for (int64_t i = 0; i < x->size; i++) kept += ry_tensor_get(o[1], i) != 0;
     assert_true(kept > 15600 && kept < 16400);
-    assert_true(fabs(ry_tensor_get(o[0], 0) - 1.25) < 1e-6 || ry_tensor_get(o[0], 0) == 0);
+    for (int64_t i = 0; i < x->size; i++)
+        assert_true(ry_tensor_get(o[0], i) == 1.25f * (float)ry_tensor_get(o[1], i));
     release_all(n, o);
     ry_free(o);
     ry_tensor_release(x);
@@ -325,6 +363,11 @@ static void test_float16(void **state) {
     f16_case("matmul_f64", "nn.matmul", 2, NOATTRS, 1e-2);
     f16_case("bmm_f64", "nn.batch_matmul", 2, NOATTRS, 1e-2);
     f16_case("flat_f64", "nn.batch_flatten", 1, NOATTRS, 1e-3);
+    f16_case("sm_f64_mid", "nn.softmax", 1, ATTRS(AI("axis", 1)), 1e-2);
+    f16_case("logsm_f64_last", "nn.log_softmax", 1, NOATTRS, 1e-2);
+    f16_case("prelu_f64", "nn.prelu", 2, NOATTRS, 1e-2);
+    f16_case("inorm_f64", "nn.instance_norm", 3, NOATTRS, 2e-2);
+    f16_case("xent_f64", "nn.cross_entropy", 2, NOATTRS, 1e-2);
 }
 
 /* Empty and degenerate shapes: K = 0 gives zeros, empty batches do nothing. */
@@ -392,9 +435,12 @@ static ry_type *ty(ry_arena *a, const char *dt, const char *dims) {
         if (!*p) break;
         const char *s = p;
         while (*p && *p != ',' && *p != ' ') p++;
-        if (*s == '?') d[n] = (ry_dim){RY_DIM_ANY, 0, NULL};
-        else if (*s >= '0' && *s <= '9') d[n] = (ry_dim){RY_DIM_CONST, atoll(s), NULL};
-        else d[n] = (ry_dim){RY_DIM_SYM, 0, ry_arena_strndup(a, s, (size_t)(p - s))};
+        if (*s == '?')
+            d[n] = (ry_dim){RY_DIM_ANY, 0, NULL};
+        else if (*s >= '0' && *s <= '9')
+            d[n] = (ry_dim){RY_DIM_CONST, atoll(s), NULL};
+        else
+            d[n] = (ry_dim){RY_DIM_SYM, 0, ry_arena_strndup(a, s, (size_t)(p - s))};
         n++;
     }
     ry_dtype dtype;
@@ -419,18 +465,21 @@ static void want_type(const ry_type *t, const char *dt, const char *dims) {
     assert_int_equal(t->kind, RY_TYPE_TENSOR);
     if (!ry_type_equal(t, w)) {
         char s1[128], s2[128];
-        fail_msg("type %s, expected %s", ry_type_str(t, s1, sizeof s1), ry_type_str(w, s2, sizeof s2));
+        fail_msg("type %s, expected %s", ry_type_str(t, s1, sizeof s1),
+                 ry_type_str(w, s2, sizeof s2));
     }
     ry_arena_free(a);
 }
 
 #define T(dt, dims) ty(a, dt, dims)
-#define ARGS(...) (ry_type *[]){__VA_ARGS__}, (int)(sizeof((ry_type *[]){__VA_ARGS__}) / sizeof(ry_type *))
+#define ARGS(...)                                                                                  \
+    (ry_type *[]){__VA_ARGS__}, (int)(sizeof((ry_type *[]){__VA_ARGS__}) / sizeof(ry_type *))
 
 static ry_type *ok(ry_arena *a, const char *opname, ry_attrs attrs, ry_type **args, int n) {
     ry_error err;
     ry_type *out = NULL;
-    if (rel(a, opname, attrs, n, args, &out, &err) != RY_REL_OK) fail_msg("%s: %s", opname, err.msg);
+    if (rel(a, opname, attrs, n, args, &out, &err) != RY_REL_OK)
+        fail_msg("%s: %s", opname, err.msg);
     return out;
 }
 
@@ -454,37 +503,46 @@ static void test_rel_dense(void **state) {
               "float32", "3, 4");
     want_type(ok(a, "nn.dense", NOATTRS, ARGS(T("float64", "n, 2, 5"), T("float64", "?, 5"))),
               "float64", "n, 2, ?");
-    want_type(ok(a, "nn.dense", ATTRS(AI("units", 4)), ARGS(T("float32", "n, k"), T("float32", "m, k"))),
-              "float32", "n, 4");
-    want_type(ok(a, "nn.dense", ATTRS(AS("out_dtype", "int32")), ARGS(T("int8", "2, 3"), T("int8", "4, 3"))),
+    want_type(
+        ok(a, "nn.dense", ATTRS(AI("units", 4)), ARGS(T("float32", "n, k"), T("float32", "m, k"))),
+        "float32", "n, 4");
+    want_type(ok(a, "nn.dense", ATTRS(AS("out_dtype", "int32")),
+                 ARGS(T("int8", "2, 3"), T("int8", "4, 3"))),
               "int32", "2, 4");
-    bad(a, "nn.dense", NOATTRS, ARGS(T("float32", "3, 5"), T("float32", "4, 6")), "reduction dimensions", false);
+    bad(a, "nn.dense", NOATTRS, ARGS(T("float32", "3, 5"), T("float32", "4, 6")),
+        "reduction dimensions", false);
     bad(a, "nn.dense", NOATTRS, ARGS(T("float32", "3, 5"), T("float32", "5")), "rank 2", false);
     bad(a, "nn.dense", NOATTRS, ARGS(T("float32", ""), T("float32", "4, 5")), "rank >= 1", false);
     bad(a, "nn.dense", NOATTRS, ARGS(T("float32", "3, 5"), T("float64", "4, 5")), "dtype", false);
-    bad(a, "nn.dense", ATTRS(AI("units", 3)), ARGS(T("float32", "3, 5"), T("float32", "4, 5")), "units=3", true);
-    bad(a, "nn.dense", ATTRS(AS("out_dtype", "float31")), ARGS(T("float32", "3, 5"), T("float32", "4, 5")),
-        "out_dtype", true);
+    bad(a, "nn.dense", ATTRS(AI("units", 3)), ARGS(T("float32", "3, 5"), T("float32", "4, 5")),
+        "units=3", true);
+    bad(a, "nn.dense", ATTRS(AS("out_dtype", "float31")),
+        ARGS(T("float32", "3, 5"), T("float32", "4, 5")), "out_dtype", true);
     /* an argument still being inferred defers */
     ry_type inc = {.kind = RY_TYPE_INCOMPLETE};
     ry_error err;
     ry_type *out;
-    assert_int_equal(rel(a, "nn.dense", NOATTRS, 2, (ry_type *[]){T("float32", "3, 5"), &inc}, &out, &err),
-                     RY_REL_DEFER);
+    assert_int_equal(
+        rel(a, "nn.dense", NOATTRS, 2, (ry_type *[]){T("float32", "3, 5"), &inc}, &out, &err),
+        RY_REL_DEFER);
     ry_arena_free(a);
 }
 
 static void test_rel_matmul(void **state) {
     (void)state;
     ry_arena *a = ry_arena_new();
-    want_type(ok(a, "nn.matmul", NOATTRS, ARGS(T("float32", "3, 5"), T("float32", "5, 4"))), "float32", "3, 4");
+    want_type(ok(a, "nn.matmul", NOATTRS, ARGS(T("float32", "3, 5"), T("float32", "5, 4"))),
+              "float32", "3, 4");
     want_type(ok(a, "nn.matmul", ATTRS(AB("transpose_a", true)),
-                 ARGS(T("float32", "b, 5, 3"), T("float32", "5, 4"))), "float32", "b, 3, 4");
+                 ARGS(T("float32", "b, 5, 3"), T("float32", "5, 4"))),
+              "float32", "b, 3, 4");
     want_type(ok(a, "nn.matmul", ATTRS(AB("transpose_b", true)),
-                 ARGS(T("float64", "3, 5"), T("float64", "4, 5"))), "float64", "3, 4");
-    bad(a, "nn.matmul", NOATTRS, ARGS(T("float32", "3, 5"), T("float32", "4, 5")), "reduction", false);
-    bad(a, "nn.matmul", ATTRS(AB("transpose_a", true)), ARGS(T("float32", "5"), T("float32", "5, 4")),
-        "rank >= 2", false);
+                 ARGS(T("float64", "3, 5"), T("float64", "4, 5"))),
+              "float64", "3, 4");
+    bad(a, "nn.matmul", NOATTRS, ARGS(T("float32", "3, 5"), T("float32", "4, 5")), "reduction",
+        false);
+    bad(a, "nn.matmul", ATTRS(AB("transpose_a", true)),
+        ARGS(T("float32", "5"), T("float32", "5, 4")), "rank >= 2", false);
     bad(a, "nn.matmul", NOATTRS, ARGS(T("bool", "3, 5"), T("bool", "5, 4")), "bool", false);
     ry_arena_free(a);
 }
@@ -492,17 +550,24 @@ static void test_rel_matmul(void **state) {
 static void test_rel_batch_matmul(void **state) {
     (void)state;
     ry_arena *a = ry_arena_new();
-    want_type(ok(a, "nn.batch_matmul", NOATTRS, ARGS(T("float32", "2, 3, 5"), T("float32", "2, 5, 4"))),
-              "float32", "2, 3, 4");
-    want_type(ok(a, "nn.batch_matmul", NOATTRS, ARGS(T("float32", "1, 3, 5"), T("float32", "b, 5, 4"))),
-              "float32", "b, 3, 4");
+    want_type(
+        ok(a, "nn.batch_matmul", NOATTRS, ARGS(T("float32", "2, 3, 5"), T("float32", "2, 5, 4"))),
+        "float32", "2, 3, 4");
+    want_type(
+        ok(a, "nn.batch_matmul", NOATTRS, ARGS(T("float32", "1, 3, 5"), T("float32", "b, 5, 4"))),
+        "float32", "b, 3, 4");
     want_type(ok(a, "nn.batch_matmul", ATTRS(AB("transpose_b", true)),
-                 ARGS(T("float32", "?, 3, 5"), T("float32", "2, 4, 5"))), "float32", "2, 3, 4");
+                 ARGS(T("float32", "?, 3, 5"), T("float32", "2, 4, 5"))),
+              "float32", "2, 3, 4");
     want_type(ok(a, "nn.batch_matmul", ATTRS(AB("transpose_a", true)),
-                 ARGS(T("float64", "2, 5, 3"), T("float64", "2, 5, 4"))), "float64", "2, 3, 4");
-    bad(a, "nn.batch_matmul", NOATTRS, ARGS(T("float32", "2, 3, 5"), T("float32", "3, 5, 4")), "batch", false);
-    bad(a, "nn.batch_matmul", NOATTRS, ARGS(T("float32", "2, 3, 5"), T("float32", "2, 4, 5")), "reduction", false);
-    bad(a, "nn.batch_matmul", NOATTRS, ARGS(T("float32", "3, 5"), T("float32", "5, 4")), "rank-3", false);
+                 ARGS(T("float64", "2, 5, 3"), T("float64", "2, 5, 4"))),
+              "float64", "2, 3, 4");
+    bad(a, "nn.batch_matmul", NOATTRS, ARGS(T("float32", "2, 3, 5"), T("float32", "3, 5, 4")),
+        "batch", false);
+    bad(a, "nn.batch_matmul", NOATTRS, ARGS(T("float32", "2, 3, 5"), T("float32", "2, 4, 5")),
+        "reduction", false);
+    bad(a, "nn.batch_matmul", NOATTRS, ARGS(T("float32", "3, 5"), T("float32", "5, 4")), "rank-3",
+        false);
     ry_arena_free(a);
 }
 
@@ -511,18 +576,23 @@ static void test_rel_bias_softmax_flatten(void **state) {
     ry_arena *a = ry_arena_new();
     want_type(ok(a, "nn.bias_add", NOATTRS, ARGS(T("float32", "n, 3, 4"), T("float32", "3"))),
               "float32", "n, 3, 4");
-    want_type(ok(a, "nn.bias_add", ATTRS(AI("axis", -1)), ARGS(T("int32", "2, 4"), T("int32", "4"))),
-              "int32", "2, 4");
-    bad(a, "nn.bias_add", NOATTRS, ARGS(T("float32", "2, 3"), T("float32", "4")), "shape (3,)", false);
-    bad(a, "nn.bias_add", ATTRS(AI("axis", 5)), ARGS(T("float32", "2, 3"), T("float32", "3")), "out of range",
-        true);
-    bad(a, "nn.bias_add", NOATTRS, ARGS(T("float32", "2, 3"), T("float32", "3, 1")), "shape (3,)", false);
+    want_type(
+        ok(a, "nn.bias_add", ATTRS(AI("axis", -1)), ARGS(T("int32", "2, 4"), T("int32", "4"))),
+        "int32", "2, 4");
+    bad(a, "nn.bias_add", NOATTRS, ARGS(T("float32", "2, 3"), T("float32", "4")), "shape (3,)",
+        false);
+    bad(a, "nn.bias_add", ATTRS(AI("axis", 5)), ARGS(T("float32", "2, 3"), T("float32", "3")),
+        "out of range", true);
+    bad(a, "nn.bias_add", NOATTRS, ARGS(T("float32", "2, 3"), T("float32", "3, 1")), "shape (3,)",
+        false);
     want_type(ok(a, "nn.softmax", NOATTRS, ARGS(T("float32", "n, 10"))), "float32", "n, 10");
-    want_type(ok(a, "nn.log_softmax", ATTRS(AI("axis", 0)), ARGS(T("float64", "3"))), "float64", "3");
+    want_type(ok(a, "nn.log_softmax", ATTRS(AI("axis", 0)), ARGS(T("float64", "3"))), "float64",
+              "3");
     bad(a, "nn.softmax", ATTRS(AI("axis", -3)), ARGS(T("float32", "2, 3")), "out of range", true);
     bad(a, "nn.log_softmax", NOATTRS, ARGS(T("int32", "2, 3")), "float", false);
     bad(a, "nn.softmax", NOATTRS, ARGS(T("float32", "")), "out of range", false);
-    want_type(ok(a, "nn.batch_flatten", NOATTRS, ARGS(T("float32", "n, 3, 4"))), "float32", "n, 12");
+    want_type(ok(a, "nn.batch_flatten", NOATTRS, ARGS(T("float32", "n, 3, 4"))), "float32",
+              "n, 12");
     want_type(ok(a, "nn.batch_flatten", NOATTRS, ARGS(T("float32", "2, 1, m"))), "float32", "2, m");
     want_type(ok(a, "nn.batch_flatten", NOATTRS, ARGS(T("float32", "2, 3, ?"))), "float32", "2, ?");
     want_type(ok(a, "nn.batch_flatten", NOATTRS, ARGS(T("int8", "7"))), "int8", "7, 1");
@@ -535,24 +605,40 @@ static void test_rel_pad(void **state) {
     ry_arena *a = ry_arena_new();
     ry_attr_value st[3 * RY_MAX_RANK];
     want_type(ok(a, "nn.pad", ATTRS(pad_width(st, 2, (const int64_t[][2]){{1, 2}, {0, 0}})),
-                 ARGS(T("float32", "3, n"), T("float32", ""))), "float32", "6, n");
+                 ARGS(T("float32", "3, n"), T("float32", ""))),
+              "float32", "6, n");
     want_type(ok(a, "nn.pad", ATTRS(pad_width(st, 2, (const int64_t[][2]){{1, 2}, {1, 0}})),
-                 ARGS(T("float32", "?, n"), T("float64", ""))), "float32", "?, ?");
+                 ARGS(T("float32", "?, n"), T("float64", ""))),
+              "float32", "?, ?");
     want_type(ok(a, "nn.pad", ATTRS(pad_width(st, 1, (const int64_t[][2]){{-1, 0}})),
-                 ARGS(T("int32", "3"), T("int32", ""))), "int32", "2");
+                 ARGS(T("int32", "3"), T("int32", ""))),
+              "int32", "2");
     bad(a, "nn.pad", ATTRS(pad_width(st, 1, (const int64_t[][2]){{1, 1}})),
         ARGS(T("float32", "3, 4"), T("float32", "")), "1 pairs but data has rank 2", true);
     bad(a, "nn.pad", ATTRS(pad_width(st, 1, (const int64_t[][2]){{-3, -1}})),
         ARGS(T("float32", "3"), T("float32", "")), "negative size", true);
     bad(a, "nn.pad", ATTRS(pad_width(st, 1, (const int64_t[][2]){{-1, 0}}), AS("pad_mode", "edge")),
         ARGS(T("float32", "3"), T("float32", "")), "non-negative", true);
-    bad(a, "nn.pad", ATTRS(pad_width(st, 1, (const int64_t[][2]){{3, 0}}), AS("pad_mode", "reflect")),
+    bad(a, "nn.pad",
+        ATTRS(pad_width(st, 1, (const int64_t[][2]){{3, 0}}), AS("pad_mode", "reflect")),
         ARGS(T("float32", "3"), T("float32", "")), "smaller than its size", true);
     bad(a, "nn.pad", ATTRS(pad_width(st, 1, (const int64_t[][2]){{1, 0}}), AS("pad_mode", "wrap")),
         ARGS(T("float32", "3"), T("float32", "")), "pad_mode", true);
     bad(a, "nn.pad", ATTRS(pad_width(st, 1, (const int64_t[][2]){{1, 0}})),
         ARGS(T("float32", "3"), T("float32", "1")), "scalar", false);
-    bad(a, "nn.pad", ATTRS(AI("pad_width", 1)), ARGS(T("float32", "3"), T("float32", "")), "pad_width", true);
+    bad(a, "nn.pad", ATTRS(AI("pad_width", 1)), ARGS(T("float32", "3"), T("float32", "")),
+        "pad_width", true);
+    want_type(ok(a, "nn.mirror_pad", ATTRS(pad_width(st, 1, (const int64_t[][2]){{3, 0}})),
+                 ARGS(T("float32", "3"))),
+              "float32", "6");
+    bad(a, "nn.mirror_pad", ATTRS(pad_width(st, 1, (const int64_t[][2]){{4, 0}})),
+        ARGS(T("float32", "3")), "must not exceed", true);
+    bad(a, "nn.mirror_pad",
+        ATTRS(pad_width(st, 1, (const int64_t[][2]){{3, 0}}), AS("mode", "REFLECT")),
+        ARGS(T("float32", "3")), "smaller than its size", true);
+    bad(a, "nn.mirror_pad",
+        ATTRS(pad_width(st, 1, (const int64_t[][2]){{1, 0}}), AS("mode", "edge")),
+        ARGS(T("float32", "3")), "SYMMETRIC", true);
     ry_arena_free(a);
 }
 
@@ -560,26 +646,31 @@ static void test_rel_norms_dropout(void **state) {
     (void)state;
     ry_arena *a = ry_arena_new();
     ry_type *vec = T("float32", "16");
-    ry_type *bn = ok(a, "nn.batch_norm", NOATTRS, ARGS(T("float32", "n, 16, 8, 8"), vec, vec, vec, vec));
+    ry_type *bn =
+        ok(a, "nn.batch_norm", NOATTRS, ARGS(T("float32", "n, 16, 8, 8"), vec, vec, vec, vec));
     assert_int_equal(bn->kind, RY_TYPE_TUPLE);
     assert_int_equal(bn->tuple.n, 3);
     want_type(bn->tuple.fields[0], "float32", "n, 16, 8, 8");
     want_type(bn->tuple.fields[1], "float32", "16");
     want_type(bn->tuple.fields[2], "float32", "16");
-    bn = ok(a, "nn.batch_norm", ATTRS(AI("axis", 3)), ARGS(T("float32", "2, 8, 8, 16"), vec, vec, vec, vec));
+    bn = ok(a, "nn.batch_norm", ATTRS(AI("axis", 3)),
+            ARGS(T("float32", "2, 8, 8, 16"), vec, vec, vec, vec));
     want_type(bn->tuple.fields[0], "float32", "2, 8, 8, 16");
-    bad(a, "nn.batch_norm", NOATTRS, ARGS(T("float32", "2, 8, 8, 16"), vec, vec, vec, vec), "gamma must have shape (8,)", false);
-    bad(a, "nn.batch_norm", NOATTRS,
-        ARGS(T("float32", "2, 16"), vec, vec, vec, T("float64", "16")), "dtype", false);
-    bad(a, "nn.batch_norm", ATTRS(AI("axis", 4)), ARGS(T("float32", "2, 16"), vec, vec, vec, vec), "out of range",
-        true);
-    bad(a, "nn.batch_norm", ATTRS(AF("epsilon", -1.0)), ARGS(T("float32", "2, 16"), vec, vec, vec, vec),
-        "epsilon", true);
+    bad(a, "nn.batch_norm", NOATTRS, ARGS(T("float32", "2, 8, 8, 16"), vec, vec, vec, vec),
+        "gamma must have shape (8,)", false);
+    bad(a, "nn.batch_norm", NOATTRS, ARGS(T("float32", "2, 16"), vec, vec, vec, T("float64", "16")),
+        "dtype", false);
+    bad(a, "nn.batch_norm", ATTRS(AI("axis", 4)), ARGS(T("float32", "2, 16"), vec, vec, vec, vec),
+        "out of range", true);
+    bad(a, "nn.batch_norm", ATTRS(AF("epsilon", -1.0)),
+        ARGS(T("float32", "2, 16"), vec, vec, vec, vec), "epsilon", true);
     bad(a, "nn.batch_norm", NOATTRS, ARGS(T("int32", "2, 16"), vec, vec, vec, vec), "float", false);
-    want_type(ok(a, "nn.layer_norm", NOATTRS, ARGS(T("float32", "n, 4, 16"), vec, vec)), "float32", "n, 4, 16");
-    want_type(ok(a, "nn.layer_norm", ATTRS(AI("axis", 0)), ARGS(T("float32", "16, 3"), vec, vec)), "float32",
-              "16, 3");
-    bad(a, "nn.layer_norm", NOATTRS, ARGS(T("float32", "16, 3"), vec, vec), "gamma must have shape (3,)", false);
+    want_type(ok(a, "nn.layer_norm", NOATTRS, ARGS(T("float32", "n, 4, 16"), vec, vec)), "float32",
+              "n, 4, 16");
+    want_type(ok(a, "nn.layer_norm", ATTRS(AI("axis", 0)), ARGS(T("float32", "16, 3"), vec, vec)),
+              "float32", "16, 3");
+    bad(a, "nn.layer_norm", NOATTRS, ARGS(T("float32", "16, 3"), vec, vec),
+        "gamma must have shape (3,)", false);
     ry_type *d = ok(a, "nn.dropout", NOATTRS, ARGS(T("float32", "n, 10")));
     assert_int_equal(d->kind, RY_TYPE_TUPLE);
     assert_int_equal(d->tuple.n, 2);
@@ -601,9 +692,10 @@ static void test_instance_group_norm(void **state) {
     run_case("inorm_f64", "nn.instance_norm", 3, 1, NOATTRS, F64);
     run_case("inorm_f32_last", "nn.instance_norm", 3, 1, ATTRS(AI("axis", 2)), 1e-5, 1e-5);
     run_case("gnorm_f64", "nn.group_norm", 3, 1, ATTRS(AI("num_groups", 3)), F64);
-    run_case("gnorm_f64_plain", "nn.group_norm", 3, 1,
-             ATTRS(AI("num_groups", 2), AF("epsilon", 1e-3), AB("center", false), AB("scale", false)),
-             F64);
+    run_case(
+        "gnorm_f64_plain", "nn.group_norm", 3, 1,
+        ATTRS(AI("num_groups", 2), AF("epsilon", 1e-3), AB("center", false), AB("scale", false)),
+        F64);
     /* group_norm with one group per channel is instance_norm */
     run_case("inorm_f64", "nn.group_norm", 3, 1, ATTRS(AI("num_groups", 3), AI("axis", 1)), F64);
 }
@@ -625,6 +717,15 @@ static void test_l2_normalize(void **state) {
              ATTRS(AF("eps", 50.0), axis_list(st, 1, (const int64_t[]){1})), F64);
 }
 
+static void test_lrn(void **state) {
+    (void)state;
+    run_case("lrn_f64", "nn.lrn", 1, 1, NOATTRS, F64);
+    run_case(
+        "lrn_f64_last", "nn.lrn", 1, 1,
+        ATTRS(AI("size", 3), AI("axis", -1), AF("alpha", 0.5), AF("beta", 0.6), AF("bias", 1.0)),
+        F64);
+}
+
 static void test_cross_entropy(void **state) {
     (void)state;
     run_case("xent_f64", "nn.cross_entropy", 2, 1, NOATTRS, F64);
@@ -639,26 +740,158 @@ static void test_rel_extras(void **state) {
     ry_attr_value st[RY_MAX_RANK];
     ry_type *v3 = T("float32", "3");
     want_type(ok(a, "nn.prelu", NOATTRS, ARGS(T("float32", "n, 3, 8"), v3)), "float32", "n, 3, 8");
-    bad(a, "nn.prelu", NOATTRS, ARGS(T("float32", "2, 4"), v3), "alpha must have shape (4,)", false);
-    want_type(ok(a, "nn.instance_norm", NOATTRS, ARGS(T("float32", "2, 3, 5, 5"), v3, v3)), "float32",
-              "2, 3, 5, 5");
-    bad(a, "nn.instance_norm", ATTRS(AI("axis", 0)), ARGS(T("float32", "3, 2"), v3, v3), "batch dimension", true);
-    want_type(ok(a, "nn.group_norm", ATTRS(AI("num_groups", 1)), ARGS(T("float32", "2, 3, 4"), v3, v3)),
-              "float32", "2, 3, 4");
-    bad(a, "nn.group_norm", ATTRS(AI("num_groups", 2)), ARGS(T("float32", "2, 3, 4"), v3, v3), "divide", true);
+    bad(a, "nn.prelu", NOATTRS, ARGS(T("float32", "2, 4"), v3), "alpha must have shape (4,)",
+        false);
+    want_type(ok(a, "nn.instance_norm", NOATTRS, ARGS(T("float32", "2, 3, 5, 5"), v3, v3)),
+              "float32", "2, 3, 5, 5");
+    bad(a, "nn.instance_norm", ATTRS(AI("axis", 0)), ARGS(T("float32", "3, 2"), v3, v3),
+        "batch dimension", true);
+    want_type(
+        ok(a, "nn.group_norm", ATTRS(AI("num_groups", 1)), ARGS(T("float32", "2, 3, 4"), v3, v3)),
+        "float32", "2, 3, 4");
+    bad(a, "nn.group_norm", ATTRS(AI("num_groups", 2)), ARGS(T("float32", "2, 3, 4"), v3, v3),
+        "divide", true);
     bad(a, "nn.group_norm", NOATTRS, ARGS(T("float32", "2, 3, 4"), v3, v3), "num_groups=0", false);
-    want_type(ok(a, "nn.l2_normalize", ATTRS(AF("eps", 1e-6), axis_list(st, 1, (const int64_t[]){1})),
-                 ARGS(T("float64", "n, 7"))), "float64", "n, 7");
-    bad(a, "nn.l2_normalize", ATTRS(axis_list(st, 1, (const int64_t[]){1})), ARGS(T("float64", "n, 7")),
-        "eps must be given", false);
+    want_type(ok(a, "nn.l2_normalize",
+                 ATTRS(AF("eps", 1e-6), axis_list(st, 1, (const int64_t[]){1})),
+                 ARGS(T("float64", "n, 7"))),
+              "float64", "n, 7");
+    bad(a, "nn.l2_normalize", ATTRS(axis_list(st, 1, (const int64_t[]){1})),
+        ARGS(T("float64", "n, 7")), "eps must be given", false);
     bad(a, "nn.l2_normalize", ATTRS(AF("eps", 1e-6), axis_list(st, 2, (const int64_t[]){1, -1})),
         ARGS(T("float64", "n, 7")), "repeated", true);
-    bad(a, "nn.l2_normalize", ATTRS(AF("eps", 1e-6)), ARGS(T("float64", "n, 7")), "axis must list", false);
-    want_type(ok(a, "nn.cross_entropy", NOATTRS, ARGS(T("float32", "n, 10"), T("float32", "n, 10"))),
-              "float32", "");
-    bad(a, "nn.cross_entropy_with_logits", NOATTRS, ARGS(T("float32", "4, 10"), T("float32", "4, 9")),
-        "one shape", false);
+    bad(a, "nn.l2_normalize", ATTRS(AF("eps", 1e-6)), ARGS(T("float64", "n, 7")), "axis must list",
+        false);
+    want_type(
+        ok(a, "nn.cross_entropy", NOATTRS, ARGS(T("float32", "n, 10"), T("float32", "n, 10"))),
+        "float32", "");
+    want_type(ok(a, "nn.lrn", NOATTRS, ARGS(T("float32", "n, 8, 4, 4"))), "float32", "n, 8, 4, 4");
+    bad(a, "nn.lrn", ATTRS(AI("size", 4)), ARGS(T("float32", "n, 8, 4, 4")), "odd", true);
+    bad(a, "nn.cross_entropy_with_logits", NOATTRS,
+        ARGS(T("float32", "4, 10"), T("float32", "4, 9")), "one shape", false);
     ry_arena_free(a);
+}
+
+/* ---- through the text format: parse, type-check, interpret ---- */
+
+static const char *mlp_text = "#[version = \"0.0.5\"]\n"
+                              "def @main(%x: Tensor[(3, 5), float64], %w: Tensor[(4, 5), float64], "
+                              "%b: Tensor[(4), float64],\n"
+                              "          %g: Tensor[(4), float64], %be: Tensor[(4), float64]) {\n"
+                              "  %0 = nn.dense(%x, %w, units=4);\n"
+                              "  %1 = nn.bias_add(%0, %b);\n"
+                              "  %2 = nn.layer_norm(%1, %g, %be, axis=-1, epsilon=1e-05f);\n"
+                              "  nn.log_softmax(%2)\n"
+                              "}\n";
+
+static void test_text_program(void **state) {
+    (void)state;
+    ry_module *m = test_parse(mlp_text, true);
+    ry_global *g = ry_module_find_global(m, "main");
+    assert_non_null(g);
+    want_type(g->func->func.body->type, "float64", "3, 4");
+    ry_value *args[5];
+    char path[64];
+    for (int i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "tests/ops/nn/prog_mlp_in%d.npy", i);
+        args[i] = ry_value_tensor(test_npy(path));
+    }
+    ry_value *out = NULL;
+    ry_error err;
+    if (ry_interp_call(m, "main", 5, args, NULL, &out, &err)) fail_msg("%s", err.msg);
+    ry_tensor *want = test_npy("tests/ops/nn/prog_mlp_out0.npy");
+    assert_int_equal(out->kind, RY_VAL_TENSOR);
+    test_assert_close(out->tensor, want, 1e-12, 1e-12);
+    ry_tensor_release(want);
+    ry_value_release(out);
+    for (int i = 0; i < 5; i++) ry_value_release(args[i]);
+    ry_module_free(m);
+}
+
+/* TVM's printed forms of the family's attributes, with symbolic shapes. */
+static void test_text_types(void **state) {
+    (void)state;
+    ry_module *m =
+        test_parse("#[version = \"0.0.5\"]\n"
+                   "def @main(%x: Tensor[(n, 3, 8, 8), float32], %c: Tensor[(3), float32],\n"
+                   "          %y: Tensor[(n, 4, 6), float32]) {\n"
+                   "  %0 = nn.batch_norm(%x, %c, %c, %c, %c, axis=1, epsilon=0.001f, center=True, "
+                   "scale=False);\n"
+                   "  %1 = nn.pad(%0.0, 0f, pad_width=[[0, 0], [0, 0], [1, 1], [2, 2]], "
+                   "pad_mode=\"reflect\");\n"
+                   "  %2 = nn.batch_matmul(%y, %y, transpose_b=True, out_dtype=\"\");\n"
+                   "  %3 = nn.dropout(%2, rate=0.2f);\n"
+                   "  (%1, %3.1, nn.batch_flatten(%1))\n"
+                   "}\n",
+                   true);
+    const ry_type *t = ry_module_find_global(m, "main")->func->func.body->type;
+    assert_int_equal(t->kind, RY_TYPE_TUPLE);
+    want_type(t->tuple.fields[0], "float32", "n, 3, 10, 12");
+    want_type(t->tuple.fields[1], "float32", "n, 4, 4");
+    want_type(t->tuple.fields[2], "float32", "n, 360");
+    ry_module_free(m);
+}
+
+/* A relation's error reaches the user located at the call. */
+static void test_text_error(void **state) {
+    (void)state;
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "def @main(%x: Tensor[(2, 5), float32], %w: Tensor[(4, 6), float32]) {\n"
+                       "  nn.dense(%x, %w)\n"
+                       "}\n";
+    ry_module *m = test_parse(text, false);
+    ry_error err;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(ry_module_typecheck(m, &err), RY_ERR);
+    assert_int_equal(err.line, 3);
+    assert_non_null(strstr(err.msg, "reduction dimensions differ"));
+    ry_module_free(m);
+}
+
+/* Every allocation a kernel makes may fail: the Nth failing gives an error
+ * (never a crash or a leak), and enough room gives the right result. */
+static void fail_allocs(const char *name, const char *opname, int nin, ry_attrs attrs) {
+    ry_tensor *in[8];
+    char path[256];
+    for (int i = 0; i < nin; i++) {
+        snprintf(path, sizeof path, "tests/ops/nn/%s_in%d.npy", name, i);
+        in[i] = test_npy(path);
+    }
+    snprintf(path, sizeof path, "tests/ops/nn/%s_out0.npy", name);
+    ry_tensor *want = test_npy(path);
+    bool done = false;
+    for (long n = 0; n < 64 && !done; n++) {
+        ry_arena *ar = ry_arena_new();
+        ry_error err;
+        int nout = 0;
+        ry_tensor **o = NULL;
+        ry_alloc_fail_after(n);
+        ry_status st = run_op(opname, attrs, nin, in, false, NULL, ar, &nout, &o, &err);
+        ry_alloc_fail_after(-1);
+        if (st == RY_OK) {
+            test_assert_close(o[0], want, 1e-5, 1e-5);
+            release_all(nout, o);
+            ry_free(o);
+            done = true;
+        }
+        ry_arena_free(ar);
+    }
+    assert_true(done);
+    ry_tensor_release(want);
+    release_all(nin, in);
+}
+
+static void test_alloc_failures(void **state) {
+    (void)state;
+    ry_attr_value st[3 * RY_MAX_RANK];
+    fail_allocs("dense_f16", "nn.dense", 2, NOATTRS);
+    fail_allocs("dense_i8_i32", "nn.dense", 2, ATTRS(AS("out_dtype", "int32")));
+    fail_allocs("sm_f64_mid", "nn.softmax", 1, ATTRS(AI("axis", 1)));
+    fail_allocs("ln_f64_axis1", "nn.layer_norm", 3, ATTRS(AI("axis", 1)));
+    fail_allocs("pad_f64_castval", "nn.pad", 2,
+                ATTRS(pad_width(st, 2, (const int64_t[][2]){{1, 0}, {0, 1}})));
+    fail_allocs("l2n_f64_01", "nn.l2_normalize", 1,
+                ATTRS(AF("eps", 1e-12), axis_list(st, 2, (const int64_t[]){1, 0})));
 }
 
 /* ---- the registry entries: TVM's names, arities and C++ defaults ---- */
@@ -669,15 +902,25 @@ static void test_registry(void **state) {
         const char *name;
         int nargs;
         ry_op_pattern pat;
-    } ops[] = {{"nn.dense", 2, RY_PAT_OUT_ELEMWISE},      {"nn.matmul", 2, RY_PAT_OUT_ELEMWISE},
-               {"nn.batch_matmul", 2, RY_PAT_OUT_ELEMWISE}, {"nn.bias_add", 2, RY_PAT_BROADCAST},
-               {"nn.softmax", 1, RY_PAT_OPAQUE},           {"nn.log_softmax", 1, RY_PAT_OPAQUE},
-               {"nn.batch_flatten", 1, RY_PAT_INJECTIVE},  {"nn.pad", 2, RY_PAT_INJECTIVE},
-               {"nn.batch_norm", 5, RY_PAT_OPAQUE},        {"nn.layer_norm", 3, RY_PAT_OPAQUE},
-               {"nn.dropout", 1, RY_PAT_OPAQUE},          {"nn.fast_softmax", 1, RY_PAT_OPAQUE},
-               {"nn.prelu", 2, RY_PAT_BROADCAST},          {"nn.instance_norm", 3, RY_PAT_OPAQUE},
-               {"nn.group_norm", 3, RY_PAT_OPAQUE},        {"nn.l2_normalize", 1, RY_PAT_OPAQUE},
+    } ops[] = {{"nn.dense", 2, RY_PAT_OUT_ELEMWISE},
+               {"nn.matmul", 2, RY_PAT_OUT_ELEMWISE},
+               {"nn.batch_matmul", 2, RY_PAT_OUT_ELEMWISE},
+               {"nn.bias_add", 2, RY_PAT_BROADCAST},
+               {"nn.softmax", 1, RY_PAT_OPAQUE},
+               {"nn.log_softmax", 1, RY_PAT_OPAQUE},
+               {"nn.batch_flatten", 1, RY_PAT_INJECTIVE},
+               {"nn.pad", 2, RY_PAT_INJECTIVE},
+               {"nn.batch_norm", 5, RY_PAT_OPAQUE},
+               {"nn.layer_norm", 3, RY_PAT_OPAQUE},
+               {"nn.dropout", 1, RY_PAT_OPAQUE},
+               {"nn.fast_softmax", 1, RY_PAT_OPAQUE},
+               {"nn.prelu", 2, RY_PAT_BROADCAST},
+               {"nn.instance_norm", 3, RY_PAT_OPAQUE},
+               {"nn.group_norm", 3, RY_PAT_OPAQUE},
+               {"nn.l2_normalize", 1, RY_PAT_OPAQUE},
+               {"nn.lrn", 1, RY_PAT_OPAQUE},
                {"nn.cross_entropy", 2, RY_PAT_OPAQUE},
+               {"nn.mirror_pad", 1, RY_PAT_INJECTIVE},
                {"nn.cross_entropy_with_logits", 2, RY_PAT_OPAQUE}};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         const ry_op *op = ry_op_find(ops[i].name);
@@ -706,6 +949,7 @@ static void test_registry(void **state) {
     assert_int_equal(ry_attr_int(ry_op_find("nn.group_norm"), NULL, "num_groups"), 0);
     assert_int_equal(ry_attr_int(ry_op_find("nn.instance_norm"), NULL, "axis"), 1);
     assert_true(ry_attr_is_none(ry_op_find("nn.l2_normalize"), NULL, "eps"));
+    assert_string_equal(ry_attr_str(ry_op_find("nn.mirror_pad"), NULL, "mode"), "SYMMETRIC");
     ry_error err;
     ry_attrs bad_attrs = ATTRS(AI("alpha", 1));
     assert_int_equal(ry_op_check_attrs(ry_op_find("nn.softmax"), &bad_attrs, &err), RY_ERR);
@@ -737,8 +981,13 @@ int main(void) {
         cmocka_unit_test(test_prelu),
         cmocka_unit_test(test_instance_group_norm),
         cmocka_unit_test(test_l2_normalize),
+        cmocka_unit_test(test_lrn),
         cmocka_unit_test(test_cross_entropy),
         cmocka_unit_test(test_rel_extras),
+        cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_text_program),
+        cmocka_unit_test(test_text_types),
+        cmocka_unit_test(test_text_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -173,6 +173,8 @@ static const tcase cases[] = {
     {"sum_f32", "sum", "axis=[1]", 1, 0, 1, 1e-06},
     {"mean_f32_keep", "mean", "axis=[0, 2]; keepdims=True", 1, 0, 1, 1e-06},
     {"sum_f16", "sum", "axis=[1]", 1, 0, 1, 0.001},
+    {"mean_f16", "mean", "axis=[0]", 1, 0, 1, 0.001},
+    {"max_f16", "max", "axis=[1]", 1, 0, 1, 0},
     {"sum_i32", "sum", "axis=[0]", 1, 0, 1, 1e-12},
     {"sum_i8_wrap", "sum", "axis=[1]", 1, 0, 1, 1e-12},
     {"mean_i32_trunc", "mean", "axis=[1]", 1, 0, 1, 1e-12},
@@ -182,7 +184,10 @@ static const tcase cases[] = {
     {"sum_bool_any", "sum", "axis=[1]", 1, 0, 1, 1e-12},
     {"max_bool", "max", "axis=[1]", 1, 0, 1, 1e-12},
     {"min_scalar", "min", "", 1, 0, 1, 1e-12},
+    {"sum_zero_size", "sum", "axis=[0]", 1, 0, 1, 1e-12},
+    {"mean_zero_rows", "mean", "axis=[1]", 1, 0, 1, 1e-12},
     {"sum_empty_axes", "sum", "axis=[]", 1, 0, 1, 1e-12},
+    {"mean_empty_axes_excl", "mean", "axis=[]; exclude=True", 1, 0, 1, 1e-12},
     {"argmax_all", "argmax", "", 1, 0, 1, 1e-12},
     {"argmax_ax2", "argmax", "axis=2", 1, 0, 1, 1e-12},
     {"argmax_multi_keep", "argmax", "axis=[1, 3]; keepdims=True", 1, 0, 1, 1e-12},
@@ -222,10 +227,14 @@ static const tcase cases[] = {
     {"transpose_neg", "transpose", "axes=[-1, 0, 1]", 1, 0, 1, 1e-12},
     {"transpose_f32_4d", "transpose", "axes=[3, 1, 0, 2]", 1, 0, 1, 1e-12},
     {"transpose_f16", "transpose", "axes=[1, 0]", 1, 0, 1, 1e-12},
+    {"transpose_tiles", "transpose", "", 1, 0, 1, 1e-12},
+    {"transpose_tiles_3d", "transpose", "axes=[2, 0, 1]", 1, 0, 1, 1e-12},
+    {"transpose_zero_size", "transpose", "", 1, 0, 1, 1e-12},
     {"transpose_i8", "transpose", "", 1, 0, 1, 1e-12},
     {"concatenate_ax0", "concatenate", "", 3, 1, 1, 1e-12},
     {"concatenate_ax1", "concatenate", "axis=1", 2, 1, 1, 1e-12},
     {"concatenate_neg", "concatenate", "axis=-1", 2, 1, 1, 1e-12},
+    {"concatenate_empty_part", "concatenate", "", 2, 1, 1, 1e-12},
     {"concatenate_one", "concatenate", "", 1, 1, 1, 1e-12},
     {"stack_ax0", "stack", "", 3, 1, 1, 1e-12},
     {"stack_ax1", "stack", "axis=1", 2, 1, 1, 1e-12},
@@ -240,6 +249,7 @@ static const tcase cases[] = {
     {"take_ax0", "take", "axis=0", 2, 0, 1, 1e-12},
     {"take_ax1", "take", "axis=1", 2, 0, 1, 1e-12},
     {"take_axneg", "take", "axis=-1", 2, 0, 1, 1e-12},
+    {"take_no_indices", "take", "axis=1", 2, 0, 1, 1e-12},
     {"take_clip", "take", "axis=1", 2, 0, 1, 1e-12},
     {"take_wrap", "take", "axis=1; mode=\"wrap\"", 2, 0, 1, 1e-12},
     {"take_fast", "take", "axis=0; mode=\"fast\"", 2, 0, 1, 1e-12},
@@ -263,6 +273,8 @@ static const tcase cases[] = {
     {"one_hot_ax1", "one_hot", "depth=5; axis=1; dtype=\"float64\"", 3, 0, 1, 1e-12},
     {"one_hot_int", "one_hot", "depth=3; dtype=\"int32\"", 3, 0, 1, 1e-12},
     {"one_hot_nodtype", "one_hot", "depth=2; axis=-2", 3, 0, 1, 1e-12},
+    {"one_hot_f16", "one_hot", "depth=3; dtype=\"float16\"", 3, 0, 1, 1e-12},
+    {"one_hot_u8_bool", "one_hot", "depth=4; dtype=\"bool\"", 3, 0, 1, 1e-12},
     {"one_hot_default", "one_hot", "", 3, 0, 1, 1e-12},
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
@@ -417,7 +429,9 @@ static void test_rel_reduce(void **state) {
     expect_type("sum", "", "float32[2, 3, 4]", "float32[]");
     expect_type("sum", "keepdims=True", "float64[2, 3]", "float64[1, 1]");
     expect_type("sum", "axis=[1]; exclude=True", "int32[2, 3, 4]", "int32[3]");
-    expect_type("sum", "axis=[]", "float32[2, 3]", "float32[2, 3]");
+    expect_type("sum", "axis=[]", "float32[2, 3]", "float32[]");
+    expect_type("sum", "axis=[]; exclude=True", "float32[2, 3]", "float32[]");
+    expect_type("max", "exclude=True; keepdims=True", "float32[2, 3]", "float32[1, 1]");
     expect_type("sum", "axis=None", "float32[]", "float32[]");
     expect_type("mean", "axis=1", "float32[n, 3]", "float32[n]");
     expect_type("max", "axis=0; keepdims=True", "float32[?, 4]", "float32[1, 4]");
@@ -586,7 +600,8 @@ static void test_rel_expand_squeeze(void **state) {
     expect_type("squeeze", "", "float32[1, 3, 1]", "float32[3]");
     expect_type("squeeze", "axis=[0]", "float32[1, 3, 1]", "float32[3, 1]");
     expect_type("squeeze", "axis=[-1, 0]", "float32[1, 3, 1]", "float32[3]");
-    expect_type("squeeze", "", "float32[1, n, ?]", "float32[n, ?]");
+    expect_type("squeeze", "axis=[0]", "float32[1, n, ?]", "float32[n, ?]");
+    expect_error("squeeze", "", "float32[1, n, 3]", "dim 1 is not known", NULL);
     expect_type("squeeze", "axis=[1]", "float32[2, ?]", "float32[2]");
     expect_error("squeeze", "axis=[1]", "float32[1, 3, 1]", "extent 3, not 1", "axis");
     expect_error("squeeze", "axis=[5]", "float32[1, 3, 1]", "out of range", "axis");

@@ -7,6 +7,7 @@
  */
 #include "test_util.h"
 
+#include <glob.h>
 #include <stdlib.h>
 
 /* A probe: "@f" the type of global f; "%x" the type of the first var named
@@ -304,6 +305,16 @@ static const good_case goods[] = {
        "def @main(%v: Tensor[(2, 2), float32]) { @apply(fn (%t: Tensor[(2, 2), float32]) { tanh(%t) }, %v) }\n",
      {{"@apply", "fn (fn (Tensor[(2, 2), float32]) -> Tensor[(2, 2), float32], Tensor[(2, 2), float32]) -> "
                  "Tensor[(2, 2), float32]"}}},
+    {"any_dim_param_accepts_concrete",
+     V "def @f(%x: Tensor[(?, 4), float32]) { nn.relu(%x) }\n"
+       "def @main(%a: Tensor[(3, 4), float32]) { @f(%a) }\n",
+     {{"@f", "fn (Tensor[(?, 4), float32]) -> Tensor[(?, 4), float32]"},
+      {"@main", "fn (Tensor[(3, 4), float32]) -> Tensor[(?, 4), float32]"}}},
+    {"relation_waits_for_caller",
+     V "def @double(%x) { add(%x, %x) }\n"
+       "def @main(%a: Tensor[(2, 5), float64]) { nn.softmax(@double(%a)) }\n",
+     {{"@double", "fn (Tensor[(2, 5), float64]) -> Tensor[(2, 5), float64]"},
+      {"@main", "fn (Tensor[(2, 5), float64]) -> Tensor[(2, 5), float64]"}}},
 };
 #define NGOODS (int)(sizeof goods / sizeof goods[0])
 
@@ -460,6 +471,102 @@ static void probe_text(ry_module *m, const char *what, char *out, size_t n) {
     fail_msg("probe %s finds nothing", what);
 }
 
+/* ---- every node typed, nothing left unknown ---- */
+
+static bool type_resolved(const ry_type *t) {
+    if (!t) return false;
+    switch (t->kind) {
+    case RY_TYPE_INCOMPLETE: return false;
+    case RY_TYPE_TENSOR:
+        for (int i = 0; i < t->tensor.ndim; i++)
+            if (t->tensor.dims[i].kind == RY_DIM_SYM && (!t->tensor.dims[i].name || t->tensor.dims[i].name[0] == '?'))
+                return false;
+        return true;
+    case RY_TYPE_TUPLE:
+        for (int i = 0; i < t->tuple.n; i++)
+            if (!type_resolved(t->tuple.fields[i])) return false;
+        return true;
+    case RY_TYPE_FUNC:
+        for (int i = 0; i < t->func.nargs; i++)
+            if (!type_resolved(t->func.args[i])) return false;
+        return type_resolved(t->func.ret);
+    case RY_TYPE_CALL:
+        for (int i = 0; i < t->call.nargs; i++)
+            if (!type_resolved(t->call.args[i])) return false;
+        return true;
+    case RY_TYPE_REF: return type_resolved(t->ref.inner);
+    default: return true;
+    }
+}
+
+static void assert_typed_var(const ry_var *v) {
+    char buf[512];
+    if (!type_resolved(v->type))
+        fail_msg("var %%%s at %d:%d: type %s", v->name, v->span.line, v->span.col,
+                 v->type ? ry_type_str(v->type, buf, sizeof buf) : "NULL");
+}
+
+static void assert_typed_pat(const ry_pattern *p) {
+    if (p->kind == RY_PAT_VAR) assert_typed_var(p->var);
+    if (p->kind == RY_PAT_CTOR)
+        for (int i = 0; i < p->ctor.n; i++) assert_typed_pat(p->ctor.args[i]);
+    if (p->kind == RY_PAT_TUPLE)
+        for (int i = 0; i < p->tuple.n; i++) assert_typed_pat(p->tuple.fields[i]);
+}
+
+/* Walks e (a DAG: small programs only) checking every node has a type. */
+static void assert_typed(const ry_expr *e) {
+    char buf[512];
+    if (!type_resolved(e->type))
+        fail_msg("expression at %d:%d (kind %d): type %s", e->span.line, e->span.col, (int)e->kind,
+                 e->type ? ry_type_str(e->type, buf, sizeof buf) : "NULL");
+    switch (e->kind) {
+    case RY_EXPR_VAR: assert_typed_var(e->var.var); break;
+    case RY_EXPR_CALL:
+        assert_typed(e->call.callee);
+        for (int i = 0; i < e->call.nargs; i++) assert_typed(e->call.args[i]);
+        for (int i = 0; i < e->call.ntype_args; i++)
+            if (!type_resolved(e->call.type_args[i])) fail_msg("type argument %d unresolved", i);
+        break;
+    case RY_EXPR_LET:
+        assert_typed_var(e->let.var);
+        assert_typed(e->let.value);
+        assert_typed(e->let.body);
+        break;
+    case RY_EXPR_IF:
+        assert_typed(e->if_.cond);
+        assert_typed(e->if_.then_);
+        assert_typed(e->if_.else_);
+        break;
+    case RY_EXPR_MATCH:
+        assert_typed(e->match.data);
+        for (int i = 0; i < e->match.nclauses; i++) {
+            assert_typed_pat(e->match.clauses[i].pat);
+            assert_typed(e->match.clauses[i].body);
+        }
+        break;
+    case RY_EXPR_FUNC:
+        for (int i = 0; i < e->func.nparams; i++) assert_typed_var(e->func.params[i]);
+        assert_typed(e->func.body);
+        break;
+    case RY_EXPR_TUPLE:
+        for (int i = 0; i < e->tuple.n; i++) assert_typed(e->tuple.fields[i]);
+        break;
+    case RY_EXPR_PROJ: assert_typed(e->proj.tuple); break;
+    case RY_EXPR_REF: assert_typed(e->ref.value); break;
+    case RY_EXPR_REF_READ: assert_typed(e->ref_read.ref); break;
+    case RY_EXPR_REF_WRITE:
+        assert_typed(e->ref_write.ref);
+        assert_typed(e->ref_write.value);
+        break;
+    default: break;
+    }
+}
+
+static void assert_module_typed(const ry_module *m) {
+    for (int i = 0; i < m->nglobals; i++) assert_typed(m->globals[i]->func);
+}
+
 static void run_good(void **state) {
     const good_case *gc = *state;
     ry_module *m = test_parse(gc->text, true);
@@ -472,6 +579,7 @@ static void run_good(void **state) {
                      gc->probes[i].type);
         }
     }
+    assert_module_typed(m);
     ry_module_free(m);
 }
 
@@ -504,8 +612,10 @@ static const bad_case bads[] = {
     {"pattern_wrong_adt", 8, 5, "constructor Cons belongs to type List"},
     {"tuple_pattern_mismatch", 5, 5, "tuple pattern of 2 fields"},
     {"tuple_index_range", 5, 3, "index .2 out of range"},
+    {"projection_stuck", 4, 22, "cannot infer the type of the tuple projected by .1"},
     {"proj_not_tuple", 5, 3, "not a tuple"},
     {"infinite_type", 4, 25, "infinite type in argument 1 of %x"},
+    {"infinite_adt", 5, 12, "infinite type in argument 2 of Cons"},
     {"let_annot_mismatch", 4, 37, "value of let %y: expected Tensor[(3, 2), float32], got Tensor[(2, 3), float32]"},
     {"return_annot_mismatch", 5, 3, "result of @main: expected Tensor[(2, 3), float64]"},
     {"symbolic_rigid", 4, 3, "expected Tensor[(n, 4), float32], got Tensor[(m, 4), float32]"},
@@ -516,40 +626,17 @@ static const bad_case bads[] = {
 };
 #define NBADS (int)(sizeof bads / sizeof bads[0])
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        fclose(f);
-        return NULL;
-    }
-    buf[n] = '\0';
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
 static void run_bad(void **state) {
     const bad_case *bc = *state;
     char path[256];
     snprintf(path, sizeof path, "tests/errors_types/%s.relay", bc->file);
-    size_t len;
-    char *text = slurp(path, &len);
-    if (!text) fail_msg("cannot read %s", path);
     ry_module *m = NULL;
     ry_error err;
     memset(&err, 0, sizeof err);
-    if (ry_module_parse(path, text, len, &m, &err) != RY_OK) {
-        free(text);
+    if (ry_module_parse_file(path, &m, &err) != RY_OK) {
         ry_error_print(stderr, &err);
         fail_msg("%s does not parse: %s", path, err.msg);
     }
-    free(text);
     ry_status st = ry_module_typecheck(m, &err);
     ry_module_free(m);
     if (st == RY_OK) fail_msg("%s: type checks, but should not", path);
@@ -609,8 +696,58 @@ static void recheck(void **state) {
     ry_module_free(m);
 }
 
+/* The parser's corpus (the .relay files of tests/corpus, TVM-style) is
+ * well-typed: each checks, with every node typed. */
+static void corpus(void **state) {
+    (void)state;
+    glob_t g;
+    if (glob("tests/corpus/*.relay", 0, NULL, &g) != 0) fail_msg("no tests/corpus/*.relay");
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        ry_module *m = NULL;
+        ry_error err;
+        memset(&err, 0, sizeof err);
+        if (ry_module_parse_file(g.gl_pathv[i], &m, &err) != RY_OK || ry_module_typecheck(m, &err) != RY_OK) {
+            ry_error_print(stderr, &err);
+            ry_module_free(m);
+            globfree(&g);
+            fail_msg("%s: %s", g.gl_pathv[i], err.msg);
+        }
+        assert_module_typed(m);
+        ry_module_free(m);
+    }
+    assert_true(g.gl_pathc >= 10);
+    globfree(&g);
+}
+
+/* Chains thousands long (graph bindings, lets, nested ifs) check without
+ * exhausting the stack. */
+static void long_chains(void **state) {
+    (void)state;
+    enum { N = 4000 };
+    size_t cap = (size_t)N * 96 + 256;
+    char *text = malloc(cap);
+    size_t k = (size_t)snprintf(text, cap, V "def @main(%%x: Tensor[(4), float32], %%c: bool) {\n");
+    for (int i = 0; i < N; i++) {
+        if (i == 0)
+            k += (size_t)snprintf(text + k, cap - k, "  %%0 = add(%%x, %%x);\n");
+        else if (i % 3 == 0)
+            k += (size_t)snprintf(text + k, cap - k, "  %%%d = if (%%c) { %%%d } else { %%x };\n", i, i - 1);
+        else
+            k += (size_t)snprintf(text + k, cap - k, "  %%%d = (%%%d, %%x).0;\n", i, i - 1);
+    }
+    k += (size_t)snprintf(text + k, cap - k, "  let %%y = %%%d;\n", N - 1);
+    for (int i = 0; i < N; i++) k += (size_t)snprintf(text + k, cap - k, "  let %%y%d = %%y;\n", i);
+    snprintf(text + k, cap - k, "  multiply(%%y%d, %%y)\n}\n", N - 1);
+    ry_module *m = test_parse(text, true);
+    free(text);
+    char buf[256];
+    assert_string_equal(ry_type_str(ry_module_find_global(m, "main")->func->type, buf, sizeof buf),
+                        "fn (Tensor[(4), float32], bool) -> Tensor[(4), float32]");
+    ry_module_free(m);
+}
+
 int main(void) {
-    int n = NGOODS + NBADS + 2;
+    int n = NGOODS + NBADS + 4;
     struct CMUnitTest *tests = calloc((size_t)n, sizeof *tests);
     int k = 0;
     for (int i = 0; i < NGOODS; i++)
@@ -619,6 +756,8 @@ int main(void) {
         tests[k++] = (struct CMUnitTest){bads[i].file, run_bad, NULL, NULL, (void *)&bads[i]};
     tests[k++] = (struct CMUnitTest){"hand_built", hand_built, NULL, NULL, NULL};
     tests[k++] = (struct CMUnitTest){"recheck", recheck, NULL, NULL, NULL};
+    tests[k++] = (struct CMUnitTest){"corpus", corpus, NULL, NULL, NULL};
+    tests[k++] = (struct CMUnitTest){"long_chains", long_chains, NULL, NULL, NULL};
     int rc = _cmocka_run_group_tests("typecheck", tests, (size_t)k, NULL, NULL);
     free(tests);
     return rc;

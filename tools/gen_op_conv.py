@@ -286,6 +286,190 @@ gap_case("gap_f32", (1, 4, 3, 3), np.float32, 1e-6, 1e-6)
 gap_case("gap_i32", (2, 2, 3, 2), np.int32, 0, 0)
 
 
+# ---- global_max_pool2d and the adaptive pools ------------------------------
+
+def adaptive_ref(x, kind, out):
+    """Windows [floor(o*n/on), ceil((o+1)*n/on)), as TVM and PyTorch take them."""
+    N, C, H, W = x.shape
+    y = np.zeros((N, C) + tuple(out), dtype=x.dtype)
+    for oh in range(out[0]):
+        h0, h1 = oh * H // out[0], -(-(oh + 1) * H // out[0])
+        for ow in range(out[1]):
+            w0, w1 = ow * W // out[1], -(-(ow + 1) * W // out[1])
+            win = x[:, :, h0:h1, w0:w1].reshape(N, C, -1)
+            if kind == "max":
+                y[:, :, oh, ow] = win.max(axis=2)
+            elif np.issubdtype(x.dtype, np.integer):
+                n = win.shape[2]
+                y[:, :, oh, ow] = np.vectorize(lambda v: tdiv(int(v), n))(
+                    win.astype(np.int64).sum(axis=2))
+            else:
+                y[:, :, oh, ow] = win.sum(axis=2) / win.shape[2]
+    return y
+
+
+def adaptive_case(name, kind, xs, output_size, dtype=np.float64, rtol=1e-12, atol=1e-12):
+    x = rand(xs, dtype)
+    sizes = tuple(output_size or ())  # global: None, adaptive [] also (1, 1)
+    out = (1, 1) if not sizes else (sizes[0], sizes[0]) if len(sizes) == 1 else sizes
+    y = adaptive_ref(x, kind, out)
+    if not np.issubdtype(dtype, np.integer):
+        f = F.adaptive_max_pool2d if kind == "max" else F.adaptive_avg_pool2d
+        ref = f(torch.from_numpy(x.astype(np.float64)), out).numpy()
+        assert np.allclose(ref, y, rtol=1e-6, atol=1e-6), name
+    op = "nn.global_max_pool2d" if output_size is None else f"nn.adaptive_{kind}_pool2d"
+    save(name, op, "" if output_size is None else attr_str({"output_size": output_size}), [x],
+         y, rtol, atol)
+
+
+adaptive_case("gmax_f64", "max", (2, 3, 5, 4), None)
+adaptive_case("gmax_f32", "max", (1, 4, 3, 3), None, np.float32, 0, 0)
+adaptive_case("gmax_i32", "max", (2, 2, 3, 2), None, np.int32, 0, 0)
+adaptive_case("ada_avg", "avg", (2, 3, 7, 9), (3, 4))
+adaptive_case("ada_avg_up", "avg", (1, 2, 3, 5), (5, 7))
+adaptive_case("ada_avg_one", "avg", (1, 2, 6, 7), (4,))
+adaptive_case("ada_avg_default", "avg", (1, 2, 5, 4), ())
+adaptive_case("ada_avg_f32", "avg", (2, 3, 8, 8), (3, 3), np.float32, 1e-6, 1e-6)
+adaptive_case("ada_avg_i32", "avg", (1, 2, 5, 7), (2, 3), np.int32, 0, 0)
+adaptive_case("ada_max", "max", (2, 2, 7, 9), (3, 4))
+adaptive_case("ada_max_up", "max", (1, 1, 2, 3), (3, 5))
+
+
+# ---- the adjoint ops: nn.conv2d_backward_weight, nn.max_pool2d_grad, nn.avg_pool2d_grad
+# Inputs in argument order: <case>_x.npy is the output gradient, <case>_w.npy the data.
+
+def bw_case(name, xs, ws, dtype=np.float64, rtol=1e-10, atol=1e-10, **kw):
+    x, w = rand(xs, dtype), rand(ws, dtype)
+    t, l, b, r = pad4(kw.get("padding", (0, 0)))
+    xt = F.pad(torch.from_numpy(x.astype(np.float64)), (l, r, t, b))
+    wt = torch.from_numpy(w.astype(np.float64)).requires_grad_()
+    y = F.conv2d(xt, wt, stride=kw.get("strides", (1, 1)), dilation=kw.get("dilation", (1, 1)),
+                 groups=kw.get("groups", 1))
+    dy = rand(tuple(y.shape), dtype)
+    y.backward(torch.from_numpy(dy.astype(np.float64)))
+    attrs = dict(kw, kernel_size=ws[2:])
+    save(name, "nn.conv2d_backward_weight", attr_str(attrs), [dy, x],
+         wt.grad.numpy().astype(dtype), rtol, atol)
+
+
+bw_case("bw_basic", (2, 3, 6, 5), (4, 3, 3, 3))
+bw_case("bw_all", (2, 4, 9, 8), (6, 2, 3, 2), strides=(2, 1), padding=(1, 0, 2, 1),
+        dilation=(1, 2), groups=2)
+bw_case("bw_f32", (2, 3, 8, 8), (5, 3, 3, 3), np.float32, strides=(2, 2), padding=(1, 1),
+        rtol=1e-5, atol=1e-5)
+
+
+def tvm_pool_grad(dy, x, kind, pool_size, strides=(1, 1), dilation=(1, 1), padding=(0, 0),
+                  ceil_mode=False, count_include_pad=False):
+    """The adjoint of tvm_pool: max to the first argmax inside the data,
+    average spread over the taps inside the data by TVM's divisor."""
+    N, C, H, W = x.shape
+    pt, pl, pb, pr = pad4(padding)
+    dx = np.zeros_like(x)
+    OH, OW = dy.shape[2:]
+
+    def taps(o, s, d, k, head, n):
+        return [o * s - head + j * d for j in range(k) if 0 <= o * s - head + j * d < n]
+
+    def count(o, s, d, k, head, tail, n):
+        start = o * s - head
+        last = start + (k - 1) * d
+        if count_include_pad:
+            return tdiv(min(last, n + tail - 1) - start, d) + 1
+        first = start + d * max(0, tdiv(d - 1 - start, d))
+        return tdiv(min(last, n - 1) - first, d) + 1
+
+    for oh in range(OH):
+        hs = taps(oh, strides[0], dilation[0], pool_size[0], pt, H)
+        for ow in range(OW):
+            ws = taps(ow, strides[1], dilation[1], pool_size[1], pl, W)
+            if not hs or not ws:
+                continue
+            for n in range(N):
+                for c in range(C):
+                    if kind == "max":
+                        win = [(x[n, c, h, w], h, w) for h in hs for w in ws]
+                        best = max(range(len(win)), key=lambda i: (win[i][0], -i))
+                        dx[n, c, win[best][1], win[best][2]] += dy[n, c, oh, ow]
+                    else:
+                        k = (count(oh, strides[0], dilation[0], pool_size[0], pt, pb, H) *
+                             count(ow, strides[1], dilation[1], pool_size[1], pl, pr, W))
+                        k = k if count_include_pad else max(k, 1)
+                        for h in hs:
+                            for w in ws:
+                                dx[n, c, h, w] += dy[n, c, oh, ow] / k
+    return dx
+
+
+def pool_grad_case(name, kind, xs, dtype=np.float64, torch_agrees=True, rtol=1e-12, atol=1e-12,
+                   **kw):
+    x = rand(xs, dtype)
+    y = tvm_pool(x, kind, **kw)
+    dy = rand(y.shape, dtype)
+    dx = tvm_pool_grad(dy, x, kind, **kw)
+    if torch_agrees:
+        xt = torch.from_numpy(x.astype(np.float64)).requires_grad_()
+        if kind == "max":
+            yt = F.max_pool2d(xt, kw["pool_size"], kw.get("strides", (1, 1)),
+                              kw.get("padding", (0, 0)), kw.get("dilation", (1, 1)),
+                              kw.get("ceil_mode", False))
+        else:
+            yt = F.avg_pool2d(xt, kw["pool_size"], kw.get("strides", (1, 1)),
+                              kw.get("padding", (0, 0)), kw.get("ceil_mode", False),
+                              kw.get("count_include_pad", False))
+        yt.backward(torch.from_numpy(dy.astype(np.float64)))
+        assert np.allclose(xt.grad.numpy(), dx, rtol=1e-6, atol=1e-6), name
+    op = "nn.max_pool2d_grad" if kind == "max" else "nn.avg_pool2d_grad"
+    save(name, op, attr_str(kw), [dy, x], dx, rtol, atol)
+
+
+pool_grad_case("maxg_overlap", "max", (2, 2, 6, 7), pool_size=(3, 3), strides=(2, 1),
+               padding=(1, 1))
+pool_grad_case("maxg_dil_ceil", "max", (1, 2, 8, 9), pool_size=(3, 2), strides=(2, 3),
+               padding=(1, 1), dilation=(2, 1), ceil_mode=True)
+pool_grad_case("maxg_tvm", "max", (1, 2, 5, 6), torch_agrees=False, pool_size=(2, 2),
+               strides=(2, 2), padding=(1, 0, 2, 1), ceil_mode=True)
+pool_grad_case("maxg_f32", "max", (1, 3, 6, 6), np.float32, pool_size=(2, 2), strides=(2, 2),
+               rtol=1e-6, atol=1e-6)
+pool_grad_case("avgg_excl", "avg", (2, 2, 6, 7), pool_size=(3, 3), strides=(2, 1),
+               padding=(1, 1), ceil_mode=True)
+pool_grad_case("avgg_incl", "avg", (1, 2, 7, 8), pool_size=(3, 3), strides=(2, 2),
+               padding=(1, 1), ceil_mode=True, count_include_pad=True)
+pool_grad_case("avgg_tvm", "avg", (1, 2, 8, 8), torch_agrees=False, pool_size=(3, 2),
+               dilation=(2, 3), padding=(2, 1, 0, 1), count_include_pad=False)
+pool_grad_case("avgg_f32", "avg", (1, 3, 6, 6), np.float32, pool_size=(2, 2), strides=(2, 2),
+               rtol=1e-6, atol=1e-6)
+
+
+# ---- gradient rules: d(sum(y * dy)) / d(inputs) by PyTorch autograd ----------
+# Files <case>_{x,w,g,dx,dw}.npy; tests/test_op_conv.c writes the same call
+# in the text format, differentiates it with the rule and runs the result.
+
+def grad_case(name, fn, shapes):
+    ins = [torch.from_numpy(rand(sh)).requires_grad_() for sh in shapes]
+    y = fn(*ins)
+    dy = torch.from_numpy(rand(tuple(y.shape)))
+    y.backward(dy)
+    for suffix, t in zip("xw", ins):
+        np.save(f"{OUT}/{name}_{suffix}.npy", t.detach().numpy())
+        np.save(f"{OUT}/{name}_d{suffix}.npy", t.grad.numpy())
+    np.save(f"{OUT}/{name}_g.npy", dy.numpy())
+
+
+grad_case("grad_conv2d",
+          lambda x, w: F.conv2d(F.pad(x, (0, 1, 1, 2)), w, stride=(2, 1), dilation=(1, 2),
+                                groups=2), [(2, 4, 9, 8), (6, 2, 3, 2)])
+grad_case("grad_conv2d_transpose",
+          lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=(1, 0),
+                                          groups=2), [(1, 4, 3, 4), (4, 3, 3, 3)])
+grad_case("grad_max_pool2d", lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True), [(2, 2, 7, 7)])
+grad_case("grad_avg_pool2d",
+          lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=True),
+          [(1, 2, 7, 8)])
+grad_case("grad_global_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, 1), [(2, 3, 4, 5)])
+grad_case("grad_global_max_pool2d", lambda x: F.adaptive_max_pool2d(x, 1), [(2, 3, 4, 5)])
+
+
 def write_header():
     lines = ["/* cases.h: generated by tools/gen_op_conv.py; do not edit. One row per",
              " * fixture: name (files <name>_{x,w,y}.npy), operator, inputs, attributes",

@@ -303,11 +303,26 @@ with np.errstate(all="ignore"):
             case("collapse_sum_like", [x, like], collapse(x, to).astype(dt))
     # int8 sums wrap after the accumulation, like every integer op
     x = np.full((4, 3), 100, np.int8)
-    case("collapse_sum_like", [x, np.zeros((3,), np.int8)], np.full((3,), 400, np.int64).astype(np.int8),
-         tag="collapse_sum_like_wrap")
+    want = np.full((3,), 400, np.int64).astype(np.int8)
+    case("collapse_sum_like", [x, np.zeros((3,), np.int8)], want, tag="collapse_sum_like_wrap")
     for dt in (np.float64, np.int8, np.bool_, np.float16, np.int64):
         x = rand((3, 2), dt)
         case("copy", [x], x.copy())
+
+    # ---- a whole program (tests/test_op_elemwise.c: text_program) -------------
+    x = rand((2, 3), np.float32)
+    y = rand((3,), np.float32, 0.5, 2.0)
+    cnd = np.array([[True], [False]])
+    t = x + y
+    t = np.where(t > 0, t, np.float32(0.1) * t)
+    t = np.maximum(np.minimum(t, np.float32(1.0)), np.float32(-0.5))
+    t = np.where(cnd, t, x).astype(np.float64)
+    outs = [t < 0, np.broadcast_to(x.sum(axis=0, dtype=np.float64).astype(np.float32), (4, 3)),
+            x * y - x / y]
+    for i, v in enumerate([x, y, cnd]):
+        np.save(f"{OUT}/program_in{i}.npy", v)
+    for i, v in enumerate(outs):
+        np.save(f"{OUT}/program_out{i}.npy", np.ascontiguousarray(v))
 
 with open(f"{OUT}/cases.txt", "w") as f:
     f.write("\n".join(lines) + "\n")

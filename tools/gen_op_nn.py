@@ -214,9 +214,9 @@ def dropout():
         for i in range(x.size):
             s, z = splitmix64(s)
             u = (z >> 11) * 2.0 ** -53
-            mask[i] = 1.0 / (1.0 - rate) if u >= rate else 0.0
+            mask[i] = 1.0 if u >= rate else 0.0
         mask = mask.reshape(shape)
-        save(name, [x], [x * mask, mask])
+        save(name, [x], [x * mask / (1.0 - rate), mask])
 
 
 # ---- prelu, instance_norm, group_norm, l2_normalize, cross_entropy ----
@@ -257,6 +257,24 @@ def program():
     save("prog_mlp", [x, w, b, g, be], [F.log_softmax(h, dim=-1).numpy()])
 
 
+
+# ---- mirror_pad: SYMMETRIC repeats the edge, REFLECT does not ----
+def mirror_pad():
+    x = randn(3, 4)
+    save("mpad_f64_sym", [x], [np.pad(x, [[3, 1], [2, 4]], mode="symmetric")])
+    save("mpad_f64_refl", [x], [np.pad(x, [[2, 1], [3, 0]], mode="reflect")])
+
+
+
+# ---- lrn: torch's local_response_norm (k is TVM's bias) for odd sizes ----
+def lrn():
+    x = randn(2, 6, 3, 2)
+    save("lrn_f64", [x], [F.local_response_norm(t(x), 5, alpha=1e-4, beta=0.75, k=2.0).numpy()])
+    x = randn(2, 3, 7)  # channels last, a large alpha so the window matters
+    y = F.local_response_norm(t(np.moveaxis(x, 2, 1)), 3, alpha=0.5, beta=0.6, k=1.0).numpy()
+    save("lrn_f64_last", [x], [np.moveaxis(y, 1, 2)])
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
@@ -274,3 +292,5 @@ if __name__ == "__main__":
     dropout()
     extras()
     program()
+    mirror_pad()
+    lrn()

@@ -19,6 +19,13 @@ rng = np.random.default_rng(20261129)
 cases = []
 
 
+def reseed(family):
+    """Each family draws from its own stream, so adding a case to one family
+    leaves the fixtures of the others unchanged."""
+    global rng
+    rng = np.random.default_rng([20261129, sum(map(ord, family))])
+
+
 def rand(shape, dtype=np.float64):
     if np.issubdtype(np.dtype(dtype), np.integer):
         return rng.integers(-9, 10, size=shape).astype(dtype)
@@ -31,8 +38,8 @@ def case(name, op, attrs, inputs, outputs, tuple_arg=False, tol=1e-12):
 
 
 def axes_of(axis, ndim, exclude):
-    if axis is None:
-        ax = list(range(ndim))
+    if axis is None or axis == []:  # TVM: None or [] reduces every axis
+        return tuple(range(ndim))
     else:
         ax = [a % ndim for a in (axis if isinstance(axis, list) else [axis])]
     if exclude:
@@ -66,8 +73,9 @@ def np_reduce(op, x, ax, keep):
         n = int(np.prod([x.shape[a] for a in ax]))
         q = (np.abs(s) // n) * np.sign(s)
         return np.asarray(q.astype(x.dtype))
-    if op == "sum" and x.dtype == np.float16:
-        return np.asarray(np.sum(x.astype(np.float64), axis=ax, keepdims=keep).astype(np.float16))
+    if op in ("sum", "mean") and x.dtype == np.float16:  # widened, rounded once
+        f = np.sum if op == "sum" else np.mean
+        return np.asarray(f(x.astype(np.float64), axis=ax, keepdims=keep).astype(np.float16))
     if op == "sum" and x.dtype == np.bool_:
         return np.asarray(np.any(x, axis=ax, keepdims=keep))  # TVM: sum of bool is any
     if op == "sum":
@@ -120,6 +128,7 @@ def argreduce_case(name, op, x, axis=None, keepdims=False, exclude=False, last=F
 
 
 def gen_reductions():
+    reseed("gen_reductions")
     x = rand((3, 4, 5))
     for op in ["sum", "mean", "max", "min"]:
         reduce_case(op + "_all", op, x)
@@ -130,6 +139,8 @@ def gen_reductions():
     reduce_case("sum_f32", "sum", rand((4, 33), np.float32), axis=[1], tol=1e-6)
     reduce_case("mean_f32_keep", "mean", rand((2, 3, 4), np.float32), axis=[0, 2], keepdims=True, tol=1e-6)
     reduce_case("sum_f16", "sum", rand((2, 6), np.float16), axis=[1], tol=1e-3)
+    reduce_case("mean_f16", "mean", rand((3, 4), np.float16), axis=[0], tol=1e-3)
+    reduce_case("max_f16", "max", rand((3, 4), np.float16), axis=[1], tol=0)
     reduce_case("sum_i32", "sum", rand((3, 4), np.int32), axis=[0])
     reduce_case("sum_i8_wrap", "sum", np.full((2, 5), 100, np.int8), axis=[1])
     reduce_case("mean_i32_trunc", "mean", np.array([[-7, 2, 0], [5, 3, 1]], np.int32), axis=[1])
@@ -139,7 +150,10 @@ def gen_reductions():
     reduce_case("sum_bool_any", "sum", np.array([[True, False, True], [False, False, False]]), axis=[1])
     reduce_case("max_bool", "max", np.array([[True, False], [False, False]]), axis=[1])
     reduce_case("min_scalar", "min", np.array(2.5))
+    reduce_case("sum_zero_size", "sum", rand((0, 3)), axis=[0])
+    reduce_case("mean_zero_rows", "mean", rand((0, 3)), axis=[1])
     reduce_case("sum_empty_axes", "sum", rand((2, 3)), axis=[])
+    reduce_case("mean_empty_axes_excl", "mean", rand((2, 3)), axis=[], exclude=True)
     y = rand((2, 3, 2, 3))
     for op in ["argmax", "argmin"]:
         argreduce_case(op + "_all", op, y)
@@ -158,6 +172,7 @@ def gen_reductions():
 # ---- reshape (examples from TVM's documentation of relay.reshape) ----
 
 def gen_reshape():
+    reseed("gen_reshape")
     docs = [
         ("zero_copy", (2, 3, 4), [4, 0, 2], (4, 3, 2)),
         ("zero_all", (2, 3, 4), [2, 0, 0], (2, 3, 4)),
@@ -187,6 +202,7 @@ def gen_reshape():
 
 
 def gen_transpose():
+    reseed("gen_transpose")
     x = rand((2, 3, 4))
     case("transpose_default", "transpose", "", [x], [np.transpose(x)])
     case("transpose_perm", "transpose", attr_str(axes=[1, 0, 2]), [x], [np.transpose(x, (1, 0, 2))])
@@ -196,11 +212,19 @@ def gen_transpose():
          [np.transpose(y, (3, 1, 0, 2))])
     z = rand((3, 5), np.float16)
     case("transpose_f16", "transpose", attr_str(axes=[1, 0]), [z], [z.T.copy()])
+    big = rand((37, 45), np.float32)  # several 32 x 32 tiles, ragged edges
+    case("transpose_tiles", "transpose", "", [big], [big.T.copy()])
+    cube = rand((2, 33, 35), np.float32)
+    case("transpose_tiles_3d", "transpose", attr_str(axes=[2, 0, 1]), [cube],
+         [np.transpose(cube, (2, 0, 1)).copy()])
+    z0 = rand((0, 3))
+    case("transpose_zero_size", "transpose", "", [z0], [z0.T.copy()])
     w = rand((4, 3), np.int8)
     case("transpose_i8", "transpose", "", [w], [w.T.copy()])
 
 
 def gen_concat_stack_split():
+    reseed("gen_concat_stack_split")
     a, b, c = rand((2, 3)), rand((1, 3)), rand((4, 3))
     case("concatenate_ax0", "concatenate", "", [a, b, c], [np.concatenate([a, b, c], 0)], tuple_arg=True)
     a, b = rand((2, 3, 2), np.float32), rand((2, 1, 2), np.float32)
@@ -208,6 +232,9 @@ def gen_concat_stack_split():
          [np.concatenate([a, b], 1)], tuple_arg=True)
     case("concatenate_neg", "concatenate", attr_str(axis=-1), [a, a],
          [np.concatenate([a, a], -1)], tuple_arg=True)
+    e0, e1 = rand((0, 3)), rand((2, 3))
+    case("concatenate_empty_part", "concatenate", "", [e0, e1], [np.concatenate([e0, e1])],
+         tuple_arg=True)
     i1 = rand((3,), np.int64)
     case("concatenate_one", "concatenate", "", [i1], [i1.copy()], tuple_arg=True)
     a, b, c = rand((2, 3)), rand((2, 3)), rand((2, 3))
@@ -243,6 +270,7 @@ def take_batch(data, ind, axis, b, mode):
 
 
 def gen_take():
+    reseed("gen_take")
     x = rand((3, 4))
     idx = np.array([[0, 2], [1, 3]], np.int32)
     case("take_flat", "take", "", [x, idx], [np.take(x, idx)])
@@ -250,6 +278,8 @@ def gen_take():
          [np.take(x, [2, 0, 2], axis=0)])
     case("take_ax1", "take", attr_str(axis=1), [x, idx], [np.take(x, idx, axis=1)])
     case("take_axneg", "take", attr_str(axis=-1), [x, np.array(3, np.int32)], [np.take(x, 3, axis=-1)])
+    case("take_no_indices", "take", attr_str(axis=1), [x, np.zeros((0,), np.int64)],
+         [np.take(x, np.zeros((0,), np.int64), axis=1)])
     bad = np.array([-5, -1, 0, 4, 9], np.int32)
     case("take_clip", "take", attr_str(axis=1), [x, bad], [np.take(x, bad, axis=1, mode="clip")])
     case("take_wrap", "take", attr_str(axis=1, mode="wrap"), [x, bad],
@@ -272,6 +302,7 @@ def gen_take():
 
 
 def gen_expand_squeeze():
+    reseed("gen_expand_squeeze")
     x = rand((2, 3))
     case("expand_dims_0", "expand_dims", attr_str(axis=0), [x], [x.reshape(1, 2, 3)])
     case("expand_dims_end", "expand_dims", attr_str(axis=2), [x], [x.reshape(2, 3, 1)])
@@ -293,6 +324,7 @@ def one_hot_np(idx, on, off, depth, axis, dtype):
 
 
 def gen_one_hot():
+    reseed("gen_one_hot")
     idx = np.array([[0, 2, 1], [3, -1, 5]], np.int32)
     on, off = np.array(1.0, np.float32), np.array(0.0, np.float32)
     case("one_hot_last", "one_hot", attr_str(depth=4, dtype="float32"), [idx, on, off],
@@ -308,6 +340,11 @@ def gen_one_hot():
          [one_hot_np(i64, 7, 0, 3, -1, np.int32)])
     case("one_hot_nodtype", "one_hot", attr_str(depth=2, axis=-2), [i64, on64, off64],
          [one_hot_np(i64, 2.5, -1.0, 2, -2, np.float64)])
+    case("one_hot_f16", "one_hot", attr_str(depth=3, dtype="float16"), [i64, on64, off64],
+         [one_hot_np(i64, 2.5, -1.0, 3, -1, np.float16)])
+    case("one_hot_u8_bool", "one_hot", attr_str(depth=4, dtype="bool"),
+         [np.array([[3, 0], [1, 200]], np.uint8), np.array(True), np.array(False)],
+         [one_hot_np(np.array([[3, 0], [1, 200]]), True, False, 4, -1, np.bool_)])
     case("one_hot_default", "one_hot", "", [i64, oni, offi],
          [one_hot_np(i64, 7, 0, 1, -1, np.int32)])
 
@@ -316,6 +353,7 @@ def gen_program():
     """The inputs and results of the program in test_op_transform.c's
     test_program, which chains the family's operators through the parser,
     the type checker and the interpreter."""
+    reseed("gen_program")
     x = rand((2, 3, 4))
     i = np.array([4, -1], np.int32)
     t1 = x.reshape(-1, 4).T

@@ -76,6 +76,23 @@ typedef struct ry_attr_def {
 
 #define RY_MAX_ATTRS 16
 
+/* ---- gradient rules ------------------------------------------------------
+ * A rule builds IR (in c->m) for the adjoints of the arguments of one call:
+ * args are the primal arguments and y the primal result (all atomic
+ * expressions: vars or constants, typed), g the result's adjoint (same type
+ * as y; a tuple for tuple results). It writes one expression per argument
+ * into grads[i], or NULL where an argument has no gradient (integer data).
+ * Broadcasting rules reduce with collapse_sum_like. */
+typedef struct ry_grad_ctx {
+    ry_module *m;
+    const ry_expr *call; /* the typed primal call: its attrs and types */
+    ry_span span;
+    ry_error *err;
+} ry_grad_ctx;
+
+typedef ry_status (*ry_grad_fn)(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                                ry_expr **grads);
+
 struct ry_op {
     const char *name;   /* "nn.conv2d" */
     int nargs;          /* fixed arity */
@@ -85,6 +102,8 @@ struct ry_op {
     ry_type_rel_fn rel;
     ry_kernel_fn kernels[RY_TARGET_COUNT]; /* NULL where a target lacks it */
     const char *doc;    /* one line: the rule, e.g. "dense: (n, k) x (m, k) -> (n, m)" */
+    ry_grad_fn grad;    /* NULL: no rule (an error where a gradient is asked) */
+    bool no_grad;       /* not differentiable (comparisons, argmax): zero adjoints */
 };
 
 /* Attribute-value shorthands for registry entries. */

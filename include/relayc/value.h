@@ -40,7 +40,10 @@ struct ry_value {
         struct {
             /* Exactly one of func / ctor is set: a function expression with
              * the values of its free variables, or a constructor used as a
-             * function (its fields become its arguments). */
+             * function (its fields become its arguments). captured[i] is
+             * NULL for a let-bound function's reference to itself
+             * (`let %f = fn (...) { ... %f(...) ... }`): the interpreter
+             * binds it to the closure at each call, so no cycle forms. */
             const ry_expr *func;   /* RY_EXPR_FUNC */
             const ry_ctor *ctor;
             int ncaptured;

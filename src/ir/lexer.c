@@ -30,7 +30,7 @@ static const char *const tok_names[TK_COUNT] = {
     [TK_LET] = "`let`", [TK_FN] = "`fn`", [TK_DEF] = "`def`", [TK_IF] = "`if`",
     [TK_ELSE] = "`else`", [TK_TYPE] = "`type`", [TK_MATCH] = "`match`", [TK_MATCHQ] = "`match?`",
     [TK_REF] = "`ref`", [TK_REF_READ] = "`ref_read`", [TK_REF_WRITE] = "`ref_write`",
-    [TK_FREE_VAR] = "`free_var`", [TK_TRUE] = "`True`", [TK_FALSE] = "`False`",
+    [TK_FREE_VAR] = "`free_var`", [TK_EXTERN] = "`extern`", [TK_TRUE] = "`True`", [TK_FALSE] = "`False`",
     [TK_UNDERSCORE] = "`_`", [TK_LPAREN] = "`(`", [TK_RPAREN] = "`)`", [TK_LBRACK] = "`[`",
     [TK_RBRACK] = "`]`", [TK_LBRACE] = "`{`", [TK_RBRACE] = "`}`", [TK_COMMA] = "`,`",
     [TK_SEMI] = "`;`", [TK_COLON] = "`:`", [TK_DOT] = "`.`", [TK_EQ] = "`=`", [TK_ARROW] = "`->`",
@@ -48,7 +48,7 @@ static const struct {
     {"let", TK_LET},         {"fn", TK_FN},           {"def", TK_DEF},
     {"if", TK_IF},           {"else", TK_ELSE},       {"type", TK_TYPE},
     {"match", TK_MATCH},     {"ref", TK_REF},         {"ref_read", TK_REF_READ},
-    {"ref_write", TK_REF_WRITE}, {"free_var", TK_FREE_VAR}, {"True", TK_TRUE},
+    {"ref_write", TK_REF_WRITE}, {"free_var", TK_FREE_VAR}, {"extern", TK_EXTERN}, {"True", TK_TRUE},
     {"False", TK_FALSE},     {"_", TK_UNDERSCORE},
 };
 
@@ -172,7 +172,7 @@ static ry_status lex_number(lexer *lx, bool digits_only) {
         }
     }
     ry_span span = {lx->src, line, col, (int)(lx->p - start)};
-    if (lx->p < lx->end && (is_ident(*lx->p) || *lx->p == '.'))
+    if (lx->p < lx->end && (is_ident(*lx->p) || (*lx->p == '.' && !digits_only)))
         return ry_error_at(lx->err, span, "invalid numeric literal '%.*s%c'", (int)(lx->p - start), start, *lx->p);
     bool suffix_seen = lx->p != num_end;
     if (is_float && !f_suffix)
@@ -353,6 +353,7 @@ static ry_status lex_attribute(lexer *lx, bool *stop) {
             if (e - v >= 2 && *v == '"' && e[-1] == '"') {
                 token *t = push(lx, TK_VERSION, span, start);
                 if (!t) return oom(lx);
+                t->i = v - start; /* the quoted version's column offset, for errors */
                 t->str = ry_arena_strndup(lx->arena, v + 1, (size_t)(e - v - 2));
                 t->str_len = (size_t)(e - v - 2);
                 return RY_OK;

@@ -23,7 +23,7 @@ typedef enum tok_kind {
     TK_METADATA, /* #[metadata] and the rest of the file */
     /* keywords */
     TK_LET, TK_FN, TK_DEF, TK_IF, TK_ELSE, TK_TYPE, TK_MATCH, TK_MATCHQ, TK_REF,
-    TK_REF_READ, TK_REF_WRITE, TK_FREE_VAR, TK_TRUE, TK_FALSE, TK_UNDERSCORE,
+    TK_REF_READ, TK_REF_WRITE, TK_FREE_VAR, TK_EXTERN, TK_TRUE, TK_FALSE, TK_UNDERSCORE,
     /* punctuation */
     TK_LPAREN, TK_RPAREN, TK_LBRACK, TK_RBRACK, TK_LBRACE, TK_RBRACE, TK_COMMA,
     TK_SEMI, TK_COLON, TK_DOT, TK_EQ, TK_ARROW, TK_FATARROW, TK_PLUS, TK_MINUS,
@@ -36,7 +36,7 @@ typedef struct token {
     ry_span span;       /* line, col and byte length of the whole token */
     size_t off;         /* byte offset of the token in the text */
     const char *name;   /* TK_IDENT/LOCAL/GLOBAL/META: NUL-terminated, no sigil (arena) */
-    int64_t i;          /* TK_INT value, TK_GRAPH number, TK_META index */
+    int64_t i;          /* TK_INT value, TK_GRAPH number, TK_META index, TK_VERSION offset */
     double f;           /* TK_FLOAT value */
     ry_dtype dtype;     /* TK_INT/TK_FLOAT: int32/float32 unless suffixed */
     bool suffixed;      /* a width suffix was written (2i64, 1f64) */

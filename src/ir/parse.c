@@ -49,7 +49,7 @@ const token *ry_p_expect(parser *p, tok_kind k, const char *context) {
     if (ry_p_at(p, k)) return ry_p_next(p);
     char found[160];
     describe(ry_p_peek(p, 0), found, sizeof found);
-    return ry_p_fail(p, "expected %s %s, found %s", ry_tok_name(k), context, found);
+    return ry_p_fail(p, "expected %s%s%s, found %s", ry_tok_name(k), *context ? " " : "", context, found);
 }
 
 ry_span ry_p_span_from(const parser *p, int start) {
@@ -237,8 +237,9 @@ ry_pattern *ry_p_pattern(parser *p) {
 }
 
 /* ---- ADT definitions ----
- * typedef -> 'type' ident tparams? '{' (ctor (',' ctor)* ','?)? '}'
- * ctor    -> ident ('(' type (',' type)* ')')?  */
+ * typedef -> 'extern'? 'type' ident tparams? ('{' (ctor (',' ctor)* ','?)? '}')?
+ * ctor    -> ident ('(' type (',' type)* ')')?
+ * Without braces (and always after `extern`) the type has no constructors. */
 
 static bool reserved_type_name(const char *s) {
     ry_dtype d;
@@ -261,14 +262,14 @@ static ry_typedef *typedef_header(parser *p) {
     bool ok = ry_p_type_params(p, &td->ntparams, &td->tparams);
     p->ntvars = mark;
     if (!ok) return NULL;
-    if (!ry_p_at(p, TK_LBRACE))
-        return ry_p_expect(p, TK_LBRACE, "to open the constructors of the type"), NULL;
     ry_module_add_typedef(p->m, td);
     return td;
 }
 
-/* Pass 2: the constructors; p->pos is at the `{`. */
-static bool typedef_body(parser *p, ry_typedef *td) {
+/* Pass 2: the constructors; p->pos is after the type parameters. */
+static bool typedef_body(parser *p, ry_typedef *td, bool is_extern) {
+    if (!ry_p_at(p, TK_LBRACE)) return true;
+    if (is_extern) return ry_p_fail(p, "an extern type cannot have constructors"), false;
     int mark = p->ntvars;
     for (int i = 0; i < td->ntparams; i++) ry_p_bind_tvar(p, td->tparams[i]->var.name, td->tparams[i]);
     ry_p_next(p); /* { */
@@ -331,11 +332,14 @@ static bool parse_def(parser *p) {
 /* module -> version (typedef | def)* metadata? */
 static bool parse_module(parser *p, const lexed *lx) {
     const token *v = ry_p_peek(p, 0);
-    if (v->kind != TK_VERSION)
-        return ry_p_fail(p, "expected `#[version = \"0.0.5\"]` at the start of the file"), false;
-    if (strcmp(v->str, "0.0.5") != 0)
-        return ry_p_fail_at(p, v->span, "unsupported text format version \"%s\" (expected \"0.0.5\")",
-                            v->str), false;
+    if (v->kind != TK_VERSION) {
+        ry_span at = v->kind == TK_EOF ? (ry_span){p->src, 1, 1, 1} : v->span;
+        return ry_p_fail_at(p, at, "expected `#[version = \"0.0.5\"]` at the start of the file"), false;
+    }
+    if (strcmp(v->str, "0.0.5") != 0) {
+        ry_span at = {p->src, v->span.line, v->span.col + (int)v->i, (int)v->str_len + 2};
+        return ry_p_fail_at(p, at, "unsupported text format version \"%s\" (expected \"0.0.5\")", v->str), false;
+    }
     ry_p_next(p);
     int body = p->pos;
     if (lx->meta_text &&
@@ -344,15 +348,17 @@ static bool parse_module(parser *p, const lexed *lx) {
     if (p->nmeta) p->meta_nodes = RY_NEW_ARRAY(p->tmp, ry_expr *, p->nmeta);
     /* pass 1: type headers; pass 2: constructors */
     int ntd = 0, *td_pos = RY_NEW_ARRAY(p->tmp, int, p->ntoks), *td_end = RY_NEW_ARRAY(p->tmp, int, p->ntoks);
+    bool *td_extern = RY_NEW_ARRAY(p->tmp, bool, p->ntoks);
     for (int i = body; i < p->ntoks; i++) {
         if (p->toks[i].kind != TK_TYPE) continue;
         p->pos = i;
         if (!typedef_header(p)) return false;
+        td_extern[ntd] = i > body && p->toks[i - 1].kind == TK_EXTERN;
         td_pos[ntd++] = p->pos;
     }
     for (int i = 0; i < ntd; i++) {
         p->pos = td_pos[i];
-        if (!typedef_body(p, p->m->typedefs[i])) return false;
+        if (!typedef_body(p, p->m->typedefs[i], td_extern[i])) return false;
         td_end[i] = p->pos;
     }
     /* pass 3: definitions, in order */
@@ -361,6 +367,10 @@ static bool parse_module(parser *p, const lexed *lx) {
     for (;;) {
         const token *t = ry_p_peek(p, 0);
         if (t->kind == TK_EOF) break;
+        if (t->kind == TK_EXTERN && ry_p_peek(p, 1)->kind == TK_TYPE) {
+            ry_p_next(p);
+            continue;
+        }
         if (t->kind == TK_TYPE) {
             p->pos = td_end[k++];
             continue;

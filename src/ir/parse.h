@@ -1,8 +1,9 @@
 /*
  * parse.h (private): the parser's state and helpers shared by parse.c
  * (modules, definitions, ADTs, patterns), parse_type.c (types) and
- * parse_expr.c (expressions, attributes), plus the metadata section
- * (metadata.c) that the parser reads and the printer writes.
+ * parse_expr.c (expressions, attributes), the metadata section (metadata.c)
+ * that the parser reads and the printer writes, and the printer's leaves
+ * (print_leaf.c) that print.c shares.
  */
 #ifndef RELAYC_IR_PARSE_H
 #define RELAYC_IR_PARSE_H
@@ -103,5 +104,15 @@ void ry_sb_put(strbuf *b, const char *s, size_t n);
 void ry_sb_puts(strbuf *b, const char *s);
 void ry_sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ry_metadata_print(strbuf *b, ry_tensor *const *ts, int n);
+
+/* ---- the printer's leaves (print_leaf.c) ---- */
+void ry_print_type(strbuf *b, const ry_type *t);
+void ry_print_types(strbuf *b, ry_type *const *ts, int n); /* joined by ", " */
+void ry_print_attr_value(strbuf *b, const ry_attr_value *v);
+/* `, name=value` for each attribute (no leading comma before the first when first) */
+void ry_print_attrs(strbuf *b, const ry_attrs *a, bool first);
+/* A scalar TVM writes inline (1f, 2i64, -3i8, True); false for the others,
+ * which go to the metadata. */
+bool ry_print_scalar(strbuf *b, const ry_tensor *t);
 
 #endif

@@ -29,10 +29,11 @@ static ry_expr *scalar_const(parser *p, const token *t, ry_dtype dtype) {
 static ry_expr *meta_const(parser *p, const token *t) {
     if (strcmp(t->name, "relay.Constant") != 0)
         return ry_p_fail_at(p, t->span, "unsupported meta reference type '%s' (only relay.Constant)", t->name);
+    if (p->nmeta == 0)
+        return ry_p_fail_at(p, t->span, "meta[relay.Constant][%lld] used but the file has no #[metadata] section",
+                            (long long)t->i);
     if (t->i >= p->nmeta)
-        return ry_p_fail_at(p, t->span,
-                            p->nmeta ? "meta[relay.Constant][%lld] is out of range: the metadata holds %d constants"
-                                     : "meta[relay.Constant][%lld] used but the file has no #[metadata] section%.0d",
+        return ry_p_fail_at(p, t->span, "meta[relay.Constant][%lld] is out of range: the metadata holds %d constants",
                             (long long)t->i, p->nmeta);
     ry_expr **node = &p->meta_nodes[t->i];
     if (!*node) *node = ry_expr_const(p->m, ry_tensor_retain(p->meta[t->i]), t->span);
@@ -400,7 +401,9 @@ static ry_expr *parse_binop(parser *p, int minprec) {
  * binding -> 'let' local (':' type)? '=' binop | graph '=' binop
  *          | 'free_var' local (':' type)? | item         (`e1; e2`: e1 then e2)
  * item -> '{' expr '}' | match | binop
- * A let's variable is in scope in its own value (recursive functions); a
+ * A let's variable is in scope in its own value when that value is a `fn`
+ * (recursive local functions); otherwise `let %y = f(%y);` reads the outer
+ * %y (TVM binds first in every case, which makes that a self-reference). A
  * graph binding adds no node: later uses of %N are the bound node itself. */
 typedef struct pending {
     ry_var *var;
@@ -422,14 +425,17 @@ ry_expr *ry_p_expr(parser *p) {
             if (!name) return NULL;
             ry_type *annot = NULL;
             if (ry_p_accept(p, TK_COLON) && !(annot = ry_p_type(p))) return NULL;
-            ry_var *v = ry_p_bind_local(p, name, annot);
             if (t->kind == TK_FREE_VAR) {
+                ry_p_bind_local(p, name, annot);
                 if (!ry_p_expect(p, TK_SEMI, "after the free variable")) return NULL;
                 continue;
             }
             if (!ry_p_expect(p, TK_EQ, "after the let variable")) return NULL;
+            bool recursive = ry_p_at(p, TK_FN);
+            ry_var *v = recursive ? ry_p_bind_local(p, name, annot) : NULL;
             ry_expr *value = parse_binop(p, 0);
             if (!value || !ry_p_expect(p, TK_SEMI, "after the let binding")) return NULL;
+            if (!recursive) v = ry_p_bind_local(p, name, annot);
             if (n == cap) {
                 cap = cap ? cap * 2 : 8;
                 pending *fresh = RY_NEW_ARRAY(p->tmp, pending, cap);

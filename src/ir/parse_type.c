@@ -34,7 +34,8 @@ static ry_type *parse_tensor(parser *p, int start) {
     ry_dim dims[RY_MAX_RANK];
     int n = 0;
     while (!ry_p_at(p, TK_RPAREN)) {
-        if (n == RY_MAX_RANK) return ry_p_fail(p, "a tensor type has at most %d dimensions", RY_MAX_RANK);
+        if (n == RY_MAX_RANK)
+            return ry_p_fail_at(p, ry_p_span_from(p, start), "a tensor type has at most %d dimensions", RY_MAX_RANK);
         if (!parse_dim(p, &dims[n++])) return NULL;
         if (!ry_p_accept(p, TK_COMMA)) break;
     }
@@ -51,12 +52,11 @@ static ry_type *parse_tensor(parser *p, int start) {
     return t;
 }
 
-/* Parses '(' (type (',' type)* ','?)? ')' into a fresh array; *comma tells
- * whether a comma was written (so `(T)` and `(T,)` can be told apart). */
-static bool type_list(parser *p, int *n, ry_type ***out, bool *comma, const char *what) {
+/* Parses '(' (type (',' type)* ','?)? ')' into a fresh array. As in TVM,
+ * `(T)` is a tuple of one, like `(T,)`. */
+static bool type_list(parser *p, int *n, ry_type ***out, const char *what) {
     ry_type *items[256];
     *n = 0;
-    if (comma) *comma = false;
     if (!ry_p_expect(p, TK_LPAREN, what)) return false;
     while (!ry_p_at(p, TK_RPAREN)) {
         if (*n == 256) return ry_p_fail(p, "too many types in a list"), false;
@@ -64,7 +64,6 @@ static bool type_list(parser *p, int *n, ry_type ***out, bool *comma, const char
         if (!t) return false;
         items[(*n)++] = t;
         if (!ry_p_accept(p, TK_COMMA)) break;
-        if (comma) *comma = true;
     }
     if (!ry_p_expect(p, TK_RPAREN, "to close the list of types")) return false;
     *out = RY_NEW_ARRAY(p->m->arena, ry_type *, *n);
@@ -77,7 +76,7 @@ static ry_type *parse_functype(parser *p, int start) {
     ry_type *t = ry_type_new(p->m, RY_TYPE_FUNC, ry_p_peek(p, -1)->span);
     int mark = p->ntvars;
     if (!ry_p_type_params(p, &t->func.ntparams, &t->func.tparams)) return NULL;
-    if (!type_list(p, &t->func.nargs, &t->func.args, NULL, "for the argument types")) return NULL;
+    if (!type_list(p, &t->func.nargs, &t->func.args, "for the argument types")) return NULL;
     if (!ry_p_expect(p, TK_ARROW, "after a function type's arguments")) return NULL;
     if (!(t->func.ret = ry_p_type(p))) return NULL;
     p->ntvars = mark;
@@ -96,9 +95,11 @@ static ry_type *parse_named(parser *p, int start) {
         return t;
     }
     ry_type *tv = ry_p_lookup_tvar(p, name->name);
-    if (tv) {
+    if (tv) { /* a use: the same variable (same id), with the use's span */
         if (ry_p_at(p, TK_LBRACK)) return ry_p_fail(p, "type variable %s takes no arguments", name->name);
-        return tv;
+        ry_type *use = ry_type_new(p->m, RY_TYPE_VAR, name->span);
+        use->var = tv->var;
+        return use;
     }
     ry_typedef *td = ry_module_find_typedef(p->m, name->name);
     if (!td) return ry_p_fail_at(p, name->span, "unknown type '%s'", name->name);
@@ -132,7 +133,7 @@ ry_type *ry_p_type(parser *p) {
     case TK_IDENT: ty = parse_named(p, start); break;
     case TK_LPAREN: {
         ty = ry_type_new(p->m, RY_TYPE_TUPLE, t->span);
-        if (!type_list(p, &ty->tuple.n, &ty->tuple.fields, NULL, "")) return NULL;
+        if (!type_list(p, &ty->tuple.n, &ty->tuple.fields, "")) return NULL;
         ty->span = ry_p_span_from(p, start);
         break;
     }

@@ -91,6 +91,9 @@ typedef struct printer {
     ptrmap vars;  /* ry_var -> index in names */
     char **names;
     int nnames, cap_names;
+    int *used;     /* hash set over names: index into names, -1 empty */
+    int *suffix;   /* per name: the last numeric suffix tried after it */
+    int cap_used, cap_suffix;
     ry_tensor **meta; /* constants printed as meta[relay.Constant][i] */
     int nmeta, cap_meta;
     bool oom;
@@ -147,42 +150,35 @@ static bool atomic(const ry_expr *e) {
            e->kind == RY_EXPR_OP || e->kind == RY_EXPR_CTOR;
 }
 
-/* The children of e in print order, each with the slot of the scope it is
- * printed in (-1: e's own scope; k >= 0: e's k-th inner scope). */
-static int children(const ry_expr *e, const ry_expr **out, int *slot, int max) {
-    int n = 0;
-#define KID(x, s) do { if (n < max) { out[n] = (x); slot[n] = (s); n++; } } while (0)
+/* The i-th child of e in print order, with the slot of the scope it is
+ * printed in (-1: e's own scope; k >= 0: e's k-th inner scope); NULL past
+ * the last. */
+static const ry_expr *child_at(const ry_expr *e, int i, int *slot) {
+    *slot = -1;
     switch (e->kind) {
     case RY_EXPR_CALL:
-        for (int i = 0; i < e->call.nargs; i++) KID(e->call.args[i], -1);
-        KID(e->call.callee, -1);
-        break;
-    case RY_EXPR_LET: KID(e->let.value, 0); KID(e->let.body, 0); break;
-    case RY_EXPR_IF: KID(e->if_.cond, -1); KID(e->if_.then_, 0); KID(e->if_.else_, 1); break;
+        if (i < e->call.nargs) return e->call.args[i];
+        return i == e->call.nargs ? e->call.callee : NULL;
+    case RY_EXPR_LET:
+        *slot = 0;
+        return i == 0 ? e->let.value : i == 1 ? e->let.body : NULL;
+    case RY_EXPR_IF:
+        if (i == 0) return e->if_.cond;
+        *slot = i - 1;
+        return i == 1 ? e->if_.then_ : i == 2 ? e->if_.else_ : NULL;
     case RY_EXPR_MATCH:
-        KID(e->match.data, -1);
-        for (int i = 0; i < e->match.nclauses; i++) KID(e->match.clauses[i].body, i);
-        break;
-    case RY_EXPR_FUNC: KID(e->func.body, 0); break;
-    case RY_EXPR_TUPLE:
-        for (int i = 0; i < e->tuple.n; i++) KID(e->tuple.fields[i], -1);
-        break;
-    case RY_EXPR_PROJ: KID(e->proj.tuple, -1); break;
-    case RY_EXPR_REF: KID(e->ref.value, -1); break;
-    case RY_EXPR_REF_READ: KID(e->ref_read.ref, -1); break;
-    case RY_EXPR_REF_WRITE: KID(e->ref_write.ref, -1); KID(e->ref_write.value, -1); break;
-    default: break;
-    }
-#undef KID
-    return n;
-}
-
-static int nkids(const ry_expr *e) {
-    switch (e->kind) {
-    case RY_EXPR_CALL: return e->call.nargs + 1;
-    case RY_EXPR_MATCH: return e->match.nclauses + 1;
-    case RY_EXPR_TUPLE: return e->tuple.n;
-    default: return 3;
+        if (i == 0) return e->match.data;
+        *slot = i - 1;
+        return i <= e->match.nclauses ? e->match.clauses[i - 1].body : NULL;
+    case RY_EXPR_FUNC:
+        *slot = 0;
+        return i == 0 ? e->func.body : NULL;
+    case RY_EXPR_TUPLE: return i < e->tuple.n ? e->tuple.fields[i] : NULL;
+    case RY_EXPR_PROJ: return i == 0 ? e->proj.tuple : NULL;
+    case RY_EXPR_REF: return i == 0 ? e->ref.value : NULL;
+    case RY_EXPR_REF_READ: return i == 0 ? e->ref_read.ref : NULL;
+    case RY_EXPR_REF_WRITE: return i == 0 ? e->ref_write.ref : i == 1 ? e->ref_write.value : NULL;
+    default: return NULL;
     }
 }
 
@@ -196,60 +192,79 @@ static int nslots(const ry_expr *e) {
     }
 }
 
-/* Post-order over the DAG: children before parents; reversed, a parent
- * comes before all its children. */
-static void postorder(printer *pr, const ry_expr *e, const ry_expr ***order, int *n, int *cap) {
-    node_info *ni = info_of(pr, e);
-    if (!ni || ni->seen) return;
-    ni->seen = true;
-    int k = nkids(e);
-    const ry_expr **kids = ry_malloc(sizeof *kids * (size_t)k);
-    int *slot = ry_malloc(sizeof *slot * (size_t)k);
-    if (!kids || !slot) {
-        pr->oom = true;
-    } else {
-        k = children(e, kids, slot, k);
-        for (int i = 0; i < k; i++)
-            if (!atomic(kids[i])) postorder(pr, kids[i], order, n, cap);
+/* A DFS stack entry: a node and the index of its next child. */
+typedef struct frame {
+    const ry_expr *e;
+    int next;
+} frame;
+
+static bool push_frame(printer *pr, frame **st, int *n, int *cap, const ry_expr *e) {
+    frame *fresh = grow_arr(pr, *st, *n, cap, sizeof **st);
+    if (!fresh) return false;
+    *st = fresh;
+    (*st)[(*n)++] = (frame){e, 0};
+    return true;
+}
+
+/* Post-order over the DAG (children before parents), without recursion so
+ * that long binding chains cannot overflow the stack. */
+static const ry_expr **postorder(printer *pr, const ry_expr *root, int *n) {
+    const ry_expr **order = NULL;
+    int cap = 0, nst = 0, cst = 0;
+    frame *st = NULL;
+    *n = 0;
+    node_info *ri = info_of(pr, root);
+    if (!ri || !push_frame(pr, &st, &nst, &cst, root)) return NULL;
+    ri->seen = true;
+    while (nst > 0 && !pr->oom) {
+        frame *f = &st[nst - 1];
+        int slot;
+        const ry_expr *c = child_at(f->e, f->next++, &slot);
+        if (!c) {
+            const ry_expr **fresh = grow_arr(pr, (void *)order, *n, &cap, sizeof *order);
+            if (!fresh) break;
+            order = fresh;
+            order[(*n)++] = st[--nst].e;
+            continue;
+        }
+        if (atomic(c)) continue;
+        node_info *ci = info_of(pr, c);
+        if (!ci || ci->seen) continue;
+        ci->seen = true;
+        push_frame(pr, &st, &nst, &cst, c);
     }
-    ry_free(kids);
-    ry_free(slot);
-    const ry_expr **fresh = grow_arr(pr, (void *)*order, *n, cap, sizeof **order);
-    if (!fresh) return;
-    *order = fresh;
-    (*order)[(*n)++] = e;
+    ry_free(st);
+    return order;
 }
 
 /* Counts uses and places every non-atomic node in the innermost scope that
- * holds all its uses. root's scope is `outer`. */
+ * holds all its uses; parents are placed before their children (reverse
+ * post-order), so a node's scope is final when its children are visited.
+ * root's scope is `outer`. */
 static void analyze(printer *pr, const ry_expr *root, int outer) {
-    const ry_expr **order = NULL;
-    int n = 0, cap = 0;
-    postorder(pr, root, &order, &n, &cap);
-    node_info *ri = info_of(pr, root);
-    if (!ri || pr->oom) {
+    int n = 0;
+    const ry_expr **order = postorder(pr, root, &n);
+    if (!order || pr->oom) {
         ry_free(order);
         return;
     }
+    node_info *ri = info_of(pr, root);
     ri->scope = outer;
     ri->uses = 1;
-    for (int i = n - 1; i >= 0; i--) {
+    for (int i = n - 1; i >= 0 && !pr->oom; i--) {
         const ry_expr *e = order[i];
-        node_info *ni = info_of(pr, e);
-        int ns = nslots(e), scope = ni->scope;
+        int idx = *map_slot(&pr->nodes, e, false), scope = pr->info[idx].scope, ns = nslots(e);
         if (ns) {
-            ni->inner = new_scope(pr, scope);
+            int first = new_scope(pr, scope);
             for (int s = 1; s < ns; s++) new_scope(pr, scope);
+            pr->info[idx].inner = first;
         }
-        int k = nkids(e);
-        const ry_expr *kids[k > 0 ? k : 1];
-        int slot[k > 0 ? k : 1];
-        k = children(e, kids, slot, k);
-        for (int j = 0; j < k; j++) {
-            if (atomic(kids[j])) continue;
-            node_info *ci = info_of(pr, kids[j]);
-            if (!ci) break;
-            int us = slot[j] < 0 ? scope : pr->info[*map_slot(&pr->nodes, e, false)].inner + slot[j];
+        int slot;
+        const ry_expr *c;
+        for (int j = 0; (c = child_at(e, j, &slot)); j++) {
+            if (atomic(c)) continue;
+            node_info *ci = &pr->info[*map_slot(&pr->nodes, c, false)];
+            int us = slot < 0 ? scope : pr->info[idx].inner + slot;
             ci->scope = ci->uses++ ? lca(pr, ci->scope, us) : us;
         }
     }
@@ -258,14 +273,36 @@ static void analyze(printer *pr, const ry_expr *root, int outer) {
 
 /* ---- names ---- */
 
-static bool name_used(const printer *pr, const char *s) {
-    for (int i = 0; i < pr->nnames; i++)
-        if (strcmp(pr->names[i], s) == 0) return true;
-    return false;
+static size_t str_hash(const char *s) {
+    size_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* The slot of name s in the used-name set: its names index, or -1. */
+static int *used_slot(const printer *pr, const char *s) {
+    size_t mask = (size_t)pr->cap_used - 1, h = str_hash(s) & mask;
+    while (pr->used[h] >= 0 && strcmp(pr->names[pr->used[h]], s) != 0) h = (h + 1) & mask;
+    return &pr->used[h];
+}
+
+/* Keeps the set at most half full; false on out-of-memory. */
+static bool grow_used(printer *pr) {
+    if ((pr->nnames + 1) * 2 <= pr->cap_used) return true;
+    int ncap = pr->cap_used ? pr->cap_used * 2 : 256;
+    int *fresh = ry_malloc(sizeof *fresh * (size_t)ncap);
+    if (!fresh) return false;
+    for (int i = 0; i < ncap; i++) fresh[i] = -1;
+    ry_free(pr->used);
+    pr->used = fresh;
+    pr->cap_used = ncap;
+    for (int i = 0; i < pr->nnames; i++) *used_slot(pr, pr->names[i]) = i;
+    return true;
 }
 
 /* TVM's rule: a name starts with a letter (else "v" is put in front) and is
- * made unique within the definition by a numeric suffix. */
+ * made unique within the definition by a numeric suffix. Characters a name
+ * cannot hold in the text (a pass may name a var "x.grad") become '_'. */
 static const char *var_name(printer *pr, const ry_var *v) {
     int *slot = map_slot(&pr->vars, v, false);
     if (slot) return pr->names[*slot];
@@ -273,17 +310,33 @@ static const char *var_name(printer *pr, const ry_var *v) {
     const char *nm = v->name ? v->name : "";
     bool alpha = (nm[0] >= 'a' && nm[0] <= 'z') || (nm[0] >= 'A' && nm[0] <= 'Z');
     snprintf(base, sizeof base, "%s%s", alpha ? "" : "v", nm);
+    for (char *c = base; *c; c++) /* only what the lexer reads as part of a name */
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '/'))
+            *c = '_';
     snprintf(cand, sizeof cand, "%s", base);
-    for (int k = 1; name_used(pr, cand); k++) snprintf(cand, sizeof cand, "%s%d", base, k);
     char **fresh = grow_arr(pr, pr->names, pr->nnames, &pr->cap_names, sizeof *pr->names);
+    if (fresh) pr->names = fresh;
+    int *sfx = grow_arr(pr, pr->suffix, pr->nnames, &pr->cap_suffix, sizeof *pr->suffix);
+    if (sfx) pr->suffix = sfx;
+    if (!fresh || !sfx || !grow_used(pr)) {
+        pr->oom = true;
+        return "oom";
+    }
+    int *base_slot = used_slot(pr, base);
+    if (*base_slot >= 0) { /* taken: try base1, base2, ... from where we left off */
+        int owner = *base_slot;
+        do snprintf(cand, sizeof cand, "%s%d", base, ++pr->suffix[owner]);
+        while (*used_slot(pr, cand) >= 0);
+    }
     char *copy = ry_strdup(cand);
-    if (!fresh || !copy || !(slot = map_slot(&pr->vars, v, true))) {
+    if (!copy || !(slot = map_slot(&pr->vars, v, true))) {
         ry_free(copy);
         pr->oom = true;
         return "oom";
     }
-    pr->names = fresh;
     pr->names[pr->nnames] = copy;
+    pr->suffix[pr->nnames] = 0;
+    *used_slot(pr, copy) = pr->nnames;
     *slot = pr->nnames++;
     return copy;
 }
@@ -291,167 +344,13 @@ static const char *var_name(printer *pr, const ry_var *v) {
 static void reset_names(printer *pr) {
     for (int i = 0; i < pr->nnames; i++) ry_free(pr->names[i]);
     pr->nnames = 0;
+    for (int i = 0; i < pr->cap_used; i++) pr->used[i] = -1;
     map_free(&pr->vars);
-}
-
-/* ---- numbers, types, attributes ---- */
-
-/* The shortest %g form that reads back as the same value (as a float when
- * single is set), so `0.1f` prints as 0.1f, not 0.100000001f. */
-static void fmt_real(char *buf, size_t n, double v, bool single) {
-    if (isinf(v)) {
-        snprintf(buf, n, "%sinf", v < 0 ? "-" : "");
-        return;
-    }
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, n, "%.*g", prec, v);
-        double back = strtod(buf, NULL);
-        if (single ? (float)back == (float)v : back == v) return;
-    }
-}
-
-static void put_type(strbuf *b, const ry_type *t);
-
-static void put_types(strbuf *b, ry_type *const *ts, int n) {
-    for (int i = 0; i < n; i++) {
-        if (i) ry_sb_puts(b, ", ");
-        put_type(b, ts[i]);
-    }
-}
-
-static void put_type(strbuf *b, const ry_type *t) {
-    if (!t) {
-        ry_sb_puts(b, "_");
-        return;
-    }
-    switch (t->kind) {
-    case RY_TYPE_TENSOR:
-        if (t->tensor.ndim == 0) {
-            ry_sb_puts(b, ry_dtype_name(t->tensor.dtype));
-            return;
-        }
-        ry_sb_puts(b, "Tensor[(");
-        for (int i = 0; i < t->tensor.ndim; i++) {
-            const ry_dim *d = &t->tensor.dims[i];
-            if (i) ry_sb_puts(b, ", ");
-            if (d->kind == RY_DIM_CONST) ry_sb_printf(b, "%lld", (long long)d->value);
-            else if (d->kind == RY_DIM_SYM) ry_sb_puts(b, d->name);
-            else ry_sb_puts(b, "?");
-        }
-        ry_sb_printf(b, "), %s]", ry_dtype_name(t->tensor.dtype));
-        return;
-    case RY_TYPE_TUPLE:
-        ry_sb_puts(b, "(");
-        put_types(b, t->tuple.fields, t->tuple.n);
-        ry_sb_puts(b, t->tuple.n == 1 ? ",)" : ")");
-        return;
-    case RY_TYPE_FUNC:
-        ry_sb_puts(b, "fn ");
-        if (t->func.ntparams) {
-            ry_sb_puts(b, "[");
-            put_types(b, t->func.tparams, t->func.ntparams);
-            ry_sb_puts(b, "]");
-        }
-        ry_sb_puts(b, "(");
-        put_types(b, t->func.args, t->func.nargs);
-        ry_sb_puts(b, ") -> ");
-        put_type(b, t->func.ret);
-        return;
-    case RY_TYPE_VAR: ry_sb_puts(b, t->var.name); return;
-    case RY_TYPE_CALL:
-        ry_sb_puts(b, t->call.adt->name);
-        if (t->call.nargs) {
-            ry_sb_puts(b, "[");
-            put_types(b, t->call.args, t->call.nargs);
-            ry_sb_puts(b, "]");
-        }
-        return;
-    case RY_TYPE_REF:
-        ry_sb_puts(b, "ref(");
-        put_type(b, t->ref.inner);
-        ry_sb_puts(b, ")");
-        return;
-    case RY_TYPE_INCOMPLETE: ry_sb_puts(b, "_"); return;
-    }
-}
-
-const char *ry_type_str(const ry_type *t, char *buf, size_t n) {
-    strbuf b = {0};
-    put_type(&b, t);
-    if (n) snprintf(buf, n, "%s", b.data && !b.oom ? b.data : "");
-    ry_free(b.data);
-    return buf;
-}
-
-static void put_string_lit(strbuf *b, const char *s) {
-    ry_sb_puts(b, "\"");
-    for (; *s; s++) {
-        switch (*s) {
-        case '"': ry_sb_puts(b, "\\\""); break;
-        case '\\': ry_sb_puts(b, "\\\\"); break;
-        case '\n': ry_sb_puts(b, "\\n"); break;
-        case '\t': ry_sb_puts(b, "\\t"); break;
-        case '\r': ry_sb_puts(b, "\\r"); break;
-        default: ry_sb_put(b, s, 1);
-        }
-    }
-    ry_sb_puts(b, "\"");
-}
-
-static void put_attr_value(strbuf *b, const ry_attr_value *v) {
-    char num[64];
-    switch (v->kind) {
-    case RY_AV_NONE: ry_sb_puts(b, "None"); return;
-    case RY_AV_INT: ry_sb_printf(b, "%lld", (long long)v->i); return;
-    case RY_AV_FLOAT:
-        fmt_real(num, sizeof num, v->f, false);
-        ry_sb_printf(b, "%sf", num);
-        return;
-    case RY_AV_BOOL: ry_sb_puts(b, v->b ? "True" : "False"); return;
-    case RY_AV_STR: put_string_lit(b, v->s ? v->s : ""); return;
-    case RY_AV_LIST:
-        ry_sb_puts(b, "[");
-        for (int i = 0; i < v->list.n; i++) {
-            if (i) ry_sb_puts(b, ", ");
-            put_attr_value(b, &v->list.items[i]);
-        }
-        ry_sb_puts(b, "]");
-        return;
-    }
-}
-
-static void put_attrs(strbuf *b, const ry_attrs *a, bool first) {
-    for (int i = 0; i < a->n; i++) {
-        if (!first || i) ry_sb_puts(b, ", ");
-        ry_sb_printf(b, "%s=", a->items[i].name);
-        put_attr_value(b, &a->items[i].value);
-    }
-}
-
-/* TVM's simple scalars print inline (1f, 2i64, True); others go to meta. */
-static bool put_scalar(strbuf *b, const ry_tensor *t) {
-    if (t->ndim != 0) return false;
-    char num[64];
-    double v = ry_tensor_get(t, 0);
-    switch (t->dtype) {
-    case RY_INT32: ry_sb_printf(b, "%d", *(const int32_t *)t->data); return true;
-    case RY_INT64: ry_sb_printf(b, "%lldi64", (long long)*(const int64_t *)t->data); return true;
-    case RY_INT8: ry_sb_printf(b, "%di8", *(const int8_t *)t->data); return true;
-    case RY_BOOL: ry_sb_puts(b, v != 0 ? "True" : "False"); return true;
-    case RY_FLOAT32:
-    case RY_FLOAT64:
-    case RY_FLOAT16:
-        if (isnan(v)) return false;
-        fmt_real(num, sizeof num, v, t->dtype != RY_FLOAT64);
-        ry_sb_printf(b, "%s%s", num, t->dtype == RY_FLOAT32 ? "f" : t->dtype == RY_FLOAT64 ? "f64" : "f16");
-        return true;
-    default: return false;
-    }
 }
 
 static void put_const(printer *pr, strbuf *b, const ry_expr *e) {
     ry_tensor *t = e->constant.value;
-    if (put_scalar(b, t)) return;
+    if (ry_print_scalar(b, t)) return;
     int k = 0;
     while (k < pr->nmeta && pr->meta[k] != t) k++;
     if (k == pr->nmeta) {
@@ -515,7 +414,7 @@ static void put_var_binding(printer *pr, strbuf *out, const ry_var *v) {
     ry_sb_printf(out, "%%%s", var_name(pr, v));
     if (v->annot) {
         ry_sb_puts(out, ": ");
-        put_type(out, v->annot);
+        ry_print_type(out, v->annot);
     }
 }
 
@@ -550,7 +449,7 @@ static void put_func(printer *pr, strbuf *out, const char *prefix, const ry_expr
     ry_sb_puts(out, prefix);
     if (f->func.ntparams) {
         ry_sb_puts(out, "[");
-        put_types(out, f->func.tparams, f->func.ntparams);
+        ry_print_types(out, f->func.tparams, f->func.ntparams);
         ry_sb_puts(out, "]");
     }
     ry_sb_puts(out, "(");
@@ -558,11 +457,11 @@ static void put_func(printer *pr, strbuf *out, const char *prefix, const ry_expr
         if (i) ry_sb_puts(out, ", ");
         put_var_binding(pr, out, f->func.params[i]);
     }
-    put_attrs(out, &f->func.attrs, f->func.nparams == 0);
+    ry_print_attrs(out, &f->func.attrs, f->func.nparams == 0);
     ry_sb_puts(out, ") ");
     if (f->func.ret_annot) {
         ry_sb_puts(out, "-> ");
-        put_type(out, f->func.ret_annot);
+        ry_print_type(out, f->func.ret_annot);
         ry_sb_puts(out, " ");
     }
     put_body(pr, out, inner_scope(pr, f, 0), f->func.body);
@@ -574,7 +473,7 @@ static void put_call(printer *pr, strbuf *out, const ry_expr *e) {
         if (i) ry_sb_puts(&args, ", ");
         put_expr(pr, &args, e->call.args[i], false, false);
     }
-    put_attrs(&args, &e->call.attrs, e->call.nargs == 0);
+    ry_print_attrs(&args, &e->call.attrs, e->call.nargs == 0);
     const ry_expr *c = e->call.callee;
     if (c->kind == RY_EXPR_CTOR) ry_sb_puts(out, c->ctor.ctor->name);
     else put_expr(pr, out, c, false, false);
@@ -686,8 +585,39 @@ static void put_type_info(printer *pr, strbuf *out, const ry_expr *e) {
         e->kind != RY_EXPR_CONST && e->kind != RY_EXPR_FUNC)
         return;
     ry_sb_puts(out, " /* ty=");
-    put_type(out, e->type);
+    ry_print_type(out, e->type);
     ry_sb_puts(out, " */");
+}
+
+static bool is_bound(printer *pr, const ry_expr *e) {
+    int *slot = map_slot(&pr->nodes, e, false);
+    return !slot || pr->info[*slot].tmp >= 0;
+}
+
+/* Binds, children first and in print order, every unbound node reachable
+ * from e through its own scope's edges (arguments, fields, conditions): they
+ * are all printed as `%N = ...;` anyway, and binding them here, without
+ * recursion, keeps printing e one level deep however long the chain. */
+static void prebind(printer *pr, const ry_expr *e) {
+    frame *st = NULL;
+    int nst = 0, cst = 0;
+    if (!push_frame(pr, &st, &nst, &cst, e)) return;
+    while (nst > 0 && !pr->oom) {
+        frame *f = &st[nst - 1];
+        int slot;
+        const ry_expr *c = child_at(f->e, f->next++, &slot);
+        if (c) {
+            if (slot < 0 && !atomic(c) && !is_bound(pr, c)) push_frame(pr, &st, &nst, &cst, c);
+            continue;
+        }
+        const ry_expr *done = st[--nst].e;
+        if (done != e && !is_bound(pr, done)) {
+            strbuf ignore = {0};
+            put_expr(pr, &ignore, done, false, false);
+            ry_free(ignore.data);
+        }
+    }
+    ry_free(st);
 }
 
 /* Atoms print in place; a node already bound prints as its %N; a node used
@@ -710,6 +640,8 @@ static void put_expr(printer *pr, strbuf *out, const ry_expr *e, bool try_inline
         ry_sb_printf(out, "%%%d", ni->tmp);
         return;
     }
+    prebind(pr, e);
+    ni = &pr->info[*slot];
     bool in_place = try_inline && ni->uses <= 1;
     strbuf text = {0};
     if (e->kind == RY_EXPR_LET && !(in_place && tail)) {
@@ -754,6 +686,8 @@ static void printer_free(printer *pr) {
     ry_free(pr->scopes);
     ry_free(pr->bufs);
     ry_free(pr->names);
+    ry_free(pr->suffix);
+    ry_free(pr->used);
     ry_free(pr->meta);
 }
 
@@ -778,7 +712,7 @@ static void put_typedef(strbuf *out, const ry_typedef *td) {
     ry_sb_printf(out, "type %s", td->name);
     if (td->ntparams) {
         ry_sb_puts(out, "[");
-        put_types(out, td->tparams, td->ntparams);
+        ry_print_types(out, td->tparams, td->ntparams);
         ry_sb_puts(out, "]");
     }
     ry_sb_puts(out, " {");
@@ -787,7 +721,7 @@ static void put_typedef(strbuf *out, const ry_typedef *td) {
         ry_sb_printf(out, "\n  %s", c->name);
         if (c->nfields) {
             ry_sb_puts(out, "(");
-            put_types(out, c->fields, c->nfields);
+            ry_print_types(out, c->fields, c->nfields);
             ry_sb_puts(out, ")");
         }
         ry_sb_puts(out, ",");

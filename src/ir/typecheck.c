@@ -114,11 +114,10 @@ static void record_inst(tc *c, ry_expr *call, int n, ry_type **types) {
 /* 1 solved, 0 not yet, -1 error. */
 static int try_rel(tc *c, tc_pending *p) {
     const ry_op *op = p->e->call.callee->op.op;
-    ry_type **args = RY_NEW_ARRAY(c->a, ry_type *, p->nargs);
-    for (int i = 0; i < p->nargs; i++) {
+    for (int i = 0; i < p->nargs; i++)
         if (!tc_known(c, p->args[i])) return 0;
-        args[i] = tc_zonk(c, p->args[i], c->a, false);
-    }
+    ry_type **args = RY_NEW_ARRAY(c->a, ry_type *, p->nargs);
+    for (int i = 0; i < p->nargs; i++) args[i] = tc_zonk(c, p->args[i], c->a, false);
     ry_rel_ctx rc = {c->a, op, &p->e->call.attrs, p->e->span, &c->err};
     ry_type *out = NULL;
     c->err.msg[0] = '\0';
@@ -187,14 +186,18 @@ static bool default_dims(tc *c) {
 static ry_status stuck(tc *c, tc_pending *p) {
     if (p->kind == PEND_PROJ)
         return ry_error_at(&c->err, p->e->span,
-                           "cannot infer the type of the tuple projected by .%d", p->e->proj.index);
+                           "cannot infer the type of the tuple projected by .%d (hint: annotate "
+                           "the variable or parameter it comes from)",
+                           p->e->proj.index);
     char args[512] = "", st[200];
     for (int i = 0; i < p->nargs; i++) {
         size_t len = strlen(args);
         snprintf(args + len, sizeof args - len, "%s%s", i ? ", " : "",
                  tc_str(c, p->args[i], st, sizeof st));
     }
-    return ry_error_at(&c->err, p->e->span, "cannot infer the argument types of %s (got %s)",
+    return ry_error_at(&c->err, p->e->span,
+                       "cannot infer the argument types of %s (got %s; hint: annotate the "
+                       "parameters they come from)",
                        p->e->call.callee->op.op->name, args);
 }
 
@@ -290,7 +293,7 @@ static ry_status function_sig(tc *c, ry_expr *f, ry_type **out) {
 
 static ry_status infer_func(tc *c, ry_expr *f, ry_type *sig, const char *name, ry_type **out) {
     if (!sig && function_sig(c, f, &sig)) return RY_ERR;
-    tc_map_put(c, &c->exprs, f, sig); /* before the body: recursion through the DAG is impossible */
+    tc_map_put(c, &c->exprs, f, sig);
     for (int i = 0; i < f->func.nparams; i++) bind_var(c, f->func.params[i], sig->func.args[i]);
     ry_type *bt;
     if (infer(c, f->func.body, &bt)) return RY_ERR;
@@ -550,6 +553,64 @@ static ry_status infer_kind(tc *c, ry_expr *e, ry_type **out) {
     return ry_error_at(&c->err, e->span, "unknown expression kind %d", (int)e->kind);
 }
 
+/* Long chains of graph bindings (`%1 = f(%0); %2 = f(%1); ...`) nest calls
+ * thousands deep. Past a depth, the subexpressions of e that bind nothing
+ * are typed bottom-up from an explicit stack first, so the recursion below
+ * finds them done. Binders (let, fn, match clauses) are typed where they stand. */
+#define DEEP 200
+
+static void push_child(tc *c, ry_expr ***stack, int *n, int *cap, ry_expr *x) {
+    if (!x || tc_map_get(&c->exprs, x)) return;
+    *stack = tc_grow(c, *stack, *n, cap, sizeof **stack);
+    (*stack)[(*n)++] = x;
+}
+
+static ry_status prewarm(tc *c, ry_expr *root) {
+    int n = 0, cap = 0, norder = 0, caporder = 0;
+    ry_expr **stack = NULL, **order = NULL;
+    push_child(c, &stack, &n, &cap, root);
+    while (n) { /* reverse post-order: parents before children */
+        ry_expr *x = stack[--n];
+        order = tc_grow(c, order, norder, &caporder, sizeof *order);
+        order[norder++] = x;
+        switch (x->kind) {
+        case RY_EXPR_CALL: {
+            ry_expr_kind k = x->call.callee->kind;
+            if (k != RY_EXPR_OP && k != RY_EXPR_GLOBAL && k != RY_EXPR_CTOR)
+                push_child(c, &stack, &n, &cap, x->call.callee);
+            for (int i = 0; i < x->call.nargs; i++) push_child(c, &stack, &n, &cap, x->call.args[i]);
+            break;
+        }
+        case RY_EXPR_TUPLE:
+            for (int i = 0; i < x->tuple.n; i++) push_child(c, &stack, &n, &cap, x->tuple.fields[i]);
+            break;
+        case RY_EXPR_IF:
+            push_child(c, &stack, &n, &cap, x->if_.cond);
+            push_child(c, &stack, &n, &cap, x->if_.then_);
+            push_child(c, &stack, &n, &cap, x->if_.else_);
+            break;
+        case RY_EXPR_MATCH: push_child(c, &stack, &n, &cap, x->match.data); break;
+        case RY_EXPR_PROJ: push_child(c, &stack, &n, &cap, x->proj.tuple); break;
+        case RY_EXPR_REF: push_child(c, &stack, &n, &cap, x->ref.value); break;
+        case RY_EXPR_REF_READ: push_child(c, &stack, &n, &cap, x->ref_read.ref); break;
+        case RY_EXPR_REF_WRITE:
+            push_child(c, &stack, &n, &cap, x->ref_write.ref);
+            push_child(c, &stack, &n, &cap, x->ref_write.value);
+            break;
+        default: break;
+        }
+    }
+    int depth = c->depth;
+    c->depth = 0;
+    ry_status st = RY_OK;
+    for (int i = norder - 1; i > 0 && !st; i--) { /* children first; not root itself */
+        ry_type *t;
+        st = infer(c, order[i], &t);
+    }
+    c->depth = depth;
+    return st;
+}
+
 static ry_status infer(tc *c, ry_expr *e, ry_type **out) {
     if (!e) return ry_error_at(&c->err, RY_NO_SPAN, "missing expression");
     ry_type *t = tc_map_get(&c->exprs, e);
@@ -557,7 +618,11 @@ static ry_status infer(tc *c, ry_expr *e, ry_type **out) {
         *out = t;
         return RY_OK;
     }
-    if (infer_kind(c, e, &t)) return RY_ERR;
+    ry_status st = RY_OK;
+    if (++c->depth > DEEP) st = prewarm(c, e);
+    if (!st) st = infer_kind(c, e, &t);
+    c->depth--;
+    if (st) return RY_ERR;
     tc_map_put(c, &c->exprs, e, t);
     *out = t;
     return RY_OK;

@@ -56,6 +56,7 @@ typedef struct tc {
     tc_pending *pend;
     int ninst, capinst;
     tc_inst *inst;
+    int depth; /* of infer's recursion (see prewarm in typecheck.c) */
 } tc;
 
 /* ---- unify.c ---- */

@@ -227,8 +227,7 @@ typedef struct copy {
     ry_type **ids, **repl;
     bool syms;           /* symbolic dims -> fresh dim unknowns per name */
     int nsym, capsym;
-    const char **sym_names;
-    ry_dim *sym_dims;
+    struct sym { const char *name; ry_dim dim; } *sym_map;
     ry_status status;
 } copy;
 
@@ -237,13 +236,10 @@ static ry_dim copy_dim(copy *k, ry_dim d) {
     if (k->final && tc_is_dim_unknown(&d)) return (ry_dim){RY_DIM_ANY, 0, NULL};
     if (k->syms && d.kind == RY_DIM_SYM && !tc_is_dim_unknown(&d)) {
         for (int i = 0; i < k->nsym; i++)
-            if (strcmp(k->sym_names[i], d.name) == 0) return k->sym_dims[i];
-        int cap = k->capsym;
-        k->sym_names = tc_grow(k->c, k->sym_names, k->nsym, &cap, sizeof *k->sym_names);
-        k->sym_dims = tc_grow(k->c, k->sym_dims, k->nsym, &k->capsym, sizeof *k->sym_dims);
-        k->sym_names[k->nsym] = d.name;
-        k->sym_dims[k->nsym] = tc_fresh_dim(k->c);
-        return k->sym_dims[k->nsym++];
+            if (strcmp(k->sym_map[i].name, d.name) == 0) return k->sym_map[i].dim;
+        k->sym_map = tc_grow(k->c, k->sym_map, k->nsym, &k->capsym, sizeof *k->sym_map);
+        k->sym_map[k->nsym] = (struct sym){d.name, tc_fresh_dim(k->c)};
+        return k->sym_map[k->nsym++].dim;
     }
     return d;
 }

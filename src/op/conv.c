@@ -1,16 +1,16 @@
 /*
- * conv.c: registry entries of the convolution and pooling family:
- * nn.conv2d, nn.conv2d_transpose, nn.max_pool2d, nn.avg_pool2d and
- * nn.global_avg_pool2d, with TVM's names, attributes and C++ defaults
- * (Conv2DAttrs, Conv2DTransposeAttrs, MaxPool2DAttrs, AvgPool2DAttrs,
- * GlobalPool2DAttrs), their type relations and the attribute reader the
- * kernels share. Kernels live in src/backend/cpu/{conv,pool}.c. Only TVM's
- * default layouts (NCHW data, OIHW / IOHW weights) are supported; any other
- * layout is a located "unsupported layout" error at type-check time.
+ * conv.c: the convolution and pooling family's registry entries (nn.conv2d,
+ * nn.conv2d_transpose, nn.max_pool2d, nn.avg_pool2d, the global and adaptive
+ * pools, and the adjoints their gradient rules emit: nn.conv2d_backward_weight,
+ * nn.max_pool2d_grad, nn.avg_pool2d_grad), with TVM's names and C++
+ * attribute defaults, type relations, gradient rules, and the attribute
+ * reader the kernels (src/backend/cpu/{conv,pool}.c) share. Only TVM's
+ * default layouts are supported; others are a located error.
  */
 #include <string.h>
 
 #include "backend/cpu/conv_kernels.h"
+#include "op/grad_rules.h"
 
 /* ---- attribute reading ---- */
 
@@ -73,7 +73,8 @@ static ry_status read_padding(const ry_op *op, const ry_attrs *attrs, ry_span ca
     }
     for (int i = 0; i < 4; i++)
         if (pad[i] < 0 || pad[i] > INT32_MAX)
-            return ry_error_at(err, sp, "%s: padding must not be negative or exceed int32 (got %lld)",
+            return ry_error_at(err, sp,
+                               "%s: padding must not be negative or exceed int32 (got %lld)",
                                op->name, (long long)pad[i]);
     return RY_OK;
 }
@@ -104,6 +105,10 @@ ry_status ry_conv2d_params_read(const ry_op *op, const ry_attrs *attrs, ry_span 
             return ry_error_at(err, call, "%s: pool_size is required", op->name);
         if (read_pair(op, attrs, "pool_size", 1, call, err, p->pool)) return RY_ERR;
     }
+    p->out_size[0] = p->out_size[1] = 1;
+    if (has_attr(op, "output_size") && ry_attr_ints(op, attrs, "output_size", p->out_size, 2) &&
+        read_pair(op, attrs, "output_size", 1, call, err, p->out_size))
+        return RY_ERR;
     if (has_attr(op, "groups")) {
         p->groups = ry_attr_int(op, attrs, "groups");
         if (p->groups < 1 || p->groups > INT32_MAX)
@@ -133,7 +138,8 @@ ry_status ry_conv2d_params_read(const ry_op *op, const ry_attrs *attrs, ry_span 
         return RY_ERR;
     if (has_attr(op, "layout") && check_layout(op, attrs, "layout", "NCHW", false, call, err))
         return RY_ERR;
-    if (has_attr(op, "out_layout") && check_layout(op, attrs, "out_layout", "NCHW", true, call, err))
+    if (has_attr(op, "out_layout") &&
+        check_layout(op, attrs, "out_layout", "NCHW", true, call, err))
         return RY_ERR;
     return RY_OK;
 }
@@ -214,8 +220,8 @@ static ry_rel_status check_channels(ry_rel_ctx *c, const ry_dim *have, const cha
     if (ry_attr_is_none(c->op, c->attrs, "channels")) return RY_REL_OK;
     ry_span sp = attr_span(c->attrs, "channels", c->span);
     const ry_attr_value *v = ry_attr_get(c->op, c->attrs, "channels");
-    if (v->kind != RY_AV_INT) {
-        ry_error_at(c->err, sp, "%s: channels must be an integer", c->op->name);
+    if (v->kind != RY_AV_INT || v->i < 0) {
+        ry_error_at(c->err, sp, "%s: channels must be a non-negative integer", c->op->name);
         return RY_REL_FAIL;
     }
     if (is_const(have) && have->value != v->i) {
@@ -304,12 +310,13 @@ static ry_rel_status conv2d_rel(ry_rel_ctx *c, int nargs, ry_type *const *args, 
     const ry_dim *C = &x->tensor.dims[1], *O = &w->tensor.dims[0], *I = &w->tensor.dims[1];
     if ((s = divisible(c, C, p.groups, "input channels")) != RY_REL_OK) return s;
     if ((s = divisible(c, O, p.groups, "output channels")) != RY_REL_OK) return s;
-    if (is_const(C) && is_const(I) && C->value != I->value * p.groups) {
+    int64_t want_c;
+    if (is_const(C) && is_const(I) &&
+        (!muladd(I->value, p.groups, 0, &want_c) || C->value != want_c)) {
         ry_error_at(c->err, c->span,
-                    "%s: data has %lld channels but the weight expects %lld (weight dim 1 = %lld "
-                    "x groups %lld)",
-                    c->op->name, (long long)C->value, (long long)(I->value * p.groups),
-                    (long long)I->value, (long long)p.groups);
+                    "%s: data has %lld channels but the weight expects groups %lld x weight "
+                    "dim 1 (%lld)",
+                    c->op->name, (long long)C->value, (long long)p.groups, (long long)I->value);
         return RY_REL_FAIL;
     }
     if ((s = check_channels(c, O, "weight dim 0")) != RY_REL_OK) return s;
@@ -361,7 +368,8 @@ static ry_rel_status conv2d_transpose_rel(ry_rel_ctx *c, int nargs, ry_type *con
                     c->op->name, (long long)C->value, (long long)I->value);
         return RY_REL_FAIL;
     }
-    ry_dim O = is_const(Og) ? dconst(Og->value * p.groups) : ANY;
+    int64_t o;
+    ry_dim O = is_const(Og) && muladd(Og->value, p.groups, 0, &o) ? dconst(o) : ANY;
     if ((s = check_channels(c, &O, "weight dim 1 x groups")) != RY_REL_OK) return s;
     if (!is_const(&O) && !ry_attr_is_none(c->op, c->attrs, "channels"))
         O = dconst(ry_attr_int(c->op, c->attrs, "channels"));
@@ -373,7 +381,7 @@ static ry_rel_status conv2d_transpose_rel(ry_rel_ctx *c, int nargs, ry_type *con
     for (int i = 0; i < 2; i++) {
         const ry_dim *n = &x->tensor.dims[2 + i];
         if (!is_const(n) || !known[i]) continue;
-        int64_t span, ext, len;
+        int64_t span = 0, ext = 0, len = 0;
         if (n->value >= 1 && (!muladd(n->value - 1, p.stride[i], 0, &span) ||
                               !muladd(p.dilation[i], k[i] - 1, 1 + p.out_pad[i], &ext) ||
                               __builtin_add_overflow(span - p.pad[i] - p.pad[i + 2], ext, &len)))
@@ -393,7 +401,8 @@ static ry_rel_status conv2d_transpose_rel(ry_rel_ctx *c, int nargs, ry_type *con
 
 /* ---- pools ----
  * max_pool2d, avg_pool2d: (N, C, H, W) -> (N, C, OH, OW),
- *   OH = (H + pad_top + pad_bottom - dilation_h*(PH-1) - 1 [+ stride_h-1 if ceil_mode]) / stride_h + 1.
+ *   OH = (H + pad_top + pad_bottom - dilation_h*(PH-1) - 1 [+ stride_h-1 if ceil_mode])
+ *        / stride_h + 1, OW alike.
  * Unlike PyTorch, TVM keeps a last ceil_mode window that starts in the
  * bottom/right padding; so do we. */
 static ry_rel_status pool2d_rel(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_type **out) {
@@ -414,7 +423,10 @@ static ry_rel_status pool2d_rel(ry_rel_ctx *c, int nargs, ry_type *const *args, 
     return RY_REL_OK;
 }
 
-/* global_avg_pool2d: (N, C, H, W) -> (N, C, 1, 1), H and W at least 1. */
+/* global_avg_pool2d, global_max_pool2d: (N, C, H, W) -> (N, C, 1, 1);
+ * adaptive_avg_pool2d, adaptive_max_pool2d: (N, C, H, W) -> (N, C, OH, OW)
+ *   with (OH, OW) = output_size ([] is (1, 1), [n] is (n, n)); window o
+ *   covers rows floor(o*H/OH) .. ceil((o+1)*H/OH)-1. H and W at least 1. */
 static ry_rel_status global_pool2d_rel(ry_rel_ctx *c, int nargs, ry_type *const *args,
                                        ry_type **out) {
     ry_rel_status s;
@@ -429,9 +441,211 @@ static ry_rel_status global_pool2d_rel(ry_rel_ctx *c, int nargs, ry_type *const 
                         i == 2 ? "height" : "width");
             return RY_REL_FAIL;
         }
-    ry_dim dims[4] = {x->tensor.dims[0], x->tensor.dims[1], dconst(1), dconst(1)};
+    ry_dim dims[4] = {x->tensor.dims[0], x->tensor.dims[1], dconst(p.out_size[0]),
+                      dconst(p.out_size[1])};
     *out = ry_type_tensor_arena(c->arena, x->tensor.dtype, 4, dims);
     return RY_REL_OK;
+}
+
+/* Adjoints exist for floats only: integers carry no gradient. */
+static ry_rel_status float_only(ry_rel_ctx *c, ry_dtype d) {
+    ry_error_at(c->err, c->span, "%s: dtype %s is not supported (adjoints are float-only)",
+                c->op->name, ry_dtype_name(d));
+    return RY_REL_FAIL;
+}
+
+/* ---- the gradient helper ops (what the gradient rules below emit) ----
+ * conv2d_backward_weight: (N, O, OH, OW) x (N, C, H, W) -> (O, C/groups, KH, KW),
+ *   the weight's adjoint given the output's; kernel_size is required. */
+static ry_rel_status conv2d_backward_weight_rel(ry_rel_ctx *c, int nargs, ry_type *const *args,
+                                                ry_type **out) {
+    ry_rel_status s;
+    if ((s = want_nchw(c, args[0], "grad")) != RY_REL_OK) return s;
+    if ((s = want_nchw(c, args[1], "data")) != RY_REL_OK) return s;
+    ry_conv2d_params p;
+    if (ry_conv2d_params_read(c->op, c->attrs, c->span, c->err, &p)) return RY_REL_FAIL;
+    const ry_type *g = args[0], *x = args[1];
+    ry_dtype od;
+    if ((s = conv_dtype(c, x, g, &p, &od)) != RY_REL_OK) return s;
+    if (!ry_dtype_is_float(od)) return float_only(c, od);
+    if (ry_attr_is_none(c->op, c->attrs, "kernel_size")) {
+        ry_error_at(c->err, c->span, "%s: kernel_size is required", c->op->name);
+        return RY_REL_FAIL;
+    }
+    int64_t k[2];
+    if (read_pair(c->op, c->attrs, "kernel_size", 1, c->span, c->err, k)) return RY_REL_FAIL;
+    const ry_dim *O = &g->tensor.dims[1], *C = &x->tensor.dims[1];
+    const ry_dim *gn = &g->tensor.dims[0], *xn = &x->tensor.dims[0];
+    if (is_const(gn) && is_const(xn) && gn->value != xn->value) {
+        ry_error_at(c->err, c->span, "%s: grad has batch %lld but data has %lld", c->op->name,
+                    (long long)gn->value, (long long)xn->value);
+        return RY_REL_FAIL;
+    }
+    if ((s = divisible(c, C, p.groups, "input channels")) != RY_REL_OK) return s;
+    if ((s = divisible(c, O, p.groups, "output channels")) != RY_REL_OK) return s;
+    if ((s = check_channels(c, O, "grad dim 1")) != RY_REL_OK) return s;
+    ry_dim dims[4] = {*O, is_const(C) ? dconst(C->value / p.groups) : ANY, dconst(k[0]),
+                      dconst(k[1])};
+    *out = ry_type_tensor_arena(c->arena, od, 4, dims);
+    return RY_REL_OK;
+}
+
+/* max_pool2d_grad, avg_pool2d_grad: (N, C, OH, OW) x (N, C, H, W) -> (N, C, H, W),
+ *   where (N, C, OH, OW) is the forward pool's result type on the data. */
+static ry_rel_status pool2d_grad_rel(ry_rel_ctx *c, int nargs, ry_type *const *args,
+                                     ry_type **out) {
+    ry_rel_status s;
+    if ((s = want_nchw(c, args[0], "out_grad")) != RY_REL_OK) return s;
+    ry_type *fwd;
+    if ((s = pool2d_rel(c, 1, args + 1, &fwd)) != RY_REL_OK) return s;
+    const ry_type *g = args[0];
+    if (!ry_dtype_is_float(fwd->tensor.dtype)) return float_only(c, fwd->tensor.dtype);
+    char sg[128], sf[128];
+    bool ok = g->tensor.dtype == fwd->tensor.dtype;
+    for (int i = 0; i < 4; i++) {
+        const ry_dim *a = &g->tensor.dims[i], *b = &fwd->tensor.dims[i];
+        if (is_const(a) && is_const(b) && a->value != b->value) ok = false;
+    }
+    if (!ok) {
+        ry_error_at(c->err, c->span, "%s: out_grad has type %s but the pool's result is %s",
+                    c->op->name, ry_type_str(g, sg, sizeof sg), ry_type_str(fwd, sf, sizeof sf));
+        return RY_REL_FAIL;
+    }
+    *out = args[1];
+    return RY_REL_OK;
+}
+
+/* ---- gradient rules: each forward op's adjoint, as IR ----
+ * y = conv2d(x, w):
+ *   dx = conv2d_transpose(dy, w, same strides/padding/dilation/groups,
+ *                         output_padding = the rows the forward's floor dropped)
+ *   dw = conv2d_backward_weight(dy, x, same strides/padding/dilation/groups)
+ * y = conv2d_transpose(x, w):
+ *   dx = conv2d(dy, w, same strides/padding/dilation/groups)
+ *   dw = conv2d_backward_weight(x, dy, same strides/padding/dilation/groups)
+ * y = max_pool2d(x) / avg_pool2d(x): dx = max_pool2d_grad / avg_pool2d_grad(dy, x, same attrs)
+ * y = global_avg_pool2d(x) / global_max_pool2d(x):
+ *   dx = avg_pool2d_grad / max_pool2d_grad(dy, x, pool_size=[H, W])
+ * Integer arguments get no gradient. */
+
+static const ry_op *call_op(ry_grad_ctx *c) { return c->call->call.callee->op.op; }
+
+/* The primal call's parameters and the static shapes of its arguments. */
+static ry_status grad_setup(ry_grad_ctx *c, ry_expr *const *args, int n, ry_conv2d_params *p,
+                            int64_t shapes[2][4]) {
+    const ry_op *op = call_op(c);
+    if (ry_conv2d_params_read(op, &c->call->call.attrs, c->span, c->err, p)) return RY_ERR;
+    if (p->has_out_dtype && p->out_dtype != ry_gb_dtype(args[0]))
+        return ry_error_at(c->err, c->span, "gradient of %s with out_dtype=%s is not supported",
+                           op->name, ry_dtype_name(p->out_dtype));
+    for (int i = 0; i < n; i++) {
+        int nd;
+        if (!ry_gb_shape(ry_gb_type(args[i]), &nd, shapes[i]) || nd != 4)
+            return ry_error_at(c->err, c->span,
+                               "gradient of %s needs arguments of known 4-d shape", op->name);
+    }
+    return RY_OK;
+}
+
+/* strides, padding (all four sides), dilation, groups, channels and
+ * kernel_size on a new conv-like call e. */
+static void conv_attrs(ry_module *m, ry_expr *e, const ry_conv2d_params *p, int64_t channels,
+                       const int64_t *kernel) {
+    ry_gb_attr_ints(m, e, "strides", 2, p->stride);
+    ry_gb_attr_ints(m, e, "padding", 4, p->pad);
+    ry_gb_attr_ints(m, e, "dilation", 2, p->dilation);
+    ry_gb_attr_int(m, e, "groups", p->groups);
+    ry_gb_attr_int(m, e, "channels", channels);
+    ry_gb_attr_ints(m, e, "kernel_size", 2, kernel);
+}
+
+static ry_status grad_conv2d(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                             ry_expr **grads) {
+    ry_conv2d_params p;
+    int64_t s[2][4]; /* x: (N, C, H, W); w: (O, C/groups, KH, KW) */
+    grads[0] = grads[1] = NULL;
+    if (!ry_dtype_is_float(ry_gb_dtype(args[0]))) return RY_OK;
+    if (grad_setup(c, args, 2, &p, s)) return RY_ERR;
+    int64_t opad[2];
+    for (int i = 0; i < 2; i++)
+        opad[i] = (s[0][2 + i] + p.pad[i] + p.pad[i + 2] - p.dilation[i] * (s[1][2 + i] - 1) - 1) %
+                  p.stride[i];
+    ry_expr *dx = ry_gb_op2(c->m, "nn.conv2d_transpose", g, args[1]);
+    conv_attrs(c->m, dx, &p, s[0][1], s[1] + 2);
+    ry_gb_attr_ints(c->m, dx, "output_padding", 2, opad);
+    ry_expr *dw = ry_gb_op2(c->m, "nn.conv2d_backward_weight", g, args[0]);
+    conv_attrs(c->m, dw, &p, s[1][0], s[1] + 2);
+    grads[0] = dx;
+    grads[1] = dw;
+    return RY_OK;
+}
+
+static ry_status grad_conv2d_transpose(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y,
+                                       ry_expr *g, ry_expr **grads) {
+    ry_conv2d_params p;
+    int64_t s[2][4]; /* x: (N, C, H, W); w: (C, O/groups, KH, KW) */
+    grads[0] = grads[1] = NULL;
+    if (!ry_dtype_is_float(ry_gb_dtype(args[0]))) return RY_OK;
+    if (grad_setup(c, args, 2, &p, s)) return RY_ERR;
+    /* conv2d(dy) gives back H rows only when output_padding < stride. */
+    for (int i = 0; i < 2; i++)
+        if (p.out_pad[i] >= p.stride[i])
+            return ry_error_at(c->err, c->span,
+                               "gradient of nn.conv2d_transpose needs output_padding < strides");
+    ry_expr *dx = ry_gb_op2(c->m, "nn.conv2d", g, args[1]);
+    conv_attrs(c->m, dx, &p, s[0][1], s[1] + 2);
+    ry_expr *dw = ry_gb_op2(c->m, "nn.conv2d_backward_weight", args[0], g);
+    conv_attrs(c->m, dw, &p, s[0][1], s[1] + 2);
+    grads[0] = dx;
+    grads[1] = dw;
+    return RY_OK;
+}
+
+/* The pools' adjoint ops take the forward attributes unchanged. */
+static ry_status grad_pool(ry_grad_ctx *c, ry_expr *const *args, ry_expr *g, ry_expr **grads,
+                           const char *adjoint) {
+    grads[0] = NULL;
+    if (!ry_dtype_is_float(ry_gb_dtype(args[0]))) return RY_OK;
+    ry_expr *dx = ry_gb_op2(c->m, adjoint, g, args[0]);
+    const ry_attrs *as = &c->call->call.attrs;
+    for (int i = 0; i < as->n; i++) ry_gb_attr_copy(c->m, dx, &as->items[i]);
+    grads[0] = dx;
+    return RY_OK;
+}
+
+static ry_status grad_max_pool2d(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                                 ry_expr **grads) {
+    return grad_pool(c, args, g, grads, "nn.max_pool2d_grad");
+}
+
+static ry_status grad_avg_pool2d(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                                 ry_expr **grads) {
+    return grad_pool(c, args, g, grads, "nn.avg_pool2d_grad");
+}
+
+static ry_status grad_global_pool(ry_grad_ctx *c, ry_expr *const *args, ry_expr *g,
+                                  ry_expr **grads, const char *adjoint) {
+    grads[0] = NULL;
+    if (!ry_dtype_is_float(ry_gb_dtype(args[0]))) return RY_OK;
+    int nd;
+    int64_t s[RY_MAX_RANK];
+    if (!ry_gb_shape(ry_gb_type(args[0]), &nd, s) || nd != 4)
+        return ry_error_at(c->err, c->span, "gradient of %s needs data of known 4-d shape",
+                           call_op(c)->name);
+    ry_expr *dx = ry_gb_op2(c->m, adjoint, g, args[0]);
+    ry_gb_attr_ints(c->m, dx, "pool_size", 2, s + 2);
+    grads[0] = dx;
+    return RY_OK;
+}
+
+static ry_status grad_global_avg_pool2d(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y,
+                                        ry_expr *g, ry_expr **grads) {
+    return grad_global_pool(c, args, g, grads, "nn.avg_pool2d_grad");
+}
+
+static ry_status grad_global_max_pool2d(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y,
+                                        ry_expr *g, ry_expr **grads) {
+    return grad_global_pool(c, args, g, grads, "nn.max_pool2d_grad");
 }
 
 /* ---- the table ---- */
@@ -458,7 +672,8 @@ const ry_op ry_ops_conv[] = {
                {"out_dtype", RY_ASTR("")}},
      .rel = conv2d_rel,
      .kernels = {[RY_TARGET_CPU] = ry_cpu_conv2d},
-     .doc = "conv2d: (N, C, H, W) x (O, C/groups, KH, KW) -> (N, O, OH, OW)"},
+     .doc = "conv2d: (N, C, H, W) x (O, C/groups, KH, KW) -> (N, O, OH, OW)",
+     .grad = grad_conv2d},
     {.name = "nn.conv2d_transpose",
      .nargs = 2,
      .pattern = RY_PAT_OUT_ELEMWISE,
@@ -476,7 +691,8 @@ const ry_op ry_ops_conv[] = {
                {"out_dtype", RY_ASTR("")}},
      .rel = conv2d_transpose_rel,
      .kernels = {[RY_TARGET_CPU] = ry_cpu_conv2d_transpose},
-     .doc = "conv2d_transpose: (N, C, H, W) x (C, O/groups, KH, KW) -> (N, O, OH, OW)"},
+     .doc = "conv2d_transpose: (N, C, H, W) x (C, O/groups, KH, KW) -> (N, O, OH, OW)",
+     .grad = grad_conv2d_transpose},
     {.name = "nn.max_pool2d",
      .nargs = 1,
      .pattern = RY_PAT_OUT_ELEMWISE,
@@ -490,7 +706,8 @@ const ry_op ry_ops_conv[] = {
                {"ceil_mode", RY_ABOOL(false)}},
      .rel = pool2d_rel,
      .kernels = {[RY_TARGET_CPU] = ry_cpu_max_pool2d},
-     .doc = "max_pool2d: (N, C, H, W) -> (N, C, OH, OW), max over each window"},
+     .doc = "max_pool2d: (N, C, H, W) -> (N, C, OH, OW), max over each window",
+     .grad = grad_max_pool2d},
     {.name = "nn.avg_pool2d",
      .nargs = 1,
      .pattern = RY_PAT_OUT_ELEMWISE,
@@ -505,7 +722,8 @@ const ry_op ry_ops_conv[] = {
                {"count_include_pad", RY_ABOOL(false)}},
      .rel = pool2d_rel,
      .kernels = {[RY_TARGET_CPU] = ry_cpu_avg_pool2d},
-     .doc = "avg_pool2d: (N, C, H, W) -> (N, C, OH, OW), mean over each window"},
+     .doc = "avg_pool2d: (N, C, H, W) -> (N, C, OH, OW), mean over each window",
+     .grad = grad_avg_pool2d},
     {.name = "nn.global_avg_pool2d",
      .nargs = 1,
      .pattern = RY_PAT_OUT_ELEMWISE,
@@ -513,6 +731,79 @@ const ry_op ry_ops_conv[] = {
      .attrs = {{"layout", RY_ASTR("NCHW")}, {"out_layout", RY_ASTR("")}},
      .rel = global_pool2d_rel,
      .kernels = {[RY_TARGET_CPU] = ry_cpu_global_avg_pool2d},
-     .doc = "global_avg_pool2d: (N, C, H, W) -> (N, C, 1, 1)"},
+     .doc = "global_avg_pool2d: (N, C, H, W) -> (N, C, 1, 1)",
+     .grad = grad_global_avg_pool2d},
+    {.name = "nn.global_max_pool2d",
+     .nargs = 1,
+     .pattern = RY_PAT_OUT_ELEMWISE,
+     .nattrs = 2,
+     .attrs = {{"layout", RY_ASTR("NCHW")}, {"out_layout", RY_ASTR("")}},
+     .rel = global_pool2d_rel,
+     .kernels = {[RY_TARGET_CPU] = ry_cpu_adaptive_max_pool2d},
+     .doc = "global_max_pool2d: (N, C, H, W) -> (N, C, 1, 1)",
+     .grad = grad_global_max_pool2d},
+    /* No gradient rules yet: TVM has no adjoint ops for these. */
+    {.name = "nn.adaptive_avg_pool2d",
+     .nargs = 1,
+     .pattern = RY_PAT_OUT_ELEMWISE,
+     .nattrs = 3,
+     .attrs = {{"output_size", RY_AEMPTY}, {"layout", RY_ASTR("NCHW")}, {"out_layout", RY_ASTR("")}},
+     .rel = global_pool2d_rel,
+     .kernels = {[RY_TARGET_CPU] = ry_cpu_adaptive_avg_pool2d},
+     .doc = "adaptive_avg_pool2d: (N, C, H, W) -> (N, C, OH, OW), OH, OW = output_size"},
+    {.name = "nn.adaptive_max_pool2d",
+     .nargs = 1,
+     .pattern = RY_PAT_OUT_ELEMWISE,
+     .nattrs = 3,
+     .attrs = {{"output_size", RY_AEMPTY}, {"layout", RY_ASTR("NCHW")}, {"out_layout", RY_ASTR("")}},
+     .rel = global_pool2d_rel,
+     .kernels = {[RY_TARGET_CPU] = ry_cpu_adaptive_max_pool2d},
+     .doc = "adaptive_max_pool2d: (N, C, H, W) -> (N, C, OH, OW), OH, OW = output_size"},
+    {.name = "nn.conv2d_backward_weight",
+     .nargs = 2,
+     .pattern = RY_PAT_OUT_ELEMWISE,
+     .nattrs = 10,
+     .attrs = {{"strides", ONES2},
+               {"padding", ZEROS2},
+               {"dilation", ONES2},
+               {"groups", RY_AINT(1)},
+               {"channels", RY_ANONE},
+               {"kernel_size", RY_ANONE},
+               {"data_layout", RY_ASTR("NCHW")},
+               {"kernel_layout", RY_ASTR("OIHW")},
+               {"out_layout", RY_ASTR("")},
+               {"out_dtype", RY_ASTR("")}},
+     .rel = conv2d_backward_weight_rel,
+     .kernels = {[RY_TARGET_CPU] = ry_cpu_conv2d_backward_weight},
+     .doc = "conv2d_backward_weight: (N, O, OH, OW) x (N, C, H, W) -> (O, C/groups, KH, KW)"},
+    {.name = "nn.max_pool2d_grad",
+     .nargs = 2,
+     .pattern = RY_PAT_OUT_ELEMWISE,
+     .nattrs = 7,
+     .attrs = {{"pool_size", RY_ANONE},
+               {"strides", ONES2},
+               {"dilation", ONES2},
+               {"padding", ZEROS2},
+               {"layout", RY_ASTR("NCHW")},
+               {"out_layout", RY_ASTR("")},
+               {"ceil_mode", RY_ABOOL(false)}},
+     .rel = pool2d_grad_rel,
+     .kernels = {[RY_TARGET_CPU] = ry_cpu_max_pool2d_grad},
+     .doc = "max_pool2d_grad: (N, C, OH, OW) x (N, C, H, W) -> (N, C, H, W), to each argmax"},
+    {.name = "nn.avg_pool2d_grad",
+     .nargs = 2,
+     .pattern = RY_PAT_OUT_ELEMWISE,
+     .nattrs = 8,
+     .attrs = {{"pool_size", RY_ANONE},
+               {"strides", ONES2},
+               {"dilation", ONES2},
+               {"padding", ZEROS2},
+               {"layout", RY_ASTR("NCHW")},
+               {"out_layout", RY_ASTR("")},
+               {"ceil_mode", RY_ABOOL(false)},
+               {"count_include_pad", RY_ABOOL(false)}},
+     .rel = pool2d_grad_rel,
+     .kernels = {[RY_TARGET_CPU] = ry_cpu_avg_pool2d_grad},
+     .doc = "avg_pool2d_grad: (N, C, OH, OW) x (N, C, H, W) -> (N, C, H, W), spread evenly"},
 };
 const int ry_ops_conv_count = (int)(sizeof ry_ops_conv / sizeof ry_ops_conv[0]);

@@ -4,13 +4,14 @@
  * ops (zeros, ones, full and their *_like forms), broadcast_to,
  * collapse_sum_like and copy. Each entry: TVM's name, arity, fusion pattern,
  * attributes with TVM's C++ defaults, type relation, CPU kernel
- * (src/backend/cpu/elemwise*.c) and a one-line rule.
- *
- * dtype rules: arithmetic takes floats and integers (not bool); exp, log,
+ * (src/backend/cpu/elemwise*.c) and a one-line rule. Gradient rules live
+ * with the AD transform (src/op/grad_*.c).
+ */
+
+/* dtype rules: arithmetic takes floats and integers (not bool); exp, log,
  * sqrt, rsqrt, tanh, sigmoid and nn.leaky_relu take floats only;
  * comparisons take any dtype and give bool; logical ops take bool. Binary
- * operands must have the same dtype (Relay does not promote).
- */
+ * operands must have the same dtype (Relay does not promote). */
 #include <stdarg.h>
 #include <string.h>
 
@@ -88,8 +89,10 @@ static ry_rel_status dtype_attr(ry_rel_ctx *c, bool required, bool *given, ry_dt
         return RY_REL_OK;
     }
     if (v->kind != RY_AV_STR || !ry_dtype_parse(v->s, strlen(v->s), out))
-        return fail(c, attr_span(c, "dtype"), "%s: dtype must be one of \"float32\", \"float64\", "
-                    "\"float16\", \"int8\", \"int32\", \"int64\", \"uint8\", \"bool\"", c->op->name);
+        return fail(c, attr_span(c, "dtype"),
+                    "%s: dtype must be one of \"float32\", \"float64\", \"float16\", \"int8\", "
+                    "\"int32\", \"int64\", \"uint8\", \"bool\"",
+                    c->op->name);
     *given = true;
     return RY_REL_OK;
 }
@@ -98,16 +101,22 @@ static ry_rel_status dtype_attr(ry_rel_ctx *c, bool required, bool *given, ry_dt
 static ry_rel_status shape_attr(ry_rel_ctx *c, int *ndim, ry_dim *dims) {
     const ry_attr_value *v = ry_attr_get(c->op, c->attrs, "shape");
     ry_span sp = attr_span(c, "shape");
-    if (v->kind == RY_AV_NONE) return fail(c, c->span, "%s: attribute shape is required", c->op->name);
+    if (v->kind == RY_AV_NONE)
+        return fail(c, c->span, "%s: attribute shape is required", c->op->name);
     int n = v->kind == RY_AV_LIST ? v->list.n : 1;
     const ry_attr_value *items = v->kind == RY_AV_LIST ? v->list.items : v;
-    if (n > RY_MAX_RANK) return fail(c, sp, "%s: shape has rank %d, more than %d", c->op->name, n, RY_MAX_RANK);
+    if (n > RY_MAX_RANK)
+        return fail(c, sp, "%s: shape has rank %d, more than %d", c->op->name, n, RY_MAX_RANK);
+    int64_t prod = 1;
     for (int i = 0; i < n; i++) {
         if (items[i].kind != RY_AV_INT)
             return fail(c, sp, "%s: shape must be a list of integers", c->op->name);
         if (items[i].i < 0)
             return fail(c, sp, "%s: shape dimension %d is negative (%lld)", c->op->name, i,
                         (long long)items[i].i);
+        if (items[i].i > 0 && prod > INT64_MAX / items[i].i)
+            return fail(c, sp, "%s: shape has more than 2^63 elements", c->op->name);
+        prod *= items[i].i;
         dims[i] = (ry_dim){RY_DIM_CONST, items[i].i, NULL};
     }
     *ndim = n;
@@ -117,7 +126,8 @@ static ry_rel_status shape_attr(ry_rel_ctx *c, int *ndim, ry_dim *dims) {
 /* A number attribute that TVM declares without a default. */
 static ry_rel_status number_attr(ry_rel_ctx *c, const char *name, double *out) {
     const ry_attr_value *v = ry_attr_get(c->op, c->attrs, name);
-    if (v->kind == RY_AV_NONE) return fail(c, c->span, "%s: attribute %s is required", c->op->name, name);
+    if (v->kind == RY_AV_NONE)
+        return fail(c, c->span, "%s: attribute %s is required", c->op->name, name);
     if (v->kind != RY_AV_INT && v->kind != RY_AV_FLOAT)
         return fail(c, attr_span(c, name), "%s: attribute %s must be a number", c->op->name, name);
     *out = v->kind == RY_AV_INT ? (double)v->i : v->f;
@@ -134,12 +144,13 @@ static bool dim_fits(const ry_dim *from, const ry_dim *to) {
 }
 
 /* Checks that `small` broadcasts to `big` (numpy rules, aligned right). */
-static ry_rel_status fits(ry_rel_ctx *c, const ry_type *small, const ry_type *big, const char *what) {
+static ry_rel_status fits(ry_rel_ctx *c, const ry_type *small, const ry_type *big,
+                          const char *what) {
     int ns = small->tensor.ndim, nb = big->tensor.ndim;
     char s1[128], s2[128];
     if (ns > nb)
-        return fail(c, c->span, "%s: %s has rank %d, more than the rank %d of %s", c->op->name, what,
-                    ns, nb, ry_type_str(big, s2, sizeof s2));
+        return fail(c, c->span, "%s: %s has rank %d, more than the rank %d of %s", c->op->name,
+                    what, ns, nb, ry_type_str(big, s2, sizeof s2));
     for (int i = 0; i < ns; i++)
         if (!dim_fits(&small->tensor.dims[i], &big->tensor.dims[i + nb - ns]))
             return fail(c, c->span, "%s: %s does not broadcast to %s (dimension %d: %lld vs %lld)",
@@ -316,6 +327,10 @@ static ry_rel_status rel_collapse_sum_like(ry_rel_ctx *c, int n, ry_type *const 
 #define CPU(k) .kernels = {[RY_TARGET_CPU] = ry_cpu_##k}
 #define BIN(NAME, K, REL, DOC) \
     {.name = NAME, .nargs = 2, .pattern = RY_PAT_BROADCAST, .rel = REL, CPU(K), .doc = DOC}
+/* comparisons and logic: bool results, zero adjoints */
+#define CMP(NAME, K, REL, DOC)                                                        \
+    {.name = NAME, .nargs = 2, .pattern = RY_PAT_BROADCAST, .rel = REL, CPU(K), .doc = DOC, \
+     .no_grad = true}
 #define UN(NAME, K, REL, DOC) \
     {.name = NAME, .nargs = 1, .pattern = RY_PAT_ELEMWISE, .rel = REL, CPU(K), .doc = DOC}
 #define INIT_ATTRS .nattrs = 2, .attrs = {{"shape", RY_ANONE}, {"dtype", RY_ANONE}}
@@ -329,14 +344,16 @@ const ry_op ry_ops_elemwise[] = {
     BIN("power", power, rel_arith, "power: (s1, d) x (s2, d) -> (broadcast, d): x ** y"),
     BIN("maximum", maximum, rel_arith, "maximum: (s1, d) x (s2, d) -> (broadcast, d), NaN wins"),
     BIN("minimum", minimum, rel_arith, "minimum: (s1, d) x (s2, d) -> (broadcast, d), NaN wins"),
-    BIN("equal", equal, rel_compare, "equal: (s1, d) x (s2, d) -> (broadcast, bool): x == y"),
-    BIN("not_equal", not_equal, rel_compare, "not_equal: (s1, d) x (s2, d) -> (broadcast, bool)"),
-    BIN("less", less, rel_compare, "less: (s1, d) x (s2, d) -> (broadcast, bool): x < y"),
-    BIN("less_equal", less_equal, rel_compare, "less_equal: -> (broadcast, bool): x <= y"),
-    BIN("greater", greater, rel_compare, "greater: (s1, d) x (s2, d) -> (broadcast, bool): x > y"),
-    BIN("greater_equal", greater_equal, rel_compare, "greater_equal: -> (broadcast, bool): x >= y"),
-    BIN("logical_and", logical_and, rel_logical, "logical_and: (s1, bool) x (s2, bool) -> (broadcast, bool)"),
-    BIN("logical_or", logical_or, rel_logical, "logical_or: (s1, bool) x (s2, bool) -> (broadcast, bool)"),
+    CMP("equal", equal, rel_compare, "equal: (s1, d) x (s2, d) -> (broadcast, bool): x == y"),
+    CMP("not_equal", not_equal, rel_compare, "not_equal: (s1, d) x (s2, d) -> (broadcast, bool)"),
+    CMP("less", less, rel_compare, "less: (s1, d) x (s2, d) -> (broadcast, bool): x < y"),
+    CMP("less_equal", less_equal, rel_compare, "less_equal: -> (broadcast, bool): x <= y"),
+    CMP("greater", greater, rel_compare, "greater: (s1, d) x (s2, d) -> (broadcast, bool): x > y"),
+    CMP("greater_equal", greater_equal, rel_compare, "greater_equal: -> (broadcast, bool): x >= y"),
+    CMP("logical_and", logical_and, rel_logical,
+        "logical_and: (s1, bool) x (s2, bool) -> (broadcast, bool)"),
+    CMP("logical_or", logical_or, rel_logical,
+        "logical_or: (s1, bool) x (s2, bool) -> (broadcast, bool)"),
 
     UN("negative", negative, rel_num, "negative: (s, d) -> (s, d): -x, integers wrap"),
     UN("exp", exp, rel_float, "exp: (s, f) -> (s, f)"),
@@ -353,7 +370,8 @@ const ry_op ry_ops_elemwise[] = {
     {.name = "clip", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .nattrs = 2,
      .attrs = {{"a_min", RY_ANONE}, {"a_max", RY_ANONE}}, .rel = rel_clip, CPU(clip),
      .doc = "clip: (s, d) -> (s, d): max(min(x, a_max), a_min), bounds cast to d"},
-    UN("logical_not", logical_not, rel_bool, "logical_not: (s, bool) -> (s, bool)"),
+    {.name = "logical_not", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .rel = rel_bool,
+     CPU(logical_not), .doc = "logical_not: (s, bool) -> (s, bool)", .no_grad = true},
     {.name = "where", .nargs = 3, .pattern = RY_PAT_BROADCAST, .rel = rel_where, CPU(where),
      .doc = "where: (s1, bool) x (s2, d) x (s3, d) -> (broadcast(s1, s2, s3), d)"},
     {.name = "cast", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .nattrs = 1,
@@ -365,8 +383,10 @@ const ry_op ry_ops_elemwise[] = {
      CPU(ones), .doc = "ones: () -> (shape, dtype)"},
     {.name = "full", .nargs = 1, .pattern = RY_PAT_ELEMWISE, INIT_ATTRS, .rel = rel_full,
      CPU(full), .doc = "full: ((), v) -> (shape, dtype or v)"},
-    UN("zeros_like", zeros_like, rel_any, "zeros_like: (s, d) -> (s, d)"),
-    UN("ones_like", ones_like, rel_any, "ones_like: (s, d) -> (s, d)"),
+    {.name = "zeros_like", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .rel = rel_any,
+     CPU(zeros_like), .doc = "zeros_like: (s, d) -> (s, d)", .no_grad = true},
+    {.name = "ones_like", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .rel = rel_any,
+     CPU(ones_like), .doc = "ones_like: (s, d) -> (s, d)", .no_grad = true},
     {.name = "full_like", .nargs = 2, .pattern = RY_PAT_ELEMWISE, .rel = rel_full_like,
      CPU(full_like), .doc = "full_like: (s, d) x ((), v) -> (s, d)"},
     {.name = "broadcast_to", .nargs = 1, .pattern = RY_PAT_BROADCAST, INIT_ATTRS,

@@ -1,12 +1,12 @@
 /*
  * nn.c: registry entries of the nn operator family: dense, matmul,
  * batch_matmul, bias_add, softmax, log_softmax, fast_softmax, batch_flatten,
- * pad, batch_norm, layer_norm, instance_norm, group_norm, l2_normalize,
- * dropout, prelu, cross_entropy and cross_entropy_with_logits. Each entry holds TVM's name, its
- * attributes with the defaults of TVM's C++ attribute classes
- * (include/tvm/relay/attrs/nn.h), the type relation written here, and the
- * CPU kernel from src/backend/cpu/ (nn_kernels.h). Convolution and pooling
- * live in conv.c; gradients are the AD transform's business.
+ * pad, mirror_pad, batch_norm, layer_norm, instance_norm, group_norm, lrn, l2_normalize,
+ * dropout, prelu, cross_entropy and cross_entropy_with_logits. Each entry
+ * holds TVM's name, its attributes with the defaults of TVM's C++ attribute
+ * classes (include/tvm/relay/attrs/nn.h), the type relation written here,
+ * and the CPU kernel from src/backend/cpu/ (nn_kernels.h). Convolution and
+ * pooling live in conv.c; gradients are the AD transform's business.
  */
 #include <string.h>
 
@@ -39,12 +39,17 @@ static ry_rel_status want_tensors(ry_rel_ctx *c, int nargs, ry_type *const *args
     return RY_REL_OK;
 }
 
-static const char *tstr(const ry_type *t, char *buf, size_t n) { return ry_type_str(t, buf, n); }
+static const char *tstr(const ry_type *t, char *buf, size_t n) {
+    return ry_type_str(t, buf, n);
+}
 
 static const char *dim_str(const ry_dim *d, char *buf, size_t n) {
-    if (d->kind == RY_DIM_CONST) snprintf(buf, n, "%lld", (long long)d->value);
-    else if (d->kind == RY_DIM_SYM) snprintf(buf, n, "%s", d->name);
-    else snprintf(buf, n, "?");
+    if (d->kind == RY_DIM_CONST)
+        snprintf(buf, n, "%lld", (long long)d->value);
+    else if (d->kind == RY_DIM_SYM)
+        snprintf(buf, n, "%s", d->name);
+    else
+        snprintf(buf, n, "?");
     return buf;
 }
 
@@ -54,21 +59,28 @@ static bool dims_may_equal(const ry_dim *a, const ry_dim *b) {
     return !(a->kind == RY_DIM_CONST && b->kind == RY_DIM_CONST && a->value != b->value);
 }
 
-static bool is_one(const ry_dim *d) { return d->kind == RY_DIM_CONST && d->value == 1; }
+static bool is_one(const ry_dim *d) {
+    return d->kind == RY_DIM_CONST && d->value == 1;
+}
 
 /* broadcast of one dim: 1 stretches, Any gives the other, equal stays;
  * differing symbols become Any (checked at run time). */
 static bool bcast_dim(const ry_dim *a, const ry_dim *b, ry_dim *out) {
-    if (is_one(a)) *out = *b;
-    else if (is_one(b)) *out = *a;
-    else if (a->kind == RY_DIM_ANY) *out = *b;
-    else if (b->kind == RY_DIM_ANY) *out = *a;
+    if (is_one(a))
+        *out = *b;
+    else if (is_one(b))
+        *out = *a;
+    else if (a->kind == RY_DIM_ANY)
+        *out = *b;
+    else if (b->kind == RY_DIM_ANY)
+        *out = *a;
     else if (a->kind == RY_DIM_CONST && b->kind == RY_DIM_CONST) {
         if (a->value != b->value) return false;
         *out = *a;
     } else if (a->kind == RY_DIM_SYM && b->kind == RY_DIM_SYM && strcmp(a->name, b->name) == 0)
         *out = *a;
-    else *out = (ry_dim){RY_DIM_ANY, 0, NULL};
+    else
+        *out = (ry_dim){RY_DIM_ANY, 0, NULL};
     return true;
 }
 
@@ -143,8 +155,9 @@ static bool want_channel_vec(ry_rel_ctx *c, const ry_type *data, int axis, const
     const ry_dim *cd = &data->tensor.dims[axis];
     if (!same_dtype(c, data, v, vname)) return false;
     if (v->tensor.ndim != 1 || !dims_may_equal(&v->tensor.dims[0], cd)) {
-        ry_error_at(c->err, c->span, "%s: %s must have shape (%s,) to match axis %d of data, got %s",
-                    c->op->name, vname, dim_str(cd, d1, sizeof d1), axis, tstr(v, s, sizeof s));
+        ry_error_at(c->err, c->span,
+                    "%s: %s must have shape (%s,) to match axis %d of data, got %s", c->op->name,
+                    vname, dim_str(cd, d1, sizeof d1), axis, tstr(v, s, sizeof s));
         return false;
     }
     return true;
@@ -157,10 +170,9 @@ static bool check_reduce(ry_rel_ctx *c, const ry_type *a, const ry_dim *ka, cons
                          const ry_dim *kb) {
     if (dims_may_equal(ka, kb)) return true;
     char sa[128], sb[128], da[32], db[32];
-    ry_error_at(c->err, c->span,
-                "%s: reduction dimensions differ: %s has %s but %s has %s", c->op->name,
-                tstr(a, sa, sizeof sa), dim_str(ka, da, sizeof da), tstr(b, sb, sizeof sb),
-                dim_str(kb, db, sizeof db));
+    ry_error_at(c->err, c->span, "%s: reduction dimensions differ: %s has %s but %s has %s",
+                c->op->name, tstr(a, sa, sizeof sa), dim_str(ka, da, sizeof da),
+                tstr(b, sb, sizeof sb), dim_str(kb, db, sizeof db));
     return false;
 }
 
@@ -240,8 +252,8 @@ static ry_rel_status rel_batch_matmul(ry_rel_ctx *c, int nargs, ry_type *const *
     const ry_type *x = args[0], *y = args[1];
     char s[128], s2[128];
     if (x->tensor.ndim != 3 || y->tensor.ndim != 3) {
-        ry_error_at(c->err, c->span, "%s expects two rank-3 tensors, got %s and %s",
-                    c->op->name, tstr(x, s, sizeof s), tstr(y, s2, sizeof s2));
+        ry_error_at(c->err, c->span, "%s expects two rank-3 tensors, got %s and %s", c->op->name,
+                    tstr(x, s, sizeof s), tstr(y, s2, sizeof s2));
         return RY_REL_FAIL;
     }
     if (!want_numeric(c, x) || !same_dtype(c, x, y, "y")) return RY_REL_FAIL;
@@ -310,12 +322,16 @@ static ry_rel_status rel_batch_flatten(ry_rel_ctx *c, int nargs, ry_type *const 
     ry_dim unknown = {RY_DIM_ANY, 0, NULL};
     for (int i = 1; i < d->tensor.ndim; i++) {
         const ry_dim *x = &d->tensor.dims[i];
-        if (x->kind == RY_DIM_CONST) prod *= x->value;
-        else nunknown++, unknown = *x;
+        if (x->kind == RY_DIM_CONST)
+            prod *= x->value;
+        else
+            nunknown++, unknown = *x;
     }
     ry_dim dims[2] = {d->tensor.dims[0], {RY_DIM_CONST, prod, NULL}};
-    if (nunknown == 1 && prod == 1) dims[1] = unknown;
-    else if (nunknown > 0) dims[1] = (ry_dim){prod == 0 ? RY_DIM_CONST : RY_DIM_ANY, 0, NULL};
+    if (nunknown == 1 && prod == 1)
+        dims[1] = unknown;
+    else if (nunknown > 0)
+        dims[1] = (ry_dim){prod == 0 ? RY_DIM_CONST : RY_DIM_ANY, 0, NULL};
     *out = ry_type_tensor_arena(c->arena, d->tensor.dtype, 2, dims);
     return RY_REL_OK;
 }
@@ -351,7 +367,9 @@ static bool pad_widths(ry_rel_ctx *c, int ndim, int64_t *before, int64_t *after)
 /* pad: (d_0, ..., d_n) x () -> (b_0 + d_0 + a_0, ..., b_n + d_n + a_n)
  * with pad_width [[b_i, a_i], ...]. As in TVM, negative widths crop (the
  * result must not be negative); "edge" needs d_i > 0 where it pads and
- * "reflect" needs b_i, a_i < d_i (one reflection, as numpy's single pass). */
+ * "reflect" needs b_i, a_i < d_i (one reflection, as numpy's single pass).
+ * mirror_pad: (d_i) -> (b_i + d_i + a_i), mode "REFLECT" (as pad's
+ * "reflect") or "SYMMETRIC" (the edge repeated: b_i, a_i <= d_i). */
 static ry_rel_status rel_pad(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_type **out) {
     static const char *const names[] = {"data", "pad_value"};
     ry_rel_status st = want_tensors(c, nargs, args, names);
@@ -359,18 +377,32 @@ static ry_rel_status rel_pad(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_
     const ry_type *d = args[0];
     int n = d->tensor.ndim;
     char s[128];
-    if (args[1]->tensor.ndim != 0) {
+    if (nargs == 2 && args[1]->tensor.ndim != 0) {
         ry_error_at(c->err, c->span, "%s: pad_value must be a scalar, got %s", c->op->name,
                     tstr(args[1], s, sizeof s));
         return RY_REL_FAIL;
     }
-    const char *mode = ry_attr_str(c->op, c->attrs, "pad_mode");
-    bool edge = strcmp(mode, "edge") == 0, reflect = strcmp(mode, "reflect") == 0;
-    if (!edge && !reflect && strcmp(mode, "constant") != 0) {
-        ry_error_at(c->err, attr_span(c, "pad_mode"),
-                    "%s: pad_mode must be \"constant\", \"edge\" or \"reflect\", not \"%s\"",
-                    c->op->name, mode);
-        return RY_REL_FAIL;
+    const char *mattr = nargs == 2 ? "pad_mode" : "mode";
+    const char *mode = ry_attr_str(c->op, c->attrs, mattr);
+    bool edge = false, reflect, sym = false;
+    if (nargs == 2) {
+        edge = strcmp(mode, "edge") == 0;
+        reflect = strcmp(mode, "reflect") == 0;
+        if (!edge && !reflect && strcmp(mode, "constant") != 0) {
+            ry_error_at(c->err, attr_span(c, mattr),
+                        "%s: pad_mode must be \"constant\", \"edge\" or \"reflect\", not \"%s\"",
+                        c->op->name, mode);
+            return RY_REL_FAIL;
+        }
+    } else {
+        reflect = strcmp(mode, "REFLECT") == 0;
+        sym = strcmp(mode, "SYMMETRIC") == 0;
+        if (!reflect && !sym) {
+            ry_error_at(c->err, attr_span(c, mattr),
+                        "%s: mode must be \"SYMMETRIC\" or \"REFLECT\", not \"%s\"", c->op->name,
+                        mode);
+            return RY_REL_FAIL;
+        }
     }
     int64_t before[RY_MAX_RANK], after[RY_MAX_RANK];
     if (!pad_widths(c, n, before, after)) return RY_REL_FAIL;
@@ -378,8 +410,8 @@ static ry_rel_status rel_pad(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_
     ry_span sp = attr_span(c, "pad_width");
     for (int i = 0; i < n; i++) {
         const ry_dim *x = &d->tensor.dims[i];
-        if ((edge || reflect) && (before[i] < 0 || after[i] < 0)) {
-            ry_error_at(c->err, sp, "%s: pad_mode \"%s\" needs non-negative widths (axis %d)",
+        if ((edge || reflect || sym) && (before[i] < 0 || after[i] < 0)) {
+            ry_error_at(c->err, sp, "%s: mode \"%s\" needs non-negative widths (axis %d)",
                         c->op->name, mode, i);
             return RY_REL_FAIL;
         }
@@ -394,13 +426,19 @@ static ry_rel_status rel_pad(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_
             return RY_REL_FAIL;
         }
         bool pads = before[i] > 0 || after[i] > 0;
-        if (edge && pads && x->value == 0) {
-            ry_error_at(c->err, sp, "%s: cannot edge-pad axis %d of size 0", c->op->name, i);
+        if ((edge || sym) && pads && x->value == 0) {
+            ry_error_at(c->err, sp, "%s: cannot %s-pad axis %d of size 0", c->op->name, mode, i);
             return RY_REL_FAIL;
         }
         if (reflect && pads && (before[i] >= x->value || after[i] >= x->value)) {
             ry_error_at(c->err, sp,
                         "%s: reflect padding on axis %d must be smaller than its size %lld",
+                        c->op->name, i, (long long)x->value);
+            return RY_REL_FAIL;
+        }
+        if (sym && (before[i] > x->value || after[i] > x->value)) {
+            ry_error_at(c->err, sp,
+                        "%s: symmetric padding on axis %d must not exceed its size %lld",
                         c->op->name, i, (long long)x->value);
             return RY_REL_FAIL;
         }
@@ -422,8 +460,7 @@ static bool check_epsilon(ry_rel_ctx *c) {
 
 /* batch_norm: (..., C at axis, ...) x (C,) x (C,) x (C,) x (C,)
  *   -> ((..., C, ...), (C,), (C,))   [data, gamma, beta, moving_mean, moving_var] */
-static ry_rel_status rel_batch_norm(ry_rel_ctx *c, int nargs, ry_type *const *args,
-                                    ry_type **out) {
+static ry_rel_status rel_batch_norm(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_type **out) {
     static const char *const names[] = {"data", "gamma", "beta", "moving_mean", "moving_var"};
     ry_rel_status st = want_tensors(c, nargs, args, names);
     if (st != RY_REL_OK) return st;
@@ -433,16 +470,15 @@ static ry_rel_status rel_batch_norm(ry_rel_ctx *c, int nargs, ry_type *const *ar
         return RY_REL_FAIL;
     for (int i = 1; i < 5; i++)
         if (!want_channel_vec(c, args[0], axis, args[i], names[i])) return RY_REL_FAIL;
-    ry_type *vec = ry_type_tensor_arena(c->arena, args[0]->tensor.dtype, 1,
-                                        &args[0]->tensor.dims[axis]);
+    ry_type *vec =
+        ry_type_tensor_arena(c->arena, args[0]->tensor.dtype, 1, &args[0]->tensor.dims[axis]);
     ry_type *fields[3] = {args[0], vec, vec};
     *out = ry_type_tuple_arena(c->arena, 3, fields);
     return RY_REL_OK;
 }
 
 /* layer_norm: (..., C at axis, ...) x (C,) x (C,) -> (..., C, ...) */
-static ry_rel_status rel_layer_norm(ry_rel_ctx *c, int nargs, ry_type *const *args,
-                                    ry_type **out) {
+static ry_rel_status rel_layer_norm(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_type **out) {
     static const char *const names[] = {"data", "gamma", "beta"};
     ry_rel_status st = want_tensors(c, nargs, args, names);
     if (st != RY_REL_OK) return st;
@@ -464,8 +500,8 @@ static ry_rel_status rel_dropout(ry_rel_ctx *c, int nargs, ry_type *const *args,
     if (!want_float(c, args[0])) return RY_REL_FAIL;
     double rate = ry_attr_float(c->op, c->attrs, "rate");
     if (!(rate >= 0 && rate <= 1)) {
-        ry_error_at(c->err, attr_span(c, "rate"), "%s: rate must be in [0, 1], got %g",
-                    c->op->name, rate);
+        ry_error_at(c->err, attr_span(c, "rate"), "%s: rate must be in [0, 1], got %g", c->op->name,
+                    rate);
         return RY_REL_FAIL;
     }
     ry_type *fields[2] = {args[0], args[0]};
@@ -490,8 +526,7 @@ static ry_rel_status rel_prelu(ry_rel_ctx *c, int nargs, ry_type *const *args, r
 
 /* instance_norm, group_norm: (N, ..., C at axis, ...) x (C,) x (C,) -> same,
  * axis >= 1 (dim 0 is the batch); group_norm: C divisible by num_groups >= 1 */
-static ry_rel_status rel_group_norm(ry_rel_ctx *c, int nargs, ry_type *const *args,
-                                    ry_type **out) {
+static ry_rel_status rel_group_norm(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_type **out) {
     static const char *const names[] = {"data", "gamma", "beta"};
     ry_rel_status st = want_tensors(c, nargs, args, names);
     if (st != RY_REL_OK) return st;
@@ -500,8 +535,8 @@ static ry_rel_status rel_group_norm(ry_rel_ctx *c, int nargs, ry_type *const *ar
     if (!want_float(c, d) || !axis_attr(c, "axis", d->tensor.ndim, &axis) || !check_epsilon(c))
         return RY_REL_FAIL;
     if (axis == 0) {
-        ry_error_at(c->err, attr_span(c, "axis"),
-                    "%s: axis must not be 0, the batch dimension", c->op->name);
+        ry_error_at(c->err, attr_span(c, "axis"), "%s: axis must not be 0, the batch dimension",
+                    c->op->name);
         return RY_REL_FAIL;
     }
     for (int i = 1; i < 3; i++)
@@ -513,8 +548,8 @@ static ry_rel_status rel_group_norm(ry_rel_ctx *c, int nargs, ry_type *const *ar
         if (g < 1 || (cd->kind == RY_DIM_CONST && cd->value % g != 0)) {
             char s[32];
             ry_error_at(c->err, attr_span(c, "num_groups"),
-                        "%s: num_groups=%lld must be >= 1 and divide the %s channels",
-                        c->op->name, (long long)g, dim_str(cd, s, sizeof s));
+                        "%s: num_groups=%lld must be >= 1 and divide the %s channels", c->op->name,
+                        (long long)g, dim_str(cd, s, sizeof s));
             return RY_REL_FAIL;
         }
     }
@@ -557,6 +592,26 @@ static ry_rel_status rel_l2_normalize(ry_rel_ctx *c, int nargs, ry_type *const *
     return RY_REL_OK;
 }
 
+/* lrn: T -> T for a float T; axis in range, size odd and >= 1 (TVM's topi
+ * further wants rank 4 and axis 1 or 3; any rank and axis work here) */
+static ry_rel_status rel_lrn(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_type **out) {
+    static const char *const names[] = {"data"};
+    ry_rel_status st = want_tensors(c, nargs, args, names);
+    if (st != RY_REL_OK) return st;
+    int axis;
+    int64_t size;
+    if (!want_float(c, args[0]) || !axis_attr(c, "axis", args[0]->tensor.ndim, &axis) ||
+        !int_attr(c, "size", &size))
+        return RY_REL_FAIL;
+    if (size < 1 || size % 2 == 0) {
+        ry_error_at(c->err, attr_span(c, "size"), "%s: size must be odd and >= 1, got %lld",
+                    c->op->name, (long long)size);
+        return RY_REL_FAIL;
+    }
+    *out = args[0];
+    return RY_REL_OK;
+}
+
 /* cross_entropy, cross_entropy_with_logits: (n, ...) x (n, ...) -> () */
 static ry_rel_status rel_cross_entropy(ry_rel_ctx *c, int nargs, ry_type *const *args,
                                        ry_type **out) {
@@ -584,80 +639,184 @@ static ry_rel_status rel_cross_entropy(ry_rel_ctx *c, int nargs, ry_type *const 
 #define CPU(k) .kernels = {[RY_TARGET_CPU] = (k)}
 
 const ry_op ry_ops_nn[] = {
-    {.name = "nn.dense", .nargs = 2, .pattern = RY_PAT_OUT_ELEMWISE, .nattrs = 2,
+    {.name = "nn.dense",
+     .nargs = 2,
+     .pattern = RY_PAT_OUT_ELEMWISE,
+     .nattrs = 2,
      .attrs = {{"units", RY_ANONE}, {"out_dtype", RY_ASTR("")}},
-     .rel = rel_dense, CPU(ry_cpu_dense),
+     .rel = rel_dense,
+     CPU(ry_cpu_dense),
      .doc = "dense: (d1, ..., dn, k) x (m, k) -> (d1, ..., dn, m)"},
-    {.name = "nn.matmul", .nargs = 2, .pattern = RY_PAT_OUT_ELEMWISE, .nattrs = 4,
-     .attrs = {{"units", RY_ANONE}, {"out_dtype", RY_ASTR("")},
-               {"transpose_a", RY_ABOOL(false)}, {"transpose_b", RY_ABOOL(false)}},
-     .rel = rel_matmul, CPU(ry_cpu_matmul),
-     .doc = "matmul: (..., k) x (k, m) -> (..., m); transpose_a: (..., k, n); transpose_b: (m, k)"},
-    {.name = "nn.batch_matmul", .nargs = 2, .pattern = RY_PAT_OUT_ELEMWISE, .nattrs = 3,
-     .attrs = {{"out_dtype", RY_ASTR("")}, {"transpose_a", RY_ABOOL(false)},
+    {.name = "nn.matmul",
+     .nargs = 2,
+     .pattern = RY_PAT_OUT_ELEMWISE,
+     .nattrs = 4,
+     .attrs = {{"units", RY_ANONE},
+               {"out_dtype", RY_ASTR("")},
+               {"transpose_a", RY_ABOOL(false)},
                {"transpose_b", RY_ABOOL(false)}},
-     .rel = rel_batch_matmul, CPU(ry_cpu_batch_matmul),
+     .rel = rel_matmul,
+     CPU(ry_cpu_matmul),
+     .doc = "matmul: (..., k) x (k, m) -> (..., m); transpose_a: (..., k, n); transpose_b: (m, k)"},
+    {.name = "nn.batch_matmul",
+     .nargs = 2,
+     .pattern = RY_PAT_OUT_ELEMWISE,
+     .nattrs = 3,
+     .attrs = {{"out_dtype", RY_ASTR("")},
+               {"transpose_a", RY_ABOOL(false)},
+               {"transpose_b", RY_ABOOL(false)}},
+     .rel = rel_batch_matmul,
+     CPU(ry_cpu_batch_matmul),
      .doc = "batch_matmul: (b, i, k) x (b, k, j) -> (b, i, j); a batch of 1 broadcasts"},
-    {.name = "nn.bias_add", .nargs = 2, .pattern = RY_PAT_BROADCAST, .nattrs = 1,
+    {.name = "nn.bias_add",
+     .nargs = 2,
+     .pattern = RY_PAT_BROADCAST,
+     .nattrs = 1,
      .attrs = {{"axis", RY_AINT(1)}},
-     .rel = rel_bias_add, CPU(ry_cpu_bias_add),
+     .rel = rel_bias_add,
+     CPU(ry_cpu_bias_add),
      .doc = "bias_add: (..., C at axis, ...) x (C,) -> (..., C, ...)"},
-    {.name = "nn.softmax", .nargs = 1, .pattern = RY_PAT_OPAQUE, .nattrs = 1,
+    {.name = "nn.softmax",
+     .nargs = 1,
+     .pattern = RY_PAT_OPAQUE,
+     .nattrs = 1,
      .attrs = {{"axis", RY_AINT(-1)}},
-     .rel = rel_softmax, CPU(ry_cpu_softmax),
+     .rel = rel_softmax,
+     CPU(ry_cpu_softmax),
      .doc = "softmax: T -> T, exp(x - max) / sum(exp(x - max)) along axis"},
-    {.name = "nn.log_softmax", .nargs = 1, .pattern = RY_PAT_OPAQUE, .nattrs = 1,
+    {.name = "nn.log_softmax",
+     .nargs = 1,
+     .pattern = RY_PAT_OPAQUE,
+     .nattrs = 1,
      .attrs = {{"axis", RY_AINT(-1)}},
-     .rel = rel_softmax, CPU(ry_cpu_log_softmax),
+     .rel = rel_softmax,
+     CPU(ry_cpu_log_softmax),
      .doc = "log_softmax: T -> T, x - max - log(sum(exp(x - max))) along axis"},
-    {.name = "nn.batch_flatten", .nargs = 1, .pattern = RY_PAT_INJECTIVE, .nattrs = 0,
-     .rel = rel_batch_flatten, CPU(ry_cpu_batch_flatten),
+    {.name = "nn.batch_flatten",
+     .nargs = 1,
+     .pattern = RY_PAT_INJECTIVE,
+     .nattrs = 0,
+     .rel = rel_batch_flatten,
+     CPU(ry_cpu_batch_flatten),
      .doc = "batch_flatten: (d0, d1, ..., dn) -> (d0, d1 * ... * dn)"},
-    {.name = "nn.pad", .nargs = 2, .pattern = RY_PAT_INJECTIVE, .nattrs = 2,
+    {.name = "nn.pad",
+     .nargs = 2,
+     .pattern = RY_PAT_INJECTIVE,
+     .nattrs = 2,
      .attrs = {{"pad_width", RY_AEMPTY}, {"pad_mode", RY_ASTR("constant")}},
-     .rel = rel_pad, CPU(ry_cpu_pad),
+     .rel = rel_pad,
+     CPU(ry_cpu_pad),
      .doc = "pad: (d_i) x () -> (before_i + d_i + after_i); constant, edge or reflect"},
-    {.name = "nn.batch_norm", .nargs = 5, .pattern = RY_PAT_OPAQUE, .nattrs = 4,
-     .attrs = {{"axis", RY_AINT(1)}, {"epsilon", RY_AFLOAT(1e-5)}, {"center", RY_ABOOL(true)},
+    {.name = "nn.mirror_pad",
+     .nargs = 1,
+     .pattern = RY_PAT_INJECTIVE,
+     .nattrs = 2,
+     .attrs = {{"mode", RY_ASTR("SYMMETRIC")}, {"pad_width", RY_AEMPTY}},
+     .rel = rel_pad,
+     CPU(ry_cpu_pad),
+     .doc = "mirror_pad: (d_i) -> (before_i + d_i + after_i), SYMMETRIC or REFLECT"},
+    {.name = "nn.batch_norm",
+     .nargs = 5,
+     .pattern = RY_PAT_OPAQUE,
+     .nattrs = 4,
+     .attrs = {{"axis", RY_AINT(1)},
+               {"epsilon", RY_AFLOAT(1e-5)},
+               {"center", RY_ABOOL(true)},
                {"scale", RY_ABOOL(true)}},
-     .rel = rel_batch_norm, CPU(ry_cpu_batch_norm),
+     .rel = rel_batch_norm,
+     CPU(ry_cpu_batch_norm),
      .doc = "batch_norm: (.., C, ..) x (C,)^4 -> ((.., C, ..), (C,), (C,)): out, mean, var"},
-    {.name = "nn.layer_norm", .nargs = 3, .pattern = RY_PAT_OPAQUE, .nattrs = 4,
-     .attrs = {{"axis", RY_AINT(-1)}, {"epsilon", RY_AFLOAT(1e-5)}, {"center", RY_ABOOL(true)},
+    {.name = "nn.layer_norm",
+     .nargs = 3,
+     .pattern = RY_PAT_OPAQUE,
+     .nattrs = 4,
+     .attrs = {{"axis", RY_AINT(-1)},
+               {"epsilon", RY_AFLOAT(1e-5)},
+               {"center", RY_ABOOL(true)},
                {"scale", RY_ABOOL(true)}},
-     .rel = rel_layer_norm, CPU(ry_cpu_layer_norm),
+     .rel = rel_layer_norm,
+     CPU(ry_cpu_layer_norm),
      .doc = "layer_norm: (.., C, ..) x (C,) x (C,) -> (.., C, ..), normalized along axis"},
-    {.name = "nn.dropout", .nargs = 1, .pattern = RY_PAT_OPAQUE, .nattrs = 1,
+    {.name = "nn.dropout",
+     .nargs = 1,
+     .pattern = RY_PAT_OPAQUE,
+     .nattrs = 1,
      .attrs = {{"rate", RY_AFLOAT(0.5)}},
-     .rel = rel_dropout, CPU(ry_cpu_dropout),
-     .doc = "dropout: T -> (T, T): (data * mask, mask), mask 0 or 1/(1-rate) in training"},
-    {.name = "nn.fast_softmax", .nargs = 1, .pattern = RY_PAT_OPAQUE, .nattrs = 1,
+     .rel = rel_dropout,
+     CPU(ry_cpu_dropout),
+     .doc = "dropout: T -> (T, T): (data * mask / (1 - rate), mask of 0/1) in training"},
+    {.name = "nn.fast_softmax",
+     .nargs = 1,
+     .pattern = RY_PAT_OPAQUE,
+     .nattrs = 1,
      .attrs = {{"axis", RY_AINT(-1)}},
-     .rel = rel_softmax, CPU(ry_cpu_softmax),
+     .rel = rel_softmax,
+     CPU(ry_cpu_softmax),
      .doc = "fast_softmax: T -> T, softmax (computed exactly here)"},
-    {.name = "nn.prelu", .nargs = 2, .pattern = RY_PAT_BROADCAST, .nattrs = 1,
+    {.name = "nn.prelu",
+     .nargs = 2,
+     .pattern = RY_PAT_BROADCAST,
+     .nattrs = 1,
      .attrs = {{"axis", RY_AINT(1)}},
-     .rel = rel_prelu, CPU(ry_cpu_prelu),
+     .rel = rel_prelu,
+     CPU(ry_cpu_prelu),
      .doc = "prelu: (.., C at axis, ..) x (C,) -> (.., C, ..), x < 0 ? alpha[c] * x : x"},
-    {.name = "nn.instance_norm", .nargs = 3, .pattern = RY_PAT_OPAQUE, .nattrs = 4,
-     .attrs = {{"axis", RY_AINT(1)}, {"epsilon", RY_AFLOAT(1e-5)}, {"center", RY_ABOOL(true)},
+    {.name = "nn.instance_norm",
+     .nargs = 3,
+     .pattern = RY_PAT_OPAQUE,
+     .nattrs = 4,
+     .attrs = {{"axis", RY_AINT(1)},
+               {"epsilon", RY_AFLOAT(1e-5)},
+               {"center", RY_ABOOL(true)},
                {"scale", RY_ABOOL(true)}},
-     .rel = rel_group_norm, CPU(ry_cpu_instance_norm),
+     .rel = rel_group_norm,
+     CPU(ry_cpu_instance_norm),
      .doc = "instance_norm: (N, .., C, ..) x (C,) x (C,) -> same, per (n, c) statistics"},
-    {.name = "nn.group_norm", .nargs = 3, .pattern = RY_PAT_OPAQUE, .nattrs = 5,
-     .attrs = {{"num_groups", RY_AINT(0)}, {"axis", RY_AINT(1)}, {"epsilon", RY_AFLOAT(1e-5)},
-               {"center", RY_ABOOL(true)}, {"scale", RY_ABOOL(true)}},
-     .rel = rel_group_norm, CPU(ry_cpu_group_norm),
+    {.name = "nn.group_norm",
+     .nargs = 3,
+     .pattern = RY_PAT_OPAQUE,
+     .nattrs = 5,
+     .attrs = {{"num_groups", RY_AINT(0)},
+               {"axis", RY_AINT(1)},
+               {"epsilon", RY_AFLOAT(1e-5)},
+               {"center", RY_ABOOL(true)},
+               {"scale", RY_ABOOL(true)}},
+     .rel = rel_group_norm,
+     CPU(ry_cpu_group_norm),
      .doc = "group_norm: (N, .., C, ..) x (C,) x (C,) -> same, per (n, group) statistics"},
-    {.name = "nn.l2_normalize", .nargs = 1, .pattern = RY_PAT_OPAQUE, .nattrs = 2,
+    {.name = "nn.lrn",
+     .nargs = 1,
+     .pattern = RY_PAT_OPAQUE,
+     .nattrs = 5,
+     .attrs = {{"size", RY_AINT(5)},
+               {"axis", RY_AINT(1)},
+               {"bias", RY_AFLOAT(2)},
+               {"alpha", RY_AFLOAT(0.0001)},
+               {"beta", RY_AFLOAT(0.75)}},
+     .rel = rel_lrn,
+     CPU(ry_cpu_lrn),
+     .doc = "lrn: T -> T, x / (bias + alpha * sum(x^2 over size channels) / size)^beta"},
+    {.name = "nn.l2_normalize",
+     .nargs = 1,
+     .pattern = RY_PAT_OPAQUE,
+     .nattrs = 2,
      .attrs = {{"eps", RY_ANONE}, {"axis", RY_ANONE}},
-     .rel = rel_l2_normalize, CPU(ry_cpu_l2_normalize),
+     .rel = rel_l2_normalize,
+     CPU(ry_cpu_l2_normalize),
      .doc = "l2_normalize: T -> T, x / sqrt(max(sum(x^2, axis), eps))"},
-    {.name = "nn.cross_entropy", .nargs = 2, .pattern = RY_PAT_OPAQUE, .nattrs = 0,
-     .rel = rel_cross_entropy, CPU(ry_cpu_cross_entropy),
+    {.name = "nn.cross_entropy",
+     .nargs = 2,
+     .pattern = RY_PAT_OPAQUE,
+     .nattrs = 0,
+     .rel = rel_cross_entropy,
+     CPU(ry_cpu_cross_entropy),
      .doc = "cross_entropy: (n, ..) x (n, ..) -> (), -sum(y * log(x)) / n"},
-    {.name = "nn.cross_entropy_with_logits", .nargs = 2, .pattern = RY_PAT_OPAQUE, .nattrs = 0,
-     .rel = rel_cross_entropy, CPU(ry_cpu_cross_entropy_with_logits),
+    {.name = "nn.cross_entropy_with_logits",
+     .nargs = 2,
+     .pattern = RY_PAT_OPAQUE,
+     .nattrs = 0,
+     .rel = rel_cross_entropy,
+     CPU(ry_cpu_cross_entropy_with_logits),
      .doc = "cross_entropy_with_logits: (n, ..) x (n, ..) -> (), -sum(y * x) / n"},
 };
 const int ry_ops_nn_count = (int)(sizeof ry_ops_nn / sizeof ry_ops_nn[0]);

@@ -1,11 +1,10 @@
 /*
- * transform.c: the transform operator family: reductions (sum, mean, max,
- * min, argmax, argmin) and shape/index transforms (reshape, transpose,
- * concatenate, split, take, expand_dims, squeeze, stack, one_hot).
- *
- * Each entry holds TVM's name, its attributes with the defaults of TVM's C++
- * attribute classes, its type relation (rule in one line above it) and its
- * CPU kernel (src/backend/cpu/{reduce,transform}.c). Gradients live elsewhere.
+ * transform.c: the transform operator family: reductions (sum, mean, max, min,
+ * argmax, argmin) and shape/index transforms (reshape, transpose, concatenate,
+ * split, take, expand_dims, squeeze, stack, one_hot). Each entry holds TVM's
+ * name, its attributes with TVM's C++ defaults, its type relation (rule in one
+ * line above it) and its CPU kernel (src/backend/cpu/{reduce,transform}.c).
+ * Gradient rules are in src/op/grad_rules.c for now; argmax/argmin: no_grad.
  */
 #include <string.h>
 
@@ -148,7 +147,8 @@ static ry_type *tensor_type(ry_rel_ctx *c, ry_dtype dt, int n, const ry_dim *dim
 /* ---- reductions ---- */
 
 /* reduce: (d0, ..., dn-1) -> the dims not reduced (reduced ones kept as 1
- * with keepdims); axis=None reduces every dim; exclude reduces the others. */
+ * with keepdims); axis=None or [] reduces every dim; exclude reduces the
+ * dims not listed. */
 static ry_rel_status reduce_shape(ry_rel_ctx *c, const ry_type *x, ry_dtype out_dtype,
                                   ry_type **out) {
     int n = x->tensor.ndim, na;
@@ -233,6 +233,11 @@ static bool push_dim(ry_rel_ctx *c, reshape_state *st, ry_dim d, bool used) {
 static int64_t mul_sat(int64_t a, int64_t b) {
     int64_t r;
     return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+static int64_t add_sat(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
 }
 
 static ry_dim dim_mul(const ry_dim *a, const ry_dim *b) {
@@ -431,8 +436,9 @@ static ry_rel_status rel_concatenate(ry_rel_ctx *c, int nargs, ry_type *const *a
         const ry_dim *fd = t->tuple.fields[i]->tensor.dims;
         for (int d = 0; d < n; d++) {
             if (d == axis) {
-                dims[d] = is_const(&dims[d]) && is_const(&fd[d]) ? cdim(dims[d].value + fd[d].value)
-                                                                 : anydim();
+                dims[d] = is_const(&dims[d]) && is_const(&fd[d])
+                              ? cdim(add_sat(dims[d].value, fd[d].value))
+                              : anydim();
             } else if (!unify_dim(&dims[d], &fd[d], &dims[d])) {
                 return fail(c, c->span,
                             "concatenate: field %d has %lld at dim %d but earlier fields have %lld",
@@ -617,7 +623,7 @@ static ry_rel_status rel_expand_dims(ry_rel_ctx *c, int nargs, ry_type *const *a
 }
 
 /* squeeze: (d...) -> d without the listed dims (each must be 1); axis=None
- * drops every dim known to be 1. */
+ * drops every dim of extent 1 (all dims must then be known). */
 static ry_rel_status rel_squeeze(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_type **out) {
     if (!check_nargs(c, nargs)) return RY_REL_FAIL;
     ry_rel_status s = tensor_arg(c, args[0], "data");
@@ -629,7 +635,13 @@ static ry_rel_status rel_squeeze(ry_rel_ctx *c, int nargs, ry_type *const *args,
     bool drop[RY_MAX_RANK] = {false};
     const ry_dim *xd = x->tensor.dims;
     if (na < 0) {
-        for (int d = 0; d < n; d++) drop[d] = is_const(&xd[d]) && xd[d].value == 1;
+        for (int d = 0; d < n; d++) {
+            /* an unknown dim might be 1 at run time: the result's rank
+             * would then depend on the data (TVM refuses this too) */
+            if (!is_const(&xd[d]))
+                return fail(c, c->span, "squeeze: dim %d is not known, so axis must be given", d);
+            drop[d] = xd[d].value == 1;
+        }
     } else {
         for (int i = 0; i < na; i++) {
             int a;
@@ -705,53 +717,68 @@ static ry_rel_status rel_one_hot(ry_rel_ctx *c, int nargs, ry_type *const *args,
 
 const ry_op ry_ops_transform[] = {
     {"sum", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_max, {ry_cpu_reduce_sum},
-     "sum: (d...) -> d without the reduced axes; any dtype (bool: or)"},
+     "sum: (d...) -> d without the reduced axes; any dtype (bool: or)",
+     NULL, false},
     {"mean", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_mean, {ry_cpu_reduce_mean},
-     "mean: (d...) -> d without the reduced axes; integers divide with truncation"},
+     "mean: (d...) -> d without the reduced axes; integers divide with truncation",
+     NULL, false},
     {"max", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_max, {ry_cpu_reduce_max},
-     "max: (d...) -> d without the reduced axes"},
+     "max: (d...) -> d without the reduced axes",
+     NULL, false},
     {"min", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_max, {ry_cpu_reduce_min},
-     "min: (d...) -> d without the reduced axes"},
+     "min: (d...) -> d without the reduced axes",
+     NULL, false},
     {"argmax", 1, RY_PAT_COMM_REDUCE, ARGREDUCE_ATTRS, rel_argmax, {ry_cpu_reduce_argmax},
-     "argmax: (d...) -> int32 index within the reduced axes"},
+     "argmax: (d...) -> int32 index within the reduced axes",
+     NULL, true},
     {"argmin", 1, RY_PAT_COMM_REDUCE, ARGREDUCE_ATTRS, rel_argmax, {ry_cpu_reduce_argmin},
-     "argmin: (d...) -> int32 index within the reduced axes"},
+     "argmin: (d...) -> int32 index within the reduced axes",
+     NULL, true},
     {"reshape", 1, RY_PAT_INJECTIVE,
      2, {{"newshape", RY_ANONE}, {"allowzero", RY_ABOOL(false)}},
      rel_reshape, {ry_cpu_reshape},
-     "reshape: (d...) -> newshape with 0 (copy), -1 (infer), -2, -3, -4 as TVM"},
+     "reshape: (d...) -> newshape with 0 (copy), -1 (infer), -2, -3, -4 as TVM",
+     NULL, false},
     {"transpose", 1, RY_PAT_INJECTIVE,
      1, {{"axes", RY_ANONE}},
      rel_transpose, {ry_cpu_transpose},
-     "transpose: (d0, ..., dn-1) -> (d[axes[0]], ...); None reverses"},
+     "transpose: (d0, ..., dn-1) -> (d[axes[0]], ...); None reverses",
+     NULL, false},
     {"concatenate", 1, RY_PAT_INJECTIVE,
      1, {{"axis", RY_AINT(0)}},
      rel_concatenate, {ry_cpu_concatenate},
-     "concatenate: ((a, ki, b)...) -> (a, sum ki, b)"},
+     "concatenate: ((a, ki, b)...) -> (a, sum ki, b)",
+     NULL, false},
     {"split", 1, RY_PAT_INJECTIVE,
      2, {{"indices_or_sections", RY_ANONE}, {"axis", RY_AINT(0)}},
      rel_split, {ry_cpu_split},
-     "split: (a, d, b) -> ((a, di, b)...) by sections or indices"},
+     "split: (a, d, b) -> ((a, di, b)...) by sections or indices",
+     NULL, false},
     {"take", 2, RY_PAT_INJECTIVE,
      3, {{"batch_dims", RY_AINT(0)}, {"axis", RY_ANONE}, {"mode", RY_ASTR("clip")}},
      rel_take, {ry_cpu_take},
-     "take: (B, O, n, I) x (B, K) -> (B, O, K, I); axis=None flattens"},
+     "take: (B, O, n, I) x (B, K) -> (B, O, K, I); axis=None flattens",
+     NULL, false},
     {"expand_dims", 1, RY_PAT_BROADCAST,
      2, {{"axis", RY_ANONE}, {"num_newaxis", RY_AINT(1)}},
      rel_expand_dims, {ry_cpu_reshape},
-     "expand_dims: (a, b) -> (a, 1 x num_newaxis, b)"},
+     "expand_dims: (a, b) -> (a, 1 x num_newaxis, b)",
+     NULL, false},
     {"squeeze", 1, RY_PAT_INJECTIVE,
      1, {{"axis", RY_ANONE}},
      rel_squeeze, {ry_cpu_reshape},
-     "squeeze: (a, 1, b) -> (a, b); None drops every 1"},
+     "squeeze: (a, 1, b) -> (a, b); None drops every 1",
+     NULL, false},
     {"stack", 1, RY_PAT_INJECTIVE,
      1, {{"axis", RY_AINT(0)}},
      rel_stack, {ry_cpu_stack},
-     "stack: k x (a, b) -> (a, k, b)"},
+     "stack: k x (a, b) -> (a, k, b)",
+     NULL, false},
     {"one_hot", 3, RY_PAT_OUT_ELEMWISE,
      3, {{"depth", RY_AINT(1)}, {"axis", RY_AINT(-1)}, {"dtype", RY_ANONE}},
      rel_one_hot, {ry_cpu_one_hot},
-     "one_hot: (P, Q) x () x () -> (P, depth, Q) of dtype"},
+     "one_hot: (P, Q) x () x () -> (P, depth, Q) of dtype",
+     NULL, false},
 };
 /* clang-format on */
 const int ry_ops_transform_count = (int)(sizeof ry_ops_transform / sizeof ry_ops_transform[0]);

@@ -240,8 +240,9 @@ static ry_status eval(machine *mc, const ry_expr *e, const ry_expr **next, ry_va
             return finish_call(mc, next, v);
         }
         frame f = {.kind = K_CALL, .i = 1, .e = e, .base = mc->nv};
+        /* Operands: the callee (unless an operator), then the arguments;
+         * f.i counts those already started. */
         *next = op ? e->call.args[0] : e->call.callee;
-        if (op) f.i = 1; /* next to evaluate after args[0] is args[1] */
         return push_frame(mc, f);
     }
     case RY_EXPR_LET:
@@ -319,7 +320,7 @@ static ry_status deliver(machine *mc, const ry_expr **next, ry_value **v) {
     case K_IF: {
         mc->nf--;
         *v = NULL;
-        bool ok = x->kind == RY_VAL_TENSOR && x->tensor->size == 1;
+        bool ok = x->kind == RY_VAL_TENSOR && x->tensor->size == 1 && x->tensor->dtype == RY_BOOL;
         bool c = ok && ry_tensor_get(x->tensor, 0) != 0;
         char d[64] = "";
         if (x->kind == RY_VAL_TENSOR) ry_tensor_describe(x->tensor, d, sizeof d);
@@ -408,6 +409,7 @@ static ry_status deliver(machine *mc, const ry_expr **next, ry_value **v) {
         return *v ? RY_OK : oom(mc, e->span);
     case K_MEMO:
         mc->nf--;
+        ry_value_release(mc->cur->slot[f->slot]); /* empty: a DAG has no cycles */
         mc->cur->slot[f->slot] = ry_value_retain(x);
         return RY_OK;
     case K_RETURN:
@@ -510,6 +512,9 @@ ry_status ry_interp_call(ry_module *m, const char *entry, int nargs, ry_value *c
     *out = NULL;
     const ry_global *g = ry_module_find_global(m, entry);
     if (!g || !g->func) return ry_error_at(err, RY_NO_SPAN, "no global function @%s", entry);
+    if (g->func->func.nparams != nargs)
+        return ry_error_at(err, g->span, "@%s takes %d arguments, not %d", entry,
+                           g->func->func.nparams, nargs);
     ry_value *fn = ry_value_closure(g->func, 0, NULL, NULL);
     if (!fn) return ry_error_at(err, g->span, "out of memory");
     ry_status st = ry_interp_apply(m, fn, nargs, args, opts, out, err);

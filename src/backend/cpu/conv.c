@@ -1,11 +1,12 @@
 /*
- * conv.c (cpu): nn.conv2d as im2col + one GEMM per (image, group), and
- * nn.conv2d_transpose as one GEMM per (image, group) + col2im, both NCHW
- * with OIHW / IOHW weights. float32 and float64 go through OpenBLAS
- * (cblas_sgemm / cblas_dgemm); float16 is widened to float32 and integers
- * to int64 (a plain triple loop), then narrowed into the output dtype.
- * Shapes were checked by the type relation (src/op/conv.c); this file only
- * computes. Also holds the dtype widening helpers the pool kernels share.
+ * conv.c (cpu): nn.conv2d as im2col + one GEMM per (image, group);
+ * nn.conv2d_transpose as one GEMM per (image, group) + col2im; and
+ * nn.conv2d_backward_weight (conv2d's weight adjoint) as im2col + GEMM
+ * accumulating over images. NCHW data, OIHW / IOHW weights. float32 and
+ * float64 go through OpenBLAS (cblas_sgemm / cblas_dgemm); float16 is
+ * widened to float32 and integers to int64 (a plain loop), then narrowed
+ * into the output dtype. Shapes were checked by the type relations
+ * (src/op/conv.c). Also holds the widening helpers the pool kernels share.
  */
 #include <cblas.h>
 #include <limits.h>
@@ -115,7 +116,8 @@ static geom conv_geom(const ry_conv2d_params *p, const ry_tensor *x, const ry_te
 /* ---- im2col / col2im, once per compute type ----
  * im2col: col[(c*KH + kh)*KW + kw][oh*OW + ow] = x[c][oh*sh - pt + kh*dh][ow*sw - pl + kw*dw],
  *   zero outside the image; x is one group's (Cg, H, W) slice.
- * col2im: the adjoint: y[o][ih*sh - pt + kh*dh][iw*sw - pl + kw*dw] += col[(o*KH + kh)*KW + kw][ih*W + iw],
+ * col2im: the adjoint:
+ *   y[o][ih*sh - pt + kh*dh][iw*sw - pl + kw*dw] += col[(o*KH + kh)*KW + kw][ih*W + iw],
  *   in a fixed order, so results are deterministic. */
 #define DEFINE_IM2COL(T, SUF, ADD)                                                                  \
     static void im2col_##SUF(const geom *g, int64_t Cg, const T *x, T *col) {                    \
@@ -165,32 +167,36 @@ DEFINE_IM2COL(float, f32, ADD_F)
 DEFINE_IM2COL(double, f64, ADD_F)
 DEFINE_IM2COL(int64_t, i64, ADD_I)
 
-/* C (M x N) = op(A) (M x K) * B (K x N), row-major, C overwritten. transA:
- * A is stored (K x M). Integers: a plain i-k-j loop (wrapping adds). */
-static void gemm_i64(bool transA, int64_t M, int64_t N, int64_t K, const int64_t *A,
-                     const int64_t *B, int64_t *Cm) {
-    memset(Cm, 0, sizeof(int64_t) * (size_t)(M * N));
+/* C (M x N) = op(A) (M x K) * op(B) (K x N) (+ C when accumulate), row-major.
+ * transA: A is stored (K x M); transB: B is stored (N x K). Integers: a
+ * plain loop over k in order (wrapping adds). */
+static void gemm_i64(bool transA, bool transB, bool acc, int64_t M, int64_t N, int64_t K,
+                     const int64_t *A, const int64_t *B, int64_t *Cm) {
+    if (!acc) memset(Cm, 0, sizeof(int64_t) * (size_t)(M * N));
     for (int64_t i = 0; i < M; i++)
         for (int64_t k = 0; k < K; k++) {
             uint64_t a = (uint64_t)(transA ? A[k * M + i] : A[i * K + k]);
-            const int64_t *b = B + k * N;
             int64_t *c = Cm + i * N;
-            for (int64_t j = 0; j < N; j++) c[j] = (int64_t)((uint64_t)c[j] + a * (uint64_t)b[j]);
+            for (int64_t j = 0; j < N; j++) {
+                uint64_t b = (uint64_t)(transB ? B[j * K + k] : B[k * N + j]);
+                c[j] = (int64_t)((uint64_t)c[j] + a * b);
+            }
         }
 }
 
-static void gemm(ry_conv_ctype ct, bool transA, int64_t M, int64_t N, int64_t K, const void *A,
-                 const void *B, void *Cm) {
+static void gemm(ry_conv_ctype ct, bool transA, bool transB, bool acc, int64_t M, int64_t N,
+                 int64_t K, const void *A, const void *B, void *Cm) {
     enum CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
-    int lda = (int)(transA ? M : K);
+    enum CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
+    int lda = (int)(transA ? M : K), ldb = (int)(transB ? K : N);
     if (ct == RY_CT_F32)
-        cblas_sgemm(CblasRowMajor, ta, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A, lda, B,
-                    (int)N, 0.0f, Cm, (int)N);
+        cblas_sgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, 1.0f, A, lda, B, ldb,
+                    acc ? 1.0f : 0.0f, Cm, (int)N);
     else if (ct == RY_CT_F64)
-        cblas_dgemm(CblasRowMajor, ta, CblasNoTrans, (int)M, (int)N, (int)K, 1.0, A, lda, B,
-                    (int)N, 0.0, Cm, (int)N);
+        cblas_dgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, 1.0, A, lda, B, ldb,
+                    acc ? 1.0 : 0.0, Cm, (int)N);
     else
-        gemm_i64(transA, M, N, K, A, B, Cm);
+        gemm_i64(transA, transB, acc, M, N, K, A, B, Cm);
 }
 
 static ry_status too_big(ry_kernel_ctx *c, int64_t a, int64_t b, int64_t k) {
@@ -216,9 +222,11 @@ static ry_status bufs_load(ry_kernel_ctx *c, ry_conv_ctype ct, const ry_tensor *
     memset(b, 0, sizeof *b);
     b->x = ry_conv_load(x, ct, &b->own_x);
     b->w = b->x ? ry_conv_load(w, ct, &b->own_w) : NULL;
-    if (is_native(y->dtype, ct)) {
+    if (!b->w) {
+        /* nothing more to try */
+    } else if (is_native(y->dtype, ct)) {
         b->y = y->data;
-    } else if (b->w) {
+    } else {
         b->y = ry_malloc((size_t)(y->size ? y->size : 1) * ct_size(ct));
         b->own_y = b->y != NULL;
     }
@@ -229,7 +237,8 @@ static ry_status bufs_load(ry_kernel_ctx *c, ry_conv_ctype ct, const ry_tensor *
 }
 
 /* nn.conv2d: for each image n and group g,
- *   y[n, g*Og:(g+1)*Og] (Og x OH*OW) = W[g*Og:(g+1)*Og] (Og x Cg*KH*KW) * im2col(x[n, g*Cg:(g+1)*Cg]). */
+ *   y[n, g*Og:(g+1)*Og] (Og x OH*OW) =
+ *     W[g*Og:(g+1)*Og] (Og x Cg*KH*KW) * im2col(x[n, g*Cg:(g+1)*Cg]). */
 ry_status ry_cpu_conv2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                         ry_tensor *const *out) {
     ry_conv2d_params p;
@@ -256,7 +265,7 @@ ry_status ry_cpu_conv2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nou
             if (ct == RY_CT_F32) im2col_f32(&g, Cg, (const float *)xs, b.col);
             else if (ct == RY_CT_F64) im2col_f64(&g, Cg, (const double *)xs, b.col);
             else im2col_i64(&g, Cg, (const int64_t *)xs, b.col);
-            gemm(ct, false, Og, ohw, K, ws, b.col, ys);
+            gemm(ct, false, false, false, Og, ohw, K, ws, b.col, ys);
         }
     if (b.own_y) ry_conv_store(y, b.y, ct);
     bufs_free(&b);
@@ -264,7 +273,8 @@ ry_status ry_cpu_conv2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nou
 }
 
 /* nn.conv2d_transpose: for each image n and group g,
- *   col (Og*KH*KW x H*W) = W[g*Cg:(g+1)*Cg]^T (stored Cg x Og*KH*KW) * x[n, g*Cg:(g+1)*Cg] (Cg x H*W),
+ *   col (Og*KH*KW x H*W) =
+ *     W[g*Cg:(g+1)*Cg]^T (stored Cg x Og*KH*KW) * x[n, g*Cg:(g+1)*Cg] (Cg x H*W),
  *   y[n, g*Og:(g+1)*Og] = col2im(col) (zero where nothing lands; output_padding rows included). */
 ry_status ry_cpu_conv2d_transpose(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                                   ry_tensor *const *out) {
@@ -290,12 +300,51 @@ ry_status ry_cpu_conv2d_transpose(ry_kernel_ctx *c, int nin, ry_tensor *const *i
             const char *xs = (const char *)b.x + (size_t)((n * g.C + gi * Cg) * hw) * es;
             const char *ws = (const char *)b.w + (size_t)(gi * Cg * M) * es;
             char *ys = (char *)b.y + (size_t)((n * g.O + gi * Og) * g.OH * g.OW) * es;
-            gemm(ct, true, M, hw, Cg, ws, xs, b.col);
+            gemm(ct, true, false, false, M, hw, Cg, ws, xs, b.col);
             if (ct == RY_CT_F32) col2im_f32(&g, Og, b.col, (float *)ys);
             else if (ct == RY_CT_F64) col2im_f64(&g, Og, b.col, (double *)ys);
             else col2im_i64(&g, Og, b.col, (int64_t *)ys);
         }
     if (b.own_y) ry_conv_store(y, b.y, ct);
+    bufs_free(&b);
+    return RY_OK;
+}
+
+/* nn.conv2d_backward_weight: in = (dy (N, O, OH, OW), x (N, C, H, W)); for each
+ * group g, summed over images n in order,
+ *   dw[g*Og:(g+1)*Og] (Og x Cg*KH*KW) += dy[n, g*Og:(g+1)*Og] (Og x OH*OW) * im2col(x[n, g])^T. */
+ry_status ry_cpu_conv2d_backward_weight(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                                        ry_tensor *const *out) {
+    ry_conv2d_params p;
+    if (ry_conv2d_params_read(c->op, c->attrs, c->span, c->err, &p)) return RY_ERR;
+    const ry_tensor *dy = in[0], *x = in[1];
+    ry_tensor *dw = out[0];
+    geom g = {x->shape[0], x->shape[1], x->shape[2], x->shape[3], dy->shape[1], dw->shape[2],
+              dw->shape[3], dy->shape[2], dy->shape[3], p.groups, p.stride[0], p.stride[1],
+              p.dilation[0], p.dilation[1], p.pad[0], p.pad[1]};
+    ry_conv_ctype ct = ry_conv_ctype_of(dw->dtype);
+    int64_t Cg = g.C / g.G, Og = g.O / g.G, K = Cg * g.KH * g.KW, ohw = g.OH * g.OW;
+    if (too_big(c, K, ohw, Og)) return RY_ERR;
+    if (dw->size == 0) return RY_OK;
+    if (ohw == 0 || g.N == 0) { /* an empty sum */
+        memset(dw->data, 0, ry_tensor_nbytes(dw));
+        return RY_OK;
+    }
+    bufs b; /* b.x holds dy and b.w holds x */
+    if (bufs_load(c, ct, dy, x, dw, K * ohw, &b)) return RY_ERR;
+    size_t es = ct_size(ct);
+    memset(b.y, 0, (size_t)dw->size * es);
+    for (int64_t n = 0; n < g.N; n++)
+        for (int64_t gi = 0; gi < g.G; gi++) {
+            const char *xs = (const char *)b.w + (size_t)((n * g.C + gi * Cg) * g.H * g.W) * es;
+            const char *dys = (const char *)b.x + (size_t)((n * g.O + gi * Og) * ohw) * es;
+            char *dws = (char *)b.y + (size_t)(gi * Og * K) * es;
+            if (ct == RY_CT_F32) im2col_f32(&g, Cg, (const float *)xs, b.col);
+            else if (ct == RY_CT_F64) im2col_f64(&g, Cg, (const double *)xs, b.col);
+            else im2col_i64(&g, Cg, (const int64_t *)xs, b.col);
+            gemm(ct, false, true, true, Og, K, ohw, dys, b.col, dws);
+        }
+    if (b.own_y) ry_conv_store(dw, b.y, ct);
     bufs_free(&b);
     return RY_OK;
 }

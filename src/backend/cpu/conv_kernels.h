@@ -1,7 +1,8 @@
 /*
  * conv_kernels.h: the CPU kernels of the convolution and pooling family
- * (nn.conv2d, nn.conv2d_transpose, nn.max_pool2d, nn.avg_pool2d,
- * nn.global_avg_pool2d), and the attribute reader they share with the type
+ * (nn.conv2d, nn.conv2d_transpose, nn.max_pool2d, nn.avg_pool2d, the
+ * global and adaptive pools, and the gradient helpers nn.conv2d_backward_weight,
+ * nn.max_pool2d_grad, nn.avg_pool2d_grad), and the attribute reader they share with the type
  * relations in src/op/conv.c, so shapes and kernels agree on what padding
  * [1, 2] means. Private to the family: nothing outside it includes this.
  */
@@ -20,6 +21,7 @@ typedef struct ry_conv2d_params {
     int64_t out_pad[2];  /* conv2d_transpose: output_padding (h, w) */
     int64_t groups;
     int64_t pool[2];     /* pools: pool_size (h, w) */
+    int64_t out_size[2]; /* adaptive pools: output_size (h, w); [] means (1, 1) */
     bool ceil_mode;
     bool count_include_pad;
     bool has_out_dtype;  /* out_dtype given and not "" */
@@ -54,5 +56,18 @@ ry_status ry_cpu_avg_pool2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int
                             ry_tensor *const *out);
 ry_status ry_cpu_global_avg_pool2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                                    ry_tensor *const *out);
+/* nn.global_max_pool2d, nn.adaptive_avg_pool2d, nn.adaptive_max_pool2d:
+ * adaptive windows sized from the output tensor's shape. */
+ry_status ry_cpu_adaptive_avg_pool2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                                     ry_tensor *const *out);
+ry_status ry_cpu_adaptive_max_pool2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                                     ry_tensor *const *out);
+/* The adjoints the gradient rules use: in = (out_grad, data). */
+ry_status ry_cpu_conv2d_backward_weight(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                                        ry_tensor *const *out);
+ry_status ry_cpu_max_pool2d_grad(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                                 ry_tensor *const *out);
+ry_status ry_cpu_avg_pool2d_grad(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                                 ry_tensor *const *out);
 
 #endif

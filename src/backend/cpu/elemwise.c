@@ -11,6 +11,13 @@
 
 #include "backend/cpu/elemwise_kernels.h"
 
+/* GCC vectorizes loops only from -O3 (or with its cheapest cost model at
+ * -O2, which rejects loops of unknown length); these loops are what
+ * vectorization is for. Clang vectorizes at -O2 already. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
+
 /* ---- broadcast iteration ---- */
 
 /* Element stride of operand op along iteration dimension j (aligned from the
@@ -173,18 +180,17 @@ static void store_i64(void *dst, ry_dtype dt, const int64_t *b, int64_t n) {
 
 /* Float to integer: truncate toward zero, saturate, NaN gives 0 (C leaves
  * out-of-range conversions undefined, so they are clamped first). */
-#define SAT(T, v, lo, hi) ((v) != (v) ? (T)0 : (v) <= (double)(lo) ? (T)(lo) : (v) >= (double)(hi) ? (T)(hi) : (T)(v))
+#define SAT(T, v, lo, hi)                                                                \
+    ((v) != (v) ? (T)0 : (v) <= (double)(lo) ? (T)(lo) : (v) >= (double)(hi) ? (T)(hi) : (T)(v))
+#define SAT_LOOP(T, lo, hi) \
+    for (int64_t i = 0; i < n; i++) ((T *)dst)[i] = SAT(T, b[i], lo, hi)
 
 static void store_f64(void *dst, ry_dtype dt, const double *b, int64_t n) {
     switch (dt) {
-    case RY_INT8: for (int64_t i = 0; i < n; i++) ((int8_t *)dst)[i] = SAT(int8_t, b[i], INT8_MIN, INT8_MAX); break;
-    case RY_INT32:
-        for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = SAT(int32_t, b[i], INT32_MIN, INT32_MAX);
-        break;
-    case RY_INT64:
-        for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = SAT(int64_t, b[i], INT64_MIN, INT64_MAX);
-        break;
-    case RY_UINT8: for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = SAT(uint8_t, b[i], 0, UINT8_MAX); break;
+    case RY_INT8: SAT_LOOP(int8_t, INT8_MIN, INT8_MAX); break;
+    case RY_INT32: SAT_LOOP(int32_t, INT32_MIN, INT32_MAX); break;
+    case RY_INT64: SAT_LOOP(int64_t, INT64_MIN, INT64_MAX); break;
+    case RY_UINT8: SAT_LOOP(uint8_t, 0, UINT8_MAX); break;
     case RY_BOOL: for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = b[i] != 0; break;
     case RY_FLOAT32: for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = (float)b[i]; break;
     case RY_FLOAT64: memcpy(dst, b, (size_t)n * sizeof *b); break;
@@ -208,6 +214,16 @@ void ry_ew_convert(void *dst, ry_dtype ddt, const void *src, ry_dtype sdt, int64
     }
     if (sdt == RY_FLOAT64 && ddt == RY_FLOAT32) {
         for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = (float)((const double *)src)[i];
+        return;
+    }
+    if (sdt == RY_FLOAT16 && ddt == RY_FLOAT32) { /* the widening around kernels */
+        const uint16_t *h = src;
+        for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = ry_f16_to_f32(h[i]);
+        return;
+    }
+    if (sdt == RY_FLOAT32 && ddt == RY_FLOAT16) {
+        const float *f = src;
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = ry_f32_to_f16(f[i]);
         return;
     }
     bool fsrc = ry_dtype_is_float(sdt);

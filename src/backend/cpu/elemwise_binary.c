@@ -3,17 +3,24 @@
  * arithmetic (add ... minimum), comparisons (bool result) and logical
  * and/or. Shapes are the broadcast iterator's business (elemwise.c); here
  * are only the inner loops, one per dtype, and their dispatch.
- *
- * Integer semantics, as TVM's: + - * wrap modulo 2^bits; divide truncates
+ */
+
+/* Integer semantics, as TVM's: + - * wrap modulo 2^bits; divide truncates
  * toward zero (TVM's div on integers is truncdiv) and division by zero is a
  * run-time error; INT_MIN / -1 wraps to INT_MIN. power on integers is exact
  * repeated squaring, wrapping; a negative exponent gives trunc(1 / x^-y)
  * (1 for x = 1, +-1 for x = -1, 0 otherwise; 0 to a negative power is an
- * error). maximum and minimum propagate NaN, as numpy's do.
- */
+ * error). maximum and minimum propagate NaN, as numpy's do. */
 #include <math.h>
 
 #include "backend/cpu/elemwise_kernels.h"
+
+/* GCC vectorizes loops only from -O3 (or with its cheapest cost model at
+ * -O2, which rejects loops of unknown length); these loops are what
+ * vectorization is for. Clang vectorizes at -O2 already. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
 
 /* Shape legend: n = elements in the inner loop; p[0] = out, p[1] = x,
  * p[2] = y; s[1], s[2] = 1 (walks) or 0 (broadcast). Each case is a plain
@@ -124,13 +131,17 @@ static const ry_ew_inner or_fns[RY_DTYPE_COUNT] = {[RY_BOOL] = or_b};
 
 /* out = fns[dtype](x, y); bad_msg is the error when the loop flags one. */
 static ry_status binary(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
-                        ry_tensor *const *out, const ry_ew_inner *fns, const char *bad_msg) {
+                        ry_tensor *const *out, const ry_ew_inner *fns, bool to_bool,
+                        const char *bad_msg) {
     if (nin != 2 || nout != 1)
         return ry_error_at(c->err, c->span, "%s: expected 2 inputs and 1 output", c->op->name);
     ry_dtype dt = in[0]->dtype;
     if (in[1]->dtype != dt)
         return ry_error_at(c->err, c->span, "%s: dtypes %s and %s differ", c->op->name,
                            ry_dtype_name(dt), ry_dtype_name(in[1]->dtype));
+    if (out[0]->dtype != (to_bool ? RY_BOOL : dt))
+        return ry_error_at(c->err, c->span, "%s: result dtype %s does not match the inputs",
+                           c->op->name, ry_dtype_name(out[0]->dtype));
     if (!fns[dt])
         return ry_error_at(c->err, c->span, "%s: dtype %s not supported", c->op->name,
                            ry_dtype_name(dt));
@@ -140,21 +151,21 @@ static ry_status binary(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nou
     return RY_OK;
 }
 
-#define KERNEL(NAME, FNS, MSG) \
-    RY_EW_KERNEL(NAME) { return binary(c, nin, in, nout, out, FNS, MSG); }
+#define KERNEL(NAME, FNS, BOOL, MSG) \
+    RY_EW_KERNEL(NAME) { return binary(c, nin, in, nout, out, FNS, BOOL, MSG); }
 
-KERNEL(add, add_fns, "")
-KERNEL(subtract, sub_fns, "")
-KERNEL(multiply, mul_fns, "")
-KERNEL(divide, div_fns, "integer division by zero")
-KERNEL(power, pow_fns, "integer 0 raised to a negative power")
-KERNEL(maximum, max_fns, "")
-KERNEL(minimum, min_fns, "")
-KERNEL(equal, eq_fns, "")
-KERNEL(not_equal, ne_fns, "")
-KERNEL(less, lt_fns, "")
-KERNEL(less_equal, le_fns, "")
-KERNEL(greater, gt_fns, "")
-KERNEL(greater_equal, ge_fns, "")
-KERNEL(logical_and, and_fns, "")
-KERNEL(logical_or, or_fns, "")
+KERNEL(add, add_fns, false, "")
+KERNEL(subtract, sub_fns, false, "")
+KERNEL(multiply, mul_fns, false, "")
+KERNEL(divide, div_fns, false, "integer division by zero")
+KERNEL(power, pow_fns, false, "integer 0 raised to a negative power")
+KERNEL(maximum, max_fns, false, "")
+KERNEL(minimum, min_fns, false, "")
+KERNEL(equal, eq_fns, true, "")
+KERNEL(not_equal, ne_fns, true, "")
+KERNEL(less, lt_fns, true, "")
+KERNEL(less_equal, le_fns, true, "")
+KERNEL(greater, gt_fns, true, "")
+KERNEL(greater_equal, ge_fns, true, "")
+KERNEL(logical_and, and_fns, true, "")
+KERNEL(logical_or, or_fns, true, "")

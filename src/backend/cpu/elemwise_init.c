@@ -11,9 +11,17 @@
 
 #include "backend/cpu/elemwise_kernels.h"
 
+/* GCC vectorizes loops only from -O3 (or with its cheapest cost model at
+ * -O2, which rejects loops of unknown length); these loops are what
+ * vectorization is for. Clang vectorizes at -O2 already. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
+
 static ry_status check_io(ry_kernel_ctx *c, int nin, int want, int nout) {
     if (nin != want || nout != 1)
-        return ry_error_at(c->err, c->span, "%s: expected %d inputs and 1 output", c->op->name, want);
+        return ry_error_at(c->err, c->span, "%s: expected %d inputs and 1 output", c->op->name,
+                           want);
     return RY_OK;
 }
 
@@ -151,7 +159,8 @@ RY_EW_KERNEL(collapse_sum_like) {
         return ry_error_at(c->err, c->span, "collapse_sum_like: dtype %s not supported",
                            ry_dtype_name(x->dtype));
     if (!ry_ew_fits(o->ndim, o->shape, x->ndim, x->shape))
-        return ry_error_at(c->err, c->span, "collapse_sum_like: the result does not broadcast to the input");
+        return ry_error_at(c->err, c->span,
+                           "collapse_sum_like: the result does not broadcast to the input");
     bool flt = ry_dtype_is_float(x->dtype);
     void *acc = ry_calloc((size_t)(o->size ? o->size : 1), 8);
     if (!acc) return ry_error_at(c->err, c->span, "collapse_sum_like: out of memory");

@@ -12,6 +12,13 @@
 
 #include "backend/cpu/elemwise_kernels.h"
 
+/* GCC vectorizes loops only from -O3 (or with its cheapest cost model at
+ * -O2, which rejects loops of unknown length); these loops are what
+ * vectorization is for. Clang vectorizes at -O2 already. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
+
 /* Shape legend: n = elements; p[0] = out, p[1] = x, both walking (s = 1),
  * or x a single element (s[1] = 0). ctx: the op's parameters, already in
  * the loop's element type T (clip: lo, hi; leaky_relu: alpha). */
@@ -81,6 +88,9 @@ static ry_status unary(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout
                        ry_tensor *const *out, const ry_ew_inner *fns, int nprm, const double *prm) {
     if (check_io(c, nin, nout)) return RY_ERR;
     ry_dtype dt = in[0]->dtype;
+    if (out[0]->dtype != dt)
+        return ry_error_at(c->err, c->span, "%s: result dtype %s does not match the input's %s",
+                           c->op->name, ry_dtype_name(out[0]->dtype), ry_dtype_name(dt));
     if (!fns[dt])
         return ry_error_at(c->err, c->span, "%s: dtype %s not supported", c->op->name,
                            ry_dtype_name(dt));
@@ -111,7 +121,8 @@ RY_EW_KERNEL(leaky_relu) {
 }
 
 RY_EW_KERNEL(clip) {
-    double b[2] = {ry_attr_float(c->op, c->attrs, "a_min"), ry_attr_float(c->op, c->attrs, "a_max")};
+    double b[2] = {ry_attr_float(c->op, c->attrs, "a_min"),
+                   ry_attr_float(c->op, c->attrs, "a_max")};
     return unary(c, nin, in, nout, out, clip_fns, 2, b);
 }
 

@@ -31,11 +31,21 @@ static ry_tensor *convert(const ry_tensor *t, ry_dtype dt) {
         int64_t *p = r->data;
         for (int64_t i = 0; i < t->size; i++) {
             switch (t->dtype) {
-            case RY_INT8: p[i] = ((const int8_t *)t->data)[i]; break;
-            case RY_UINT8: p[i] = ((const uint8_t *)t->data)[i]; break;
-            case RY_INT32: p[i] = ((const int32_t *)t->data)[i]; break;
-            case RY_INT64: p[i] = ((const int64_t *)t->data)[i]; break;
-            default: p[i] = (int64_t)ry_tensor_get(t, i); break;
+            case RY_INT8:
+                p[i] = ((const int8_t *)t->data)[i];
+                break;
+            case RY_UINT8:
+                p[i] = ((const uint8_t *)t->data)[i];
+                break;
+            case RY_INT32:
+                p[i] = ((const int32_t *)t->data)[i];
+                break;
+            case RY_INT64:
+                p[i] = ((const int64_t *)t->data)[i];
+                break;
+            default:
+                p[i] = (int64_t)ry_tensor_get(t, i);
+                break;
             }
         }
     } else {
@@ -54,9 +64,12 @@ static ry_status operands_get(ry_kernel_ctx *c, const ry_tensor *a, const ry_ten
                               ry_tensor *out, operands *o) {
     memset(o, 0, sizeof *o);
     ry_dtype dt = a->dtype;
-    if (dt == RY_FLOAT32 && out->dtype == RY_FLOAT32) o->k = K_F32;
-    else if (ry_dtype_is_float(dt) || ry_dtype_is_float(out->dtype)) o->k = K_F64;
-    else o->k = K_I64;
+    if (dt == RY_FLOAT32 && out->dtype == RY_FLOAT32)
+        o->k = K_F32;
+    else if (ry_dtype_is_float(dt) || ry_dtype_is_float(out->dtype))
+        o->k = K_F64;
+    else
+        o->k = K_I64;
     ry_dtype want = o->k == K_F32 ? RY_FLOAT32 : o->k == K_F64 ? RY_FLOAT64 : RY_INT64;
     o->a = a->data;
     o->b = b->data;
@@ -80,14 +93,23 @@ static void operands_finish(operands *o, ry_tensor *out) {
             const int64_t *p = o->tout->data;
             for (int64_t i = 0; i < out->size; i++) {
                 switch (out->dtype) {
-                case RY_INT8: ((int8_t *)out->data)[i] = (int8_t)p[i]; break;
-                case RY_UINT8: ((uint8_t *)out->data)[i] = (uint8_t)p[i]; break;
-                case RY_INT32: ((int32_t *)out->data)[i] = (int32_t)p[i]; break;
-                default: ry_tensor_set(out, i, (double)p[i]); break;
+                case RY_INT8:
+                    ((int8_t *)out->data)[i] = (int8_t)p[i];
+                    break;
+                case RY_UINT8:
+                    ((uint8_t *)out->data)[i] = (uint8_t)p[i];
+                    break;
+                case RY_INT32:
+                    ((int32_t *)out->data)[i] = (int32_t)p[i];
+                    break;
+                default:
+                    ry_tensor_set(out, i, (double)p[i]);
+                    break;
                 }
             }
         } else {
-            for (int64_t i = 0; i < out->size; i++) ry_tensor_set(out, i, ry_tensor_get(o->tout, i));
+            for (int64_t i = 0; i < out->size; i++)
+                ry_tensor_set(out, i, ry_tensor_get(o->tout, i));
         }
     }
     operands_free(o);
@@ -102,24 +124,38 @@ static void gemm(kind k, bool ta, bool tb, int64_t M, int64_t N, int64_t K, cons
     if (M == 0 || N == 0) return;
     if (k == K_F32) {
         float *c = (float *)C + coff;
-        if (K == 0) memset(c, 0, sizeof(float) * (size_t)(M * N));
+        if (K == 0)
+            memset(c, 0, sizeof(float) * (size_t)(M * N));
         else
-            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                        (int)M, (int)N, (int)K, 1.0f, (const float *)A + aoff, (int)lda,
-                        (const float *)B + boff, (int)ldb, 0.0f, c, (int)ldc);
+            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                        tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0f,
+                        (const float *)A + aoff, (int)lda, (const float *)B + boff, (int)ldb, 0.0f,
+                        c, (int)ldc);
     } else if (k == K_F64) {
         double *c = (double *)C + coff;
-        if (K == 0) memset(c, 0, sizeof(double) * (size_t)(M * N));
+        if (K == 0)
+            memset(c, 0, sizeof(double) * (size_t)(M * N));
         else
-            cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                        (int)M, (int)N, (int)K, 1.0, (const double *)A + aoff, (int)lda,
-                        (const double *)B + boff, (int)ldb, 0.0, c, (int)ldc);
+            cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                        tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0,
+                        (const double *)A + aoff, (int)lda, (const double *)B + boff, (int)ldb, 0.0,
+                        c, (int)ldc);
     } else {
-        /* integer: row i of C accumulates a(i, p) * row p of op(B) */
+        /* integer: with B transposed (dense) each C[i, j] is a dot product
+         * of two contiguous rows; otherwise row i of C accumulates
+         * a(i, p) * row p of B. */
         const uint64_t *a = (const uint64_t *)A + aoff, *b = (const uint64_t *)B + boff;
         uint64_t *c = (uint64_t *)C + coff;
         for (int64_t i = 0; i < M; i++) {
             uint64_t *ci = c + i * ldc;
+            if (tb && !ta) {
+                for (int64_t j = 0; j < N; j++) {
+                    uint64_t s = 0;
+                    for (int64_t p = 0; p < K; p++) s += a[i * lda + p] * b[j * ldb + p];
+                    ci[j] = s;
+                }
+                continue;
+            }
             for (int64_t j = 0; j < N; j++) ci[j] = 0;
             for (int64_t p = 0; p < K; p++) {
                 uint64_t aip = ta ? a[p * lda + i] : a[i * lda + p];
@@ -171,7 +207,9 @@ static ry_status matmul_core(ry_kernel_ctx *c, bool ta, bool tb, ry_tensor *cons
 
 /* dense: data (d1, ..., dn, k) x weight (m, k) -> (d1, ..., dn, m), i.e.
  * out = data * weight^T with the leading dims folded into rows. */
-RY_NN_KERNEL(ry_cpu_dense) { return matmul_core(c, false, true, in, out[0]); }
+RY_NN_KERNEL(ry_cpu_dense) {
+    return matmul_core(c, false, true, in, out[0]);
+}
 
 RY_NN_KERNEL(ry_cpu_matmul) {
     return matmul_core(c, ry_attr_bool(c->op, c->attrs, "transpose_a"),

@@ -1,9 +1,9 @@
 /*
- * nn.c (cpu): the small nn kernels (bias_add, batch_flatten, pad, dropout)
- * and what every nn kernel shares: float16 widening and the split of a
- * shape around an axis. GEMM-based kernels are in gemm.c, softmax in
- * softmax.c, normalizations in norm.c. Shapes were checked by the type
- * relations in src/op/nn.c before any kernel runs.
+ * nn.c (cpu): the small nn kernels (bias_add, batch_flatten, pad,
+ * mirror_pad, dropout, prelu) and what every nn kernel shares: float16
+ * widening and the split of a shape around an axis. GEMM-based kernels are
+ * in gemm.c, softmax and cross-entropy in softmax.c, normalizations in
+ * norm.c. Shapes were checked by the type relations in src/op/nn.c.
  */
 #include <string.h>
 
@@ -57,8 +57,10 @@ ry_status ry_cpu_nn_via_f32(ry_kernel_fn f, ry_kernel_ctx *c, int nin, ry_tensor
                       : ry_tensor_retain(out[i]);
         if (!wout[i]) st = RY_ERR;
     }
-    if (st != RY_OK) ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
-    else st = f(c, nin, win, nout, wout);
+    if (st != RY_OK)
+        ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
+    else
+        st = f(c, nin, win, nout, wout);
     for (int i = 0; st == RY_OK && i < nout; i++) {
         if (out[i]->dtype != RY_FLOAT16) continue;
         uint16_t *h = out[i]->data;
@@ -76,30 +78,43 @@ ry_status ry_cpu_nn_via_f32(ry_kernel_fn f, ry_kernel_ctx *c, int nin, ry_tensor
  * out[o, ch, i] = data[o, ch, i] + bias[ch]
  * O = prod(shape[:axis]), C = shape[axis], I = prod(shape[axis+1:]).
  * Integers add in unsigned arithmetic so overflow wraps instead of being UB. */
-#define BIAS_ADD(T, U)                                                                   \
-    do {                                                                                 \
-        const T *x = in[0]->data, *b = in[1]->data;                                      \
-        T *y = out[0]->data;                                                             \
-        for (int64_t o = 0; o < O; o++)                                                  \
-            for (int64_t ch = 0; ch < C; ch++) {                                         \
-                const T *xs = x + (o * C + ch) * I;                                      \
-                T *ys = y + (o * C + ch) * I;                                            \
-                U bv = (U)b[ch];                                                         \
-                for (int64_t i = 0; i < I; i++) ys[i] = (T)((U)xs[i] + bv);              \
-            }                                                                            \
+#define BIAS_ADD(T, U)                                                                             \
+    do {                                                                                           \
+        const T *x = in[0]->data, *b = in[1]->data;                                                \
+        T *y = out[0]->data;                                                                       \
+        for (int64_t o = 0; o < O; o++)                                                            \
+            for (int64_t ch = 0; ch < C; ch++) {                                                   \
+                const T *xs = x + (o * C + ch) * I;                                                \
+                T *ys = y + (o * C + ch) * I;                                                      \
+                U bv = (U)b[ch];                                                                   \
+                for (int64_t i = 0; i < I; i++) ys[i] = (T)((U)xs[i] + bv);                        \
+            }                                                                                      \
     } while (0)
 
 RY_NN_KERNEL(ry_cpu_bias_add) {
-    if (ry_cpu_nn_any_f16(nin, in)) return ry_cpu_nn_via_f32(ry_cpu_bias_add, c, nin, in, nout, out);
+    if (ry_cpu_nn_any_f16(nin, in))
+        return ry_cpu_nn_via_f32(ry_cpu_bias_add, c, nin, in, nout, out);
     int64_t O, C, I;
     ry_cpu_nn_split(in[0], ry_cpu_nn_axis(c, "axis", in[0]->ndim), &O, &C, &I);
     switch (in[0]->dtype) {
-    case RY_FLOAT32: BIAS_ADD(float, float); break;
-    case RY_FLOAT64: BIAS_ADD(double, double); break;
-    case RY_INT8: BIAS_ADD(int8_t, uint64_t); break;
-    case RY_INT32: BIAS_ADD(int32_t, uint64_t); break;
-    case RY_INT64: BIAS_ADD(int64_t, uint64_t); break;
-    case RY_UINT8: BIAS_ADD(uint8_t, uint64_t); break;
+    case RY_FLOAT32:
+        BIAS_ADD(float, float);
+        break;
+    case RY_FLOAT64:
+        BIAS_ADD(double, double);
+        break;
+    case RY_INT8:
+        BIAS_ADD(int8_t, uint64_t);
+        break;
+    case RY_INT32:
+        BIAS_ADD(int32_t, uint64_t);
+        break;
+    case RY_INT64:
+        BIAS_ADD(int64_t, uint64_t);
+        break;
+    case RY_UINT8:
+        BIAS_ADD(uint8_t, uint64_t);
+        break;
     default:
         return ry_error_at(c->err, c->span, "%s: dtype %s not supported", c->op->name,
                            ry_dtype_name(in[0]->dtype));
@@ -117,7 +132,8 @@ RY_NN_KERNEL(ry_cpu_batch_flatten) {
  * out[o_0, ..., o_n] = data[s_0, ..., s_n], s_i = o_i - before_i, where
  *   constant: the pad value when some s_i falls outside [0, d_i);
  *   edge:     s_i clamped to [0, d_i - 1];
- *   reflect:  s_i mirrored about 0 and d_i - 1 without repeating the edge.
+ *   reflect:  s_i mirrored about 0 and d_i - 1 without repeating the edge;
+ *   symmetric (nn.mirror_pad's mode="SYMMETRIC"): mirrored repeating it.
  * Each axis gets a map o_i -> s_i (or -1 for "pad value") computed once; the
  * last axis is walked in an inner loop. Works on bytes, so on every dtype. */
 static int64_t pad_src(int64_t o, int64_t before, int64_t n, int mode) {
@@ -125,7 +141,8 @@ static int64_t pad_src(int64_t o, int64_t before, int64_t n, int mode) {
     if (j >= 0 && j < n) return j;
     if (mode == 0) return -1;
     if (mode == 1) return j < 0 ? 0 : n - 1;
-    return j < 0 ? -j : 2 * (n - 1) - j;
+    if (mode == 2) return j < 0 ? -j : 2 * (n - 1) - j;
+    return j < 0 ? -j - 1 : 2 * n - 1 - j;
 }
 
 RY_NN_KERNEL(ry_cpu_pad) {
@@ -133,10 +150,11 @@ RY_NN_KERNEL(ry_cpu_pad) {
     ry_tensor *y = out[0];
     size_t esz = ry_dtype_size(x->dtype);
     int nd = x->ndim;
-    /* the pad value in data's dtype */
+    /* the pad value in data's dtype (nn.mirror_pad has none) */
     unsigned char padv[8] = {0};
-    if (in[1]->dtype == x->dtype) memcpy(padv, in[1]->data, esz);
-    else {
+    if (nin == 2 && in[1]->dtype == x->dtype)
+        memcpy(padv, in[1]->data, esz);
+    else if (nin == 2) {
         ry_tensor *s = ry_tensor_scalar(x->dtype, ry_tensor_get(in[1], 0));
         if (!s) return ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
         memcpy(padv, s->data, esz);
@@ -147,8 +165,11 @@ RY_NN_KERNEL(ry_cpu_pad) {
         return RY_OK;
     }
     if (y->size == 0) return RY_OK;
-    const char *mname = ry_attr_str(c->op, c->attrs, "pad_mode");
-    int mode = strcmp(mname, "edge") == 0 ? 1 : strcmp(mname, "reflect") == 0 ? 2 : 0;
+    const char *mname = ry_attr_str(c->op, c->attrs, nin == 1 ? "mode" : "pad_mode");
+    int mode = strcmp(mname, "edge") == 0                                       ? 1
+               : strcmp(mname, "reflect") == 0 || strcmp(mname, "REFLECT") == 0 ? 2
+               : strcmp(mname, "SYMMETRIC") == 0                                ? 3
+                                                                                : 0;
     int64_t before[RY_MAX_RANK], total = 0;
     {
         const ry_attr_value *pw = ry_attr_get(c->op, c->attrs, "pad_width");
@@ -174,13 +195,17 @@ RY_NN_KERNEL(ry_cpu_pad) {
         bool padrow = false;
         for (int d = 0; d < nd - 1; d++) {
             int64_t s = map[d][idx[d]];
-            if (s < 0) padrow = true;
-            else base += s * istride[d];
+            if (s < 0)
+                padrow = true;
+            else
+                base += s * istride[d];
         }
         for (int64_t j = 0; j < last; j++, dst += esz) {
             int64_t s = map[nd - 1][j];
-            if (padrow || s < 0) memcpy(dst, padv, esz);
-            else memcpy(dst, src + (size_t)(base + s) * esz, esz);
+            if (padrow || s < 0)
+                memcpy(dst, padv, esz);
+            else
+                memcpy(dst, src + (size_t)(base + s) * esz, esz);
         }
         for (int d = nd - 2; d >= 0; d--) {
             if (++idx[d] < y->shape[d]) break;
@@ -192,12 +217,13 @@ RY_NN_KERNEL(ry_cpu_pad) {
 }
 
 /* ---- dropout ----
- * Returns (data * mask, mask). At inference the mask is all ones. In
- * training each element is kept with probability 1 - rate, and the mask
- * holds the factor it was multiplied by: 1/(1 - rate) if kept, else 0 (all
- * zeros when rate is 1). So out = data * mask in both modes, and the
- * gradient is grad * mask. Random numbers come from splitmix64 advancing
- * *ctx->rng: the same seed gives the same mask. */
+ * Returns (out, mask) with TVM's meaning of the mask: 1 where an element is
+ * kept, 0 where it is dropped. At inference out = data and the mask is all
+ * ones. In training each element is kept with probability 1 - rate and
+ * out = data * mask / (1 - rate) (all zeros when rate is 1); the gradient
+ * is then grad * mask / (1 - rate). Random numbers come from splitmix64
+ * advancing *ctx->rng, one draw per element in index order, kept when
+ * u = draw / 2^64 (53 bits) >= rate: the same seed gives the same mask. */
 static uint64_t splitmix64(uint64_t *s) {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -205,19 +231,20 @@ static uint64_t splitmix64(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
-#define DROPOUT(T)                                                                       \
-    do {                                                                                 \
-        const T *x = in[0]->data;                                                        \
-        T *y = out[0]->data, *m = out[1]->data;                                          \
-        for (int64_t i = 0; i < n; i++) {                                                \
-            T f = 1;                                                                     \
-            if (c->training) {                                                           \
-                double u = (double)(splitmix64(c->rng) >> 11) * 0x1.0p-53;               \
-                f = u >= rate ? (T)scale : 0;                                            \
-            }                                                                            \
-            m[i] = f;                                                                    \
-            y[i] = x[i] * f;                                                             \
-        }                                                                                \
+#define DROPOUT(T)                                                                                 \
+    do {                                                                                           \
+        const T *x = in[0]->data;                                                                  \
+        T *y = out[0]->data, *m = out[1]->data;                                                    \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            if (c->training) {                                                                     \
+                double u = (double)(splitmix64(c->rng) >> 11) * 0x1.0p-53;                         \
+                m[i] = u >= rate ? 1 : 0;                                                          \
+                y[i] = u >= rate ? (T)(x[i] * (T)scale) : 0;                                       \
+            } else {                                                                               \
+                m[i] = 1;                                                                          \
+                y[i] = x[i];                                                                       \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
 
 RY_NN_KERNEL(ry_cpu_dropout) {
@@ -229,8 +256,12 @@ RY_NN_KERNEL(ry_cpu_dropout) {
         return ry_error_at(c->err, c->span, "%s in training mode needs a random state",
                            c->op->name);
     switch (in[0]->dtype) {
-    case RY_FLOAT32: DROPOUT(float); break;
-    case RY_FLOAT64: DROPOUT(double); break;
+    case RY_FLOAT32:
+        DROPOUT(float);
+        break;
+    case RY_FLOAT64:
+        DROPOUT(double);
+        break;
     default:
         return ry_error_at(c->err, c->span, "%s: dtype %s not supported", c->op->name,
                            ry_dtype_name(in[0]->dtype));
@@ -241,16 +272,16 @@ RY_NN_KERNEL(ry_cpu_dropout) {
 /* ---- prelu ----
  * out[o, ch, i] = x < 0 ? alpha[ch] * x : x, with x = data[o, ch, i] and
  * (O, C, I) the split of data's shape around axis. */
-#define PRELU(T)                                                                         \
-    do {                                                                                 \
-        const T *x = in[0]->data, *al = in[1]->data;                                     \
-        T *y = out[0]->data;                                                             \
-        for (int64_t o = 0; o < O; o++)                                                  \
-            for (int64_t ch = 0; ch < C; ch++) {                                         \
-                const T *xs = x + (o * C + ch) * I;                                      \
-                T *ys = y + (o * C + ch) * I, a = al[ch];                                \
-                for (int64_t i = 0; i < I; i++) ys[i] = xs[i] < 0 ? a * xs[i] : xs[i];   \
-            }                                                                            \
+#define PRELU(T)                                                                                   \
+    do {                                                                                           \
+        const T *x = in[0]->data, *al = in[1]->data;                                               \
+        T *y = out[0]->data;                                                                       \
+        for (int64_t o = 0; o < O; o++)                                                            \
+            for (int64_t ch = 0; ch < C; ch++) {                                                   \
+                const T *xs = x + (o * C + ch) * I;                                                \
+                T *ys = y + (o * C + ch) * I, a = al[ch];                                          \
+                for (int64_t i = 0; i < I; i++) ys[i] = xs[i] < 0 ? a * xs[i] : xs[i];             \
+            }                                                                                      \
     } while (0)
 
 RY_NN_KERNEL(ry_cpu_prelu) {
@@ -258,8 +289,12 @@ RY_NN_KERNEL(ry_cpu_prelu) {
     int64_t O, C, I;
     ry_cpu_nn_split(in[0], ry_cpu_nn_axis(c, "axis", in[0]->ndim), &O, &C, &I);
     switch (in[0]->dtype) {
-    case RY_FLOAT32: PRELU(float); break;
-    case RY_FLOAT64: PRELU(double); break;
+    case RY_FLOAT32:
+        PRELU(float);
+        break;
+    case RY_FLOAT64:
+        PRELU(double);
+        break;
     default:
         return ry_error_at(c->err, c->span, "%s: dtype %s not supported", c->op->name,
                            ry_dtype_name(in[0]->dtype));

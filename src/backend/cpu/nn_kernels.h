@@ -3,7 +3,7 @@
  * library). src/op/nn.c points its registry entries at these; the bodies live
  * in gemm.c (dense, matmul, batch_matmul), softmax.c (softmax, log_softmax,
  * cross_entropy), norm.c (batch_norm, layer_norm, instance_norm, group_norm,
- * l2_normalize) and nn.c (bias_add, batch_flatten, pad, dropout, prelu, and
+ * lrn, l2_normalize) and nn.c (bias_add, batch_flatten, pad, dropout, prelu, and
  * the float16 widening every kernel shares). Shapes were checked by the type
  * relation before a kernel runs: kernels trust them.
  */
@@ -12,9 +12,8 @@
 
 #include "relayc/op.h"
 
-#define RY_NN_KERNEL(name)                                                                      \
-    ry_status name(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,                  \
-                   ry_tensor *const *out)
+#define RY_NN_KERNEL(name)                                                                         \
+    ry_status name(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout, ry_tensor *const *out)
 
 RY_NN_KERNEL(ry_cpu_dense);
 RY_NN_KERNEL(ry_cpu_matmul);
@@ -31,6 +30,7 @@ RY_NN_KERNEL(ry_cpu_prelu);
 RY_NN_KERNEL(ry_cpu_instance_norm);
 RY_NN_KERNEL(ry_cpu_group_norm);
 RY_NN_KERNEL(ry_cpu_l2_normalize);
+RY_NN_KERNEL(ry_cpu_lrn);
 RY_NN_KERNEL(ry_cpu_cross_entropy);
 RY_NN_KERNEL(ry_cpu_cross_entropy_with_logits);
 

@@ -1,6 +1,7 @@
 /*
- * pool.c (cpu): nn.max_pool2d, nn.avg_pool2d and nn.global_avg_pool2d on
- * NCHW tensors, with TVM's semantics (topi pool_impl_nd): padding is
+ * pool.c (cpu): nn.max_pool2d, nn.avg_pool2d, the global and adaptive pools
+ * on NCHW tensors, and the adjoints nn.max_pool2d_grad and nn.avg_pool2d_grad
+ * (floats only), with TVM's semantics (topi pool_impl_nd): padding is
  * (top, left, bottom, right); ceil_mode pads the tail by stride-1 more, so
  * a last window may start in the padding (PyTorch drops such a window; TVM
  * keeps it, and so do we). Max pools pad with the dtype's lowest value;
@@ -100,12 +101,55 @@ static int64_t divisor(const pgeom *g, bool include_pad, int64_t oh, int64_t ow)
                 }                                                                                \
     }
 
+/* ---- adjoints ----
+ * max: dx[argmax of the window] += dy[p][oh][ow], argmax the first tap
+ *   inside the data holding the window's max (none when the window lies
+ *   wholly in padding); avg: every tap inside the data gets dy / divisor(). */
+#define DEFINE_POOL_GRAD(T, SUF, ISNAN, DIV)                                                     \
+    static void max_grad_##SUF(const pgeom *g, const T *dy, const T *x, T *dx) {                 \
+        for (int64_t p = 0; p < g->P; p++, x += g->H * g->W, dx += g->H * g->W)                  \
+            for (int64_t oh = 0; oh < g->OH; oh++)                                               \
+                for (int64_t ow = 0; ow < g->OW; ow++) {                                         \
+                    int64_t arg = -1;                                                            \
+                    for (int64_t kh = 0; kh < g->PH; kh++) {                                     \
+                        int64_t ih = oh * g->sh - g->pt + kh * g->dh;                            \
+                        if (ih < 0 || ih >= g->H) continue;                                      \
+                        for (int64_t kw = 0; kw < g->PW; kw++) {                                 \
+                            int64_t iw = ow * g->sw - g->pl + kw * g->dw, i = ih * g->W + iw;    \
+                            if (iw < 0 || iw >= g->W) continue;                                  \
+                            if (arg < 0 || (!ISNAN(x[arg]) && (x[i] > x[arg] || ISNAN(x[i]))))   \
+                                arg = i;                                                         \
+                        }                                                                        \
+                    }                                                                            \
+                    T d = *dy++;                                                                 \
+                    if (arg >= 0) dx[arg] = dx[arg] + d;                                         \
+                }                                                                                \
+    }                                                                                            \
+    static void avg_grad_##SUF(const pgeom *g, const T *dy, T *dx, bool include_pad) {           \
+        for (int64_t p = 0; p < g->P; p++, dx += g->H * g->W)                                    \
+            for (int64_t oh = 0; oh < g->OH; oh++)                                               \
+                for (int64_t ow = 0; ow < g->OW; ow++) {                                         \
+                    T d = *dy++;                                                                 \
+                    int64_t n = divisor(g, include_pad, oh, ow);                                 \
+                    for (int64_t kh = 0; kh < g->PH; kh++) {                                     \
+                        int64_t ih = oh * g->sh - g->pt + kh * g->dh;                            \
+                        if (ih < 0 || ih >= g->H) continue;                                      \
+                        for (int64_t kw = 0; kw < g->PW; kw++) {                                 \
+                            int64_t iw = ow * g->sw - g->pl + kw * g->dw;                        \
+                            if (iw >= 0 && iw < g->W) dx[ih * g->W + iw] += DIV(d, n);           \
+                        }                                                                        \
+                    }                                                                            \
+                }                                                                                \
+    }
+
 #define NOT_NAN(v) 0
 #define DIV_F(s, n) ((s) / (n))
 #define DIV_I(s, n) ((n) == 0 ? 0 : (s) / (n))
 DEFINE_POOL(float, f32, isnan, DIV_F)
 DEFINE_POOL(double, f64, isnan, DIV_F)
 DEFINE_POOL(int64_t, i64, NOT_NAN, DIV_I)
+DEFINE_POOL_GRAD(float, f32, isnan, DIV_F)
+DEFINE_POOL_GRAD(double, f64, isnan, DIV_F)
 
 /* TVM pads max pools with min_value of the data's own dtype. */
 static int64_t lowest_int(ry_dtype d) {
@@ -182,6 +226,63 @@ ry_status ry_cpu_avg_pool2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int
     return run_pool(c, in, out, false);
 }
 
+/* ---- adaptive pools (global_max_pool2d is adaptive_max_pool2d to 1 x 1) ----
+ * y[p][oh][ow] = mean / max of x[p][h0..h1)[w0..w1), h0 = floor(oh*H/OH),
+ * h1 = ceil((oh+1)*H/OH) (w alike); windows are never empty (H >= 1). */
+static int64_t win_start(int64_t o, int64_t n, int64_t on) { return o * n / on; }
+static int64_t win_end(int64_t o, int64_t n, int64_t on) { return ((o + 1) * n + on - 1) / on; }
+
+#define DEFINE_ADAPTIVE(T, SUF, ISNAN, DIV)                                                      \
+    static void adaptive_##SUF(const pgeom *g, const T *x, T *y, bool is_max, T lowest) {        \
+        for (int64_t p = 0; p < g->P; p++, x += g->H * g->W)                                     \
+            for (int64_t oh = 0; oh < g->OH; oh++) {                                             \
+                int64_t h0 = win_start(oh, g->H, g->OH), h1 = win_end(oh, g->H, g->OH);          \
+                for (int64_t ow = 0; ow < g->OW; ow++) {                                         \
+                    int64_t w0 = win_start(ow, g->W, g->OW), w1 = win_end(ow, g->W, g->OW);      \
+                    T acc = is_max ? lowest : (T)0;                                              \
+                    for (int64_t ih = h0; ih < h1; ih++)                                         \
+                        for (int64_t iw = w0; iw < w1; iw++) {                                   \
+                            T v = x[ih * g->W + iw];                                             \
+                            if (!is_max) acc = acc + v;                                          \
+                            else if (v > acc || ISNAN(v)) acc = v;                               \
+                        }                                                                        \
+                    *y++ = is_max ? acc : DIV(acc, (h1 - h0) * (w1 - w0));                       \
+                }                                                                                \
+            }                                                                                    \
+    }
+
+DEFINE_ADAPTIVE(float, f32, isnan, DIV_F)
+DEFINE_ADAPTIVE(double, f64, isnan, DIV_F)
+DEFINE_ADAPTIVE(int64_t, i64, NOT_NAN, DIV_I)
+
+static ry_status run_adaptive(ry_kernel_ctx *c, ry_tensor *const *in, ry_tensor *const *out,
+                              bool is_max) {
+    const ry_tensor *x = in[0];
+    ry_tensor *y = out[0];
+    if (y->size == 0) return RY_OK;
+    pgeom g = {.P = x->shape[0] * x->shape[1], .H = x->shape[2], .W = x->shape[3],
+               .OH = y->shape[2], .OW = y->shape[3]};
+    ry_conv_ctype ct = ry_conv_ctype_of(x->dtype);
+    pbufs b;
+    if (pbufs_load(c, ct, x, y, &b)) return RY_ERR;
+    if (ct == RY_CT_F32)
+        adaptive_f32(&g, b.x, b.y, is_max, x->dtype == RY_FLOAT16 ? -65504.0f : -FLT_MAX);
+    else if (ct == RY_CT_F64) adaptive_f64(&g, b.x, b.y, is_max, -DBL_MAX);
+    else adaptive_i64(&g, b.x, b.y, is_max, lowest_int(x->dtype));
+    pbufs_finish(&b, y, ct);
+    return RY_OK;
+}
+
+ry_status ry_cpu_adaptive_avg_pool2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                                     ry_tensor *const *out) {
+    return run_adaptive(c, in, out, false);
+}
+
+ry_status ry_cpu_adaptive_max_pool2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                                     ry_tensor *const *out) {
+    return run_adaptive(c, in, out, true);
+}
+
 /* global_avg_pool2d: y[p] = sum(x[p][0..H*W)) / (H*W), summed in order. */
 ry_status ry_cpu_global_avg_pool2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                                    ry_tensor *const *out) {
@@ -212,4 +313,47 @@ ry_status ry_cpu_global_avg_pool2d(ry_kernel_ctx *c, int nin, ry_tensor *const *
     }
     pbufs_finish(&b, y, ct);
     return RY_OK;
+}
+
+/* max_pool2d_grad / avg_pool2d_grad: in = (dy (N, C, OH, OW), x (N, C, H, W)),
+ * out = dx (N, C, H, W), accumulated window by window in order. The
+ * relation admits float dtypes only (float16 widened to float32). */
+static ry_status run_pool_grad(ry_kernel_ctx *c, ry_tensor *const *in, ry_tensor *const *out,
+                               bool is_max) {
+    ry_conv2d_params p;
+    if (ry_conv2d_params_read(c->op, c->attrs, c->span, c->err, &p)) return RY_ERR;
+    const ry_tensor *dy = in[0], *x = in[1];
+    ry_tensor *dx = out[0];
+    if (dx->size == 0) return RY_OK;
+    pgeom g = pool_geom(&p, x, dy);
+    ry_conv_ctype ct = ry_conv_ctype_of(x->dtype);
+    bool own_dy;
+    void *dyb = ry_conv_load(dy, ct, &own_dy);
+    if (!dyb) return ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
+    pbufs b;
+    if (pbufs_load(c, ct, x, dx, &b)) {
+        if (own_dy) ry_free(dyb);
+        return RY_ERR;
+    }
+    memset(b.y, 0, (size_t)dx->size * (ct == RY_CT_F32 ? 4 : 8));
+    if (is_max) {
+        if (ct == RY_CT_F32) max_grad_f32(&g, dyb, b.x, b.y);
+        else max_grad_f64(&g, dyb, b.x, b.y);
+    } else {
+        if (ct == RY_CT_F32) avg_grad_f32(&g, dyb, b.y, p.count_include_pad);
+        else avg_grad_f64(&g, dyb, b.y, p.count_include_pad);
+    }
+    pbufs_finish(&b, dx, ct);
+    if (own_dy) ry_free(dyb);
+    return RY_OK;
+}
+
+ry_status ry_cpu_max_pool2d_grad(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                                 ry_tensor *const *out) {
+    return run_pool_grad(c, in, out, true);
+}
+
+ry_status ry_cpu_avg_pool2d_grad(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                                 ry_tensor *const *out) {
+    return run_pool_grad(c, in, out, false);
 }

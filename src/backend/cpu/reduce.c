@@ -18,8 +18,10 @@ bool ry_reduce_mask(const ry_op *op, const ry_attrs *attrs, int ndim, bool mask[
     int n = ry_attr_ints(op, attrs, "axis", axes, RY_MAX_RANK);
     bool exclude = ry_attr_bool(op, attrs, "exclude");
     if (n > RY_MAX_RANK) return false;
-    for (int d = 0; d < RY_MAX_RANK; d++) mask[d] = n < 0; /* None: every axis */
-    if (n < 0) return true;
+    /* None or [] reduces every axis, whatever exclude says (TVM's
+     * GetReduceAxes) */
+    for (int d = 0; d < RY_MAX_RANK; d++) mask[d] = n <= 0;
+    if (n <= 0) return true;
     for (int i = 0; i < n; i++) {
         int64_t a = axes[i] < 0 ? axes[i] + ndim : axes[i];
         if (a < 0 || a >= ndim || mask[a]) return false;
@@ -198,12 +200,18 @@ static ry_status reduce_float(ry_kernel_ctx *c, const ry_tensor *x, ry_tensor *y
     for (int64_t i = 0; i < y->size; i++) acc[i] = init;
     int64_t idx[RY_MAX_RANK] = {0}, o = 0, r = 0;
     int64_t step = w->ndim ? w->os[w->ndim - 1] : 0;
+    bool add = k == RED_SUM || k == RED_MEAN; /* the common case, without branches */
     for (int64_t q = 0; q < w->rows; q++) {
         row_f64(x, q * w->len, w->len, row);
         if (step == 0) { /* the row reduces into one output */
             double a = acc[o];
-            for (int64_t j = 0; j < w->len; j++) a = fold_f(k, a, row[j]);
+            if (add)
+                for (int64_t j = 0; j < w->len; j++) a += row[j];
+            else
+                for (int64_t j = 0; j < w->len; j++) a = fold_f(k, a, row[j]);
             acc[o] = a;
+        } else if (add) {
+            for (int64_t j = 0; j < w->len; j++) acc[o + j * step] += row[j];
         } else {
             for (int64_t j = 0; j < w->len; j++)
                 acc[o + j * step] = fold_f(k, acc[o + j * step], row[j]);

@@ -8,6 +8,7 @@
  * recompute only what they need (normalized axes) from the attributes.
  */
 #include <assert.h>
+#include <stdbool.h>
 #include <math.h>
 #include <string.h>
 
@@ -30,24 +31,66 @@ ry_status ry_cpu_reshape(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int no
 }
 
 /* ---- transpose ----
- * out[i0, ..., in-1] = x[j] where dimension k of out is dimension axes[k] of
- * x. We walk the output in C order; xs[k] is x's stride along out's dim k. */
-#define TRANSPOSE_LOOP(T)                                                         \
-    do {                                                                          \
-        const T *src = x->data;                                                   \
-        T *dst = y->data;                                                         \
-        for (int64_t q = 0; q < rows; q++) {                                      \
-            for (int64_t j = 0; j < len; j++) dst[j] = src[base + j * inner];     \
-            dst += len;                                                           \
-            for (int d = n - 2; d >= 0; d--) { /* odometer over the outer dims */ \
-                idx[d]++;                                                         \
-                base += xs[d];                                                    \
-                if (idx[d] < y->shape[d]) break;                                  \
-                base -= xs[d] * y->shape[d];                                      \
-                idx[d] = 0;                                                       \
-            }                                                                     \
-        }                                                                         \
-    } while (0)
+ * Shape legend: out has dims D0..Dn-1; out dim k is x's dim axes[k].
+ * xs[k]: x's stride along out dim k; ys[k]: out's own stride. p: the out
+ * dim that is x's last (contiguous) dim.
+ * When p is out's last dim too, rows copy with unit stride on both sides.
+ * Otherwise each (p, n-1) plane is a 2-D transpose, done in TILE x TILE
+ * tiles so that both the reads and the writes stay in cache. The remaining
+ * dims are walked by an odometer. */
+enum { TILE = 32 };
+
+typedef struct tplan {
+    int n, p;
+    int64_t shape[RY_MAX_RANK], xs[RY_MAX_RANK], ys[RY_MAX_RANK];
+} tplan;
+
+/* Advances the odometer over every out dim but `skip1` and `skip2`; returns
+ * false after the last position. */
+static bool odo_next(const tplan *pl, int skip1, int skip2, int64_t *idx, int64_t *bx,
+                     int64_t *by) {
+    for (int d = pl->n - 1; d >= 0; d--) {
+        if (d == skip1 || d == skip2) continue;
+        idx[d]++;
+        *bx += pl->xs[d];
+        *by += pl->ys[d];
+        if (idx[d] < pl->shape[d]) return true;
+        *bx -= pl->xs[d] * pl->shape[d];
+        *by -= pl->ys[d] * pl->shape[d];
+        idx[d] = 0;
+    }
+    return false;
+}
+
+#define DEF_TRANSPOSE(NAME, T)                                                                     \
+    static void NAME(const void *xv, void *yv, const tplan *pl) {                                  \
+        const T *x = xv;                                                                           \
+        T *y = yv;                                                                                 \
+        int n = pl->n, p = pl->p;                                                                  \
+        int64_t idx[RY_MAX_RANK] = {0}, bx = 0, by = 0, L = pl->shape[n - 1];                      \
+        int64_t xl = pl->xs[n - 1];                                                                \
+        if (p == n - 1) { /* rows are contiguous in x and in y */                                  \
+            do {                                                                                   \
+                for (int64_t j = 0; j < L; j++) y[by + j] = x[bx + j];                             \
+            } while (odo_next(pl, n - 1, n - 1, idx, &bx, &by));                                   \
+            return;                                                                                \
+        }                                                                                          \
+        int64_t P = pl->shape[p], yp = pl->ys[p];                                                  \
+        do {                                                                                       \
+            for (int64_t i0 = 0; i0 < P; i0 += TILE)                                               \
+                for (int64_t j0 = 0; j0 < L; j0 += TILE) {                                         \
+                    int64_t i1 = i0 + TILE < P ? i0 + TILE : P,                                    \
+                            j1 = j0 + TILE < L ? j0 + TILE : L;                                    \
+                    for (int64_t i = i0; i < i1; i++)                                              \
+                        for (int64_t j = j0; j < j1; j++) y[by + i * yp + j] = x[bx + i + j * xl]; \
+                }                                                                                  \
+        } while (odo_next(pl, p, n - 1, idx, &bx, &by));                                           \
+    }
+
+DEF_TRANSPOSE(transpose1, uint8_t)
+DEF_TRANSPOSE(transpose2, uint16_t)
+DEF_TRANSPOSE(transpose4, uint32_t)
+DEF_TRANSPOSE(transpose8, uint64_t)
 
 ry_status ry_cpu_transpose(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                            ry_tensor *const *out) {
@@ -59,25 +102,30 @@ ry_status ry_cpu_transpose(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int 
     int na = ry_attr_ints(c->op, c->attrs, "axes", axes, RY_MAX_RANK);
     if (na <= 0) /* None or []: reverse the dimensions */
         for (int k = 0; k < n; k++) axes[k] = n - 1 - k;
-    int64_t stride[RY_MAX_RANK], xs[RY_MAX_RANK];
-    int64_t s = 1;
-    for (int d = n - 1; d >= 0; d--) {
-        stride[d] = s;
-        s *= x->shape[d];
-    }
-    for (int k = 0; k < n; k++) xs[k] = stride[norm_axis(axes[k], n)];
     if (y->size == 0) return RY_OK;
     if (n == 0) {
         memcpy(y->data, x->data, ry_dtype_size(x->dtype));
         return RY_OK;
     }
-    int64_t len = y->shape[n - 1], inner = xs[n - 1], rows = y->size / len, base = 0;
-    int64_t idx[RY_MAX_RANK] = {0};
+    tplan pl = {.n = n, .p = n - 1};
+    int64_t stride[RY_MAX_RANK], s = 1, t = 1;
+    for (int d = n - 1; d >= 0; d--) {
+        stride[d] = s;
+        s *= x->shape[d];
+        pl.ys[d] = t;
+        t *= y->shape[d];
+        pl.shape[d] = y->shape[d];
+    }
+    for (int k = 0; k < n; k++) {
+        int a = norm_axis(axes[k], n);
+        pl.xs[k] = stride[a];
+        if (a == n - 1) pl.p = k;
+    }
     switch (ry_dtype_size(x->dtype)) {
-    case 1: TRANSPOSE_LOOP(uint8_t); break;
-    case 2: TRANSPOSE_LOOP(uint16_t); break;
-    case 4: TRANSPOSE_LOOP(uint32_t); break;
-    case 8: TRANSPOSE_LOOP(uint64_t); break;
+    case 1: transpose1(x->data, y->data, &pl); break;
+    case 2: transpose2(x->data, y->data, &pl); break;
+    case 4: transpose4(x->data, y->data, &pl); break;
+    case 8: transpose8(x->data, y->data, &pl); break;
     default: return ry_error_at(c->err, c->span, "transpose: unsupported element size");
     }
     return RY_OK;
@@ -197,7 +245,12 @@ ry_status ry_cpu_take(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                     return ry_error_at(c->err, c->span,
                                        "take: index %lld out of range [0, %lld) with mode=\"fast\"",
                                        (long long)j, (long long)N);
-                memcpy(dst, src + ((size_t)((b * O + o) * N + j)) * row, row);
+                const char *from = src + ((size_t)((b * O + o) * N + j)) * row;
+                switch (row) { /* single elements: skip memcpy's call */
+                case 4: memcpy(dst, from, 4); break;
+                case 8: memcpy(dst, from, 8); break;
+                default: memcpy(dst, from, row);
+                }
                 dst += row;
             }
     return RY_OK;

@@ -1,0 +1,406 @@
+/*
+ * grad.c: the higher-order reverse-mode gradient transform (Relay's, after
+ * Wang et al.; see ../shared/DESIGN.md and AD.md). The input, normalized to
+ * A-normal form, is rewritten over transformed values: each float tensor is
+ * paired with a ref holding its adjoint, and every function takes one more
+ * argument, `bp : ref(fn () -> ())`, the backpropagator built so far. An
+ * operator call computes its primal result and pushes onto bp a closure that
+ * applies the operator's gradient rule and then calls the previous closure,
+ * so running bp replays the operations in reverse. Everything else is
+ * rebuilt structurally. The wrapper with TVM's signature is in grad_wrap.c;
+ * the type mapping and ADT twins in grad_types.c.
+ */
+#include <string.h>
+
+#include "grad_impl.h"
+
+static ry_expr *xval(gx *s, gx_block *b, const ry_expr *e, ry_var *bp);
+
+/* ---- small IR helpers ---- */
+
+ry_expr *gx_ref_new(gx *s, ry_expr *v) {
+    ry_expr *r = ry_expr_new(s->m, RY_EXPR_REF, RY_NO_SPAN);
+    r->ref.value = v;
+    return r;
+}
+
+ry_expr *gx_ref_read(gx *s, ry_expr *ref) {
+    ry_expr *r = ry_expr_new(s->m, RY_EXPR_REF_READ, RY_NO_SPAN);
+    r->ref_read.ref = ref;
+    return r;
+}
+
+ry_expr *gx_ref_write(gx *s, ry_expr *ref, ry_expr *v) {
+    ry_expr *r = ry_expr_new(s->m, RY_EXPR_REF_WRITE, RY_NO_SPAN);
+    r->ref_write.ref = ref;
+    r->ref_write.value = v;
+    return r;
+}
+
+ry_expr *gx_proj(gx *s, ry_expr *t, int i) { return ry_expr_proj(s->m, t, i, RY_NO_SPAN); }
+
+ry_expr *gx_unit(gx *s) { return ry_expr_tuple(s->m, 0, NULL, RY_NO_SPAN); }
+
+static ry_expr *copy_node(gx *s, const ry_expr *e) {
+    ry_expr *c = ry_expr_new(s->m, e->kind, e->span);
+    *c = *e;
+    return c;
+}
+
+static bool is_atom(const ry_expr *e) {
+    return e->kind == RY_EXPR_VAR || e->kind == RY_EXPR_GLOBAL || e->kind == RY_EXPR_CONST;
+}
+
+/* e as an atom: bound to a fresh var unless it is one already. */
+static ry_expr *atomize(gx *s, gx_block *b, ry_expr *e, ry_type *t) {
+    return is_atom(e) ? e : gx_bind(s, b, "v", e, t);
+}
+
+static void fail(gx *s, ry_span span, const char *msg, const char *what) {
+    if (!s->failed) ry_error_at(s->err, span, "gradient: %s%s", msg, what ? what : "");
+    s->failed = true;
+}
+
+/* ---- values and their adjoints ----
+ * primal(v', T):   float tensor -> v'.0; tuple -> fieldwise; else v'
+ * fresh(y, T):     float tensor -> (y, ref(zeros_like(y))); tuple fieldwise
+ * adjoint(v', T):  float tensor -> ref_read(v'.1); tuple fieldwise
+ * accumulate(v', T, d): v'.1 := v'.1 + d for each float tensor field */
+static ry_expr *primal(gx *s, ry_expr *v, const ry_type *t) {
+    if (gx_is_float(t)) return gx_proj(s, v, 0);
+    if (t->kind != RY_TYPE_TUPLE || !gx_changes(s, t)) return v;
+    ry_expr **f = RY_NEW_ARRAY(s->scratch, ry_expr *, t->tuple.n);
+    for (int i = 0; i < t->tuple.n; i++) f[i] = primal(s, gx_proj(s, v, i), t->tuple.fields[i]);
+    return ry_expr_tuple(s->m, t->tuple.n, f, RY_NO_SPAN);
+}
+
+static ry_expr *fresh(gx *s, ry_expr *y, const ry_type *t) {
+    if (gx_is_float(t)) {
+        ry_expr *pair[2] = {y, gx_ref_new(s, ry_gb_op1(s->m, "zeros_like", y))};
+        return ry_expr_tuple(s->m, 2, pair, RY_NO_SPAN);
+    }
+    if (t->kind != RY_TYPE_TUPLE) return y;
+    ry_expr **f = RY_NEW_ARRAY(s->scratch, ry_expr *, t->tuple.n);
+    for (int i = 0; i < t->tuple.n; i++) f[i] = fresh(s, gx_proj(s, y, i), t->tuple.fields[i]);
+    return ry_expr_tuple(s->m, t->tuple.n, f, RY_NO_SPAN);
+}
+
+static ry_expr *adjoint(gx *s, ry_expr *v, const ry_type *t) {
+    if (gx_is_float(t)) return gx_ref_read(s, gx_proj(s, v, 1));
+    if (t->kind != RY_TYPE_TUPLE) return ry_gb_op1(s->m, "zeros_like", v);
+    ry_expr **f = RY_NEW_ARRAY(s->scratch, ry_expr *, t->tuple.n);
+    for (int i = 0; i < t->tuple.n; i++) f[i] = adjoint(s, gx_proj(s, v, i), t->tuple.fields[i]);
+    return ry_expr_tuple(s->m, t->tuple.n, f, RY_NO_SPAN);
+}
+
+static void accumulate(gx *s, gx_block *b, ry_expr *v, const ry_type *t, ry_expr *d) {
+    if (gx_is_float(t)) {
+        ry_expr *cell = gx_proj(s, v, 1);
+        gx_do(s, b, gx_ref_write(s, cell, ry_gb_op2(s->m, "add", gx_ref_read(s, cell), d)));
+        return;
+    }
+    if (t->kind != RY_TYPE_TUPLE || !gx_changes(s, t)) return;
+    ry_expr *dv = atomize(s, b, d, (ry_type *)t);
+    for (int i = 0; i < t->tuple.n; i++)
+        accumulate(s, b, gx_proj(s, v, i), t->tuple.fields[i], gx_proj(s, dv, i));
+}
+
+/* ---- operator calls ----
+ *   y = op(primal(a1'), ..);  r = fresh(y)
+ *   k = ref_read(bp)
+ *   bp := fn () { g = adjoint(r); [d1, ..] = rule(a1, .., y, g);
+ *                 accumulate(ai', di) for each i; k() }
+ * Integer results get no cell and no closure; no_grad operators a cell but
+ * no closure; operators without a rule are recorded for the one error. */
+static void note_missing(gx *s, const ry_expr *e) {
+    const char *name = e->call.callee->op.op->name;
+    for (int i = 0; i < s->nmissing; i++)
+        if (strcmp(s->missing[i], name) == 0) return;
+    if (s->nmissing == 0) s->missing_span = e->span;
+    if (s->nmissing < GX_MAX_MISSING) s->missing[s->nmissing++] = name;
+}
+
+static ry_expr *xop(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
+    const ry_op *op = e->call.callee->op.op;
+    int n = e->call.nargs;
+    ry_grad_rule rule;
+    bool has = ry_grad_rule_lookup(op, &rule);
+    if (!has) note_missing(s, e);
+    ry_expr **targs = RY_NEW_ARRAY(s->scratch, ry_expr *, n + 1);
+    ry_expr **prim = RY_NEW_ARRAY(s->scratch, ry_expr *, n + 1);
+    for (int i = 0; i < n; i++) {
+        const ry_expr *a = e->call.args[i];
+        if (a->kind == RY_EXPR_CONST) { /* a constant's adjoint is never read */
+            targs[i] = NULL;
+            prim[i] = copy_node(s, a);
+            continue;
+        }
+        targs[i] = atomize(s, b, xval(s, b, a, bp), gx_type(s, a->type));
+        prim[i] = gx_changes(s, a->type) ? gx_bind(s, b, "p", primal(s, targs[i], a->type), a->type)
+                                         : targs[i];
+    }
+    ry_expr *call = ry_gb_op(s->m, op->name, n, prim);
+    call->span = e->span;
+    call->call.attrs = e->call.attrs;
+    ry_expr *y = gx_bind(s, b, "y", call, e->type);
+    if (!gx_changes(s, e->type)) return y;
+    ry_expr *r = gx_bind(s, b, "r", fresh(s, y, e->type), gx_type(s, e->type));
+    if (!rule.fn) return r;
+
+    gx_block cb = {0};
+    ry_expr *g = gx_bind(s, &cb, "g", adjoint(s, r, e->type), e->type);
+    ry_expr **grads = RY_NEW_ARRAY(s->scratch, ry_expr *, n + 1);
+    ry_grad_ctx ctx = {s->m, e, e->span, s->err};
+    if (rule.fn(&ctx, prim, y, g, grads)) {
+        s->failed = true;
+        return r;
+    }
+    for (int i = 0; i < n; i++)
+        if (targs[i] && grads[i] && gx_changes(s, e->call.args[i]->type))
+            accumulate(s, &cb, targs[i], e->call.args[i]->type, grads[i]);
+    ry_expr *k = gx_bind(s, b, "k", gx_ref_read(s, gx_use(s, bp)), NULL);
+    ry_expr *tail = ry_expr_call(s->m, k, 0, NULL, RY_NO_SPAN);
+    ry_expr *clo = ry_expr_new(s->m, RY_EXPR_FUNC, RY_NO_SPAN);
+    clo->func.body = gx_fold(s, &cb, tail);
+    gx_do(s, b, gx_ref_write(s, gx_use(s, bp), clo));
+    return r;
+}
+
+/* ---- the structural cases ---- */
+
+static ry_var *map_var(gx *s, ry_var *v, bool annotate) {
+    ry_var *nv = ry_var_new(s->m, v->name, annotate ? gx_type(s, v->type) : NULL, v->span);
+    nv->type = gx_type(s, v->type);
+    ad_map_put(&s->vars, v, nv);
+    return nv;
+}
+
+static ry_pattern *xpat(gx *s, const ry_pattern *p) {
+    ry_pattern *q = RY_NEW(s->m->arena, ry_pattern);
+    *q = *p;
+    switch (p->kind) {
+    case RY_PAT_WILDCARD: break;
+    case RY_PAT_VAR: q->var = map_var(s, p->var, false); break;
+    case RY_PAT_CTOR:
+        q->ctor.ctor = gx_ctor(s, p->ctor.ctor);
+        q->ctor.args = RY_NEW_ARRAY(s->m->arena, ry_pattern *, p->ctor.n);
+        for (int i = 0; i < p->ctor.n; i++) q->ctor.args[i] = xpat(s, p->ctor.args[i]);
+        break;
+    case RY_PAT_TUPLE:
+        q->tuple.fields = RY_NEW_ARRAY(s->m->arena, ry_pattern *, p->tuple.n);
+        for (int i = 0; i < p->tuple.n; i++) q->tuple.fields[i] = xpat(s, p->tuple.fields[i]);
+        break;
+    }
+    return q;
+}
+
+static ry_expr *xscope(gx *s, const ry_expr *e, ry_var *bp) {
+    gx_block b = {0};
+    ry_expr *tail = xval(s, &b, e, bp);
+    return gx_fold(s, &b, tail);
+}
+
+ry_expr *gx_func(gx *s, const ry_expr *f) {
+    ry_expr *r = ry_expr_new(s->m, RY_EXPR_FUNC, f->span);
+    r->func = f->func;
+    int n = f->func.nparams;
+    r->func.nparams = n + 1;
+    r->func.params = RY_NEW_ARRAY(s->m->arena, ry_var *, n + 1);
+    for (int i = 0; i < n; i++) r->func.params[i] = map_var(s, f->func.params[i], true);
+    ry_var *bp = ry_var_new(s->m, "bp", s->bp_type, f->span);
+    bp->type = s->bp_type;
+    r->func.params[n] = bp;
+    r->func.ret_annot = NULL;
+    if (f->type && f->type->kind == RY_TYPE_FUNC) r->func.ret_annot = gx_type(s, f->type->func.ret);
+    r->func.body = xscope(s, f->func.body, bp);
+    return r;
+}
+
+static ry_expr *xcall(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
+    const ry_expr *cal = e->call.callee;
+    if (cal->kind == RY_EXPR_OP) return xop(s, b, e, bp);
+    int n = e->call.nargs;
+    bool ctor = cal->kind == RY_EXPR_CTOR;
+    ry_expr **args = RY_NEW_ARRAY(s->scratch, ry_expr *, n + 1);
+    for (int i = 0; i < n; i++) args[i] = xval(s, b, e->call.args[i], bp);
+    if (!ctor) args[n] = gx_use(s, bp);
+    ry_expr *callee = xval(s, b, cal, bp);
+    return ry_expr_call(s->m, callee, ctor ? n : n + 1, args, e->span);
+}
+
+static ry_expr *xconst(gx *s, const ry_expr *e) {
+    ry_expr *c = copy_node(s, e);
+    if (!gx_is_float(e->type)) return c;
+    ry_expr *pair[2] = {c, gx_ref_new(s, ry_gb_op1(s->m, "zeros_like", copy_node(s, e)))};
+    return ry_expr_tuple(s->m, 2, pair, e->span);
+}
+
+/* value'(e): the transformed value of e; may add bindings to b.
+ *   let x = v; body  =>  [x' = value'(v)] value'(body)   (x' known inside v
+ *                                                        for recursive fns) */
+static ry_expr *xval(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
+    ry_expr *r;
+    switch (e->kind) {
+    case RY_EXPR_VAR: {
+        ry_var *v = ad_map_get(&s->vars, e->var.var);
+        if (!v) {
+            fail(s, e->span, "unbound variable %", e->var.var->name);
+            return gx_unit(s);
+        }
+        return gx_use(s, v);
+    }
+    case RY_EXPR_GLOBAL: {
+        ry_global *g = ry_module_find_global(s->m, e->global.name);
+        if (!g) {
+            fail(s, e->span, "unknown global @", e->global.name);
+            return gx_unit(s);
+        }
+        r = ry_expr_new(s->m, RY_EXPR_GLOBAL, e->span);
+        r->global.name = gx_twin_name(s, g);
+        return r;
+    }
+    case RY_EXPR_CONST: return xconst(s, e);
+    case RY_EXPR_OP:
+        fail(s, e->span, "an operator used as a value: ", e->op.op->name);
+        return gx_unit(s);
+    case RY_EXPR_CTOR:
+        r = copy_node(s, e);
+        r->ctor.ctor = gx_ctor(s, e->ctor.ctor);
+        return r;
+    case RY_EXPR_CALL: return xcall(s, b, e, bp);
+    case RY_EXPR_LET: {
+        ry_var *x = map_var(s, e->let.var, false);
+        gx_push(s, b, x, xval(s, b, e->let.value, bp));
+        return xval(s, b, e->let.body, bp);
+    }
+    case RY_EXPR_IF:
+        r = copy_node(s, e);
+        r->if_.cond = xval(s, b, e->if_.cond, bp);
+        r->if_.then_ = xscope(s, e->if_.then_, bp);
+        r->if_.else_ = xscope(s, e->if_.else_, bp);
+        break;
+    case RY_EXPR_MATCH:
+        r = copy_node(s, e);
+        r->match.data = xval(s, b, e->match.data, bp);
+        r->match.clauses = RY_NEW_ARRAY(s->m->arena, ry_clause, e->match.nclauses);
+        for (int i = 0; i < e->match.nclauses; i++) {
+            r->match.clauses[i].pat = xpat(s, e->match.clauses[i].pat);
+            r->match.clauses[i].body = xscope(s, e->match.clauses[i].body, bp);
+        }
+        break;
+    case RY_EXPR_FUNC: return gx_func(s, e);
+    case RY_EXPR_TUPLE: {
+        ry_expr **f = RY_NEW_ARRAY(s->scratch, ry_expr *, e->tuple.n + 1);
+        for (int i = 0; i < e->tuple.n; i++) f[i] = xval(s, b, e->tuple.fields[i], bp);
+        return ry_expr_tuple(s->m, e->tuple.n, f, e->span);
+    }
+    case RY_EXPR_PROJ:
+        return ry_expr_proj(s->m, xval(s, b, e->proj.tuple, bp), e->proj.index, e->span);
+    case RY_EXPR_REF:
+        r = copy_node(s, e);
+        r->ref.value = xval(s, b, e->ref.value, bp);
+        break;
+    case RY_EXPR_REF_READ:
+        r = copy_node(s, e);
+        r->ref_read.ref = xval(s, b, e->ref_read.ref, bp);
+        break;
+    case RY_EXPR_REF_WRITE:
+        r = copy_node(s, e);
+        r->ref_write.ref = xval(s, b, e->ref_write.ref, bp);
+        r->ref_write.value = xval(s, b, e->ref_write.value, bp);
+        break;
+    default:
+        fail(s, e->span, "unsupported expression", NULL);
+        return gx_unit(s);
+    }
+    r->type = NULL;
+    return r;
+}
+
+/* ---- the driver ---- */
+
+/* Builds the twins of every global requested so far (and of those they
+ * request in turn): each from its A-normal form. */
+static void build_twins(gx *s) {
+    for (int i = 0; i < s->ntwins && !s->failed; i++) {
+        if (s->twins[i].func) continue;
+        const ry_expr *f = ry_anf(s->m, s->twins[i].g->func);
+        ry_expr *tw = gx_func(s, f);
+        s->twins[i].func = tw; /* s->twins may have moved during gx_func */
+    }
+}
+
+static ry_status missing_error(gx *s) {
+    char list[700] = "";
+    for (int i = 0; i < s->nmissing; i++) {
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", s->missing[i]);
+    }
+    return ry_error_at(s->err, s->missing_span, "gradient: no gradient rule for operator%s %s",
+                       s->nmissing > 1 ? "s" : "", list);
+}
+
+static ry_type *make_bp_type(ry_module *m) {
+    ry_type *fn = ry_type_new(m, RY_TYPE_FUNC, RY_NO_SPAN);
+    fn->func.ret = ry_type_tuple_arena(m->arena, 0, NULL);
+    fn->func.args = NULL;
+    ry_type *r = ry_type_new(m, RY_TYPE_REF, RY_NO_SPAN);
+    r->ref.inner = fn;
+    return r;
+}
+
+static ry_status run(gx *s, const char *fn_name, const ry_expr *fn, const char *out_name,
+                     const char **used) {
+    ry_global *g = NULL;
+    if (fn_name) {
+        g = ry_module_find_global(s->m, fn_name);
+        if (!g) return ry_error_at(s->err, RY_NO_SPAN, "gradient: no global @%s", fn_name);
+        fn = g->func;
+    }
+    if (!fn || fn->kind != RY_EXPR_FUNC)
+        return ry_error_at(s->err, RY_NO_SPAN, "gradient: not a function");
+    if (!fn->type)
+        return ry_error_at(s->err, fn->span, "gradient: the module must be type-checked first");
+    ry_expr *target;
+    if (g) {
+        target = ry_expr_new(s->m, RY_EXPR_GLOBAL, fn->span);
+        target->global.name = gx_twin_name(s, g);
+    } else {
+        target = gx_func(s, ry_anf(s->m, fn));
+    }
+    build_twins(s);
+    ry_expr *wrapper = NULL;
+    if (!s->failed && gx_wrapper(s, fn, target, &wrapper)) s->failed = true;
+    build_twins(s);
+    if (s->failed) return RY_ERR;
+    if (s->nmissing) return missing_error(s);
+
+    for (int i = 0; i < s->ntds; i++) ry_module_add_typedef(s->m, s->tds[i]);
+    for (int i = 0; i < s->ntwins; i++) ry_module_add_global(s->m, s->twins[i].name, s->twins[i].func);
+    char base[300];
+    snprintf(base, sizeof base, "%s_gradient", g ? g->name : "");
+    const char *name = out_name ? ry_arena_strdup(s->m->arena, out_name)
+                                : gx_unique(s, g ? base : "gradient", "");
+    ry_module_add_global(s->m, name, wrapper);
+    if (used) *used = name;
+    if (ry_module_typecheck(s->m, s->err)) {
+        ry_error_prefix(s->err, "the gradient program does not type-check (a bug in ry_grad)");
+        return RY_ERR;
+    }
+    return RY_OK;
+}
+
+ry_status ry_grad(ry_module *m, const char *fn_name, const ry_expr *fn, const char *out_name,
+                  const char **out_name_used, ry_error *err) {
+    gx s = {.m = m, .scratch = ry_arena_new(), .err = err};
+    ad_map_init(&s.vars, s.scratch);
+    ad_map_init(&s.globals, s.scratch);
+    ad_map_init(&s.adts, s.scratch);
+    ad_map_init(&s.ctors, s.scratch);
+    ad_map_init(&s.adt_busy, s.scratch);
+    ad_map_init(&s.adt_need, s.scratch);
+    s.bp_type = make_bp_type(m);
+    ry_status st = run(&s, fn_name, fn, out_name, out_name_used);
+    ry_arena_free(s.scratch);
+    return st;
+}

@@ -1,0 +1,88 @@
+/*
+ * grad_impl.h: private to the gradient transform (grad.c, grad_types.c,
+ * grad_wrap.c): its state, the type mapping T -> T', the twins of ADTs and
+ * globals, and the block builder that folds a list of bindings into lets.
+ */
+#ifndef RELAYC_AD_GRAD_IMPL_H
+#define RELAYC_AD_GRAD_IMPL_H
+
+#include "ad_impl.h"
+#include "op/grad_rules.h"
+#include "relayc/ad.h"
+
+#define GX_MAX_MISSING 64
+
+typedef struct gx {
+    ry_module *m;
+    ry_arena *scratch;
+    ry_error *err;
+    bool failed;           /* an error other than a missing rule is in err */
+    ad_map vars;           /* primal ry_var -> transformed ry_var */
+    ad_map globals;        /* ry_global -> twin name (char *) */
+    ad_map adts;           /* ry_typedef -> twin (or itself when unchanged) */
+    ad_map ctors;          /* ry_ctor -> twin ctor */
+    ad_map adt_busy;       /* typedefs whose need of a twin is being decided */
+    ad_map adt_need;       /* typedef -> (void *)1 needs a twin, (void *)2 does not */
+    struct gx_twin {       /* twins of globals, in request order; func is */
+        const char *name;  /* NULL until built. Added to m at the end. */
+        ry_global *g;
+        ry_expr *func;
+    } *twins;
+    int ntwins, captwins;
+    ry_typedef **tds;      /* twin typedefs, added at the end */
+    int ntds, captds;
+    const char *missing[GX_MAX_MISSING]; /* operators without a rule */
+    int nmissing;
+    ry_span missing_span;
+    ry_type *bp_type;      /* ref(fn () -> ()) */
+} gx;
+
+/* ---- grad_types.c ---- */
+/* Whether the mapping changes t (it holds a float tensor, a function, or an
+ * ADT that needs a twin). */
+bool gx_changes(gx *s, const ry_type *t);
+/* T -> T': float tensor -> (T, ref(T)); tuple fieldwise; fn(A..) -> R ->
+ * fn(A'.., ref(fn () -> ())) -> R'; ADT -> its twin over mapped arguments;
+ * ref(T) -> ref(T'); integer tensors and type variables unchanged. */
+ry_type *gx_type(gx *s, ry_type *t);
+/* The twin of a typedef (itself when no field changes) and of a ctor. */
+ry_typedef *gx_adt(gx *s, ry_typedef *td);
+ry_ctor *gx_ctor(gx *s, ry_ctor *k);
+/* A name not used by any global, typedef or ctor of m nor any twin so far. */
+const char *gx_unique(gx *s, const char *base, const char *suffix);
+/* The name of global g's twin, queueing it to be built (a twin with func
+ * NULL in s->twins). */
+const char *gx_twin_name(gx *s, ry_global *g);
+bool gx_is_float(const ry_type *t);
+
+/* ---- blocks: bindings folded into nested lets ---- */
+typedef struct gx_block {
+    ry_var **vars;
+    ry_expr **vals;
+    int n, cap;
+} gx_block;
+
+/* Binds val to a fresh var named name (typed t, may be NULL); returns a use. */
+ry_expr *gx_bind(gx *s, gx_block *b, const char *name, ry_expr *val, ry_type *t);
+void gx_push(gx *s, gx_block *b, ry_var *v, ry_expr *val);
+/* let-sequence: binds val to a fresh unit var (`let %u = ref_write(..);`). */
+void gx_do(gx *s, gx_block *b, ry_expr *val);
+ry_expr *gx_fold(gx *s, gx_block *b, ry_expr *tail);
+ry_expr *gx_use(gx *s, ry_var *v); /* a var use typed as v */
+
+/* ---- grad.c ---- */
+/* The transformed function expression (params mapped, a bp param added). */
+ry_expr *gx_func(gx *s, const ry_expr *f);
+/* IR helpers shared with grad_wrap.c */
+ry_expr *gx_ref_new(gx *s, ry_expr *v);
+ry_expr *gx_ref_read(gx *s, ry_expr *r);
+ry_expr *gx_ref_write(gx *s, ry_expr *r, ry_expr *v);
+ry_expr *gx_proj(gx *s, ry_expr *t, int i);
+ry_expr *gx_unit(gx *s);
+
+/* ---- grad_wrap.c ---- */
+/* fn (params) { ... } with TVM's gradient signature around a call of the
+ * transformed function fnp (a global twin or a function expression). */
+ry_status gx_wrapper(gx *s, const ry_expr *f, ry_expr *fnp, ry_expr **out);
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * ad.h: program transforms for automatic differentiation: A-normal form,
+ * the higher-order reverse-mode gradient transform (ry_grad, Relay's design
+ * after Wang et al.: values paired with adjoint refs, a backpropagator built
+ * as a chain of closures) and gradient checking by finite differences.
+ *
+ * Every transform is IR -> IR inside one module: new nodes live in the
+ * module's arena. The gradient program is ordinary IR: it type-checks,
+ * prints, re-parses, runs in the interpreter and can be differentiated again.
+ */
+#ifndef RELAYC_AD_H
+#define RELAYC_AD_H
+
+#include "relayc/interp.h"
+#include "relayc/ir.h"
+
+/* ---- A-normal form ------------------------------------------------------
+ * Returns e rewritten so that every non-atomic subexpression (anything but a
+ * var, global, constant, operator or constructor) is let-bound once, with
+ * atomic operands. A node shared in the DAG (`%0 = e;`) is bound once and
+ * its later uses refer to that binding, as long as the binding is in scope
+ * (a node first met in one branch of an if is bound again in the other).
+ * Branches, clauses and function bodies are normalized as scopes of their
+ * own. New nodes carry the types of the nodes they replace, so a typed input
+ * gives a typed output. e is not modified. */
+ry_expr *ry_anf(ry_module *m, const ry_expr *e);
+/* Rewrites every global function of m into A-normal form in place (each
+ * global's func is replaced by its normal form). */
+void ry_anf_module(ry_module *m);
+
+/* ---- the gradient transform -----------------------------------------------
+ * ry_grad differentiates a function of the type-checked module m, given
+ * either as the name of a global (fn_name) or as an RY_EXPR_FUNC expression
+ * of m (fn, when fn_name is NULL). It adds to m:
+ *   - a global `out_name` (NULL: "<name>_gradient", or "gradient" for an
+ *     expression; made unique) with TVM's `gradient` signature
+ *     fn(params...) -> (result, (d_param1, d_param2, ...)),
+ *     seeding every tensor field of the result with ones_like;
+ *   - for each global it calls (and the function itself), a transformed twin
+ *     `@<name>_grad` (made once, mutual recursion included);
+ *   - for each ADT whose fields hold tensors or functions, a twin typedef
+ *     `<Name>_grad` whose constructors are `<Ctor>_grad`.
+ * Then it type-checks the whole module again. Parameters may be tensors
+ * (float: their gradient; integer/bool: zeros) and tuples of them; ADT,
+ * function and type-variable parameters are rejected. Where operators lack a
+ * gradient rule, one error lists all of them. On success *out_name_used (if
+ * non-NULL) points to the new global's name (in m's arena). On error m may
+ * hold unused nodes in its arena but its globals and typedefs are unchanged. */
+ry_status ry_grad(ry_module *m, const char *fn_name, const ry_expr *fn, const char *out_name,
+                  const char **out_name_used, ry_error *err);
+
+/* ---- gradient checking ----------------------------------------------------
+ * Central finite differences of sum(f(x)) (every tensor of the result,
+ * flattened) against the gradient ry_grad computes, for each float tensor
+ * argument. Arguments should be float64 for meaningful tolerances. */
+typedef struct ry_gradcheck_opts {
+    double eps;  /* step; 0: 1e-6 */
+    double rtol; /* 0: 1e-5 */
+    double atol; /* 0: 1e-7 */
+} ry_gradcheck_opts;
+
+#define RY_GRADCHECK_MAX_PARAMS 32
+
+typedef struct ry_gradcheck_param {
+    char name[64];    /* the parameter's name */
+    bool checked;     /* a float tensor argument */
+    double max_abs;   /* max |ad - fd| over its elements */
+    double max_rel;   /* max |ad - fd| / max(|ad|, |fd|, 1e-12) */
+    bool ok;          /* every element within atol + rtol * |fd| */
+} ry_gradcheck_param;
+
+typedef struct ry_gradcheck_report {
+    int nparams;
+    ry_gradcheck_param params[RY_GRADCHECK_MAX_PARAMS];
+    bool ok;          /* every checked parameter ok */
+    const char *grad_name; /* the gradient global ry_grad added */
+} ry_gradcheck_report;
+
+/* Checks global `entry` of the type-checked module m at args (borrowed
+ * tensor values). Adds the gradient program to m (see ry_grad). Returns
+ * RY_ERR only when the check could not run (transform or run-time error);
+ * a gradient that disagrees gives RY_OK with rep->ok false. opts may be NULL. */
+ry_status ry_gradcheck(ry_module *m, const char *entry, int nargs, ry_value *const *args,
+                       const ry_gradcheck_opts *opts, ry_gradcheck_report *rep, ry_error *err);
+
+#endif

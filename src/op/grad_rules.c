@@ -1,0 +1,232 @@
+/*
+ * grad_rules.c: the small IR builder that gradient rules and the AD
+ * transform share, and the name -> rule table. The table stands in for the
+ * `.grad` / `.no_grad` fields of the registry entries while those files are
+ * written by others; lookups fall back to the entry's own fields, so moving
+ * a rule into its entry needs no change here beyond deleting its line.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "op/grad_rules.h"
+
+/* ---- the table ---- */
+
+typedef struct rule_entry {
+    const char *name;
+    ry_grad_fn fn;
+} rule_entry;
+
+static const rule_entry rules[] = {
+    {"add", ry_grad_add},
+    {"subtract", ry_grad_subtract},
+    {"multiply", ry_grad_multiply},
+    {"divide", ry_grad_divide},
+    {"power", ry_grad_power},
+    {"maximum", ry_grad_maximum},
+    {"minimum", ry_grad_minimum},
+    {"negative", ry_grad_negative},
+    {"exp", ry_grad_exp},
+    {"log", ry_grad_log},
+    {"sqrt", ry_grad_sqrt},
+    {"rsqrt", ry_grad_rsqrt},
+    {"tanh", ry_grad_tanh},
+    {"sigmoid", ry_grad_sigmoid},
+    {"abs", ry_grad_abs},
+    {"nn.relu", ry_grad_relu},
+    {"nn.leaky_relu", ry_grad_leaky_relu},
+    {"clip", ry_grad_clip},
+    {"where", ry_grad_where},
+    {"cast", ry_grad_cast},
+    {"copy", ry_grad_copy},
+    {"broadcast_to", ry_grad_broadcast_to},
+    {"collapse_sum_like", ry_grad_collapse_sum_like},
+    {"nn.dense", ry_grad_dense},
+    {"nn.matmul", ry_grad_matmul},
+    {"nn.batch_matmul", ry_grad_batch_matmul},
+    {"nn.bias_add", ry_grad_bias_add},
+    {"nn.softmax", ry_grad_softmax},
+    {"nn.log_softmax", ry_grad_log_softmax},
+    {"nn.batch_flatten", ry_grad_batch_flatten},
+    {"sum", ry_grad_sum},
+    {"mean", ry_grad_mean},
+    {"max", ry_grad_max},
+    {"min", ry_grad_max}, /* the same rule: where x equals the result */
+    {"reshape", ry_grad_reshape},
+    {"expand_dims", ry_grad_reshape},
+    {"squeeze", ry_grad_reshape},
+    {"transpose", ry_grad_transpose},
+    {"concatenate", ry_grad_concatenate},
+    {"split", ry_grad_split},
+    {"stack", ry_grad_stack},
+    {"take", ry_grad_take},
+};
+
+/* Operators whose result does not depend differentiably on their inputs:
+ * comparisons and logic (boolean results), index results, and the
+ * initializers whose value depends only on a shape. */
+static const char *const no_grad_ops[] = {
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logical_not", "argmax", "argmin", "one_hot",
+    "zeros", "ones", "zeros_like", "ones_like", "full", "full_like",
+};
+
+#define NRULES (int)(sizeof rules / sizeof rules[0])
+#define NNOGRAD (int)(sizeof no_grad_ops / sizeof no_grad_ops[0])
+
+const ry_grad_fn *ry_grad_rule_find(const char *op_name) {
+    for (int i = 0; i < NRULES; i++)
+        if (strcmp(rules[i].name, op_name) == 0) return &rules[i].fn;
+    const ry_op *op = ry_op_find(op_name);
+    return op && op->grad ? &op->grad : NULL;
+}
+
+bool ry_grad_rule_lookup(const ry_op *op, ry_grad_rule *out) {
+    const ry_grad_fn *fn = ry_grad_rule_find(op->name);
+    if (fn) {
+        *out = (ry_grad_rule){*fn, false};
+        return true;
+    }
+    bool ng = op->no_grad;
+    for (int i = 0; i < NNOGRAD && !ng; i++) ng = strcmp(no_grad_ops[i], op->name) == 0;
+    *out = (ry_grad_rule){NULL, ng};
+    return ng;
+}
+
+/* ---- builder ---- */
+
+ry_expr *ry_gb_op(ry_module *m, const char *op_name, int n, ry_expr *const *args) {
+    const ry_op *op = ry_op_find(op_name);
+    if (!op) { /* a rule names an operator the registry lacks: a bug here */
+        fprintf(stderr, "relayc: internal error: gradient rule uses unknown operator %s\n",
+                op_name);
+        abort();
+    }
+    ry_expr *callee = ry_expr_new(m, RY_EXPR_OP, RY_NO_SPAN);
+    callee->op.op = op;
+    return ry_expr_call(m, callee, n, (ry_expr **)args, RY_NO_SPAN);
+}
+
+ry_expr *ry_gb_op1(ry_module *m, const char *op_name, ry_expr *a) {
+    return ry_gb_op(m, op_name, 1, &a);
+}
+
+ry_expr *ry_gb_op2(ry_module *m, const char *op_name, ry_expr *a, ry_expr *b) {
+    ry_expr *args[2] = {a, b};
+    return ry_gb_op(m, op_name, 2, args);
+}
+
+ry_expr *ry_gb_op3(ry_module *m, const char *op_name, ry_expr *a, ry_expr *b, ry_expr *c) {
+    ry_expr *args[3] = {a, b, c};
+    return ry_gb_op(m, op_name, 3, args);
+}
+
+static ry_attr *push_attr(ry_module *m, ry_expr *call, const char *name) {
+    ry_attrs *as = &call->call.attrs;
+    ry_attr *items = RY_NEW_ARRAY(m->arena, ry_attr, as->n + 1);
+    if (as->n) memcpy(items, as->items, sizeof *items * (size_t)as->n);
+    as->items = items;
+    ry_attr *a = &items[as->n++];
+    a->name = ry_arena_strdup(m->arena, name);
+    a->span = RY_NO_SPAN;
+    return a;
+}
+
+void ry_gb_attr_int(ry_module *m, ry_expr *call, const char *name, int64_t v) {
+    ry_attr *a = push_attr(m, call, name);
+    a->value.kind = RY_AV_INT;
+    a->value.i = v;
+}
+
+void ry_gb_attr_ints(ry_module *m, ry_expr *call, const char *name, int n, const int64_t *v) {
+    ry_attr *a = push_attr(m, call, name);
+    a->value.kind = RY_AV_LIST;
+    a->value.list.n = n;
+    a->value.list.items = RY_NEW_ARRAY(m->arena, ry_attr_value, n);
+    for (int i = 0; i < n; i++) {
+        a->value.list.items[i].kind = RY_AV_INT;
+        a->value.list.items[i].i = v[i];
+    }
+}
+
+void ry_gb_attr_bool(ry_module *m, ry_expr *call, const char *name, bool v) {
+    ry_attr *a = push_attr(m, call, name);
+    a->value.kind = RY_AV_BOOL;
+    a->value.b = v;
+}
+
+void ry_gb_attr_str(ry_module *m, ry_expr *call, const char *name, const char *v) {
+    ry_attr *a = push_attr(m, call, name);
+    a->value.kind = RY_AV_STR;
+    a->value.s = ry_arena_strdup(m->arena, v);
+}
+
+void ry_gb_attr_copy(ry_module *m, ry_expr *call, const ry_attr *src) {
+    ry_attr *a = push_attr(m, call, src->name);
+    a->value = src->value; /* the values live in the same arena */
+}
+
+ry_expr *ry_gb_scalar(ry_module *m, ry_dtype dtype, double v) {
+    ry_tensor *t = ry_tensor_scalar(dtype, v);
+    if (!t) {
+        fprintf(stderr, "relayc: out of memory\n");
+        exit(1);
+    }
+    ry_expr *e = ry_expr_const(m, t, RY_NO_SPAN);
+    e->type = ry_type_tensor(m, dtype, 0, NULL);
+    return e;
+}
+
+ry_expr *ry_gb_unbroadcast(ry_module *m, ry_expr *g, const ry_type *res, ry_expr *like) {
+    const ry_type *lt = ry_gb_type(like);
+    if (res && lt && ry_type_equal(res, lt)) return g;
+    return ry_gb_op2(m, "collapse_sum_like", g, like);
+}
+
+ry_var *ry_gb_var(ry_module *m, const char *name, ry_type *type) {
+    ry_var *v = ry_var_new(m, name, NULL, RY_NO_SPAN);
+    v->type = type;
+    return v;
+}
+
+ry_expr *ry_gb_ref(ry_module *m, ry_var *v) {
+    ry_expr *e = ry_expr_var(m, v, RY_NO_SPAN);
+    e->type = v->type;
+    return e;
+}
+
+const ry_type *ry_gb_type(const ry_expr *e) {
+    if (e->type) return e->type;
+    if (e->kind == RY_EXPR_VAR) return e->var.var->type;
+    return NULL;
+}
+
+ry_dtype ry_gb_dtype(const ry_expr *e) {
+    const ry_type *t = ry_gb_type(e);
+    if (t && t->kind == RY_TYPE_TENSOR) return t->tensor.dtype;
+    if (e->kind == RY_EXPR_CONST) return e->constant.value->dtype;
+    return RY_FLOAT32;
+}
+
+bool ry_gb_shape(const ry_type *t, int *ndim, int64_t *shape) {
+    if (!t || t->kind != RY_TYPE_TENSOR) return false;
+    *ndim = t->tensor.ndim;
+    for (int i = 0; i < t->tensor.ndim; i++) {
+        if (t->tensor.dims[i].kind != RY_DIM_CONST) return false;
+        shape[i] = t->tensor.dims[i].value;
+    }
+    return true;
+}
+
+ry_status ry_gb_reshape_to(ry_grad_ctx *c, ry_expr *g, const ry_type *t, ry_expr **out) {
+    int nd;
+    int64_t shape[RY_MAX_RANK];
+    if (!ry_gb_shape(t, &nd, shape))
+        return ry_error_at(c->err, c->span,
+                           "gradient of %s needs a concrete input shape (symbolic or Any dims)",
+                           c->call->call.callee->op.op->name);
+    ry_expr *r = ry_gb_op1(c->m, "reshape", g);
+    ry_gb_attr_ints(c->m, r, "newshape", nd, shape);
+    *out = r;
+    return RY_OK;
+}

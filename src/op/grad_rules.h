@@ -1,0 +1,101 @@
+/*
+ * grad_rules.h: gradient rules of the operators (IR-building functions of
+ * type ry_grad_fn, see op.h) and the small IR builder they share with the
+ * AD transform (ad/). The rules themselves live in grad_elemwise.c,
+ * grad_nn.c and grad_transform.c; grad_rules.c holds the builder and the
+ * name -> rule table the transform consults until the rules sit in the
+ * registry entries themselves.
+ */
+#ifndef RELAYC_OP_GRAD_RULES_H
+#define RELAYC_OP_GRAD_RULES_H
+
+#include "relayc/op.h"
+
+/* A rule looked up by operator name: the private table first, then the
+ * registry entry's .grad. NULL when the operator has none. */
+typedef struct ry_grad_rule {
+    ry_grad_fn fn;  /* NULL with no_grad true: not differentiable */
+    bool no_grad;
+} ry_grad_rule;
+
+/* Returns false when op has neither a rule nor a no_grad mark. */
+bool ry_grad_rule_lookup(const ry_op *op, ry_grad_rule *out);
+/* The rule function alone (NULL if none), as the lead's brief names it. */
+const ry_grad_fn *ry_grad_rule_find(const char *op_name);
+
+/* ---- IR builder (nodes in m's arena, untyped unless said) ---- */
+ry_expr *ry_gb_op(ry_module *m, const char *op_name, int n, ry_expr *const *args);
+ry_expr *ry_gb_op1(ry_module *m, const char *op_name, ry_expr *a);
+ry_expr *ry_gb_op2(ry_module *m, const char *op_name, ry_expr *a, ry_expr *b);
+ry_expr *ry_gb_op3(ry_module *m, const char *op_name, ry_expr *a, ry_expr *b, ry_expr *c);
+/* Appends an attribute to a call. */
+void ry_gb_attr_int(ry_module *m, ry_expr *call, const char *name, int64_t v);
+void ry_gb_attr_ints(ry_module *m, ry_expr *call, const char *name, int n, const int64_t *v);
+void ry_gb_attr_bool(ry_module *m, ry_expr *call, const char *name, bool v);
+void ry_gb_attr_str(ry_module *m, ry_expr *call, const char *name, const char *v);
+void ry_gb_attr_copy(ry_module *m, ry_expr *call, const ry_attr *a);
+/* A scalar constant of dtype holding v. */
+ry_expr *ry_gb_scalar(ry_module *m, ry_dtype dtype, double v);
+/* collapse_sum_like(g, like), or g when g's result type (res) already equals
+ * like's type (both known). */
+ry_expr *ry_gb_unbroadcast(ry_module *m, ry_expr *g, const ry_type *res, ry_expr *like);
+/* A fresh var (name made by the printer unique) with its type set. */
+ry_var *ry_gb_var(ry_module *m, const char *name, ry_type *type);
+ry_expr *ry_gb_ref(ry_module *m, ry_var *v); /* a use of v, typed as v */
+
+/* ---- helpers for rules ---- */
+/* The type of a rule input (an atom the transform typed). */
+const ry_type *ry_gb_type(const ry_expr *e);
+/* dtype of a tensor-typed expression (RY_FLOAT32 when unknown). */
+ry_dtype ry_gb_dtype(const ry_expr *e);
+/* Concrete shape of a tensor type; false when a dim is not a constant. */
+bool ry_gb_shape(const ry_type *t, int *ndim, int64_t *shape);
+/* reshape(g, newshape = shape of t); errors when t's shape is not concrete. */
+ry_status ry_gb_reshape_to(ry_grad_ctx *c, ry_expr *g, const ry_type *t, ry_expr **out);
+
+/* ---- the rules ---- */
+/* grad_elemwise.c */
+ry_status ry_grad_add(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_subtract(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_multiply(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_divide(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_power(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_maximum(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_minimum(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_negative(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_exp(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_log(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_sqrt(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_rsqrt(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_tanh(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_sigmoid(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_abs(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_relu(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_leaky_relu(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_clip(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_where(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_cast(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_copy(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_broadcast_to(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_collapse_sum_like(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *,
+                                    ry_expr **);
+/* grad_nn.c */
+ry_status ry_grad_dense(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_matmul(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_batch_matmul(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_bias_add(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_softmax(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_log_softmax(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_batch_flatten(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+/* grad_transform.c */
+ry_status ry_grad_sum(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_mean(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_max(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_reshape(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_transpose(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_concatenate(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_split(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_stack(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_take(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+
+#endif

@@ -1,0 +1,223 @@
+/*
+ * grad_transform.c: gradient rules of the reductions and the data-movement
+ * operators (reshape and its kin, transpose, concatenate, split, stack,
+ * take), as IR. Legend: x the primal argument, y the result, g the adjoint
+ * of y, R the set of reduced axes. Reductions broadcast the adjoint back
+ * over R; data movement applies the inverse movement to g.
+ */
+#include <string.h>
+
+#include "op/grad_rules.h"
+
+#define M_ (c->m)
+#define OP1(n, a) ry_gb_op1(M_, n, a)
+#define OP2(n, a, b) ry_gb_op2(M_, n, a, b)
+
+static const ry_op *call_op(ry_grad_ctx *c) { return c->call->call.callee->op.op; }
+static const ry_attrs *call_attrs(ry_grad_ctx *c) { return &c->call->call.attrs; }
+
+static int rank_of(const ry_expr *e) {
+    const ry_type *t = ry_gb_type(e);
+    return t && t->kind == RY_TYPE_TENSOR ? t->tensor.ndim : 0;
+}
+
+/* Marks the reduced axes of a reduction of an ndim-tensor in red[]:
+ * axis=None reduces all; exclude=True reduces the complement. */
+static void reduced_axes(ry_grad_ctx *c, int ndim, bool *red) {
+    int64_t axes[RY_MAX_RANK];
+    int n = ry_attr_ints(call_op(c), call_attrs(c), "axis", axes, RY_MAX_RANK);
+    bool exclude = ry_attr_bool(call_op(c), call_attrs(c), "exclude");
+    for (int i = 0; i < ndim; i++) red[i] = n < 0;
+    for (int i = 0; i < n && i < RY_MAX_RANK; i++) {
+        int64_t a = axes[i] < 0 ? axes[i] + ndim : axes[i];
+        if (a >= 0 && a < ndim) red[a] = true;
+    }
+    if (exclude && n >= 0)
+        for (int i = 0; i < ndim; i++) red[i] = !red[i];
+}
+
+/* The adjoint g of a reduction, with the reduced axes put back as 1s
+ * (expand_dims at each, in ascending order) unless keepdims kept them. */
+static ry_expr *keep_reduced(ry_grad_ctx *c, ry_expr *g, int ndim, const bool *red) {
+    if (ry_attr_bool(call_op(c), call_attrs(c), "keepdims")) return g;
+    for (int i = 0; i < ndim; i++) {
+        if (!red[i]) continue;
+        ry_expr *e = OP1("expand_dims", g);
+        ry_gb_attr_int(M_, e, "axis", i);
+        g = e;
+    }
+    return g;
+}
+
+/* sum: dx = broadcast of g (reduced axes restored) to x's shape */
+ry_status ry_grad_sum(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                      ry_expr **grads) {
+    ry_expr *x = args[0];
+    int nd = rank_of(x);
+    bool red[RY_MAX_RANK];
+    reduced_axes(c, nd, red);
+    grads[0] = OP2("add", OP1("zeros_like", x), keep_reduced(c, g, nd, red));
+    return RY_OK;
+}
+
+/* mean: dx = broadcast of g / |R| (the count of reduced elements) */
+ry_status ry_grad_mean(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                       ry_expr **grads) {
+    ry_expr *x = args[0];
+    int nd;
+    int64_t shape[RY_MAX_RANK];
+    if (!ry_gb_shape(ry_gb_type(x), &nd, shape))
+        return ry_error_at(c->err, c->span, "gradient of mean needs a concrete input shape");
+    bool red[RY_MAX_RANK];
+    reduced_axes(c, nd, red);
+    double count = 1;
+    for (int i = 0; i < nd; i++)
+        if (red[i]) count *= (double)shape[i];
+    ry_expr *gk = keep_reduced(c, g, nd, red);
+    ry_expr *scaled = OP2("multiply", gk, ry_gb_scalar(M_, ry_gb_dtype(x), count ? 1.0 / count : 0));
+    grads[0] = OP2("add", OP1("zeros_like", x), scaled);
+    return RY_OK;
+}
+
+/* max, min: dx = g where x equals the result (every tied element), else 0 */
+ry_status ry_grad_max(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                      ry_expr **grads) {
+    ry_expr *x = args[0];
+    int nd = rank_of(x);
+    bool red[RY_MAX_RANK];
+    reduced_axes(c, nd, red);
+    ry_expr *hit = OP2("equal", x, keep_reduced(c, y, nd, red));
+    grads[0] = ry_gb_op3(M_, "where", hit, keep_reduced(c, g, nd, red), OP1("zeros_like", x));
+    return RY_OK;
+}
+
+/* reshape, expand_dims, squeeze: dx = g reshaped to x's shape */
+ry_status ry_grad_reshape(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                          ry_expr **grads) {
+    return ry_gb_reshape_to(c, g, ry_gb_type(args[0]), &grads[0]);
+}
+
+/* transpose by axes p: dx = transpose(g, p^-1); None reverses, its own inverse */
+ry_status ry_grad_transpose(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                            ry_expr **grads) {
+    int64_t axes[RY_MAX_RANK], inv[RY_MAX_RANK];
+    int n = ry_attr_ints(call_op(c), call_attrs(c), "axes", axes, RY_MAX_RANK);
+    ry_expr *t = OP1("transpose", g);
+    if (n > 0 && n <= RY_MAX_RANK) {
+        for (int i = 0; i < n; i++) {
+            int64_t a = axes[i] < 0 ? axes[i] + n : axes[i];
+            if (a < 0 || a >= n) return ry_error_at(c->err, c->span, "transpose: bad axes");
+            inv[a] = i;
+        }
+        ry_gb_attr_ints(M_, t, "axes", n, inv);
+    }
+    grads[0] = t;
+    return RY_OK;
+}
+
+/* The tensor types of a tuple-typed argument (concatenate, stack). */
+static const ry_type *tuple_type(ry_grad_ctx *c) {
+    const ry_type *t = c->call->call.args[0]->type;
+    return t && t->kind == RY_TYPE_TUPLE ? t : NULL;
+}
+
+/* concatenate((x1, ..., xk), axis): (dx1, ..., dxk) = split(g) at the
+ * running sums of the xi's sizes along axis */
+ry_status ry_grad_concatenate(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                              ry_expr **grads) {
+    const ry_type *tt = tuple_type(c);
+    if (!tt || tt->tuple.n == 0)
+        return ry_error_at(c->err, c->span, "gradient of concatenate needs a typed tuple");
+    int nd = tt->tuple.fields[0]->tensor.ndim;
+    int64_t axis = ry_attr_int(call_op(c), call_attrs(c), "axis");
+    if (axis < 0) axis += nd;
+    int64_t idx[64], at = 0;
+    int k = tt->tuple.n;
+    if (k > 64) return ry_error_at(c->err, c->span, "gradient of concatenate: too many fields");
+    for (int i = 0; i + 1 < k; i++) {
+        const ry_type *f = tt->tuple.fields[i];
+        if (f->kind != RY_TYPE_TENSOR || axis < 0 || axis >= f->tensor.ndim ||
+            f->tensor.dims[axis].kind != RY_DIM_CONST)
+            return ry_error_at(c->err, c->span,
+                               "gradient of concatenate needs known sizes along the axis");
+        at += f->tensor.dims[axis].value;
+        idx[i] = at;
+    }
+    if (k == 1) {
+        grads[0] = ry_expr_tuple(M_, 1, &g, RY_NO_SPAN);
+        return RY_OK;
+    }
+    ry_expr *s = OP1("split", g);
+    ry_gb_attr_ints(M_, s, "indices_or_sections", k - 1, idx);
+    ry_gb_attr_int(M_, s, "axis", axis);
+    grads[0] = s;
+    return RY_OK;
+}
+
+/* split(x, axis): dx = concatenate(g, axis), g the tuple of the parts' adjoints */
+ry_status ry_grad_split(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                        ry_expr **grads) {
+    ry_expr *e = OP1("concatenate", g);
+    ry_gb_attr_int(M_, e, "axis", ry_attr_int(call_op(c), call_attrs(c), "axis"));
+    grads[0] = e;
+    return RY_OK;
+}
+
+/* stack((x1, ..., xk), axis): dxi = reshape(split(g, k, axis).i, shape of xi) */
+ry_status ry_grad_stack(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                        ry_expr **grads) {
+    const ry_type *tt = tuple_type(c);
+    if (!tt || tt->tuple.n == 0 || tt->tuple.n > 64)
+        return ry_error_at(c->err, c->span, "gradient of stack needs a typed tuple");
+    int k = tt->tuple.n;
+    ry_expr *s = OP1("split", g);
+    ry_gb_attr_int(M_, s, "indices_or_sections", k);
+    ry_gb_attr_int(M_, s, "axis", ry_attr_int(call_op(c), call_attrs(c), "axis"));
+    ry_var *sv = ry_gb_var(M_, "parts", NULL);
+    ry_expr *fields[64];
+    for (int i = 0; i < k; i++) {
+        ry_expr *part = ry_expr_proj(M_, ry_expr_var(M_, sv, RY_NO_SPAN), i, RY_NO_SPAN);
+        if (ry_gb_reshape_to(c, part, tt->tuple.fields[i], &fields[i])) return RY_ERR;
+    }
+    grads[0] = ry_expr_let(M_, sv, s, ry_expr_tuple(M_, k, fields, RY_NO_SPAN), RY_NO_SPAN);
+    return RY_OK;
+}
+
+/* take(data, indices, axis=0): scatter-add of g's rows into data's rows,
+ * written as a product with a one-hot matrix. Legend: V = rows of data,
+ * D = the product of data's other dims, N = the number of indices.
+ *   G = reshape(g, (N, D)), H = one_hot(reshape(indices, (N,)), depth=V): (N, V)
+ *   ddata = reshape(dense(H^T, G^T), data's shape)     (V, N) x (D, N) -> (V, D)
+ * Indices out of range (mode clip or wrap) contribute nothing. */
+ry_status ry_grad_take(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                       ry_expr **grads) {
+    ry_expr *data = args[0], *ind = args[1];
+    int nd;
+    int64_t shape[RY_MAX_RANK];
+    bool axis0 = !ry_attr_is_none(call_op(c), call_attrs(c), "axis") &&
+                 ry_attr_int(call_op(c), call_attrs(c), "axis") == 0;
+    if (!axis0 || ry_attr_int(call_op(c), call_attrs(c), "batch_dims") != 0 ||
+        !ry_gb_shape(ry_gb_type(data), &nd, shape) || nd < 1)
+        return ry_error_at(c->err, c->span,
+                           "gradient of take is written for axis=0, batch_dims=0 and a data "
+                           "tensor of known shape");
+    int64_t d = 1;
+    for (int i = 1; i < nd; i++) d *= shape[i];
+    ry_dtype dt = ry_gb_dtype(data);
+    ry_expr *gm = OP1("reshape", g);
+    const int64_t gshape[2] = {-1, d}, ishape[1] = {-1}, axes[2] = {1, 0};
+    ry_gb_attr_ints(M_, gm, "newshape", 2, gshape);
+    ry_expr *im = OP1("reshape", ind);
+    ry_gb_attr_ints(M_, im, "newshape", 1, ishape);
+    ry_expr *h = ry_gb_op3(M_, "one_hot", im, ry_gb_scalar(M_, dt, 1), ry_gb_scalar(M_, dt, 0));
+    ry_gb_attr_int(M_, h, "depth", shape[0]);
+    ry_gb_attr_str(M_, h, "dtype", ry_dtype_name(dt));
+    ry_expr *ht = OP1("transpose", h), *gt = OP1("transpose", gm);
+    ry_gb_attr_ints(M_, ht, "axes", 2, axes);
+    ry_gb_attr_ints(M_, gt, "axes", 2, axes);
+    ry_expr *r = OP1("reshape", OP2("nn.dense", ht, gt));
+    ry_gb_attr_ints(M_, r, "newshape", nd, shape);
+    grads[0] = r;
+    grads[1] = NULL;
+    return RY_OK;
+}

@@ -1,0 +1,391 @@
+/*
+ * test_print.c: the text-format printer. print(parse(x)) is a fixed point on
+ * the whole corpus; small programs print exactly in TVM's layout (graph
+ * bindings, lets, branches, clauses, ADTs); floats print so they read back
+ * to the same value; shared nodes are bound once in the scope that holds
+ * all their uses; large constants round-trip through #[metadata]; types
+ * show after type checking.
+ */
+#include <dirent.h>
+#include <stdlib.h>
+
+#include "test_util.h"
+
+#define V "#[version = \"0.0.5\"]\n"
+
+static ry_module *parse_text(const char *text) {
+    ry_module *m = NULL;
+    ry_error err;
+    if (ry_module_parse("t.relay", text, strlen(text), &m, &err) != RY_OK) {
+        ry_error_print(stderr, &err);
+        fail_msg("parse failed: %s", err.msg);
+    }
+    return m;
+}
+
+/* Parses text, prints it and checks the output is `want` and reparses to
+ * the same print. */
+static void check_print(const char *text, const char *want) {
+    ry_module *m = parse_text(text);
+    char *s = ry_module_print(m);
+    assert_non_null(s);
+    if (strcmp(s, want) != 0) fail_msg("printed:\n%s\nexpected:\n%s", s, want);
+    ry_module *m2 = parse_text(s);
+    char *s2 = ry_module_print(m2);
+    assert_string_equal(s, s2);
+    ry_free(s);
+    ry_free(s2);
+    ry_module_free(m);
+    ry_module_free(m2);
+}
+
+static void test_corpus_fixpoint(void **state) {
+    (void)state;
+    DIR *d = opendir("tests/corpus");
+    assert_non_null(d);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len <= 6 || strcmp(e->d_name + len - 6, ".relay") != 0) continue;
+        char path[512];
+        snprintf(path, sizeof path, "tests/corpus/%s", e->d_name);
+        ry_module *m = NULL;
+        ry_error err;
+        if (ry_module_parse_file(path, &m, &err) != RY_OK) {
+            ry_error_print(stderr, &err);
+            fail_msg("%s does not parse", path);
+        }
+        char *s1 = ry_module_print(m);
+        assert_non_null(s1);
+        ry_module *m2 = NULL;
+        if (ry_module_parse(path, s1, strlen(s1), &m2, &err) != RY_OK) {
+            ry_error_print(stderr, &err);
+            fail_msg("the print of %s does not parse:\n%s", path, s1);
+        }
+        char *s2 = ry_module_print(m2);
+        if (strcmp(s1, s2) != 0) fail_msg("%s: not a fixed point:\n%s\n---\n%s", path, s1, s2);
+        assert_int_equal(m->nglobals, m2->nglobals);
+        assert_int_equal(m->ntypedefs, m2->ntypedefs);
+        ry_free(s1);
+        ry_free(s2);
+        ry_module_free(m);
+        ry_module_free(m2);
+        n++;
+    }
+    closedir(d);
+    assert_true(n >= 15);
+}
+
+static void test_layout_graph_bindings(void **state) {
+    (void)state;
+    check_print(V "def @main(%x: Tensor[(1, 10), float32], %w: Tensor[(20, 10), float32]) -> Tensor[(1, 20), float32] {\n"
+                  "  nn.relu(nn.dense(%x, %w, units=20))\n}\n",
+                V "def @main(%x: Tensor[(1, 10), float32], %w: Tensor[(20, 10), float32]) -> Tensor[(1, 20), float32] {\n"
+                  "  %0 = nn.dense(%x, %w, units=20);\n"
+                  "  nn.relu(%0)\n}\n");
+}
+
+static void test_layout_let_if_fn(void **state) {
+    (void)state;
+    check_print(V "def @f(%a: float32, %c: bool) -> float32 {\n"
+                  "  let %g = fn (%y: float32) -> float32 { negative(%y) };\n"
+                  "  if (%c) { %g(%a + 1f) } else { let %z = %a; %z }\n}\n",
+                V "def @f(%a: float32, %c: bool) -> float32 {\n"
+                  "  let %g = fn (%y: float32) -> float32 {\n"
+                  "    negative(%y)\n"
+                  "  };\n"
+                  "  if (%c) {\n"
+                  "    %0 = add(%a, 1f);\n"
+                  "    %g(%0)\n"
+                  "  } else {\n"
+                  "    let %z = %a;\n"
+                  "    %z\n"
+                  "  }\n}\n");
+}
+
+static void test_layout_adt_match(void **state) {
+    (void)state;
+    check_print(V "type List[A] { Cons(A, List[A]), Nil }\n"
+                  "def @len[A](%l: List[A]) -> int32 {\n"
+                  "  match (%l) { Cons(_, %t) => add(1, @len(%t)), Nil => 0 }\n}\n"
+                  "def @h(%p: (int32, List[int32])) -> int32 { match? (%p) { (%x, Cons(%y, Nil)) => %y } }\n",
+                V "type List[A] {\n"
+                  "  Cons(A, List[A]),\n"
+                  "  Nil,\n"
+                  "}\n\n"
+                  "def @len[A](%l: List[A]) -> int32 {\n"
+                  "  match (%l) {\n"
+                  "    Cons(_, %t) => {\n"
+                  "      %0 = @len(%t);\n"
+                  "      add(1, %0)\n"
+                  "    },\n"
+                  "    Nil => {\n"
+                  "      0\n"
+                  "    },\n"
+                  "  }\n}\n\n"
+                  "def @h(%p: (int32, List[int32])) -> int32 {\n"
+                  "  match? (%p) {\n"
+                  "    (%x, Cons(%y, Nil)) => {\n"
+                  "      %y\n"
+                  "    },\n"
+                  "  }\n}\n");
+}
+
+static void test_layout_types_and_tuples(void **state) {
+    (void)state;
+    check_print(V "type T { Leaf, Node(T, T) }\n"
+                  "def @f(%r: ref(float32), %g: fn [A](A, T) -> (A,), %n: Tensor[(n, ?, 3), float16], %u: (), "
+                  "%s: Tensor[(5), int64]) -> (bool,) {\n"
+                  "  let %t = (%r, ());\n  (True,)\n}\n",
+                V "type T {\n  Leaf,\n  Node(T, T),\n}\n\n"
+                  "def @f(%r: ref(float32), %g: fn [A](A, T) -> (A,), %n: Tensor[(n, ?, 3), float16], %u: (), "
+                  "%s: Tensor[(5), int64]) -> (bool,) {\n"
+                  "  %0 = ();\n"
+                  "  let %t = (%r, %0);\n"
+                  "  (True,)\n}\n");
+}
+
+static void test_layout_refs_and_attrs(void **state) {
+    (void)state;
+    check_print(V "def @f(%x: Tensor[(2, 3), float32]) {\n"
+                  "  let %r = ref(%x);\n"
+                  "  let %u = ref_write(%r, nn.softmax(ref_read(%r), axis=-1));\n"
+                  "  sum(%x, axis=[0, 1], keepdims=False, exclude=True)\n}\n",
+                V "def @f(%x: Tensor[(2, 3), float32]) {\n"
+                  "  let %r = ref(%x);\n"
+                  "  %0 = ref_read(%r);\n"
+                  "  %1 = nn.softmax(%0, axis=-1);\n"
+                  "  let %u = ref_write(%r, %1);\n"
+                  "  sum(%x, axis=[0, 1], keepdims=False, exclude=True)\n}\n");
+}
+
+/* A node shared by both branches is bound before the `if`; one used only
+ * in a branch stays there; one used in a closure and outside it is bound
+ * outside. */
+static void test_sharing_scopes(void **state) {
+    (void)state;
+    check_print(V "def @f(%x: float32, %c: bool) {\n"
+                  "  %0 = exp(%x);\n  %1 = log(%x);\n"
+                  "  %2 = if (%c) { add(%0, %1) } else { %0 };\n"
+                  "  %3 = fn () { multiply(%1, %1) };\n"
+                  "  (%2, %3)\n}\n",
+                V "def @f(%x: float32, %c: bool) {\n"
+                  "  %0 = exp(%x);\n"
+                  "  %1 = log(%x);\n"
+                  "  %2 = if (%c) {\n"
+                  "    add(%0, %1)\n"
+                  "  } else {\n"
+                  "    %0\n"
+                  "  };\n"
+                  "  %3 = fn () {\n"
+                  "    multiply(%1, %1)\n"
+                  "  };\n"
+                  "  (%2, %3)\n}\n");
+}
+
+static void test_floats_round_trip(void **state) {
+    (void)state;
+    check_print(V "def @f() {\n  (0.1f, 1e-05f, 3.4028235e+38f, 1f, -0.5f, 0.1f64, 0.30000000000000004f64, 1.5f16, "
+                  "2i64, -3i8, inff, -inff, 123456789f)\n}\n",
+                V "def @f() {\n  (0.1f, 1e-05f, 3.4028235e+38f, 1f, -0.5f, 0.1f64, 0.30000000000000004f64, 1.5f16, "
+                  "2i64, -3i8, inff, -inff, 1.2345679e+08f)\n}\n");
+    check_print(V "def @f(%x: Tensor[(4), float32]) {\n  nn.leaky_relu(%x, alpha=0.333333343f)\n}\n",
+                V "def @f(%x: Tensor[(4), float32]) {\n  nn.leaky_relu(%x, alpha=0.333333343f)\n}\n");
+    ry_module *m = parse_text(V "def @f() { (0.1f, 3.4028235e+38f, 0.30000000000000004f64) }\n");
+    char *s = ry_module_print(m);
+    ry_module *m2 = parse_text(s);
+    ry_expr *a = ry_module_find_global(m, "f")->func->func.body, *b = ry_module_find_global(m2, "f")->func->func.body;
+    for (int i = 0; i < 3; i++)
+        assert_memory_equal(a->tuple.fields[i]->constant.value->data, b->tuple.fields[i]->constant.value->data,
+                            ry_dtype_size(a->tuple.fields[i]->constant.value->dtype));
+    ry_free(s);
+    ry_module_free(m);
+    ry_module_free(m2);
+}
+
+static void test_strings_escaped(void **state) {
+    (void)state;
+    check_print(V "def @f(%x: Tensor[(1, 1, 1, 1), float32]) {\n  nn.pad(%x, 0f, pad_width=[[0, 0]], "
+                  "pad_mode=\"q\\\"\\\\\\n\\t\")\n}\n",
+                V "def @f(%x: Tensor[(1, 1, 1, 1), float32]) {\n  nn.pad(%x, 0f, pad_width=[[0, 0]], "
+                  "pad_mode=\"q\\\"\\\\\\n\\t\")\n}\n");
+}
+
+/* Names: a name not starting with a letter gets "v" in front, a name used
+ * twice in a definition gets a number (TVM's rule). */
+static void test_var_names(void **state) {
+    (void)state;
+    check_print(V "def @f(%x: float32) {\n  let %x = add(%x, 1f);\n  %x; %x\n}\n",
+                V "def @f(%x: float32) {\n  let %x1 = add(%x, 1f);\n  let %v = %x1;\n  %x1\n}\n");
+    /* names a pass might make */
+    ry_module *m = ry_module_new();
+    const char *names[4] = {"x.grad", "1st", "x_grad", ""};
+    ry_var *ps[4];
+    ry_expr *uses[4];
+    for (int i = 0; i < 4; i++) {
+        ps[i] = ry_var_new(m, names[i], NULL, RY_NO_SPAN);
+        uses[i] = ry_expr_var(m, ps[i], RY_NO_SPAN);
+    }
+    ry_expr *fn = ry_expr_new(m, RY_EXPR_FUNC, RY_NO_SPAN);
+    fn->func.nparams = 4;
+    fn->func.params = ps;
+    fn->func.body = ry_expr_tuple(m, 4, uses, RY_NO_SPAN);
+    ry_module_add_global(m, "g", fn);
+    char *s = ry_module_print(m);
+    assert_string_equal(s, V "def @g(%x_grad, %v1st, %x_grad1, %v) {\n  (%x_grad, %v1st, %x_grad1, %v)\n}\n");
+    ry_module *m2 = parse_text(s);
+    ry_free(s);
+    ry_module_free(m);
+    ry_module_free(m2);
+}
+
+/* A module built with the C API: a 2x2 constant goes to the metadata, a
+ * uint8 scalar too (TVM has no literal for it); both come back equal. */
+static void test_metadata_round_trip(void **state) {
+    (void)state;
+    ry_module *m = ry_module_new();
+    int64_t shape[2] = {2, 2};
+    ry_tensor *t = ry_tensor_new(RY_FLOAT32, 2, shape);
+    for (int i = 0; i < 4; i++) ry_tensor_set(t, i, 0.25 * i - 1);
+    ry_tensor *u = ry_tensor_scalar(RY_UINT8, 200);
+    ry_expr *c = ry_expr_const(m, t, RY_NO_SPAN);
+    ry_expr *cu = ry_expr_const(m, u, RY_NO_SPAN);
+    ry_expr *fields[3] = {c, cu, c};
+    ry_expr *fn = ry_expr_new(m, RY_EXPR_FUNC, RY_NO_SPAN);
+    fn->func.body = ry_expr_tuple(m, 3, fields, RY_NO_SPAN);
+    ry_module_add_global(m, "main", fn);
+    char *s = ry_module_print(m);
+    assert_non_null(strstr(s, "def @main() {\n  (meta[relay.Constant][0], meta[relay.Constant][1], "
+                              "meta[relay.Constant][0])\n}\n\n#[metadata]\n{\n"));
+    assert_non_null(strstr(s, "\"b64ndarrays\""));
+    ry_module *m2 = parse_text(s);
+    ry_expr *b = ry_module_find_global(m2, "main")->func->func.body;
+    ry_tensor *t2 = b->tuple.fields[0]->constant.value;
+    test_assert_close(t2, t, 0, 0);
+    assert_int_equal(t2->dtype, RY_FLOAT32);
+    ry_tensor *u2 = b->tuple.fields[1]->constant.value;
+    assert_int_equal(u2->dtype, RY_UINT8);
+    assert_int_equal(u2->ndim, 0);
+    assert_true(ry_tensor_get(u2, 0) == 200);
+    assert_ptr_equal(b->tuple.fields[0], b->tuple.fields[2]); /* one node per meta index */
+    char *s2 = ry_module_print(m2);
+    assert_string_equal(s, s2);
+    ry_free(s);
+    ry_free(s2);
+    ry_module_free(m);
+    ry_module_free(m2);
+}
+
+static void test_show_types(void **state) {
+    (void)state;
+    ry_module *m = parse_text(V "def @main(%x: Tensor[(2, 3), float32]) {\n  %0 = exp(%x);\n  (%0, %0.0)\n}\n");
+    /* give the nodes types as the type checker would */
+    ry_expr *tup = ry_module_find_global(m, "main")->func->func.body;
+    ry_expr *ex = tup->tuple.fields[0];
+    ry_dim dims[2] = {{RY_DIM_CONST, 2, NULL}, {RY_DIM_CONST, 3, NULL}};
+    ex->type = ry_type_tensor_arena(m->arena, RY_FLOAT32, 2, dims);
+    ry_type *fs[2] = {ex->type, ex->type};
+    tup->type = ry_type_tuple_arena(m->arena, 2, fs);
+    ry_print_opts o = {true};
+    char *s = ry_module_print_ex(m, &o);
+    char *plain = ry_module_print(m);
+    assert_string_equal(s, V "def @main(%x: Tensor[(2, 3), float32]) {\n"
+                             "  %0 = exp(%x) /* ty=Tensor[(2, 3), float32] */;\n"
+                             "  %1 = %0.0;\n"
+                             "  (%0, %1) /* ty=(Tensor[(2, 3), float32], Tensor[(2, 3), float32]) */\n}\n");
+    ry_module *m2 = parse_text(s); /* the comments read back as nothing */
+    char *s2 = ry_module_print(m2);
+    assert_string_equal(s2, plain);
+    ry_free(s);
+    ry_free(s2);
+    ry_free(plain);
+    ry_module_free(m);
+    ry_module_free(m2);
+}
+
+static void test_type_str_and_expr_print(void **state) {
+    (void)state;
+    ry_module *m = parse_text(V "type L[A] { C(A, L[A]), N }\n"
+                                "def @f(%x: Tensor[(n, 10), float32], %l: L[(int32, bool)]) {\n"
+                                "  add(exp(%x), 1f)\n}\n");
+    ry_global *g = ry_module_find_global(m, "f");
+    char buf[64];
+    assert_string_equal(ry_type_str(g->func->func.params[0]->annot, buf, sizeof buf), "Tensor[(n, 10), float32]");
+    assert_string_equal(ry_type_str(g->func->func.params[1]->annot, buf, sizeof buf), "L[(int32, bool)]");
+    char small[8];
+    assert_string_equal(ry_type_str(g->func->func.params[0]->annot, small, sizeof small), "Tensor[");
+    char *e = ry_expr_print(g->func->func.body);
+    assert_string_equal(e, "%0 = exp(%x);\nadd(%0, 1f)");
+    ry_free(e);
+    ry_module_free(m);
+}
+
+/* Long chains of bindings and lets print without deep recursion, and the
+ * shadowing lets get distinct names. */
+static void test_long_chains(void **state) {
+    (void)state;
+    int n = 20000;
+    size_t cap = (size_t)n * 96 + 256, k = 0;
+    char *text = malloc(cap);
+    k += (size_t)snprintf(text + k, cap - k, V "def @main(%%x: float32) -> float32 {\n  %%0 = add(%%x, 1f);\n");
+    for (int i = 1; i < n; i++) k += (size_t)snprintf(text + k, cap - k, "  %%%d = add(%%%d, 1f);\n", i, i - 1);
+    for (int i = 0; i < n; i++) k += (size_t)snprintf(text + k, cap - k, "  let %%x = add(%%x, %%%d);\n", n - 1);
+    snprintf(text + k, cap - k, "  %%x\n}\n");
+    ry_module *m = parse_text(text);
+    char *s1 = ry_module_print(m);
+    assert_non_null(strstr(s1, "  %19999 = add(%19998, 1f);\n  let %x1 = add(%x, %19999);\n"));
+    assert_non_null(strstr(s1, "  let %x20000 = add(%x19999, %19999);\n  %x20000\n}\n"));
+    ry_module *m2 = parse_text(s1);
+    char *s2 = ry_module_print(m2);
+    assert_string_equal(s1, s2);
+    ry_free(s1);
+    ry_free(s2);
+    ry_module_free(m);
+    ry_module_free(m2);
+    free(text);
+}
+
+/* Printing under failing allocations returns NULL or the right text. */
+static void test_print_alloc_failures(void **state) {
+    (void)state;
+    ry_module *m = NULL;
+    ry_error err;
+    assert_int_equal(ry_module_parse_file("tests/corpus/lstm_list.relay", &m, &err), RY_OK);
+    char *want = ry_module_print(m);
+    int ok = 0;
+    for (long n = 0; n < 400 && !ok; n++) {
+        ry_alloc_fail_after(n);
+        char *s = ry_module_print(m);
+        ry_alloc_fail_after(-1);
+        if (s) {
+            assert_string_equal(s, want);
+            ok = 1;
+        }
+        ry_free(s);
+    }
+    assert_true(ok);
+    ry_free(want);
+    ry_module_free(m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_corpus_fixpoint),
+        cmocka_unit_test(test_layout_graph_bindings),
+        cmocka_unit_test(test_layout_let_if_fn),
+        cmocka_unit_test(test_layout_adt_match),
+        cmocka_unit_test(test_layout_types_and_tuples),
+        cmocka_unit_test(test_layout_refs_and_attrs),
+        cmocka_unit_test(test_sharing_scopes),
+        cmocka_unit_test(test_floats_round_trip),
+        cmocka_unit_test(test_strings_escaped),
+        cmocka_unit_test(test_var_names),
+        cmocka_unit_test(test_metadata_round_trip),
+        cmocka_unit_test(test_show_types),
+        cmocka_unit_test(test_type_str_and_expr_print),
+        cmocka_unit_test(test_long_chains),
+        cmocka_unit_test(test_print_alloc_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
