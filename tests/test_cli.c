@@ -48,7 +48,7 @@ static void assert_err_contains(const char *what) {
 static void check_program(const char *name, double rtol, double atol) {
     char args[6000], dir[512];
     snprintf(dir, sizeof dir, "tests/run/%s", name);
-    int n = snprintf(args, sizeof args, "run tests/run/%s.relay --out %s/out", name, tmpdir);
+    int n = snprintf(args, sizeof args, "run tests/run/%s.relay --out %s/%s", name, tmpdir, name);
     DIR *d = opendir(dir);
     assert_non_null(d);
     int nexpected = 0;
@@ -70,7 +70,7 @@ static void check_program(const char *name, double rtol, double atol) {
     for (int k = 0; k < nexpected; k++) {
         char want[600], got[600];
         snprintf(want, sizeof want, "%s/out_%d.npy", dir, k);
-        snprintf(got, sizeof got, "%s/out/out_%d.npy", tmpdir, k);
+        snprintf(got, sizeof got, "%s/%s/out_%d.npy", tmpdir, name, k);
         ry_tensor *a = test_npy(got), *b = test_npy(want);
         assert_int_equal(a->dtype, b->dtype);
         test_assert_close(a, b, rtol, atol);
@@ -78,7 +78,7 @@ static void check_program(const char *name, double rtol, double atol) {
         ry_tensor_release(b);
     }
     char extra[600];
-    snprintf(extra, sizeof extra, "%s/out/out_%d.npy", tmpdir, nexpected);
+    snprintf(extra, sizeof extra, "%s/%s/out_%d.npy", tmpdir, name, nexpected);
     assert_int_not_equal(access(extra, F_OK), 0); /* no more outputs than expected */
 }
 
@@ -119,7 +119,7 @@ static void test_bad_command_lines(void **s) {
 static void test_bad_inputs(void **s) {
     /* a missing input names the parameter at its definition */
     assert_int_equal(run("run tests/run/deep_recursion.relay"), 1);
-    assert_err_contains("tests/run/deep_recursion.relay:14:");
+    assert_err_contains("tests/run/deep_recursion.relay:13:11:");
     assert_err_contains("no input for parameter %n");
     /* wrong shape against a static type */
     assert_int_equal(run("run tests/run/deep_recursion.relay --input n=tests/run_errors/x_5x3.npy"), 1);

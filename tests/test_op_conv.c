@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 
+#include "relayc/ad.h"
 #include "test_util.h"
 
 typedef struct conv_case {
@@ -603,6 +604,49 @@ static void test_grad_rule_edges(void **state) {
     ry_module_free(m);
 }
 
+/* End to end: the AD transform over a small CNN using every rule, checked
+ * against central finite differences in float64. */
+static void test_gradcheck_cnn(void **state) {
+    ry_module *m = test_parse(
+        "#[version = \"0.0.5\"]\n"
+        "def @main(%x: Tensor[(2, 2, 7, 6), float64], %w: Tensor[(4, 1, 3, 3), float64],\n"
+        "          %u: Tensor[(4, 2, 2, 2), float64]) {\n"
+        "  %0 = nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 2, 1], groups=2);\n"
+        "  %1 = nn.max_pool2d(%0, pool_size=[2, 2], padding=[1, 1], ceil_mode=True);\n"
+        "  %2 = nn.conv2d_transpose(%1, %u, strides=[2, 2], padding=[1, 1], output_padding=[1, 0],\n"
+        "                           groups=2);\n"
+        "  %3 = nn.avg_pool2d(%2, pool_size=[3, 2], strides=[2, 1], padding=[1, 1],\n"
+        "                     count_include_pad=True);\n"
+        "  (nn.global_avg_pool2d(%3), nn.global_max_pool2d(%2))\n"
+        "}\n",
+        true);
+    const int64_t shapes[3][4] = {{2, 2, 7, 6}, {4, 1, 3, 3}, {4, 2, 2, 2}};
+    ry_value *args[3];
+    uint64_t r = 12345;
+    for (int i = 0; i < 3; i++) {
+        ry_tensor *t = ry_tensor_new(RY_FLOAT64, 4, shapes[i]);
+        for (int64_t k = 0; k < t->size; k++) {
+            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+            ((double *)t->data)[k] = (double)(r >> 11) / 9007199254740992.0 - 0.5;
+        }
+        args[i] = ry_value_tensor(t);
+    }
+    ry_gradcheck_report rep;
+    ry_error err;
+    memset(&err, 0, sizeof err);
+    if (ry_gradcheck(m, "main", 3, args, NULL, &rep, &err)) {
+        ry_error_print(stderr, &err);
+        fail_msg("gradcheck: %s", err.msg);
+    }
+    for (int i = 0; i < rep.nparams; i++)
+        if (!rep.params[i].ok)
+            fail_msg("gradient of %s: max abs error %g", rep.params[i].name, rep.params[i].max_abs);
+    assert_int_equal(rep.nparams, 3);
+    assert_true(rep.ok);
+    for (int i = 0; i < 3; i++) ry_value_release(args[i]);
+    ry_module_free(m);
+}
+
 /* Every allocation a kernel makes may fail: the run reports it, without
  * leaking or crashing, then succeeds once memory is back. */
 static void test_kernels_out_of_memory(void **state) {
@@ -664,7 +708,7 @@ static int teardown(void **state) {
 }
 
 int main(void) {
-    struct CMUnitTest tests[NCASES + 11];
+    struct CMUnitTest tests[NCASES + 12];
     for (int i = 0; i < NCASES; i++)
         tests[i] = (struct CMUnitTest){cases[i].name, run_fixture, NULL, NULL,
                                        (void *)&cases[i]};
@@ -679,6 +723,7 @@ int main(void) {
     tests[NCASES + 8] = (struct CMUnitTest)cmocka_unit_test(test_grad_rules);
     tests[NCASES + 9] = (struct CMUnitTest)cmocka_unit_test(test_grad_rule_edges);
     tests[NCASES + 10] = (struct CMUnitTest)cmocka_unit_test(test_adjoint_rel);
+    tests[NCASES + 11] = (struct CMUnitTest)cmocka_unit_test(test_gradcheck_cnn);
     struct CMUnitTest oom[] = {cmocka_unit_test(test_kernels_out_of_memory)};
     int fails = cmocka_run_group_tests_name("op_conv", tests, setup, teardown);
     return fails + cmocka_run_group_tests_name("op_conv_oom", oom, NULL, NULL);

@@ -512,6 +512,55 @@ static void test_truncated_files(void **state) {
     }
 }
 
+/* Random byte edits of real programs (fixed seed): an error or a module;
+ * a module that parses also prints, and its print parses to the same print. */
+static void test_mutations(void **state) {
+    (void)state;
+    const char *files[] = {"tests/corpus/map_foldl.relay", "tests/corpus/dag.relay",
+                           "tests/corpus/metadata.relay", "tests/corpus/let_seq.relay"};
+    const char alphabet[] = "%@(){}[],;:.=-+*/<>?\"_ 0123456789aefiTFxyz\n#&";
+    uint64_t seed = 0x9E3779B97F4A7C15ULL;
+    int parsed = 0;
+    for (int f = 0; f < 4; f++) {
+        FILE *fp = fopen(files[f], "rb");
+        assert_non_null(fp);
+        char orig[16384];
+        size_t n = fread(orig, 1, sizeof orig, fp);
+        fclose(fp);
+        for (int it = 0; it < 1500; it++) {
+            char *text = malloc(n);
+            memcpy(text, orig, n);
+            int edits = 1 + it % 3;
+            for (int k = 0; k < edits; k++) {
+                seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+                size_t at = (size_t)(seed >> 33) % n;
+                text[at] = alphabet[(seed >> 17) % (sizeof alphabet - 1)];
+            }
+            ry_module *m = NULL;
+            ry_error err;
+            if (ry_module_parse("mut.relay", text, n, &m, &err) == RY_OK) {
+                parsed++;
+                char *s1 = ry_module_print(m);
+                ry_module *m2 = NULL;
+                if (ry_module_parse("again.relay", s1, strlen(s1), &m2, &err) != RY_OK) {
+                    ry_error_print(stderr, &err);
+                    fail_msg("the print of an edited %s does not parse:\n%s", files[f], s1);
+                }
+                char *s2 = ry_module_print(m2);
+                assert_string_equal(s1, s2);
+                ry_free(s1);
+                ry_free(s2);
+                ry_module_free(m2);
+                ry_module_free(m);
+            } else {
+                assert_true(err.line >= 1 && err.col >= 1);
+            }
+            free(text);
+        }
+    }
+    assert_true(parsed > 100);
+}
+
 /* Failing the Nth allocation: an error or a module, no leak, no crash.
  * (No literals: module.c's constant list exits on out-of-memory.) */
 static void test_alloc_failures(void **state) {
@@ -563,6 +612,7 @@ int main(void) {
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_too_deep),
         cmocka_unit_test(test_truncated_files),
+        cmocka_unit_test(test_mutations),
         cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_parse_file_errors),
     };
