@@ -50,7 +50,7 @@ $(RELAYC): $(CLI_OBJS) $(STATIC)
 
 $(BUILD)/tests/%: tests/%.c tests/test_util.h $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Itests -o $@ $< $(STATIC) $(CMOCKA_LIBS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Itests -MMD -MP -o $@ $< $(STATIC) $(CMOCKA_LIBS) $(LDLIBS)
 
 # LeNet-5 through the command line: type-check it, then run it on the
 # committed inputs with the interpreter.
@@ -100,4 +100,4 @@ help:
 	@echo "make test-valgrind  the same under valgrind (build-vg/)"
 	@echo "make install    into PREFIX=$(PREFIX)"
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_BINS:=.d)

@@ -34,6 +34,11 @@ typedef struct gx {
     const char *missing[GX_MAX_MISSING]; /* operators without a rule */
     int nmissing;
     ry_span missing_span;
+    struct gx_conv_entry { /* converter globals of grad_convert.c */
+        const char *key;   /* "in List[Tensor[(2), float64]]" */
+        const char *name;
+    } *convs;
+    int nconvs, capconvs;
     ry_type *bp_type;      /* ref(fn () -> ()) */
 } gx;
 
@@ -79,6 +84,19 @@ ry_expr *gx_ref_read(gx *s, ry_expr *r);
 ry_expr *gx_ref_write(gx *s, ry_expr *r, ry_expr *v);
 ry_expr *gx_proj(gx *s, ry_expr *t, int i);
 ry_expr *gx_unit(gx *s);
+
+/* Adds a generated global (not a twin) to be added to m at the end. */
+void gx_add_global(gx *s, const char *name, ry_expr *fn);
+
+/* ---- grad_convert.c ---- */
+typedef enum gx_conv { GX_IN, GX_GRAD, GX_PRIMAL, GX_SEED } gx_conv;
+/* Whether values of t can cross the wrapper: tensors, tuples, concrete
+ * ADTs, and types the mapping leaves unchanged (not functions or type
+ * variables holding tensors). */
+bool gx_convertible(gx *s, const ry_type *t);
+/* in: x : T -> T';  grad: x' : T' -> T (adjoints);  primal: x' : T' -> T;
+ * seed: x' : T' -> () adding ones to every adjoint cell. */
+ry_expr *gx_convert(gx *s, gx_conv kind, ry_expr *x, ry_type *t);
 
 /* ---- grad_wrap.c ---- */
 /* fn (params) { ... } with TVM's gradient signature around a call of the

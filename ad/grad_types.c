@@ -208,3 +208,8 @@ ry_expr *gx_fold(gx *s, gx_block *b, ry_expr *tail) {
     for (int i = b->n - 1; i >= 0; i--) tail = ry_expr_let(s->m, b->vars[i], b->vals[i], tail, RY_NO_SPAN);
     return tail;
 }
+
+void gx_add_global(gx *s, const char *name, ry_expr *fn) {
+    s->twins = grow(s, s->twins, s->ntwins, &s->captwins, sizeof *s->twins);
+    s->twins[s->ntwins++] = (struct gx_twin){name, NULL, fn};
+}

@@ -216,6 +216,13 @@ static const op_case op_cases[] = {
     {"concatenate", PROG("%a: " T("(2, 1)") ", %b: " T("(2, 3)"), "%0 = concatenate((%a, %b, %a), axis=1);\n  multiply(%0, %0)"), 2, {2, 2}, {{2, 1}, {2, 3}}, -1, 1, 0},
     {"split", PROG("%x: " T("(2, 5)"), "%0 = split(%x, indices_or_sections=[1, 3], axis=1);\n  (multiply(%0.0, %0.0), tanh(%0.2))"), 1, {2}, {{2, 5}}, -1, 1, 0},
     {"stack", PROG("%a: " T("(2, 3)") ", %b: " T("(2, 3)"), "%0 = stack((%a, %b), axis=1);\n  multiply(%0, %0)"), 2, {2, 2}, {{2, 3}, {2, 3}}, -1, 1, 0},
+    {"conv2d", PROG("%x: " T("(1, 2, 5, 5)") ", %w: " T("(3, 2, 3, 3)"), "nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 1, 1], channels=3, kernel_size=[3, 3])"), 2, {4, 4}, {{1, 2, 5, 5}, {3, 2, 3, 3}}, -1, 1, 0},
+    {"conv2d groups dilation", PROG("%x: " T("(2, 4, 5, 5)") ", %w: " T("(4, 2, 2, 2)"), "nn.conv2d(%x, %w, dilation=[2, 2], groups=2, channels=4, kernel_size=[2, 2])"), 2, {4, 4}, {{2, 4, 5, 5}, {4, 2, 2, 2}}, -1, 1, 0},
+    {"max_pool2d avg_pool2d", PROG("%x: " T("(1, 2, 4, 4)"), "(nn.max_pool2d(%x, pool_size=[2, 2], strides=[2, 2]), nn.avg_pool2d(tanh(%x), pool_size=[3, 3], padding=[1, 1]), nn.global_avg_pool2d(multiply(%x, %x)))"), 1, {4}, {{1, 2, 4, 4}}, -1, 1, 0},
+    {"fast_softmax cross_entropy", PROG("%x: " T("(2, 3)") ", %t: " T("(2, 3)"), "(nn.cross_entropy(nn.fast_softmax(%x), %t), nn.cross_entropy_with_logits(%x, multiply(%t, %t)))"), 2, {2, 2}, {{2, 3}, {2, 3}}, -1, 1, 0},
+    {"layer_norm", PROG("%x: " T("(2, 4)") ", %s: " T("(4)") ", %b: " T("(4)"), "multiply(nn.layer_norm(%x, %s, %b), %x)"), 3, {2, 1, 1}, {{2, 4}, {4}, {4}}, -1, 1, 0},
+    {"layer_norm axis 1 of 3", PROG("%x: " T("(2, 3, 2)") ", %s: " T("(3)") ", %b: " T("(3)"), "multiply(nn.layer_norm(%x, %s, %b, axis=1, epsilon=0.01f), %x)"), 3, {3, 1, 1}, {{2, 3, 2}, {3}, {3}}, -1, 1, 0},
+    {"prelu", PROG("%x: " T("(2, 3, 2)") ", %a: " T("(3)"), "multiply(nn.prelu(%x, %a), %x)"), 2, {3, 1}, {{2, 3, 2}, {3}}, -1, 1, 0},
     {"take rows", PROG("%x: " T("(5, 3)") ", %i: Tensor[(4), int32]", "%0 = take(%x, %i, axis=0);\n  multiply(%0, %0)"), 2, {2, -1}, {{5, 3}, {4}}, -1, 1, 0},
 };
 
@@ -407,6 +414,47 @@ static void test_refs(void **state) {
     ry_module *m = gradcheck_ok(text, "main", 2, a, 1e-6, 1e-8);
     ry_module_free(m);
     release_all(2, a);
+}
+
+/* ---- against PyTorch (fixtures from tools/gen_ad_tests.py) ---- */
+
+/* Runs @main_gradient on tests/ad/<dir>/in_<p>.npy and compares every
+ * gradient with grad_<p>.npy. */
+static void golden(const char *dir, const char *text, int n, const char *const *names) {
+    ry_module *m = test_parse(text, true);
+    const char *gname;
+    ry_error err;
+    if (ry_grad(m, "main", NULL, NULL, &gname, &err)) fail_msg("%s", err.msg);
+    ry_value *a[8];
+    char path[256];
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "tests/ad/%s/in_%s.npy", dir, names[i]);
+        a[i] = ry_value_tensor(test_npy(path));
+    }
+    ry_value *out = run(m, gname, n, a);
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "tests/ad/%s/grad_%s.npy", dir, names[i]);
+        ry_tensor *want = test_npy(path);
+        test_assert_close(out->tuple.fields[1]->tuple.fields[i]->tensor, want, 1e-9, 1e-12);
+        ry_tensor_release(want);
+    }
+    ry_value_release(out);
+    release_all(n, a);
+    ry_module_free(m);
+}
+
+static void test_pytorch_mlp(void **state) {
+    (void)state;
+    const char *names[] = {"x", "w1", "b1", "w2", "b2"};
+    golden("mlp", mlp_text, 5, names);
+}
+
+static const char *treelstm_text;
+
+static void test_pytorch_treelstm(void **state) {
+    (void)state;
+    const char *names[] = {"e1", "e2", "e3", "wi", "ui"};
+    golden("treelstm", treelstm_text, 5, names);
 }
 
 /* ---- more of the language ---- */
@@ -653,6 +701,8 @@ int main(void) {
         cmocka_unit_test(test_treelstm),
         cmocka_unit_test(test_closure_map),
         cmocka_unit_test(test_refs),
+        cmocka_unit_test(test_pytorch_mlp),
+        cmocka_unit_test(test_pytorch_treelstm),
         cmocka_unit_test(test_tuples),
         cmocka_unit_test(test_mutual_recursion),
         cmocka_unit_test(test_shared_dag),

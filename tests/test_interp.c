@@ -7,113 +7,6 @@
  */
 #include "test_util.h"
 
-/* ---- a module built by hand with ir.h's constructors ----
- *   type List { Cons(Tensor[(), float32], List), Nil }
- *   def @copy(%l: List) -> List {
- *     match (%l) { Cons(%h, %t) => Cons(%h, @copy(%t)), Nil => Nil }
- *   }
- * @copy is not tail recursive: each element waits for the rest. */
-typedef struct hand {
-    ry_module *m;
-    ry_ctor *cons, *nil;
-} hand;
-
-static ry_pattern *pat(ry_module *m, ry_pattern_kind k) {
-    ry_pattern *p = RY_NEW(m->arena, ry_pattern);
-    p->kind = k;
-    return p;
-}
-
-static ry_expr *ctor_expr(ry_module *m, ry_ctor *c) {
-    ry_expr *e = ry_expr_new(m, RY_EXPR_CTOR, RY_NO_SPAN);
-    e->ctor.ctor = c;
-    return e;
-}
-
-static hand hand_copy_module(void) {
-    hand h;
-    ry_module *m = h.m = ry_module_new();
-    ry_typedef *td = RY_NEW(m->arena, ry_typedef);
-    td->name = "List";
-    td->nctors = 2;
-    td->ctors = RY_NEW_ARRAY(m->arena, ry_ctor *, 2);
-    h.cons = td->ctors[0] = RY_NEW(m->arena, ry_ctor);
-    h.nil = td->ctors[1] = RY_NEW(m->arena, ry_ctor);
-    *h.cons = (ry_ctor){.name = "Cons", .tag = 0, .nfields = 2, .adt = td};
-    *h.nil = (ry_ctor){.name = "Nil", .tag = 1, .nfields = 0, .adt = td};
-    ry_module_add_typedef(m, td);
-
-    ry_var *l = ry_var_new(m, "l", NULL, RY_NO_SPAN);
-    ry_var *hd = ry_var_new(m, "h", NULL, RY_NO_SPAN);
-    ry_var *tl = ry_var_new(m, "t", NULL, RY_NO_SPAN);
-    ry_expr *g = ry_expr_new(m, RY_EXPR_GLOBAL, RY_NO_SPAN);
-    g->global.name = "copy";
-    ry_expr *rec = ry_expr_call(m, g, 1, (ry_expr *[]){ry_expr_var(m, tl, RY_NO_SPAN)}, RY_NO_SPAN);
-    ry_expr *rebuilt = ry_expr_call(m, ctor_expr(m, h.cons), 2,
-                                    (ry_expr *[]){ry_expr_var(m, hd, RY_NO_SPAN), rec}, RY_NO_SPAN);
-    ry_pattern *pc = pat(m, RY_PAT_CTOR);
-    pc->ctor.ctor = h.cons;
-    pc->ctor.n = 2;
-    pc->ctor.args = RY_NEW_ARRAY(m->arena, ry_pattern *, 2);
-    pc->ctor.args[0] = pat(m, RY_PAT_VAR);
-    pc->ctor.args[0]->var = hd;
-    pc->ctor.args[1] = pat(m, RY_PAT_VAR);
-    pc->ctor.args[1]->var = tl;
-    ry_pattern *pn = pat(m, RY_PAT_CTOR);
-    pn->ctor.ctor = h.nil;
-    ry_expr *mt = ry_expr_new(m, RY_EXPR_MATCH, RY_NO_SPAN);
-    mt->match.data = ry_expr_var(m, l, RY_NO_SPAN);
-    mt->match.nclauses = 2;
-    mt->match.complete = true;
-    mt->match.clauses = RY_NEW_ARRAY(m->arena, ry_clause, 2);
-    mt->match.clauses[0] = (ry_clause){pc, rebuilt};
-    mt->match.clauses[1] = (ry_clause){pn, ctor_expr(m, h.nil)};
-    ry_expr *fn = ry_expr_new(m, RY_EXPR_FUNC, RY_NO_SPAN);
-    fn->func.nparams = 1;
-    fn->func.params = RY_NEW_ARRAY(m->arena, ry_var *, 1);
-    fn->func.params[0] = l;
-    fn->func.body = mt;
-    ry_module_add_global(m, "copy", fn);
-    return h;
-}
-
-static ry_value *hand_list(hand *h, int n) {
-    ry_value *l = ry_value_adt(h->nil, 0, NULL);
-    for (int i = n - 1; i >= 0; i--) {
-        ry_value *f[2] = {ry_value_tensor(ry_tensor_scalar(RY_FLOAT32, i)), l};
-        l = ry_value_adt(h->cons, 2, f);
-    }
-    return l;
-}
-
-/* Non-tail recursion 100,000 and 1,000,000 deep runs on the heap stack;
- * a max_depth below what it needs is a clear error, and nothing leaks. */
-static void deep_recursion_by_hand(void **state) {
-    (void)state;
-    hand h = hand_copy_module();
-    ry_error err;
-    for (int k = 0; k < 2; k++) {
-        int n = k ? 1000000 : 100000;
-        ry_value *in = hand_list(&h, n), *out = NULL;
-        if (ry_interp_call(h.m, "copy", 1, &in, NULL, &out, &err)) fail_msg("%s", err.msg);
-        assert_ptr_not_equal(out, in);
-        int len = 0;
-        const ry_value *p = out;
-        for (; p->adt.ctor == h.cons; p = p->adt.fields[1], len++)
-            if (len % 9973 == 0) assert_true(ry_tensor_get(p->adt.fields[0]->tensor, 0) == len);
-        assert_int_equal(len, n);
-        ry_value_release(out);
-        ry_value_release(in);
-    }
-    ry_value *in = hand_list(&h, 5000), *out = NULL;
-    ry_interp_opts opts = {.max_depth = 1000};
-    assert_int_equal(ry_interp_call(h.m, "copy", 1, &in, &opts, &out, &err), RY_ERR);
-    assert_null(out);
-    assert_non_null(strstr(err.msg, "stack overflow"));
-    ry_value_release(in);
-    ry_module_free(h.m);
-}
-
 /* ---- helpers for programs written in the text format ---- */
 
 static ry_value *f32(double x) { return ry_value_tensor(ry_tensor_scalar(RY_FLOAT32, x)); }
@@ -531,6 +424,34 @@ static void deep_non_tail_recursion(void **state) {
     ry_module_free(m);
 }
 
+/* A List copied by non-tail recursion, 100,000 and 1,000,000 elements:
+ * each element waits on the heap stack for the rest. */
+static const char *copy_src =
+    "#[version = \"0.0.5\"]\n" LIST_TYPE
+    "def @copy[A](%l: List[A]) -> List[A] {\n"
+    "  match (%l) { Cons(%h, %t) => Cons(%h, @copy(%t)), Nil => Nil }\n"
+    "}\n";
+
+static void deep_list_copy(void **state) {
+    (void)state;
+    ry_module *m = test_parse(copy_src, true);
+    ry_ctor *cons = ry_module_find_ctor(m, "Cons"), *nil = ry_module_find_ctor(m, "Nil");
+    for (int k = 0; k < 2; k++) {
+        int n = k ? 1000000 : 100000;
+        ry_value *in = ry_value_adt(nil, 0, NULL);
+        for (int i = n - 1; i >= 0; i--) in = ry_value_adt(cons, 2, (ry_value *[]){f32(i), in});
+        ry_value *out = call_ok(m, "copy", 1, &in);
+        assert_ptr_not_equal(out, in);
+        int len = 0;
+        for (const ry_value *p = out; p->adt.ctor == cons; p = p->adt.fields[1], len++)
+            if (len % 9973 == 0) assert_true(num(p->adt.fields[0]) == len);
+        assert_int_equal(len, n);
+        ry_value_release(out);
+        ry_value_release(in);
+    }
+    ry_module_free(m);
+}
+
 /* ---- tuples ---- */
 
 static const char *tuple_src =
@@ -896,7 +817,6 @@ static void dropout_follows_training_and_seed(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(deep_recursion_by_hand),
         cmocka_unit_test(if_else_branches),
         cmocka_unit_test(shared_node_evaluated_once),
         cmocka_unit_test(closures_and_higher_order),
@@ -906,6 +826,7 @@ int main(void) {
         cmocka_unit_test(refs_are_mutable_cells),
         cmocka_unit_test(factorial_and_mutual_recursion),
         cmocka_unit_test(deep_non_tail_recursion),
+        cmocka_unit_test(deep_list_copy),
         cmocka_unit_test(tuples_and_projections),
         cmocka_unit_test(mlp_forward_matches_torch),
         cmocka_unit_test(lstm_over_list_matches_torch),

@@ -6,8 +6,9 @@
  * tests/ops/conv/cases.h (inputs <name>_x, <name>_w in argument order);
  * then the type relations (inferred types, symbolic and Any dims, deferral,
  * located errors), the registry entries, the text format through the type
- * checker and interpreter, the gradient rules against PyTorch autograd, and
- * out-of-memory injection on the kernels.
+ * checker and interpreter, the gradient rules against PyTorch autograd and
+ * (through the AD transform) finite differences, and out-of-memory
+ * injection on the kernels.
  */
 #include <stdlib.h>
 
@@ -491,6 +492,17 @@ static void test_text_run(void **state) {
              "  nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 2, 1], dilation=[1, 2])\n"
              "}\n",
              "conv_pad4_dil", 2);
+    /* Any and symbolic dims: shapes are known only at run time. */
+    run_text("#[version = \"0.0.5\"]\n"
+             "def @main(%x: Tensor[(?, 2, ?, ?), float64], %w: Tensor[(o, 2, 3, 2), float64]) {\n"
+             "  nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 2, 1], dilation=[1, 2])\n"
+             "}\n",
+             "conv_pad4_dil", 2);
+    run_text("#[version = \"0.0.5\"]\n"
+             "def @main(%x: Tensor[(n, c, h, w), float64]) {\n"
+             "  nn.avg_pool2d(%x, pool_size=[3, 2], dilation=[2, 3], padding=[2, 1])\n"
+             "}\n",
+             "avg_dilated", 1);
     run_text("#[version = \"0.0.5\"]\n"
              "def @main(%x: Tensor[(1, 1, 5, 5), float64]) {\n"
              "  nn.max_pool2d(%x, pool_size=[2, 2], strides=[2, 2], padding=[1, 1], ceil_mode=True)\n"

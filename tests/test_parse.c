@@ -440,6 +440,9 @@ static const bad_case bad[] = {
     {V "def @f() {\n  1;\n}\n", 4, 1, "expected an expression, found `}`"},
     {V "def f() { 1 }\n", 2, 5, "expected a global after `def`"},
     {V "extern type H { A }\n", 2, 15, "an extern type cannot have constructors"},
+    {V "def @f() { (1f, 1e39f) }\n", 2, 17, "float literal out of range for float32"},
+    {V "def @f() { 1e400f64 }\n", 2, 12, "float literal out of range for float64"},
+    {V "def @f() { 70000f16 }\n", 2, 12, "float literal out of range for float16"},
 };
 
 static void test_malformed(void **state) {

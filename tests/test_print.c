@@ -251,13 +251,16 @@ static void test_metadata_round_trip(void **state) {
     ry_tensor *u = ry_tensor_scalar(RY_UINT8, 200);
     ry_expr *c = ry_expr_const(m, t, RY_NO_SPAN);
     ry_expr *cu = ry_expr_const(m, u, RY_NO_SPAN);
-    ry_expr *fields[3] = {c, cu, c};
+    ry_expr *cinf = ry_expr_const(m, ry_tensor_scalar(RY_FLOAT64, -INFINITY), RY_NO_SPAN);
+    ry_expr *cnan = ry_expr_const(m, ry_tensor_scalar(RY_FLOAT32, NAN), RY_NO_SPAN);
+    ry_expr *fields[5] = {c, cu, c, cinf, cnan};
     ry_expr *fn = ry_expr_new(m, RY_EXPR_FUNC, RY_NO_SPAN);
-    fn->func.body = ry_expr_tuple(m, 3, fields, RY_NO_SPAN);
+    fn->func.body = ry_expr_tuple(m, 5, fields, RY_NO_SPAN);
     ry_module_add_global(m, "main", fn);
     char *s = ry_module_print(m);
     assert_non_null(strstr(s, "def @main() {\n  (meta[relay.Constant][0], meta[relay.Constant][1], "
-                              "meta[relay.Constant][0])\n}\n\n#[metadata]\n{\n"));
+                              "meta[relay.Constant][0], meta[relay.Constant][2], meta[relay.Constant][3])"
+                              "\n}\n\n#[metadata]\n{\n"));
     assert_non_null(strstr(s, "\"b64ndarrays\""));
     ry_module *m2 = parse_text(s);
     ry_expr *b = ry_module_find_global(m2, "main")->func->func.body;
@@ -269,6 +272,11 @@ static void test_metadata_round_trip(void **state) {
     assert_int_equal(u2->ndim, 0);
     assert_true(ry_tensor_get(u2, 0) == 200);
     assert_ptr_equal(b->tuple.fields[0], b->tuple.fields[2]); /* one node per meta index */
+    ry_tensor *inf2 = b->tuple.fields[3]->constant.value, *nan2 = b->tuple.fields[4]->constant.value;
+    assert_int_equal(inf2->dtype, RY_FLOAT64);
+    assert_true(isinf(ry_tensor_get(inf2, 0)) && ry_tensor_get(inf2, 0) < 0);
+    assert_int_equal(nan2->dtype, RY_FLOAT32);
+    assert_true(isnan(ry_tensor_get(nan2, 0)));
     char *s2 = ry_module_print(m2);
     assert_string_equal(s, s2);
     ry_free(s);

@@ -73,9 +73,14 @@ def torch_conv2d(x, w, strides=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1
     return y.numpy()
 
 
+# Attributes that only restate what the shapes say (channels, kernel_size,
+# layouts): passed to relayc, not to PyTorch.
+EXTRA = ("channels", "kernel_size", "data_layout", "kernel_layout", "out_layout", "layout")
+
+
 def conv_case(name, xs, ws, dtype=np.float64, out_dtype=None, rtol=1e-10, atol=1e-10, **kw):
     x, w = rand(xs, dtype), rand(ws, dtype)
-    y = torch_conv2d(x, w, **kw)
+    y = torch_conv2d(x, w, **{k: v for k, v in kw.items() if k not in EXTRA})
     attrs = dict(kw)
     if out_dtype:
         attrs["out_dtype"] = out_dtype
@@ -88,7 +93,8 @@ conv_case("conv_stride_pad", (1, 2, 8, 9), (3, 2, 3, 3), strides=(2, 2), padding
 conv_case("conv_pad4_dil", (1, 2, 7, 8), (2, 2, 3, 2), strides=(2, 1), padding=(1, 0, 2, 1),
           dilation=(1, 2))
 conv_case("conv_pad1", (1, 1, 9, 9), (2, 1, 3, 3), padding=(2,), dilation=(2, 2))
-conv_case("conv_groups", (2, 4, 5, 5), (6, 2, 3, 3), padding=(1, 1), groups=2)
+conv_case("conv_groups", (2, 4, 5, 5), (6, 2, 3, 3), padding=(1, 1), groups=2, channels=6,
+          kernel_size=(3, 3), data_layout="NCHW", kernel_layout="OIHW", out_layout="NCHW")
 conv_case("conv_depthwise", (1, 3, 6, 6), (3, 1, 3, 3), strides=(2, 2), padding=(1,), groups=3)
 conv_case("conv_1x1", (1, 5, 4, 4), (3, 5, 1, 1))
 conv_case("conv_rect", (1, 2, 5, 9), (2, 2, 2, 4), strides=(1, 3), padding=(0, 2))
@@ -119,7 +125,7 @@ def torch_conv2d_t(x, w, strides=(1, 1), padding=(0, 0), output_padding=(0, 0), 
 
 def convt_case(name, xs, ws, dtype=np.float64, rtol=1e-10, atol=1e-10, **kw):
     x, w = rand(xs, dtype), rand(ws, dtype)
-    y = torch_conv2d_t(x, w, **kw).astype(dtype)
+    y = torch_conv2d_t(x, w, **{k: v for k, v in kw.items() if k not in EXTRA}).astype(dtype)
     save(name, "nn.conv2d_transpose", attr_str(kw), [x, w], y, rtol, atol)
 
 
@@ -133,7 +139,8 @@ convt_case("convt_basic", (1, 2, 4, 4), (2, 3, 3, 3))
 convt_case("convt_stride_pad_opad", (2, 3, 3, 4), (3, 2, 3, 3), strides=(2, 2), padding=(1, 1),
            output_padding=(1, 1))
 convt_case("convt_groups_dil", (1, 4, 4, 3), (4, 3, 2, 3), strides=(1, 2), dilation=(2, 1),
-           groups=2)
+           groups=2, channels=6, kernel_size=(2, 3), data_layout="NCHW", kernel_layout="IOHW",
+           out_layout="")
 convt_case("convt_pad4", (1, 2, 4, 5), (2, 2, 3, 3), strides=(2, 2), padding=(1, 0, 0, 2),
            output_padding=(1, 0))
 convt_case("convt_f32", (2, 3, 5, 5), (3, 4, 4, 4), np.float32, strides=(2, 2), padding=(1, 1),
@@ -207,9 +214,10 @@ def torch_pool(x, kind, pool_size, strides=(1, 1), dilation=(1, 1), padding=(0, 
 
 def pool_case(name, kind, xs, dtype=np.float64, torch_agrees=True, rtol=1e-12, atol=1e-12, **kw):
     x = rand(xs, dtype)
-    y = tvm_pool(x, kind, **kw)
+    pk = {k: v for k, v in kw.items() if k not in EXTRA}
+    y = tvm_pool(x, kind, **pk)
     if torch_agrees:  # check our transcription of TVM where PyTorch computes the same
-        ref = torch_pool(x, kind, **kw)
+        ref = torch_pool(x, kind, **pk)
         assert ref.shape == y.shape, (name, ref.shape, y.shape)
         assert np.allclose(ref, y.astype(np.float64), rtol=1e-6, atol=1e-6), name
     op = "nn.max_pool2d" if kind == "max" else "nn.avg_pool2d"
@@ -218,7 +226,8 @@ def pool_case(name, kind, xs, dtype=np.float64, torch_agrees=True, rtol=1e-12, a
     save(name, op, attr_str(kw), [x], y, rtol, atol)
 
 
-pool_case("max_2x2", "max", (2, 3, 6, 6), pool_size=(2, 2), strides=(2, 2))
+pool_case("max_2x2", "max", (2, 3, 6, 6), pool_size=(2, 2), strides=(2, 2), layout="NCHW",
+          out_layout="NCHW")
 pool_case("max_3x3_pad", "max", (1, 2, 5, 7), pool_size=(3, 3), padding=(1, 1))
 pool_case("max_rect", "max", (1, 2, 7, 6), pool_size=(3, 2), strides=(2, 1), padding=(1, 0))
 pool_case("max_dilated", "max", (1, 1, 7, 7), pool_size=(2, 2), dilation=(2, 2), strides=(2, 2))
@@ -238,7 +247,8 @@ pool_case("max_i32", "max", (1, 2, 5, 5), np.int32, pool_size=(2, 2), strides=(1
 pool_case("max_i8", "max", (1, 2, 4, 4), np.int8, torch_agrees=False, pool_size=(2, 2),
           strides=(2, 2), padding=(0, 0, 1, 1), rtol=0, atol=0)
 
-pool_case("avg_2x2", "avg", (2, 3, 6, 6), pool_size=(2, 2), strides=(2, 2))
+pool_case("avg_2x2", "avg", (2, 3, 6, 6), pool_size=(2, 2), strides=(2, 2), layout="NCHW",
+          out_layout="")
 pool_case("avg_pad_excl", "avg", (1, 2, 5, 7), pool_size=(3, 3), padding=(1, 1),
           count_include_pad=False)
 pool_case("avg_pad_incl", "avg", (1, 2, 5, 7), pool_size=(3, 3), padding=(1, 1),

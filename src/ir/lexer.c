@@ -195,6 +195,9 @@ static ry_status lex_number(lexer *lx, bool digits_only) {
     t->suffixed = suffixed;
     if (is_float) {
         double v = strtod(buf, NULL);
+        /* TVM: a finite literal its width cannot represent is an error */
+        bool over = isinf(v) || (dt == RY_FLOAT32 && isinf((float)v)) || (dt == RY_FLOAT16 && v >= 65520.0);
+        if (over) return ry_error_at(lx->err, span, "float literal out of range for %s", ry_dtype_name(dt));
         t->f = neg ? -v : v;
         return RY_OK;
     }

@@ -162,7 +162,7 @@ ry_type *ry_type_tensor_arena(ry_arena *a, ry_dtype dtype, int ndim, const ry_di
     t->tensor.dtype = dtype;
     t->tensor.ndim = ndim;
     t->tensor.dims = RY_NEW_ARRAY(a, ry_dim, ndim);
-    if (ndim) memcpy(t->tensor.dims, dims, sizeof(ry_dim) * (size_t)ndim);
+    if (ndim && dims) memcpy(t->tensor.dims, dims, sizeof(ry_dim) * (size_t)ndim);
     return t;
 }
 

@@ -153,7 +153,8 @@ bool ry_print_scalar(strbuf *b, const ry_tensor *t) {
     case RY_FLOAT32:
     case RY_FLOAT64:
     case RY_FLOAT16:
-        if (isnan(v)) return false;
+        /* the text has no NaN, and infinity only as float32's `inff` */
+        if (isnan(v) || (isinf(v) && t->dtype != RY_FLOAT32)) return false;
         fmt_real(num, sizeof num, v, t->dtype != RY_FLOAT64);
         ry_sb_printf(b, "%s%s", num, t->dtype == RY_FLOAT32 ? "f" : t->dtype == RY_FLOAT64 ? "f64" : "f16");
         return true;

@@ -83,9 +83,13 @@ static ry_status check_layout(const ry_op *op, const ry_attrs *attrs, const char
                               const char *want, bool empty_ok, ry_span call, ry_error *err) {
     const char *s = ry_attr_str(op, attrs, name);
     if (strcmp(s, want) == 0 || (empty_ok && s[0] == '\0')) return RY_OK;
+    /* A hint for the common case: channels-last data from TensorFlow. */
+    const char *hint = strcmp(s, "NHWC") == 0
+                           ? "; transpose the data with transpose(%x, axes=[0, 3, 1, 2]) first"
+                           : "";
     return ry_error_at(err, attr_span(attrs, name, call),
-                       "%s: unsupported layout %s=\"%s\" (only \"%s\" is supported)", op->name,
-                       name, s, want);
+                       "%s: unsupported layout %s=\"%s\" (only \"%s\" is supported)%s",
+                       op->name, name, s, want, hint);
 }
 
 ry_status ry_conv2d_params_read(const ry_op *op, const ry_attrs *attrs, ry_span call,
@@ -310,13 +314,14 @@ static ry_rel_status conv2d_rel(ry_rel_ctx *c, int nargs, ry_type *const *args, 
     const ry_dim *C = &x->tensor.dims[1], *O = &w->tensor.dims[0], *I = &w->tensor.dims[1];
     if ((s = divisible(c, C, p.groups, "input channels")) != RY_REL_OK) return s;
     if ((s = divisible(c, O, p.groups, "output channels")) != RY_REL_OK) return s;
-    int64_t want_c;
+    int64_t want_c = 0;
     if (is_const(C) && is_const(I) &&
         (!muladd(I->value, p.groups, 0, &want_c) || C->value != want_c)) {
         ry_error_at(c->err, c->span,
-                    "%s: data has %lld channels but the weight expects groups %lld x weight "
-                    "dim 1 (%lld)",
-                    c->op->name, (long long)C->value, (long long)p.groups, (long long)I->value);
+                    "%s: data has %lld channels but the weight expects %lld (weight dim 1 = %lld, "
+                    "groups = %lld)",
+                    c->op->name, (long long)C->value, (long long)want_c, (long long)I->value,
+                    (long long)p.groups);
         return RY_REL_FAIL;
     }
     if ((s = check_channels(c, O, "weight dim 0")) != RY_REL_OK) return s;
@@ -511,7 +516,8 @@ static ry_rel_status pool2d_grad_rel(ry_rel_ctx *c, int nargs, ry_type *const *a
                     c->op->name, ry_type_str(g, sg, sizeof sg), ry_type_str(fwd, sf, sizeof sf));
         return RY_REL_FAIL;
     }
-    *out = args[1];
+    const ry_type *x = args[1];
+    *out = ry_type_tensor_arena(c->arena, x->tensor.dtype, 4, x->tensor.dims);
     return RY_REL_OK;
 }
 

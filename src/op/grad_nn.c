@@ -161,3 +161,97 @@ ry_status ry_grad_batch_flatten(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y
                                 ry_expr **grads) {
     return ry_gb_reshape_to(c, g, ry_gb_type(args[0]), &grads[0]);
 }
+
+/* cross_entropy: y = -sum(t * log(x)) / N  (N = rows of x)
+ *   dx = -g * t / (N x),   dt = -g * log(x) / N
+ * cross_entropy_with_logits: y = -sum(t * x) / N
+ *   dx = -g * t / N,       dt = -g * x / N */
+static ry_status xent_grads(ry_grad_ctx *c, ry_expr *const *args, ry_expr *g, ry_expr **grads,
+                            bool logits) {
+    ry_expr *x = args[0], *t = args[1];
+    const ry_type *xt = ry_gb_type(x);
+    if (!xt || xt->kind != RY_TYPE_TENSOR || xt->tensor.ndim < 1 ||
+        xt->tensor.dims[0].kind != RY_DIM_CONST || xt->tensor.dims[0].value < 1)
+        return ry_error_at(c->err, c->span, "gradient of %s needs a known batch size",
+                           call_op(c)->name);
+    ry_expr *k = OP2("multiply", g,
+                     ry_gb_scalar(M_, ry_gb_dtype(x), -1.0 / (double)xt->tensor.dims[0].value));
+    if (logits) {
+        grads[0] = OP2("multiply", k, t);
+        grads[1] = OP2("multiply", k, x);
+    } else {
+        grads[0] = OP2("multiply", k, OP2("divide", t, x));
+        grads[1] = OP2("multiply", k, OP1("log", x));
+    }
+    return RY_OK;
+}
+
+ry_status ry_grad_cross_entropy(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                                ry_expr **grads) {
+    return xent_grads(c, args, g, grads, false);
+}
+
+ry_status ry_grad_cross_entropy_with_logits(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y,
+                                            ry_expr *g, ry_expr **grads) {
+    return xent_grads(c, args, g, grads, true);
+}
+
+/* v (C) shaped to broadcast against an ndim-tensor whose C is at axis:
+ * (C, 1, .., 1) with ndim - axis - 1 trailing ones */
+static ry_expr *along_axis(ry_grad_ctx *c, ry_expr *v, int64_t axis, int ndim) {
+    if (axis == ndim - 1) return v;
+    ry_expr *e = OP1("expand_dims", v);
+    ry_gb_attr_int(M_, e, "axis", 1);
+    ry_gb_attr_int(M_, e, "num_newaxis", ndim - axis - 1);
+    return e;
+}
+
+static ry_expr *mean_keep(ry_grad_ctx *c, ry_expr *x, int64_t axis) {
+    ry_expr *s = OP1("mean", x);
+    ry_gb_attr_ints(M_, s, "axis", 1, &axis);
+    ry_gb_attr_bool(M_, s, "keepdims", true);
+    return s;
+}
+
+/* layer_norm along axis A: xhat = (x - mean) * rstd, rstd = rsqrt(var + eps),
+ * y = xhat * gamma + beta (gamma, beta (C) broadcast along A)
+ *   dxhat  = g * gamma
+ *   dx     = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+ *   dgamma = sum of g * xhat over every axis but A;  dbeta = sum of g likewise */
+ry_status ry_grad_layer_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                             ry_expr **grads) {
+    ry_expr *x = args[0];
+    int nd = tensor_rank(x);
+    const ry_op *op = call_op(c);
+    const ry_attrs *at = call_attrs(c);
+    int64_t axis = norm_axis(ry_attr_int(op, at, "axis"), nd);
+    ry_dtype dt = ry_gb_dtype(x);
+    ry_expr *xc = OP2("subtract", x, mean_keep(c, x, axis));
+    ry_expr *var = mean_keep(c, OP2("multiply", xc, xc), axis);
+    ry_expr *rstd = OP1("rsqrt", OP2("add", var, ry_gb_scalar(M_, dt, ry_attr_float(op, at, "epsilon"))));
+    ry_expr *xhat = OP2("multiply", xc, rstd);
+    bool scale = ry_attr_bool(op, at, "scale"), center = ry_attr_bool(op, at, "center");
+    ry_expr *dxhat = scale ? OP2("multiply", g, along_axis(c, args[1], axis, nd)) : g;
+    ry_expr *inner = OP2("subtract", OP2("subtract", dxhat, mean_keep(c, dxhat, axis)),
+                         OP2("multiply", xhat, mean_keep(c, OP2("multiply", dxhat, xhat), axis)));
+    grads[0] = OP2("multiply", rstd, inner);
+    grads[1] = scale ? sum_axis(c, OP2("multiply", g, xhat), axis, false, true) : NULL;
+    grads[2] = center ? sum_axis(c, g, axis, false, true) : NULL;
+    return RY_OK;
+}
+
+/* prelu: y = x where x > 0, alpha * x elsewhere (alpha (C) along axis)
+ *   dx = g where x > 0, alpha * g elsewhere
+ *   dalpha = sum over every axis but `axis` of (0 where x > 0, g * x elsewhere) */
+ry_status ry_grad_prelu(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                        ry_expr **grads) {
+    ry_expr *x = args[0];
+    int nd = tensor_rank(x);
+    int64_t axis = norm_axis(ry_attr_int(call_op(c), call_attrs(c), "axis"), nd);
+    ry_expr *pos = OP2("greater", x, ry_gb_scalar(M_, ry_gb_dtype(x), 0));
+    ry_expr *zero = OP1("zeros_like", g);
+    grads[0] = ry_gb_op3(M_, "where", pos, g, OP2("multiply", g, along_axis(c, args[1], axis, nd)));
+    ry_expr *neg = ry_gb_op3(M_, "where", pos, zero, OP2("multiply", g, x));
+    grads[1] = nd == 1 ? neg : sum_axis(c, neg, axis, false, true);
+    return RY_OK;
+}

@@ -87,6 +87,11 @@ ry_status ry_grad_bias_add(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *
 ry_status ry_grad_softmax(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_log_softmax(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_batch_flatten(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_cross_entropy(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_cross_entropy_with_logits(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *,
+                                            ry_expr **);
+ry_status ry_grad_layer_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_prelu(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 /* grad_transform.c */
 ry_status ry_grad_sum(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_mean(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);

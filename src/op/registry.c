@@ -123,9 +123,20 @@ static double as_number(const ry_attr_value *v) {
     }
 }
 
+/* Integers are read exactly; a float is truncated, saturating at the int64
+ * range so no conversion is undefined. */
+static int64_t as_int(const ry_attr_value *v) {
+    if (v->kind == RY_AV_INT) return v->i;
+    if (v->kind == RY_AV_LIST) return v->list.n ? as_int(&v->list.items[0]) : 0;
+    double d = as_number(v);
+    if (d != d) return 0;
+    if (d >= 9.2233720368547758e18) return INT64_MAX;
+    if (d <= -9.2233720368547758e18) return INT64_MIN;
+    return (int64_t)d;
+}
+
 int64_t ry_attr_int(const ry_op *op, const ry_attrs *attrs, const char *name) {
-    const ry_attr_value *v = ry_attr_get(op, attrs, name);
-    return v->kind == RY_AV_INT ? v->i : (int64_t)as_number(v);
+    return as_int(ry_attr_get(op, attrs, name));
 }
 
 double ry_attr_float(const ry_op *op, const ry_attrs *attrs, const char *name) {
@@ -145,10 +156,10 @@ int ry_attr_ints(const ry_op *op, const ry_attrs *attrs, const char *name, int64
     const ry_attr_value *v = ry_attr_get(op, attrs, name);
     if (v->kind == RY_AV_NONE) return -1;
     if (v->kind != RY_AV_LIST) {
-        if (max > 0) out[0] = (int64_t)as_number(v);
+        if (max > 0) out[0] = as_int(v);
         return 1;
     }
-    for (int i = 0; i < v->list.n && i < max; i++) out[i] = (int64_t)as_number(&v->list.items[i]);
+    for (int i = 0; i < v->list.n && i < max; i++) out[i] = as_int(&v->list.items[i]);
     return v->list.n;
 }
 

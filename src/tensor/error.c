@@ -65,11 +65,11 @@ void ry_error_print(FILE *f, const ry_error *err) {
         fprintf(f, "%s: error: %s\n", err->file, err->msg);
     else
         fprintf(f, "error: %s\n", err->msg);
-    if (!err->source_line[0] || err->col <= 0) return;
+    int width = (int)strlen(err->source_line);
+    if (!err->source_line[0] || err->col <= 0 || err->col > width + 1) return;
     fprintf(f, "  %s\n  ", err->source_line);
     for (int i = 1; i < err->col; i++) fputc(err->source_line[i - 1] == '\t' ? '\t' : ' ', f);
     fputc('^', f);
-    for (int i = 1; i < err->len && err->col - 1 + i < (int)strlen(err->source_line); i++)
-        fputc('~', f);
+    for (int i = 1; i < err->len && err->col - 1 + i < width; i++) fputc('~', f);
     fputc('\n', f);
 }
