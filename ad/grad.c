@@ -105,6 +105,27 @@ static void accumulate(gx *s, gx_block *b, ry_expr *v, const ry_type *t, ry_expr
         accumulate(s, b, gx_proj(s, v, i), t->tuple.fields[i], gx_proj(s, dv, i));
 }
 
+/* The primal of a transformed var, bound once per scope that sees it: a
+ * binding made in an enclosing open scope is reused. */
+static bool scope_open(gx *s, int id) {
+    for (int i = s->nscopes - 1; i >= 0; i--)
+        if (s->scopes[i] == id) return true;
+    return false;
+}
+
+static ry_expr *primal_var(gx *s, gx_block *b, ry_expr *v, ry_type *t) {
+    const void *key = v->kind == RY_EXPR_VAR ? (const void *)v->var.var : NULL;
+    struct gx_primal *c = key ? ad_map_get(&s->primals, key) : NULL;
+    if (c && scope_open(s, c->scope)) return gx_use(s, c->use->var.var);
+    ry_expr *p = gx_bind(s, b, "p", primal(s, v, t), t);
+    if (key && s->nscopes) {
+        c = RY_NEW(s->scratch, struct gx_primal);
+        *c = (struct gx_primal){p, s->scopes[s->nscopes - 1]};
+        ad_map_put(&s->primals, key, c);
+    }
+    return p;
+}
+
 /* ---- operator calls ----
  *   y = op(primal(a1'), ..);  r = fresh(y)
  *   k = ref_read(bp)
@@ -136,8 +157,7 @@ static ry_expr *xop(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
             continue;
         }
         targs[i] = atomize(s, b, xval(s, b, a, bp), gx_type(s, a->type));
-        prim[i] = gx_changes(s, a->type) ? gx_bind(s, b, "p", primal(s, targs[i], a->type), a->type)
-                                         : targs[i];
+        prim[i] = gx_changes(s, a->type) ? primal_var(s, b, targs[i], a->type) : targs[i];
     }
     ry_expr *call = ry_gb_op(s->m, op->name, n, prim);
     call->span = e->span;
@@ -195,8 +215,17 @@ static ry_pattern *xpat(gx *s, const ry_pattern *p) {
 }
 
 static ry_expr *xscope(gx *s, const ry_expr *e, ry_var *bp) {
+    if (s->nscopes == s->capscopes) {
+        int ncap = s->capscopes ? s->capscopes * 2 : 16;
+        int *fresh = RY_NEW_ARRAY(s->scratch, int, ncap);
+        if (s->nscopes) memcpy(fresh, s->scopes, sizeof *fresh * (size_t)s->nscopes);
+        s->scopes = fresh;
+        s->capscopes = ncap;
+    }
+    s->scopes[s->nscopes++] = ++s->next_scope;
     gx_block b = {0};
     ry_expr *tail = xval(s, &b, e, bp);
+    s->nscopes--;
     return gx_fold(s, &b, tail);
 }
 
@@ -399,6 +428,7 @@ ry_status ry_grad(ry_module *m, const char *fn_name, const ry_expr *fn, const ch
     ad_map_init(&s.ctors, s.scratch);
     ad_map_init(&s.adt_busy, s.scratch);
     ad_map_init(&s.adt_need, s.scratch);
+    ad_map_init(&s.primals, s.scratch);
     s.bp_type = make_bp_type(m);
     ry_status st = run(&s, fn_name, fn, out_name, out_name_used);
     ry_arena_free(s.scratch);

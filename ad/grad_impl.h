@@ -39,8 +39,16 @@ typedef struct gx {
         const char *name;
     } *convs;
     int nconvs, capconvs;
+    ad_map primals;        /* transformed var -> struct gx_primal: its primal, */
+    int *scopes;           /* bound in scope id; valid while that id is on */
+    int nscopes, capscopes, next_scope; /* the stack of open scopes */
     ry_type *bp_type;      /* ref(fn () -> ()) */
 } gx;
+
+struct gx_primal {
+    ry_expr *use;
+    int scope;
+};
 
 /* ---- grad_types.c ---- */
 /* Whether the mapping changes t (it holds a float tensor, a function, or an

@@ -189,7 +189,8 @@ static void closure_returned_and_applied(void **state) {
     ry_value *n = f32(7), *x = f32(5), *out = NULL;
     ry_value *add7 = call_ok(m, "adder", 1, &n);
     assert_int_equal(add7->kind, RY_VAL_CLOSURE);
-    assert_int_equal(add7->closure.ncaptured, 1);
+    assert_int_equal(add7->closure.ncaptured, 1); /* only its free variable %n */
+    assert_string_equal(add7->closure.captured_vars[0]->name, "n");
     ry_error err;
     assert_int_equal(ry_interp_apply(m, add7, 1, &x, NULL, &out, &err), RY_OK);
     assert_true(num(out) == 12);
@@ -815,6 +816,53 @@ static void dropout_follows_training_and_seed(void **state) {
     ry_module_free(m);
 }
 
+/* Programs the type checker would reject, run unchecked: every kind
+ * error is a located run-time error, never a crash. */
+static const char *unchecked_src =
+    "#[version = \"0.0.5\"]\n" LIST_TYPE
+    "def @call_tensor(%x: float32) { %x(1f) }\n"
+    "def @proj(%x: float32) { %x.0 }\n"
+    "def @proj_range() { (1f, 2f).2 }\n"
+    "def @if_float(%x: float32) { if (%x) { 1f } else { 2f } }\n"
+    "def @read(%x: float32) { ref_read(%x) }\n"
+    "def @write(%x: float32) { ref_write(%x, 1f) }\n"
+    "def @op_adt() { add(Nil, 1f) }\n"
+    "def @arity() { let %f = fn (%a: float32) { %a }; %f(1f, 2f) }\n"
+    "def @ctor_arity() { let %c = Cons; %c(1f) }\n"
+    "def @op_value() { let %f = add; %f(1f, 2f) }\n";
+
+static void kind_errors_unchecked(void **state) {
+    (void)state;
+    ry_module *m = test_parse(unchecked_src, false);
+    struct {
+        const char *entry, *msg;
+    } cases[] = {
+        {"call_tensor", "cannot call a tensor"},
+        {"proj", "projection .0 of a tensor, not a tuple"},
+        {"proj_range", "tuple index 2 out of range for a 2-tuple"},
+        {"if_float", "if: condition must be a bool scalar, not float32[]"},
+        {"read", "ref_read of a tensor, not a reference"},
+        {"write", "ref_write to a tensor, not a reference"},
+        {"op_adt", "operator add: argument 1 is a constructor value, not a tensor"},
+        {"arity", "function takes 1 arguments, not 2"},
+        {"ctor_arity", "constructor Cons takes 2 arguments, not 1"},
+        {"op_value", "operator add can only be called, not used as a value"},
+    };
+    ry_value *x = f32(1);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const ry_global *g = ry_module_find_global(m, cases[i].entry);
+        int nargs = g->func->func.nparams;
+        ry_error err = call_err(m, cases[i].entry, nargs, &x);
+        assert_string_equal(err.msg, cases[i].msg);
+        char def[64];
+        snprintf(def, sizeof def, "def @%s(", cases[i].entry);
+        assert_int_equal(err.line, line_of(unchecked_src, def));
+        assert_true(err.col > 1);
+    }
+    ry_value_release(x);
+    ry_module_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(if_else_branches),
@@ -836,6 +884,7 @@ int main(void) {
         cmocka_unit_test(out_of_memory_anywhere),
         cmocka_unit_test(operator_errors_are_located),
         cmocka_unit_test(dropout_follows_training_and_seed),
+        cmocka_unit_test(kind_errors_unchecked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,12 @@
  * interp.h: the reference interpreter. It evaluates the whole language on
  * a type-checked module and is the oracle the compiled engines are tested
  * against. It keeps its own stack on the heap, so deep recursion in the
- * program never grows the C stack.
+ * program never grows the C stack; calls in tail position run in constant
+ * space. Closures capture only their free variables; a `%0 = e;` node used
+ * twice is evaluated once per call of the function holding it. Types are
+ * not consulted, except annotated parameter types, checked at each call
+ * against tensor arguments (dtype, rank, constant dims; a symbolic dim
+ * binds once per call; `?` accepts anything).
  */
 #ifndef RELAYC_INTERP_H
 #define RELAYC_INTERP_H
@@ -17,8 +22,10 @@ typedef struct ry_interp_opts {
 
 /* Calls global `entry` of the type-checked module m with args (borrowed).
  * On success *out is a new reference. Runtime errors (a match that fails, a
- * shape that disagrees with an Any-typed signature, a kernel error) come back
- * located at the expression that failed. opts may be NULL. */
+ * shape that disagrees with an Any-typed signature, a kernel error, a stack
+ * deeper than opts->max_depth) come back located at the expression that
+ * failed, with everything the run held freed; *out is then NULL. opts may
+ * be NULL. */
 ry_status ry_interp_call(ry_module *m, const char *entry, int nargs, ry_value *const *args,
                          const ry_interp_opts *opts, ry_value **out, ry_error *err);
 

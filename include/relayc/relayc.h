@@ -10,5 +10,6 @@
 #include "relayc/op.h"
 #include "relayc/value.h"
 #include "relayc/interp.h"
+#include "relayc/params.h"
 
 #endif

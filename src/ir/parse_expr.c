@@ -178,15 +178,22 @@ static ry_expr *parse_if(parser *p, int start) {
     return e;
 }
 
-/* match  -> ('match' | 'match?') '(' expr ')' '{' clause (',' clause)* ','? '}'
- * clause -> pattern '=>' expr */
+static ry_expr *parse_atom(parser *p);
+
+/* match  -> ('match' | 'match?') atom ('.' int)* '{' clause (',' clause)* ','? '}'
+ * clause -> pattern '=>' expr
+ * As in TVM the matched value is an atom: usually `(e)`, also `(%a, %b)`. */
 static ry_expr *parse_match(parser *p, int start, bool complete) {
     ry_expr *e = ry_expr_new(p->m, RY_EXPR_MATCH, p->toks[start].span);
     e->match.complete = complete;
-    if (!ry_p_expect(p, TK_LPAREN, "after `match`") || !(e->match.data = ry_p_expr(p)) ||
-        !ry_p_expect(p, TK_RPAREN, "to close the matched value") ||
-        !ry_p_expect(p, TK_LBRACE, "to open the match clauses"))
-        return NULL;
+    int dstart = p->pos;
+    if (!(e->match.data = parse_atom(p))) return NULL;
+    while (ry_p_accept(p, TK_DOT)) {
+        const token *i = ry_p_expect(p, TK_INT, "(a tuple index) after `.`");
+        if (!i) return NULL;
+        e->match.data = ry_expr_proj(p->m, e->match.data, (int)i->i, ry_p_span_from(p, dstart));
+    }
+    if (!ry_p_expect(p, TK_LBRACE, "to open the match clauses")) return NULL;
     ry_clause items[256];
     int n = 0;
     while (!ry_p_at(p, TK_RBRACE)) {

@@ -207,7 +207,16 @@ static ry_status finish_call(machine *mc, const ry_expr **next, ry_value **v) {
 
 /* ---- evaluation ---- */
 
-/* Starts evaluating e. Either produces *v at once (leaves) or pushes a
+/* The rules, in evaluation order (left to right, callee first):
+ *   %x -> its slot        @g -> closure, no captures     c -> tensor value
+ *   C -> C() if nullary, else a constructor function     fn -> closure
+ *   f(a..) -> eval f, a..; apply (an op runs its kernel instead)
+ *   let %x = v; b -> eval v, bind %x, eval b (in the same frame: tail)
+ *   if (c) {t} else {e} -> eval c (a bool scalar), then t or e (tail)
+ *   match (d) {p => b..} -> eval d, first p that matches binds, b (tail)
+ *   (a..) -> tuple   t.i -> field i   ref(v) -> new cell
+ *   ref_read(r) -> contents   ref_write(r, v) -> store v, ()
+ * Starts evaluating e: either produces *v at once (leaves) or pushes a
  * frame and sets *next to the first subexpression. */
 static ry_status eval(machine *mc, const ry_expr *e, const ry_expr **next, ry_value **v) {
     *next = NULL;
