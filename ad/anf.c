@@ -128,6 +128,10 @@ static ry_expr *call(anf *s, block *b, const ry_expr *e) {
  *   let x = v; body   =>   [x = value(v)] value(body)   (x keeps its var) */
 static ry_expr *to_value(anf *s, block *b, const ry_expr *e) {
     ry_expr *r;
+    while (e->kind == RY_EXPR_LET) { /* a loop, not recursion: long let chains */
+        push(s, b, e->let.var, to_value(s, b, e->let.value));
+        e = e->let.body;
+    }
     switch (e->kind) {
     case RY_EXPR_VAR:
     case RY_EXPR_GLOBAL:
@@ -135,9 +139,6 @@ static ry_expr *to_value(anf *s, block *b, const ry_expr *e) {
     case RY_EXPR_OP:
     case RY_EXPR_CTOR: return copy_atom(s, e);
     case RY_EXPR_CALL: return call(s, b, e);
-    case RY_EXPR_LET:
-        push(s, b, e->let.var, to_value(s, b, e->let.value));
-        return to_value(s, b, e->let.body);
     case RY_EXPR_FUNC: return func(s, e);
     case RY_EXPR_IF:
         r = ry_expr_new(s->m, RY_EXPR_IF, e->span);

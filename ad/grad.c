@@ -269,6 +269,11 @@ static ry_expr *xconst(gx *s, const ry_expr *e) {
  *                                                        for recursive fns) */
 static ry_expr *xval(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
     ry_expr *r;
+    while (e->kind == RY_EXPR_LET) { /* a loop, not recursion: long let chains */
+        ry_var *x = map_var(s, e->let.var, false);
+        gx_push(s, b, x, xval(s, b, e->let.value, bp));
+        e = e->let.body;
+    }
     switch (e->kind) {
     case RY_EXPR_VAR: {
         ry_var *v = ad_map_get(&s->vars, e->var.var);
@@ -297,11 +302,6 @@ static ry_expr *xval(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
         r->ctor.ctor = gx_ctor(s, e->ctor.ctor);
         return r;
     case RY_EXPR_CALL: return xcall(s, b, e, bp);
-    case RY_EXPR_LET: {
-        ry_var *x = map_var(s, e->let.var, false);
-        gx_push(s, b, x, xval(s, b, e->let.value, bp));
-        return xval(s, b, e->let.body, bp);
-    }
     case RY_EXPR_IF:
         r = copy_node(s, e);
         r->if_.cond = xval(s, b, e->if_.cond, bp);

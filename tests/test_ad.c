@@ -396,9 +396,7 @@ static void test_closure_map(void **state) {
 }
 
 /* refs: a value accumulated in a ref by a closure, read back */
-static void test_refs(void **state) {
-    (void)state;
-    const char *text =
+static const char *refs_text =
         "#[version = \"0.0.5\"]\n"
         "def @main(%x: Tensor[(2, 2), float64], %y: Tensor[(2, 2), float64]) {\n"
         "  let %r = ref(%x);\n"
@@ -410,8 +408,11 @@ static void test_refs(void **state) {
         "  let %u3 = ref_write(%r, add(ref_read(%r), %x));\n"
         "  ref_read(%r)\n"
         "}\n";
+
+static void test_refs(void **state) {
+    (void)state;
     ry_value *a[2] = {rv2(2, 2), rv2(2, 2)};
-    ry_module *m = gradcheck_ok(text, "main", 2, a, 1e-6, 1e-8);
+    ry_module *m = gradcheck_ok(refs_text, "main", 2, a, 1e-6, 1e-8);
     ry_module_free(m);
     release_all(2, a);
 }
@@ -633,6 +634,21 @@ static void test_second_derivative_mlp_if(void **state) {
     release_all(5, b);
 }
 
+/* Second derivatives through recursion over an ADT, through closures and
+ * refs, and through a TreeLSTM. */
+static void test_second_derivative_dynamic(void **state) {
+    (void)state;
+    ry_value *a[4] = {rv1(2), rv1(2), rv1(2), rv1(2)};
+    second_order(list_text, 4, a);
+    release_all(4, a);
+    ry_value *b[2] = {rv2(2, 2), rv2(2, 2)};
+    second_order(refs_text, 2, b);
+    release_all(2, b);
+    ry_value *c[5] = {rv2(1, 3), rv2(1, 3), rv2(1, 3), rv2(16, 3), rv2(16, 4)};
+    second_order(treelstm_text, 5, c);
+    release_all(5, c);
+}
+
 /* ---- errors ---- */
 
 /* Every operator without a rule is named in one error, located at the
@@ -789,6 +805,7 @@ int main(void) {
         cmocka_unit_test(test_function_expression),
         cmocka_unit_test(test_second_derivative),
         cmocka_unit_test(test_second_derivative_mlp_if),
+        cmocka_unit_test(test_second_derivative_dynamic),
         cmocka_unit_test(test_missing_rules),
         cmocka_unit_test(test_rejected_inputs),
         cmocka_unit_test(test_adt_parameter),
