@@ -61,7 +61,8 @@ static void remember(anf *s, const ry_expr *e, ry_var *v) {
 }
 
 static void forget_since(anf *s, int mark) {
-    while (s->nlog > mark) ad_map_put(&s->memo, s->log[--s->nlog], NULL);
+    while (s->nlog > mark)
+        ad_map_put(&s->memo, s->log[--s->nlog], NULL);
 }
 
 static bool is_atom(const ry_expr *e) {
@@ -115,7 +116,8 @@ static ry_expr *call(anf *s, block *b, const ry_expr *e) {
     const ry_expr *cal = e->call.callee;
     ry_expr *callee = is_atom(cal) ? copy_atom(s, cal) : to_atom(s, b, cal);
     ry_expr **args = RY_NEW_ARRAY(s->scratch, ry_expr *, e->call.nargs);
-    for (int i = 0; i < e->call.nargs; i++) args[i] = to_atom(s, b, e->call.args[i]);
+    for (int i = 0; i < e->call.nargs; i++)
+        args[i] = to_atom(s, b, e->call.args[i]);
     ry_expr *c = ry_expr_call(s->m, callee, e->call.nargs, args, e->span);
     c->call.attrs = e->call.attrs;
     c->call.ntype_args = e->call.ntype_args;
@@ -158,7 +160,8 @@ static ry_expr *to_value(anf *s, block *b, const ry_expr *e) {
         break;
     case RY_EXPR_TUPLE: {
         ry_expr **f = RY_NEW_ARRAY(s->scratch, ry_expr *, e->tuple.n);
-        for (int i = 0; i < e->tuple.n; i++) f[i] = to_atom(s, b, e->tuple.fields[i]);
+        for (int i = 0; i < e->tuple.n; i++)
+            f[i] = to_atom(s, b, e->tuple.fields[i]);
         r = ry_expr_tuple(s->m, e->tuple.n, f, e->span);
         break;
     }
@@ -208,5 +211,6 @@ ry_expr *ry_anf(ry_module *m, const ry_expr *e) {
 }
 
 void ry_anf_module(ry_module *m) {
-    for (int i = 0; i < m->nglobals; i++) m->globals[i]->func = ry_anf(m, m->globals[i]->func);
+    for (int i = 0; i < m->nglobals; i++)
+        m->globals[i]->func = ry_anf(m, m->globals[i]->func);
 }

@@ -70,7 +70,8 @@ static ry_expr *primal(gx *s, ry_expr *v, const ry_type *t) {
     if (gx_is_float(t)) return gx_proj(s, v, 0);
     if (t->kind != RY_TYPE_TUPLE || !gx_changes(s, t)) return v;
     ry_expr **f = RY_NEW_ARRAY(s->scratch, ry_expr *, t->tuple.n);
-    for (int i = 0; i < t->tuple.n; i++) f[i] = primal(s, gx_proj(s, v, i), t->tuple.fields[i]);
+    for (int i = 0; i < t->tuple.n; i++)
+        f[i] = primal(s, gx_proj(s, v, i), t->tuple.fields[i]);
     return ry_expr_tuple(s->m, t->tuple.n, f, RY_NO_SPAN);
 }
 
@@ -81,7 +82,8 @@ static ry_expr *fresh(gx *s, ry_expr *y, const ry_type *t) {
     }
     if (t->kind != RY_TYPE_TUPLE) return y;
     ry_expr **f = RY_NEW_ARRAY(s->scratch, ry_expr *, t->tuple.n);
-    for (int i = 0; i < t->tuple.n; i++) f[i] = fresh(s, gx_proj(s, y, i), t->tuple.fields[i]);
+    for (int i = 0; i < t->tuple.n; i++)
+        f[i] = fresh(s, gx_proj(s, y, i), t->tuple.fields[i]);
     return ry_expr_tuple(s->m, t->tuple.n, f, RY_NO_SPAN);
 }
 
@@ -89,7 +91,8 @@ static ry_expr *adjoint(gx *s, ry_expr *v, const ry_type *t) {
     if (gx_is_float(t)) return gx_ref_read(s, gx_proj(s, v, 1));
     if (t->kind != RY_TYPE_TUPLE) return ry_gb_op1(s->m, "zeros_like", v);
     ry_expr **f = RY_NEW_ARRAY(s->scratch, ry_expr *, t->tuple.n);
-    for (int i = 0; i < t->tuple.n; i++) f[i] = adjoint(s, gx_proj(s, v, i), t->tuple.fields[i]);
+    for (int i = 0; i < t->tuple.n; i++)
+        f[i] = adjoint(s, gx_proj(s, v, i), t->tuple.fields[i]);
     return ry_expr_tuple(s->m, t->tuple.n, f, RY_NO_SPAN);
 }
 
@@ -189,7 +192,8 @@ static ry_expr *xop(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
 /* ---- the structural cases ---- */
 
 static ry_var *map_var(gx *s, ry_var *v, bool annotate) {
-    ry_var *nv = ry_var_new(s->m, v->name, annotate ? gx_type(s, v->type) : NULL, v->span);
+    ry_var *nv =
+        ry_var_new(s->m, v->name, annotate ? gx_annot(gx_type(s, v->type)) : NULL, v->span);
     nv->type = gx_type(s, v->type);
     ad_map_put(&s->vars, v, nv);
     return nv;
@@ -204,11 +208,13 @@ static ry_pattern *xpat(gx *s, const ry_pattern *p) {
     case RY_PAT_CTOR:
         q->ctor.ctor = gx_ctor(s, p->ctor.ctor);
         q->ctor.args = RY_NEW_ARRAY(s->m->arena, ry_pattern *, p->ctor.n);
-        for (int i = 0; i < p->ctor.n; i++) q->ctor.args[i] = xpat(s, p->ctor.args[i]);
+        for (int i = 0; i < p->ctor.n; i++)
+            q->ctor.args[i] = xpat(s, p->ctor.args[i]);
         break;
     case RY_PAT_TUPLE:
         q->tuple.fields = RY_NEW_ARRAY(s->m->arena, ry_pattern *, p->tuple.n);
-        for (int i = 0; i < p->tuple.n; i++) q->tuple.fields[i] = xpat(s, p->tuple.fields[i]);
+        for (int i = 0; i < p->tuple.n; i++)
+            q->tuple.fields[i] = xpat(s, p->tuple.fields[i]);
         break;
     }
     return q;
@@ -235,14 +241,42 @@ ry_expr *gx_func(gx *s, const ry_expr *f) {
     int n = f->func.nparams;
     r->func.nparams = n + 1;
     r->func.params = RY_NEW_ARRAY(s->m->arena, ry_var *, n + 1);
-    for (int i = 0; i < n; i++) r->func.params[i] = map_var(s, f->func.params[i], true);
-    ry_var *bp = ry_var_new(s->m, "bp", s->bp_type, f->span);
+    /* A polymorphic function keeps every annotation: inference alone would
+     * not find its most general type. Others drop those that mention refs
+     * (see gx_annot), so the printed program loads in TVM. */
+    bool poly = f->func.ntparams > 0;
+    for (int i = 0; i < n; i++) {
+        r->func.params[i] = map_var(s, f->func.params[i], true);
+        if (poly) r->func.params[i]->annot = gx_type(s, f->func.params[i]->type);
+    }
+    ry_var *bp = ry_var_new(s->m, "bp", poly ? s->bp_type : NULL, f->span);
     bp->type = s->bp_type;
     r->func.params[n] = bp;
     r->func.ret_annot = NULL;
-    if (f->type && f->type->kind == RY_TYPE_FUNC) r->func.ret_annot = gx_type(s, f->type->func.ret);
+    if (f->type && f->type->kind == RY_TYPE_FUNC) {
+        ry_type *rt = gx_type(s, f->type->func.ret);
+        r->func.ret_annot = poly ? rt : gx_annot(rt);
+    }
     r->func.body = xscope(s, f->func.body, bp);
     return r;
+}
+
+/* A constructor used as a function value becomes a function of the
+ * transformed kind, which callers give a bp too:
+ *   C  =>  fn (%f1, .., %fn, %bp) { C'(%f1, .., %fn) } */
+static ry_expr *eta_ctor(gx *s, ry_expr *ctor) {
+    int n = ctor->ctor.ctor->nfields;
+    ry_expr *f = ry_expr_new(s->m, RY_EXPR_FUNC, ctor->span);
+    f->func.nparams = n + 1;
+    f->func.params = RY_NEW_ARRAY(s->m->arena, ry_var *, n + 1);
+    ry_expr **args = RY_NEW_ARRAY(s->m->arena, ry_expr *, n + 1);
+    for (int i = 0; i < n; i++) {
+        f->func.params[i] = ry_var_new(s->m, "f", NULL, ctor->span);
+        args[i] = gx_use(s, f->func.params[i]);
+    }
+    f->func.params[n] = ry_var_new(s->m, "bp", NULL, ctor->span);
+    f->func.body = ry_expr_call(s->m, ctor, n, args, ctor->span);
+    return f;
 }
 
 static ry_expr *xcall(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
@@ -251,9 +285,16 @@ static ry_expr *xcall(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
     int n = e->call.nargs;
     bool ctor = cal->kind == RY_EXPR_CTOR;
     ry_expr **args = RY_NEW_ARRAY(s->scratch, ry_expr *, n + 1);
-    for (int i = 0; i < n; i++) args[i] = xval(s, b, e->call.args[i], bp);
+    for (int i = 0; i < n; i++)
+        args[i] = xval(s, b, e->call.args[i], bp);
     if (!ctor) args[n] = gx_use(s, bp);
-    ry_expr *callee = xval(s, b, cal, bp);
+    ry_expr *callee;
+    if (ctor) { /* called directly: no eta expansion, no bp */
+        callee = copy_node(s, cal);
+        callee->ctor.ctor = gx_ctor(s, cal->ctor.ctor);
+    } else {
+        callee = xval(s, b, cal, bp);
+    }
     return ry_expr_call(s->m, callee, ctor ? n : n + 1, args, e->span);
 }
 
@@ -269,9 +310,13 @@ static ry_expr *xconst(gx *s, const ry_expr *e) {
  *                                                        for recursive fns) */
 static ry_expr *xval(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
     ry_expr *r;
-    while (e->kind == RY_EXPR_LET) { /* a loop, not recursion: long let chains */
-        ry_var *x = map_var(s, e->let.var, false);
-        gx_push(s, b, x, xval(s, b, e->let.value, bp));
+    while (e->kind == RY_EXPR_LET) {               /* a loop, not recursion: long let chains */
+        ry_var *x = map_var(s, e->let.var, false); /* first: recursive closures */
+        ry_expr *v = xval(s, b, e->let.value, bp);
+        if (v->kind == RY_EXPR_VAR) /* an alias: uses go to the var itself */
+            ad_map_put(&s->vars, e->let.var, v->var.var);
+        else
+            gx_push(s, b, x, v);
         e = e->let.body;
     }
     switch (e->kind) {
@@ -300,7 +345,7 @@ static ry_expr *xval(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
     case RY_EXPR_CTOR:
         r = copy_node(s, e);
         r->ctor.ctor = gx_ctor(s, e->ctor.ctor);
-        return r;
+        return e->ctor.ctor->nfields ? eta_ctor(s, r) : r;
     case RY_EXPR_CALL: return xcall(s, b, e, bp);
     case RY_EXPR_IF:
         r = copy_node(s, e);
@@ -320,7 +365,8 @@ static ry_expr *xval(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
     case RY_EXPR_FUNC: return gx_func(s, e);
     case RY_EXPR_TUPLE: {
         ry_expr **f = RY_NEW_ARRAY(s->scratch, ry_expr *, e->tuple.n + 1);
-        for (int i = 0; i < e->tuple.n; i++) f[i] = xval(s, b, e->tuple.fields[i], bp);
+        for (int i = 0; i < e->tuple.n; i++)
+            f[i] = xval(s, b, e->tuple.fields[i], bp);
         return ry_expr_tuple(s->m, e->tuple.n, f, e->span);
     }
     case RY_EXPR_PROJ:
@@ -338,9 +384,7 @@ static ry_expr *xval(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
         r->ref_write.ref = xval(s, b, e->ref_write.ref, bp);
         r->ref_write.value = xval(s, b, e->ref_write.value, bp);
         break;
-    default:
-        fail(s, e->span, "unsupported expression", NULL);
-        return gx_unit(s);
+    default: fail(s, e->span, "unsupported expression", NULL); return gx_unit(s);
     }
     r->type = NULL;
     return r;
@@ -404,12 +448,14 @@ static ry_status run(gx *s, const char *fn_name, const ry_expr *fn, const char *
     if (s->failed) return RY_ERR;
     if (s->nmissing) return missing_error(s);
 
-    for (int i = 0; i < s->ntds; i++) ry_module_add_typedef(s->m, s->tds[i]);
-    for (int i = 0; i < s->ntwins; i++) ry_module_add_global(s->m, s->twins[i].name, s->twins[i].func);
+    for (int i = 0; i < s->ntds; i++)
+        ry_module_add_typedef(s->m, s->tds[i]);
+    for (int i = 0; i < s->ntwins; i++)
+        ry_module_add_global(s->m, s->twins[i].name, s->twins[i].func);
     char base[300];
     snprintf(base, sizeof base, "%s_gradient", g ? g->name : "");
-    const char *name = out_name ? ry_arena_strdup(s->m->arena, out_name)
-                                : gx_unique(s, g ? base : "gradient", "");
+    const char *name =
+        out_name ? ry_arena_strdup(s->m->arena, out_name) : gx_unique(s, g ? base : "gradient", "");
     ry_module_add_global(s->m, name, wrapper);
     if (used) *used = name;
     if (ry_module_typecheck(s->m, s->err)) {

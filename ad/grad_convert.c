@@ -28,14 +28,16 @@ static ry_type *subst(gx *s, ry_type *t, int n, ry_type **from, ry_type **to) {
         return t;
     case RY_TYPE_TUPLE: {
         ry_type **f = RY_NEW_ARRAY(s->m->arena, ry_type *, t->tuple.n);
-        for (int i = 0; i < t->tuple.n; i++) f[i] = subst(s, t->tuple.fields[i], n, from, to);
+        for (int i = 0; i < t->tuple.n; i++)
+            f[i] = subst(s, t->tuple.fields[i], n, from, to);
         return ry_type_tuple_arena(s->m->arena, t->tuple.n, f);
     }
     case RY_TYPE_CALL:
         r = ry_type_new(s->m, RY_TYPE_CALL, t->span);
         r->call = t->call;
         r->call.args = RY_NEW_ARRAY(s->m->arena, ry_type *, t->call.nargs);
-        for (int i = 0; i < t->call.nargs; i++) r->call.args[i] = subst(s, t->call.args[i], n, from, to);
+        for (int i = 0; i < t->call.nargs; i++)
+            r->call.args[i] = subst(s, t->call.args[i], n, from, to);
         return r;
     case RY_TYPE_REF:
         r = ry_type_new(s->m, RY_TYPE_REF, t->span);
@@ -45,7 +47,8 @@ static ry_type *subst(gx *s, ry_type *t, int n, ry_type **from, ry_type **to) {
         r = ry_type_new(s->m, RY_TYPE_FUNC, t->span);
         r->func = t->func;
         r->func.args = RY_NEW_ARRAY(s->m->arena, ry_type *, t->func.nargs);
-        for (int i = 0; i < t->func.nargs; i++) r->func.args[i] = subst(s, t->func.args[i], n, from, to);
+        for (int i = 0; i < t->func.nargs; i++)
+            r->func.args[i] = subst(s, t->func.args[i], n, from, to);
         r->func.ret = subst(s, t->func.ret, n, from, to);
         return r;
     default: return t;
@@ -132,12 +135,14 @@ static ry_expr *adt_convert(gx *s, gx_conv kind, ry_expr *x, ry_type *t) {
         ry_expr *fn = ry_expr_new(s->m, RY_EXPR_FUNC, RY_NO_SPAN);
         gx_add_global(s, name, fn); /* before the body: it may call itself */
         ry_type *src = kind == GX_IN ? t : gx_type(s, t);
-        ry_var *v = ry_var_new(s->m, "v", src, RY_NO_SPAN);
+        ry_var *v = ry_var_new(s->m, "v", gx_annot(src), RY_NO_SPAN);
         v->type = src;
         fn->func.nparams = 1;
         fn->func.params = RY_NEW_ARRAY(s->m->arena, ry_var *, 1);
         fn->func.params[0] = v;
-        fn->func.ret_annot = kind == GX_SEED ? unit_type(s) : kind == GX_IN ? gx_type(s, t) : t;
+        fn->func.ret_annot = gx_annot(kind == GX_SEED ? unit_type(s)
+                                      : kind == GX_IN ? gx_type(s, t)
+                                                      : t);
         ry_typedef *td = t->call.adt;
         ry_expr *mt = ry_expr_new(s->m, RY_EXPR_MATCH, RY_NO_SPAN);
         mt->match.data = gx_use(s, v);

@@ -16,20 +16,20 @@ typedef struct gx {
     ry_module *m;
     ry_arena *scratch;
     ry_error *err;
-    bool failed;           /* an error other than a missing rule is in err */
-    ad_map vars;           /* primal ry_var -> transformed ry_var */
-    ad_map globals;        /* ry_global -> twin name (char *) */
-    ad_map adts;           /* ry_typedef -> twin (or itself when unchanged) */
-    ad_map ctors;          /* ry_ctor -> twin ctor */
-    ad_map adt_busy;       /* typedefs whose need of a twin is being decided */
-    ad_map adt_need;       /* typedef -> (void *)1 needs a twin, (void *)2 does not */
-    struct gx_twin {       /* twins of globals, in request order; func is */
-        const char *name;  /* NULL until built. Added to m at the end. */
+    bool failed;          /* an error other than a missing rule is in err */
+    ad_map vars;          /* primal ry_var -> transformed ry_var */
+    ad_map globals;       /* ry_global -> twin name (char *) */
+    ad_map adts;          /* ry_typedef -> twin (or itself when unchanged) */
+    ad_map ctors;         /* ry_ctor -> twin ctor */
+    ad_map adt_busy;      /* typedefs whose need of a twin is being decided */
+    ad_map adt_need;      /* typedef -> (void *)1 needs a twin, (void *)2 does not */
+    struct gx_twin {      /* twins of globals, in request order; func is */
+        const char *name; /* NULL until built. Added to m at the end. */
         ry_global *g;
         ry_expr *func;
-    } *twins;
+    } * twins;
     int ntwins, captwins;
-    ry_typedef **tds;      /* twin typedefs, added at the end */
+    ry_typedef **tds; /* twin typedefs, added at the end */
     int ntds, captds;
     const char *missing[GX_MAX_MISSING]; /* operators without a rule */
     int nmissing;
@@ -37,12 +37,12 @@ typedef struct gx {
     struct gx_conv_entry { /* converter globals of grad_convert.c */
         const char *key;   /* "in List[Tensor[(2), float64]]" */
         const char *name;
-    } *convs;
+    } * convs;
     int nconvs, capconvs;
-    ad_map primals;        /* transformed var -> struct gx_primal: its primal, */
-    int *scopes;           /* bound in scope id; valid while that id is on */
+    ad_map primals;                     /* transformed var -> struct gx_primal: its primal, */
+    int *scopes;                        /* bound in scope id; valid while that id is on */
     int nscopes, capscopes, next_scope; /* the stack of open scopes */
-    ry_type *bp_type;      /* ref(fn () -> ()) */
+    ry_type *bp_type;                   /* ref(fn () -> ()) */
 } gx;
 
 struct gx_primal {
@@ -67,6 +67,8 @@ const char *gx_unique(gx *s, const char *base, const char *suffix);
  * NULL in s->twins). */
 const char *gx_twin_name(gx *s, ry_global *g);
 bool gx_is_float(const ry_type *t);
+/* t as an annotation: NULL when it mentions a ref (TVM cannot parse those). */
+ry_type *gx_annot(ry_type *t);
 
 /* ---- blocks: bindings folded into nested lets ---- */
 typedef struct gx_block {

@@ -74,7 +74,8 @@ static bool name_taken(gx *s, const char *n) {
 const char *gx_unique(gx *s, const char *base, const char *suffix) {
     char buf[512];
     snprintf(buf, sizeof buf, "%s%s", base, suffix);
-    for (int k = 1; name_taken(s, buf); k++) snprintf(buf, sizeof buf, "%s%s%d", base, suffix, k);
+    for (int k = 1; name_taken(s, buf); k++)
+        snprintf(buf, sizeof buf, "%s%s%d", base, suffix, k);
     return ry_arena_strdup(s->m->arena, buf);
 }
 
@@ -110,7 +111,8 @@ ry_typedef *gx_adt(gx *s, ry_typedef *td) {
         kw->fields = RY_NEW_ARRAY(s->m->arena, ry_type *, k->nfields);
         tw->ctors[i] = kw;
         ad_map_put(&s->ctors, k, kw);
-        for (int j = 0; j < k->nfields; j++) kw->fields[j] = gx_type(s, k->fields[j]);
+        for (int j = 0; j < k->nfields; j++)
+            kw->fields[j] = gx_type(s, k->fields[j]);
     }
     return tw;
 }
@@ -134,7 +136,8 @@ ry_type *gx_type(gx *s, ry_type *t) {
     }
     case RY_TYPE_TUPLE: {
         ry_type **f = RY_NEW_ARRAY(s->m->arena, ry_type *, t->tuple.n);
-        for (int i = 0; i < t->tuple.n; i++) f[i] = gx_type(s, t->tuple.fields[i]);
+        for (int i = 0; i < t->tuple.n; i++)
+            f[i] = gx_type(s, t->tuple.fields[i]);
         return ry_type_tuple_arena(s->m->arena, t->tuple.n, f);
     }
     case RY_TYPE_FUNC:
@@ -142,7 +145,8 @@ ry_type *gx_type(gx *s, ry_type *t) {
         r->func = t->func;
         r->func.nargs = t->func.nargs + 1;
         r->func.args = RY_NEW_ARRAY(s->m->arena, ry_type *, r->func.nargs);
-        for (int i = 0; i < t->func.nargs; i++) r->func.args[i] = gx_type(s, t->func.args[i]);
+        for (int i = 0; i < t->func.nargs; i++)
+            r->func.args[i] = gx_type(s, t->func.args[i]);
         r->func.args[t->func.nargs] = s->bp_type;
         r->func.ret = gx_type(s, t->func.ret);
         return r;
@@ -151,7 +155,8 @@ ry_type *gx_type(gx *s, ry_type *t) {
         r->call.adt = gx_adt(s, t->call.adt);
         r->call.nargs = t->call.nargs;
         r->call.args = RY_NEW_ARRAY(s->m->arena, ry_type *, t->call.nargs);
-        for (int i = 0; i < t->call.nargs; i++) r->call.args[i] = gx_type(s, t->call.args[i]);
+        for (int i = 0; i < t->call.nargs; i++)
+            r->call.args[i] = gx_type(s, t->call.args[i]);
         return r;
     case RY_TYPE_REF:
         r = mk(s, RY_TYPE_REF);
@@ -205,7 +210,8 @@ ry_expr *gx_bind(gx *s, gx_block *b, const char *name, ry_expr *val, ry_type *t)
 void gx_do(gx *s, gx_block *b, ry_expr *val) { gx_push(s, b, ry_gb_var(s->m, "u", NULL), val); }
 
 ry_expr *gx_fold(gx *s, gx_block *b, ry_expr *tail) {
-    for (int i = b->n - 1; i >= 0; i--) tail = ry_expr_let(s->m, b->vars[i], b->vals[i], tail, RY_NO_SPAN);
+    for (int i = b->n - 1; i >= 0; i--)
+        tail = ry_expr_let(s->m, b->vars[i], b->vals[i], tail, RY_NO_SPAN);
     return tail;
 }
 
@@ -213,3 +219,28 @@ void gx_add_global(gx *s, const char *name, ry_expr *fn) {
     s->twins = grow(s, s->twins, s->ntwins, &s->captwins, sizeof *s->twins);
     s->twins[s->ntwins++] = (struct gx_twin){name, NULL, fn};
 }
+
+/* TVM prints ref types but cannot parse them back, so annotations that
+ * mention a ref are left out and the type checker infers them: the printed
+ * gradient program then loads in TVM too. */
+static bool has_ref(const ry_type *t) {
+    if (!t) return false;
+    switch (t->kind) {
+    case RY_TYPE_REF: return true;
+    case RY_TYPE_TUPLE:
+        for (int i = 0; i < t->tuple.n; i++)
+            if (has_ref(t->tuple.fields[i])) return true;
+        return false;
+    case RY_TYPE_FUNC:
+        for (int i = 0; i < t->func.nargs; i++)
+            if (has_ref(t->func.args[i])) return true;
+        return has_ref(t->func.ret);
+    case RY_TYPE_CALL:
+        for (int i = 0; i < t->call.nargs; i++)
+            if (has_ref(t->call.args[i])) return true;
+        return false;
+    default: return false;
+    }
+}
+
+ry_type *gx_annot(ry_type *t) { return has_ref(t) ? NULL : t; }

@@ -63,13 +63,14 @@ ry_status gx_wrapper(gx *s, const ry_expr *f, ry_expr *fnp, ry_expr **out) {
         args[i] = pp[i];
     }
     args[n] = bp;
-    ry_expr *res = gx_bind(s, &b, "res", ry_expr_call(s->m, fnp, n + 1, args, f->span),
-                           gx_type(s, rt));
+    ry_expr *res =
+        gx_bind(s, &b, "res", ry_expr_call(s->m, fnp, n + 1, args, f->span), gx_type(s, rt));
     if (gx_changes(s, rt)) gx_do(s, &b, gx_convert(s, GX_SEED, res, rt));
     ry_expr *k = gx_bind(s, &b, "back", gx_ref_read(s, bp), NULL);
     gx_do(s, &b, ry_expr_call(s->m, k, 0, NULL, RY_NO_SPAN));
     ry_expr **grads = RY_NEW_ARRAY(s->scratch, ry_expr *, n + 1);
-    for (int i = 0; i < n; i++) grads[i] = gx_convert(s, GX_GRAD, pp[i], f->func.params[i]->type);
+    for (int i = 0; i < n; i++)
+        grads[i] = gx_convert(s, GX_GRAD, pp[i], f->func.params[i]->type);
     ry_expr *pair2[2] = {gx_convert(s, GX_PRIMAL, res, rt),
                          ry_expr_tuple(s->m, n, grads, RY_NO_SPAN)};
     w->func.body = gx_fold(s, &b, ry_expr_tuple(s->m, 2, pair2, RY_NO_SPAN));

@@ -13,9 +13,9 @@
 
 /* sum over every element of every tensor in f(args) */
 static ry_status eval_sum(ry_module *m, const char *entry, int nargs, ry_value *const *args,
-                          double *out, ry_error *err) {
+                          const ry_interp_opts *io, double *out, ry_error *err) {
     ry_value *v = NULL;
-    if (ry_interp_call(m, entry, nargs, args, NULL, &v, err)) return RY_ERR;
+    if (ry_interp_call(m, entry, nargs, args, io, &v, err)) return RY_ERR;
     int n = ry_value_count_tensors(v);
     ry_tensor **ts = n > 0 ? ry_calloc((size_t)n, sizeof *ts) : NULL;
     if (n < 0 || (n > 0 && !ts)) {
@@ -25,7 +25,8 @@ static ry_status eval_sum(ry_module *m, const char *entry, int nargs, ry_value *
     ry_value_flatten(v, ts, n);
     double s = 0;
     for (int i = 0; i < n; i++)
-        for (int64_t j = 0; j < ts[i]->size; j++) s += ry_tensor_get(ts[i], j);
+        for (int64_t j = 0; j < ts[i]->size; j++)
+            s += ry_tensor_get(ts[i], j);
     ry_free(ts);
     ry_value_release(v);
     *out = s;
@@ -52,9 +53,9 @@ static ry_status check_param(ry_module *m, const char *entry, int nargs, ry_valu
     for (int64_t j = 0; p->ok && j < x->size && st == RY_OK; j++) {
         double x0 = ry_tensor_get(x, j), h = o->eps * fmax(1.0, fabs(x0)), fp, fm;
         ry_tensor_set(x, j, x0 + h);
-        st = eval_sum(m, entry, nargs, a2, &fp, err);
+        st = eval_sum(m, entry, nargs, a2, o->interp, &fp, err);
         ry_tensor_set(x, j, x0 - h);
-        if (st == RY_OK) st = eval_sum(m, entry, nargs, a2, &fm, err);
+        if (st == RY_OK) st = eval_sum(m, entry, nargs, a2, o->interp, &fm, err);
         ry_tensor_set(x, j, x0);
         if (st) break;
         double fd = (fp - fm) / (2 * h), g = ry_tensor_get(ad, j), diff = fabs(g - fd);
@@ -68,12 +69,31 @@ static ry_status check_param(ry_module *m, const char *entry, int nargs, ry_valu
     return st;
 }
 
+static ry_status check_first(ry_module *m, const char *entry, int nargs, ry_value *const *args,
+                             const ry_gradcheck_opts *opts, ry_gradcheck_report *rep,
+                             ry_error *err);
+
 ry_status ry_gradcheck(ry_module *m, const char *entry, int nargs, ry_value *const *args,
                        const ry_gradcheck_opts *opts, ry_gradcheck_report *rep, ry_error *err) {
     ry_gradcheck_opts o = opts ? *opts : (ry_gradcheck_opts){0};
     if (o.eps <= 0) o.eps = 1e-6;
     if (o.rtol <= 0) o.rtol = 1e-5;
     if (o.atol <= 0) o.atol = 1e-7;
+    memset(rep, 0, sizeof *rep);
+    if (check_first(m, entry, nargs, args, &o, rep, err)) return RY_ERR;
+    if (!o.second_order) return RY_OK;
+    ry_gradcheck_report r2;
+    if (check_first(m, rep->grad_name, nargs, args, &o, &r2, err)) return RY_ERR;
+    memcpy(rep->second, r2.params, sizeof rep->second);
+    rep->grad2_name = r2.grad_name;
+    rep->ok = rep->ok && r2.ok;
+    return RY_OK;
+}
+
+static ry_status check_first(ry_module *m, const char *entry, int nargs, ry_value *const *args,
+                             const ry_gradcheck_opts *opts, ry_gradcheck_report *rep,
+                             ry_error *err) {
+    const ry_gradcheck_opts o = *opts;
     memset(rep, 0, sizeof *rep);
     ry_global *g = ry_module_find_global(m, entry);
     if (!g) return ry_error_at(err, RY_NO_SPAN, "gradcheck: no global @%s", entry);
@@ -82,7 +102,7 @@ ry_status ry_gradcheck(ry_module *m, const char *entry, int nargs, ry_value *con
                            entry, g->func->func.nparams, nargs, RY_GRADCHECK_MAX_PARAMS);
     if (ry_grad(m, entry, NULL, NULL, &rep->grad_name, err)) return RY_ERR;
     ry_value *out = NULL;
-    if (ry_interp_call(m, rep->grad_name, nargs, args, NULL, &out, err)) return RY_ERR;
+    if (ry_interp_call(m, rep->grad_name, nargs, args, o.interp, &out, err)) return RY_ERR;
     const ry_value *grads = out->tuple.fields[1];
     ry_status st = RY_OK;
     rep->nparams = nargs;

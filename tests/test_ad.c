@@ -29,7 +29,8 @@ static double urand(void) { /* xorshift64*, in [-1, 1) */
 static ry_value *rand_value(int ndim, const int64_t *shape, double lo, double hi) {
     ry_tensor *t = ry_tensor_new(RY_FLOAT64, ndim, shape);
     assert_non_null(t);
-    for (int64_t i = 0; i < t->size; i++) ry_tensor_set(t, i, lo + (hi - lo) * (urand() + 1) / 2);
+    for (int64_t i = 0; i < t->size; i++)
+        ry_tensor_set(t, i, lo + (hi - lo) * (urand() + 1) / 2);
     ry_value *v = ry_value_tensor(t);
     assert_non_null(v);
     return v;
@@ -39,7 +40,8 @@ static ry_value *rv1(int64_t a) { return rand_value(1, (int64_t[]){a}, -1, 1); }
 static ry_value *rv2(int64_t a, int64_t b) { return rand_value(2, (int64_t[]){a, b}, -1, 1); }
 
 static void release_all(int n, ry_value **v) {
-    for (int i = 0; i < n; i++) ry_value_release(v[i]);
+    for (int i = 0; i < n; i++)
+        ry_value_release(v[i]);
 }
 
 /* The module printed, parsed again and type-checked: the gradient program
@@ -53,6 +55,9 @@ static size_t roundtrip(ry_module *m) {
     ry_module_free(m2);
     return n;
 }
+
+/* The case of the operator table being checked, for failure messages. */
+static const char *current_case = "";
 
 /* Parses, type-checks and grad-checks @entry at args; checks the report and
  * the round trip. Returns the module (the caller frees it). */
@@ -82,7 +87,7 @@ static ry_module *gradcheck_ok(const char *text, const char *entry, int nargs, r
     }
     if (!rep.ok) {
         ry_module_free(m);
-        fail_msg("gradient of @%s disagrees with finite differences", entry);
+        fail_msg("gradient of @%s disagrees with finite differences %s", entry, current_case);
     }
     assert_true(checked > 0);
     assert_true(roundtrip(m) > 0);
@@ -113,7 +118,8 @@ static void test_square(void **state) {
     /* the gradient of sum(x * x) is 2x exactly */
     ry_value *out = run(m, "main_gradient", 1, &x);
     const ry_tensor *g = out->tuple.fields[1]->tuple.fields[0]->tensor;
-    for (int i = 0; i < 3; i++) assert_true(fabs(ry_tensor_get(g, i) - 2 * ry_tensor_get(x->tensor, i)) < 1e-12);
+    for (int i = 0; i < 3; i++)
+        assert_true(fabs(ry_tensor_get(g, i) - 2 * ry_tensor_get(x->tensor, i)) < 1e-12);
     const ry_tensor *y = out->tuple.fields[0]->tensor;
     for (int i = 0; i < 3; i++)
         assert_true(fabs(ry_tensor_get(y, i) - pow(ry_tensor_get(x->tensor, i), 2)) < 1e-12);
@@ -149,17 +155,16 @@ static void test_mlp(void **state) {
 /* relu, sigmoid, softmax, broadcasting arithmetic, sum with axes */
 static void test_mlp_ops(void **state) {
     (void)state;
-    const char *text =
-        "#[version = \"0.0.5\"]\n"
-        "def @main(%x: Tensor[(4, 5), float64], %w: Tensor[(3, 5), float64],\n"
-        "          %s: Tensor[(3), float64], %t: Tensor[(4, 1), float64]) {\n"
-        "  %0 = nn.dense(%x, %w);\n"
-        "  %1 = nn.relu(add(%0, %s));\n"
-        "  %2 = sigmoid(multiply(%1, %t));\n"
-        "  %3 = nn.softmax(subtract(%2, divide(%s, add(%t, 3f64))));\n"
-        "  %4 = exp(sqrt(add(%3, 1f64)));\n"
-        "  (sum(%4, axis=[1]), sum(log(add(%4, %4)), axis=[0], keepdims=True))\n"
-        "}\n";
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "def @main(%x: Tensor[(4, 5), float64], %w: Tensor[(3, 5), float64],\n"
+                       "          %s: Tensor[(3), float64], %t: Tensor[(4, 1), float64]) {\n"
+                       "  %0 = nn.dense(%x, %w);\n"
+                       "  %1 = nn.relu(add(%0, %s));\n"
+                       "  %2 = sigmoid(multiply(%1, %t));\n"
+                       "  %3 = nn.softmax(subtract(%2, divide(%s, add(%t, 3f64))));\n"
+                       "  %4 = exp(sqrt(add(%3, 1f64)));\n"
+                       "  (sum(%4, axis=[1]), sum(log(add(%4, %4)), axis=[0], keepdims=True))\n"
+                       "}\n";
     ry_value *a[4] = {rv2(4, 5), rv2(3, 5), rv1(3), rv2(4, 1)};
     ry_module *m = gradcheck_ok(text, "main", 4, a, 1e-5, 1e-8);
     ry_module_free(m);
@@ -170,61 +175,7 @@ static void test_mlp_ops(void **state) {
  * One program per case; arguments are float64 in [lo, hi) (positive where
  * the operator needs it), or int32 indices (ndim < 0 marks them: 4 indices
  * into 5 rows, repeated). */
-#define PROG(params, body) "#[version = \"0.0.5\"]\ndef @main(" params ") {\n  " body "\n}\n"
-#define T(shape) "Tensor[" shape ", float64]"
-
-typedef struct op_case {
-    const char *name;
-    const char *text;
-    int nargs;
-    int ndim[4];
-    int64_t shape[4][4];
-    double lo, hi, rtol;
-} op_case;
-
-static const op_case op_cases[] = {
-    {"add broadcast", PROG("%a: " T("(2, 3)") ", %b: " T("(3)"), "add(%a, %b)"), 2, {2, 1}, {{2, 3}, {3}}, -1, 1, 0},
-    {"subtract broadcast", PROG("%a: " T("(2, 1)") ", %b: " T("(2, 3)"), "subtract(%a, %b)"), 2, {2, 2}, {{2, 1}, {2, 3}}, -1, 1, 0},
-    {"multiply", PROG("%a: " T("(2, 3)") ", %b: " T("(1, 3)"), "multiply(%a, %b)"), 2, {2, 2}, {{2, 3}, {1, 3}}, -1, 1, 0},
-    {"divide", PROG("%a: " T("(2, 3)") ", %b: " T("(3)"), "divide(%a, %b)"), 2, {2, 1}, {{2, 3}, {3}}, 0.5, 2, 0},
-    {"power", PROG("%a: " T("(2, 3)") ", %b: " T("(2, 3)"), "power(%a, %b)"), 2, {2, 2}, {{2, 3}, {2, 3}}, 0.5, 2, 0},
-    {"maximum", PROG("%a: " T("(2, 3)") ", %b: " T("(3)"), "maximum(%a, %b)"), 2, {2, 1}, {{2, 3}, {3}}, -1, 1, 0},
-    {"minimum", PROG("%a: " T("(2, 3)") ", %b: " T("(2, 3)"), "minimum(%a, %b)"), 2, {2, 2}, {{2, 3}, {2, 3}}, -1, 1, 0},
-    {"negative exp tanh sigmoid", PROG("%a: " T("(4)"), "sigmoid(tanh(exp(negative(%a))))"), 1, {1}, {{4}}, -1, 1, 0},
-    {"log sqrt rsqrt", PROG("%a: " T("(4)"), "(log(%a), sqrt(%a), rsqrt(%a))"), 1, {1}, {{4}}, 0.5, 2, 0},
-    {"abs relu leaky_relu", PROG("%a: " T("(6)"), "(abs(%a), nn.relu(%a), nn.leaky_relu(%a, alpha=0.1f))"), 1, {1}, {{6}}, -1, 1, 0},
-    {"clip", PROG("%a: " T("(8)"), "multiply(clip(%a, a_min=-0.5f, a_max=0.5f), %a)"), 1, {1}, {{8}}, -1, 1, 0},
-    {"where", PROG("%a: " T("(2, 3)") ", %b: " T("(3)"), "where(greater(%a, 0f64), %a, multiply(%b, %b))"), 2, {2, 1}, {{2, 3}, {3}}, -1, 1, 0},
-    {"cast copy", PROG("%a: " T("(3)"), "multiply(copy(%a), cast(%a, dtype=\"float64\"))"), 1, {1}, {{3}}, -1, 1, 0},
-    {"broadcast_to collapse_sum_like", PROG("%a: " T("(3)") ", %b: " T("(2, 3)"), "multiply(broadcast_to(%a, shape=[2, 3]), collapse_sum_like(multiply(%b, %b), %a))"), 2, {1, 2}, {{3}, {2, 3}}, -1, 1, 0},
-    {"dense", PROG("%x: " T("(2, 3)") ", %w: " T("(4, 3)"), "nn.dense(%x, %w)"), 2, {2, 2}, {{2, 3}, {4, 3}}, -1, 1, 0},
-    {"dense 3-D", PROG("%x: " T("(2, 2, 3)") ", %w: " T("(4, 3)"), "nn.dense(%x, %w)"), 2, {3, 2}, {{2, 2, 3}, {4, 3}}, -1, 1, 0},
-    {"matmul", PROG("%a: " T("(2, 3)") ", %b: " T("(3, 4)"), "nn.matmul(%a, %b)"), 2, {2, 2}, {{2, 3}, {3, 4}}, -1, 1, 0},
-    {"matmul A^T B^T", PROG("%a: " T("(3, 2)") ", %b: " T("(4, 3)"), "nn.matmul(%a, %b, transpose_a=True, transpose_b=True)"), 2, {2, 2}, {{3, 2}, {4, 3}}, -1, 1, 0},
-    {"matmul A B^T", PROG("%a: " T("(2, 3)") ", %b: " T("(4, 3)"), "nn.matmul(%a, %b, transpose_b=True)"), 2, {2, 2}, {{2, 3}, {4, 3}}, -1, 1, 0},
-    {"matmul A^T B", PROG("%a: " T("(3, 2)") ", %b: " T("(3, 4)"), "nn.matmul(%a, %b, transpose_a=True)"), 2, {2, 2}, {{3, 2}, {3, 4}}, -1, 1, 0},
-    {"batch_matmul", PROG("%a: " T("(2, 2, 3)") ", %b: " T("(2, 4, 3)"), "nn.batch_matmul(%a, %b, transpose_b=True)"), 2, {3, 3}, {{2, 2, 3}, {2, 4, 3}}, -1, 1, 0},
-    {"bias_add axis 1", PROG("%x: " T("(2, 3, 2)") ", %b: " T("(3)"), "multiply(nn.bias_add(%x, %b), %x)"), 2, {3, 1}, {{2, 3, 2}, {3}}, -1, 1, 0},
-    {"softmax axis 0", PROG("%x: " T("(3, 2)"), "multiply(nn.softmax(%x, axis=0), %x)"), 1, {2}, {{3, 2}}, -1, 1, 0},
-    {"log_softmax", PROG("%x: " T("(2, 4)"), "multiply(nn.log_softmax(%x), %x)"), 1, {2}, {{2, 4}}, -1, 1, 0},
-    {"batch_flatten", PROG("%x: " T("(2, 2, 3)"), "multiply(nn.batch_flatten(%x), nn.batch_flatten(tanh(%x)))"), 1, {3}, {{2, 2, 3}}, -1, 1, 0},
-    {"sum axes", PROG("%x: " T("(2, 3, 4)"), "(sum(%x, axis=[0, 2]), sum(multiply(%x, %x), axis=[1], keepdims=True), sum(tanh(%x), axis=[1], exclude=True), sum(exp(%x)))"), 1, {3}, {{2, 3, 4}}, -1, 1, 0},
-    {"mean", PROG("%x: " T("(2, 3)"), "(mean(multiply(%x, %x), axis=[1]), mean(tanh(%x)))"), 1, {2}, {{2, 3}}, -1, 1, 0},
-    {"max min", PROG("%x: " T("(3, 4)"), "(max(%x, axis=[1]), min(multiply(%x, %x)), max(%x, axis=[0], keepdims=True))"), 1, {2}, {{3, 4}}, -1, 1, 0},
-    {"reshape expand_dims squeeze", PROG("%x: " T("(2, 3)"), "%0 = reshape(%x, newshape=[3, -1]);\n  %1 = expand_dims(tanh(%0), axis=1);\n  multiply(squeeze(%1, axis=[1]), %0)"), 1, {2}, {{2, 3}}, -1, 1, 0},
-    {"transpose", PROG("%x: " T("(2, 3, 4)"), "(multiply(transpose(%x, axes=[1, 2, 0]), transpose(tanh(%x), axes=[1, 2, 0])), transpose(exp(%x)))"), 1, {3}, {{2, 3, 4}}, -1, 1, 0},
-    {"concatenate", PROG("%a: " T("(2, 1)") ", %b: " T("(2, 3)"), "%0 = concatenate((%a, %b, %a), axis=1);\n  multiply(%0, %0)"), 2, {2, 2}, {{2, 1}, {2, 3}}, -1, 1, 0},
-    {"split", PROG("%x: " T("(2, 5)"), "%0 = split(%x, indices_or_sections=[1, 3], axis=1);\n  (multiply(%0.0, %0.0), tanh(%0.2))"), 1, {2}, {{2, 5}}, -1, 1, 0},
-    {"stack", PROG("%a: " T("(2, 3)") ", %b: " T("(2, 3)"), "%0 = stack((%a, %b), axis=1);\n  multiply(%0, %0)"), 2, {2, 2}, {{2, 3}, {2, 3}}, -1, 1, 0},
-    {"conv2d", PROG("%x: " T("(1, 2, 5, 5)") ", %w: " T("(3, 2, 3, 3)"), "nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 1, 1], channels=3, kernel_size=[3, 3])"), 2, {4, 4}, {{1, 2, 5, 5}, {3, 2, 3, 3}}, -1, 1, 0},
-    {"conv2d groups dilation", PROG("%x: " T("(2, 4, 5, 5)") ", %w: " T("(4, 2, 2, 2)"), "nn.conv2d(%x, %w, dilation=[2, 2], groups=2, channels=4, kernel_size=[2, 2])"), 2, {4, 4}, {{2, 4, 5, 5}, {4, 2, 2, 2}}, -1, 1, 0},
-    {"max_pool2d avg_pool2d", PROG("%x: " T("(1, 2, 4, 4)"), "(nn.max_pool2d(%x, pool_size=[2, 2], strides=[2, 2]), nn.avg_pool2d(tanh(%x), pool_size=[3, 3], padding=[1, 1]), nn.global_avg_pool2d(multiply(%x, %x)))"), 1, {4}, {{1, 2, 4, 4}}, -1, 1, 0},
-    {"fast_softmax cross_entropy", PROG("%x: " T("(2, 3)") ", %t: " T("(2, 3)"), "(nn.cross_entropy(nn.fast_softmax(%x), %t), nn.cross_entropy_with_logits(%x, multiply(%t, %t)))"), 2, {2, 2}, {{2, 3}, {2, 3}}, -1, 1, 0},
-    {"layer_norm", PROG("%x: " T("(2, 4)") ", %s: " T("(4)") ", %b: " T("(4)"), "multiply(nn.layer_norm(%x, %s, %b), %x)"), 3, {2, 1, 1}, {{2, 4}, {4}, {4}}, -1, 1, 0},
-    {"layer_norm axis 1 of 3", PROG("%x: " T("(2, 3, 2)") ", %s: " T("(3)") ", %b: " T("(3)"), "multiply(nn.layer_norm(%x, %s, %b, axis=1, epsilon=0.01f), %x)"), 3, {3, 1, 1}, {{2, 3, 2}, {3}, {3}}, -1, 1, 0},
-    {"prelu", PROG("%x: " T("(2, 3, 2)") ", %a: " T("(3)"), "multiply(nn.prelu(%x, %a), %x)"), 2, {3, 1}, {{2, 3, 2}, {3}}, -1, 1, 0},
-    {"take rows", PROG("%x: " T("(5, 3)") ", %i: Tensor[(4), int32]", "%0 = take(%x, %i, axis=0);\n  multiply(%0, %0)"), 2, {2, -1}, {{5, 3}, {4}}, -1, 1, 0},
-};
+#include "ad/op_cases.h"
 
 static void test_op_gradients(void **state) {
     (void)state;
@@ -235,17 +186,54 @@ static void test_op_gradients(void **state) {
         for (int i = 0; i < c->nargs; i++) {
             if (c->ndim[i] < 0) { /* indices 0, 4, 2, 4 */
                 ry_tensor *t = ry_tensor_new(RY_INT32, 1, c->shape[i]);
-                for (int64_t j = 0; j < t->size; j++) ry_tensor_set(t, j, (double)((j * 2) % 5 + (j % 2) * 2));
+                for (int64_t j = 0; j < t->size; j++)
+                    ry_tensor_set(t, j, (double)((j * 2) % 5 + (j % 2) * 2));
                 a[i] = ry_value_tensor(t);
             } else {
                 a[i] = rand_value(c->ndim[i], c->shape[i], c->lo, c->hi);
             }
         }
-        fprintf(stderr, "  gradient of %s\n", c->name);
+        current_case = c->name;
         ry_module *m = gradcheck_ok(c->text, "main", c->nargs, a, c->rtol ? c->rtol : 1e-5,
                                     c->rtol ? c->rtol : 1e-7);
         ry_module_free(m);
         release_all(c->nargs, a);
+    }
+    current_case = "";
+}
+
+/* dropout and batch_norm pick their adjoint by the mode the program runs
+ * in: checked at inference and in training (same seed for every run, so
+ * the same dropout masks). */
+static void test_mode_dependent_ops(void **state) {
+    (void)state;
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "def @main(%x: Tensor[(4, 3, 2), float64], %g: Tensor[(3), float64], %b: "
+                       "Tensor[(3), float64],\n"
+                       "          %mm: Tensor[(3), float64], %mv: Tensor[(3), float64]) {\n"
+                       "  %0 = nn.batch_norm(%x, %g, %b, %mm, %mv);\n"
+                       "  %1 = nn.dropout(tanh(%0.0), rate=0.25f);\n"
+                       "  (multiply(%1.0, %x), %0.1, multiply(%0.2, %0.2))\n"
+                       "}\n";
+    for (int mode = 0; mode < 2; mode++) {
+        ry_value *a[5] = {rv2(4, 3), rv1(3), rv1(3), rv1(3), rand_value(1, (int64_t[]){3}, 0.5, 2)};
+        ry_value_release(a[0]);
+        a[0] = rand_value(3, (int64_t[]){4, 3, 2}, -1, 1);
+        ry_module *m = test_parse(text, true);
+        ry_interp_opts io = {.training = mode == 1, .seed = 42};
+        ry_gradcheck_opts o = {.eps = 1e-6, .rtol = 1e-5, .atol = 1e-7, .interp = &io};
+        ry_gradcheck_report rep;
+        ry_error err;
+        if (ry_gradcheck(m, "main", 5, a, &o, &rep, &err)) fail_msg("%s", err.msg);
+        for (int i = 0; i < 5; i++) {
+            if (!rep.params[i].ok)
+                fprintf(stderr, "mode %d %%%s: abs %.3g rel %.3g\n", mode, rep.params[i].name,
+                        rep.params[i].max_abs, rep.params[i].max_rel);
+            assert_true(rep.params[i].checked);
+        }
+        assert_true(rep.ok);
+        ry_module_free(m);
+        release_all(5, a);
     }
 }
 
@@ -314,7 +302,8 @@ static const char *treelstm_text =
     "}\n"
     "def @cell(%x: Tensor[(1, 3), float64], %h: Tensor[(1, 4), float64],\n"
     "          %c: Tensor[(1, 4), float64], %wi: Tensor[(16, 3), float64],\n"
-    "          %ui: Tensor[(16, 4), float64]) -> (Tensor[(1, 4), float64], Tensor[(1, 4), float64]) {\n"
+    "          %ui: Tensor[(16, 4), float64]) -> (Tensor[(1, 4), float64], Tensor[(1, 4), "
+    "float64]) {\n"
     "  %0 = add(nn.dense(%x, %wi), nn.dense(%h, %ui));\n"
     "  %1 = split(%0, indices_or_sections=4, axis=1);\n"
     "  %2 = sigmoid(%1.0);\n"
@@ -366,11 +355,48 @@ static void test_treelstm(void **state) {
  * weight through the closure's capture. */
 static void test_closure_map(void **state) {
     (void)state;
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "type List[A] {\n"
+                       "  Cons(A, List[A]),\n"
+                       "  Nil,\n"
+                       "}\n"
+                       "def @map[A, B](%f: fn (A) -> B, %l: List[A]) -> List[B] {\n"
+                       "  match (%l) {\n"
+                       "    Cons(%h, %t) => Cons(%f(%h), @map(%f, %t)),\n"
+                       "    Nil => Nil,\n"
+                       "  }\n"
+                       "}\n"
+                       "def @total(%l: List[Tensor[(3), float64]]) -> Tensor[(3), float64] {\n"
+                       "  match (%l) {\n"
+                       "    Cons(%h, %t) => add(%h, @total(%t)),\n"
+                       "    Nil => zeros(shape=[3], dtype=\"float64\"),\n"
+                       "  }\n"
+                       "}\n"
+                       "def @main(%a: Tensor[(3), float64], %b: Tensor[(3), float64], %w: "
+                       "Tensor[(3), float64]) {\n"
+                       "  let %f = fn (%v: Tensor[(3), float64]) { multiply(%v, exp(%w)) };\n"
+                       "  let %g = fn (%u) { %f(%f(%u)) };\n"
+                       "  @total(@map(%g, Cons(%a, Cons(%b, Nil))))\n"
+                       "}\n";
+    ry_value *a[3] = {rv1(3), rv1(3), rv1(3)};
+    ry_module *m = gradcheck_ok(text, "main", 3, a, 1e-6, 1e-8);
+    ry_module_free(m);
+    release_all(3, a);
+}
+
+/* More higher-order forms: a global returning a closure (currying), a
+ * constructor passed as a function to a polymorphic map, and a let-bound
+ * recursive closure (a loop over an int counter, an RNN of fixed length). */
+static void test_higher_order(void **state) {
+    (void)state;
     const char *text =
         "#[version = \"0.0.5\"]\n"
         "type List[A] {\n"
         "  Cons(A, List[A]),\n"
         "  Nil,\n"
+        "}\n"
+        "type Box[A] {\n"
+        "  Box(A),\n"
         "}\n"
         "def @map[A, B](%f: fn (A) -> B, %l: List[A]) -> List[B] {\n"
         "  match (%l) {\n"
@@ -378,36 +404,43 @@ static void test_closure_map(void **state) {
         "    Nil => Nil,\n"
         "  }\n"
         "}\n"
-        "def @total(%l: List[Tensor[(3), float64]]) -> Tensor[(3), float64] {\n"
+        "def @scale(%w: Tensor[(2), float64]) -> fn (Tensor[(2), float64]) -> Tensor[(2), float64] "
+        "{\n"
+        "  fn (%x: Tensor[(2), float64]) { multiply(%x, %w) }\n"
+        "}\n"
+        "def @unbox_sum(%l: List[Box[Tensor[(2), float64]]]) -> Tensor[(2), float64] {\n"
         "  match (%l) {\n"
-        "    Cons(%h, %t) => add(%h, @total(%t)),\n"
-        "    Nil => zeros(shape=[3], dtype=\"float64\"),\n"
+        "    Cons(Box(%v), %t) => add(%v, @unbox_sum(%t)),\n"
+        "    Nil => zeros(shape=[2], dtype=\"float64\"),\n"
         "  }\n"
         "}\n"
-        "def @main(%a: Tensor[(3), float64], %b: Tensor[(3), float64], %w: Tensor[(3), float64]) {\n"
-        "  let %f = fn (%v: Tensor[(3), float64]) { multiply(%v, exp(%w)) };\n"
-        "  let %g = fn (%u) { %f(%f(%u)) };\n"
-        "  @total(@map(%g, Cons(%a, Cons(%b, Nil))))\n"
+        "def @main(%a: Tensor[(2), float64], %b: Tensor[(2), float64], %w: Tensor[(2), float64],\n"
+        "          %u: Tensor[(2), float64]) {\n"
+        "  let %boxed = @map(Box, Cons(%a, Cons(@scale(%w)(%b), Nil)));\n"
+        "  let %loop = fn (%i: int32, %h: Tensor[(2), float64]) -> Tensor[(2), float64] {\n"
+        "    if (less(%i, 3)) { %loop(add(%i, 1), tanh(add(multiply(%h, %u), %a))) } else { %h }\n"
+        "  };\n"
+        "  multiply(@unbox_sum(%boxed), %loop(0, %b))\n"
         "}\n";
-    ry_value *a[3] = {rv1(3), rv1(3), rv1(3)};
-    ry_module *m = gradcheck_ok(text, "main", 3, a, 1e-6, 1e-8);
+    ry_value *a[4] = {rv1(2), rv1(2), rv1(2), rv1(2)};
+    ry_module *m = gradcheck_ok(text, "main", 4, a, 1e-6, 1e-8);
     ry_module_free(m);
-    release_all(3, a);
+    release_all(4, a);
 }
 
 /* refs: a value accumulated in a ref by a closure, read back */
 static const char *refs_text =
-        "#[version = \"0.0.5\"]\n"
-        "def @main(%x: Tensor[(2, 2), float64], %y: Tensor[(2, 2), float64]) {\n"
-        "  let %r = ref(%x);\n"
-        "  let %step = fn (%v: Tensor[(2, 2), float64]) {\n"
-        "    ref_write(%r, multiply(ref_read(%r), %v))\n"
-        "  };\n"
-        "  let %u1 = %step(%y);\n"
-        "  let %u2 = %step(tanh(%y));\n"
-        "  let %u3 = ref_write(%r, add(ref_read(%r), %x));\n"
-        "  ref_read(%r)\n"
-        "}\n";
+    "#[version = \"0.0.5\"]\n"
+    "def @main(%x: Tensor[(2, 2), float64], %y: Tensor[(2, 2), float64]) {\n"
+    "  let %r = ref(%x);\n"
+    "  let %step = fn (%v: Tensor[(2, 2), float64]) {\n"
+    "    ref_write(%r, multiply(ref_read(%r), %v))\n"
+    "  };\n"
+    "  let %u1 = %step(%y);\n"
+    "  let %u2 = %step(tanh(%y));\n"
+    "  let %u3 = ref_write(%r, add(ref_read(%r), %x));\n"
+    "  ref_read(%r)\n"
+    "}\n";
 
 static void test_refs(void **state) {
     (void)state;
@@ -415,6 +448,29 @@ static void test_refs(void **state) {
     ry_module *m = gradcheck_ok(refs_text, "main", 2, a, 1e-6, 1e-8);
     ry_module_free(m);
     release_all(2, a);
+}
+
+/* Constants as values (not only operator arguments): in a ref, in a
+ * tuple result (seeded too, with no parameter to reach), as a let value. */
+static void test_constants(void **state) {
+    (void)state;
+    const char *text = "#[version = \"0.0.5\"]\n"
+                        "def @main(%x: Tensor[(2), float64]) {\n"
+                        "  let %c = 2f64;\n"
+                        "  let %r = ref(%c);\n"
+                        "  let %u = ref_write(%r, multiply(ref_read(%r), sum(%x)));\n"
+                        "  (ref_read(%r), %c, 7i64)\n"
+                        "}\n";
+    ry_value *x = rv1(2);
+    ry_module *m = gradcheck_ok(text, "main", 1, &x, 1e-6, 1e-8);
+    ry_value *out = run(m, "main_gradient", 1, &x);
+    /* d/dx 2 sum(x) = 2 */
+    const ry_tensor *g = out->tuple.fields[1]->tuple.fields[0]->tensor;
+    assert_true(ry_tensor_get(g, 0) == 2 && ry_tensor_get(g, 1) == 2);
+    assert_true(ry_tensor_get(out->tuple.fields[0]->tuple.fields[2]->tensor, 0) == 7);
+    ry_value_release(out);
+    ry_value_release(x);
+    ry_module_free(m);
 }
 
 /* ---- against PyTorch (fixtures from tools/gen_ad_tests.py) ---- */
@@ -530,14 +586,13 @@ static void test_mutual_recursion(void **state) {
  * from every use. */
 static void test_shared_dag(void **state) {
     (void)state;
-    const char *text =
-        "#[version = \"0.0.5\"]\n"
-        "def @main(%x: Tensor[(3), float64]) {\n"
-        "  %0 = tanh(%x);\n"
-        "  %1 = multiply(%0, %0);\n"
-        "  %2 = add(%1, %0);\n"
-        "  multiply(%2, %1)\n"
-        "}\n";
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "def @main(%x: Tensor[(3), float64]) {\n"
+                       "  %0 = tanh(%x);\n"
+                       "  %1 = multiply(%0, %0);\n"
+                       "  %2 = add(%1, %0);\n"
+                       "  multiply(%2, %1)\n"
+                       "}\n";
     ry_value *x = rv1(3);
     ry_module *m = gradcheck_ok(text, "main", 1, &x, 1e-6, 1e-8);
     ry_module_free(m);
@@ -576,19 +631,23 @@ static void test_function_expression(void **state) {
  * gradient program itself. */
 static void second_order(const char *text, int nargs, ry_value **a) {
     ry_module *m = test_parse(text, true);
-    const char *g1;
     ry_error err;
-    if (ry_grad(m, "main", NULL, NULL, &g1, &err)) fail_msg("%s", err.msg);
-    ry_gradcheck_opts o = {.eps = 1e-6, .rtol = 1e-5, .atol = 1e-7};
+    ry_gradcheck_opts o = {.eps = 1e-6, .rtol = 1e-5, .atol = 1e-7, .second_order = true};
     ry_gradcheck_report rep;
-    if (ry_gradcheck(m, g1, nargs, a, &o, &rep, &err)) {
+    if (ry_gradcheck(m, "main", nargs, a, &o, &rep, &err)) {
         ry_error_print(stderr, &err);
         fail_msg("%s", err.msg);
     }
-    for (int i = 0; i < rep.nparams; i++)
-        if (!rep.params[i].ok)
-            fprintf(stderr, "%%%s: abs %.3g rel %.3g\n", rep.params[i].name, rep.params[i].max_abs,
-                    rep.params[i].max_rel);
+    int checked = 0;
+    for (int i = 0; i < rep.nparams; i++) {
+        const ry_gradcheck_param *p1 = &rep.params[i], *p2 = &rep.second[i];
+        checked += p1->checked && p2->checked;
+        if (!p1->ok || !p2->ok)
+            fprintf(stderr, "%%%s: abs %.3g rel %.3g; second order: abs %.3g rel %.3g\n", p1->name,
+                    p1->max_abs, p1->max_rel, p2->max_abs, p2->max_rel);
+    }
+    assert_true(checked > 0);
+    assert_string_equal(rep.grad2_name, "main_gradient_gradient");
     assert_true(rep.ok);
     assert_true(roundtrip(m) > 0);
     ry_module_free(m);
@@ -649,6 +708,30 @@ static void test_second_derivative_dynamic(void **state) {
     release_all(5, c);
 }
 
+/* gradcheck reports a disagreement as a value: abs at 0 has the one-sided
+ * derivative 1 from the rule but central differences of 0 there. */
+static void test_gradcheck_detects_mismatch(void **state) {
+    (void)state;
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "def @main(%x: Tensor[(3), float64], %y: Tensor[(3), float64]) {\n"
+                       "  add(abs(%x), multiply(%y, %y))\n"
+                       "}\n";
+    ry_module *m = test_parse(text, true);
+    ry_value *a[2] = {rv1(3), rv1(3)};
+    ry_tensor_set(a[0]->tensor, 1, 0.0);
+    ry_gradcheck_report rep;
+    ry_error err;
+    assert_int_equal(ry_gradcheck(m, "main", 2, a, NULL, &rep, &err), RY_OK);
+    assert_false(rep.ok);
+    assert_false(rep.params[0].ok);
+    assert_true(fabs(rep.params[0].max_abs - 1.0) < 1e-9);
+    assert_true(rep.params[1].ok && rep.params[1].checked);
+    assert_string_equal(rep.params[1].name, "y");
+    assert_true(rep.params[1].max_abs < 1e-7);
+    release_all(2, a);
+    ry_module_free(m);
+}
+
 /* ---- errors ---- */
 
 /* Every operator without a rule is named in one error, located at the
@@ -656,15 +739,14 @@ static void test_second_derivative_dynamic(void **state) {
  * check below follows the registry (at least one must still lack one). */
 static void test_missing_rules(void **state) {
     (void)state;
-    const char *text =
-        "#[version = \"0.0.5\"]\n"
-        "def @main(%x: Tensor[(2, 3), float32], %a: Tensor[(3), float32]) {\n"
-        "  %0 = nn.l2_normalize(%x, eps=1e-05f, axis=[1]);\n"
-        "  %1 = nn.prelu(%0, %a);\n"
-        "  %2 = nn.l2_normalize(%1, eps=1e-05f, axis=[1]);\n"
-        "  add(sum(%1), sum(tanh(%2)))\n"
-        "}\n";
-    const char *ops[2] = {"nn.l2_normalize", "nn.prelu"};
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "def @main(%x: Tensor[(2, 3, 2), float32], %a: Tensor[(3), float32]) {\n"
+                       "  %0 = nn.lrn(%x, size=3);\n"
+                       "  %1 = nn.mirror_pad(%0, pad_width=[[0, 0], [1, 1], [0, 0]]);\n"
+                       "  %2 = nn.lrn(%1, size=3);\n"
+                       "  add(sum(%1), sum(tanh(%2)))\n"
+                       "}\n";
+    const char *ops[2] = {"nn.lrn", "nn.mirror_pad"};
     int lacking = 0, first_line = 0;
     for (int i = 0; i < 2; i++) {
         ry_grad_rule r;
@@ -693,15 +775,14 @@ static void test_missing_rules(void **state) {
 static void test_rejected_inputs(void **state) {
     (void)state;
     ry_error err;
-    const char *text =
-        "#[version = \"0.0.5\"]\n"
-        "def @apply(%f: fn (Tensor[(2), float32]) -> Tensor[(2), float32],\n"
-        "           %x: Tensor[(2), float32]) {\n"
-        "  %f(%x)\n"
-        "}\n"
-        "def @id[A](%x: A) -> A {\n"
-        "  %x\n"
-        "}\n";
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "def @apply(%f: fn (Tensor[(2), float32]) -> Tensor[(2), float32],\n"
+                       "           %x: Tensor[(2), float32]) {\n"
+                       "  %f(%x)\n"
+                       "}\n"
+                       "def @id[A](%x: A) -> A {\n"
+                       "  %x\n"
+                       "}\n";
     ry_module *m = test_parse(text, true);
     int nglobals = m->nglobals;
     /* a function parameter cannot cross the wrapper; the error names it */
@@ -765,15 +846,14 @@ static void test_adt_parameter(void **state) {
  * primal tree comes back as the original type. */
 static void test_adt_result(void **state) {
     (void)state;
-    const char *text =
-        "#[version = \"0.0.5\"]\n"
-        "type Tree {\n"
-        "  Leaf(Tensor[(2), float64]),\n"
-        "  Node(Tree, Tensor[(2), float64], Tree),\n"
-        "}\n"
-        "def @main(%x: Tensor[(2), float64], %y: Tensor[(2), float64]) -> Tree {\n"
-        "  Node(Leaf(multiply(%x, %y)), tanh(%x), Leaf(exp(%y)))\n"
-        "}\n";
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "type Tree {\n"
+                       "  Leaf(Tensor[(2), float64]),\n"
+                       "  Node(Tree, Tensor[(2), float64], Tree),\n"
+                       "}\n"
+                       "def @main(%x: Tensor[(2), float64], %y: Tensor[(2), float64]) -> Tree {\n"
+                       "  Node(Leaf(multiply(%x, %y)), tanh(%x), Leaf(exp(%y)))\n"
+                       "}\n";
     ry_value *a[2] = {rv1(2), rv1(2)};
     ry_module *m = gradcheck_ok(text, "main", 2, a, 1e-6, 1e-8);
     ry_value *out = run(m, "main_gradient", 2, a);
@@ -792,11 +872,14 @@ int main(void) {
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_mlp_ops),
         cmocka_unit_test(test_op_gradients),
+        cmocka_unit_test(test_mode_dependent_ops),
         cmocka_unit_test(test_if),
         cmocka_unit_test(test_list_recursion),
         cmocka_unit_test(test_treelstm),
         cmocka_unit_test(test_closure_map),
+        cmocka_unit_test(test_higher_order),
         cmocka_unit_test(test_refs),
+        cmocka_unit_test(test_constants),
         cmocka_unit_test(test_pytorch_mlp),
         cmocka_unit_test(test_pytorch_treelstm),
         cmocka_unit_test(test_tuples),
@@ -806,6 +889,7 @@ int main(void) {
         cmocka_unit_test(test_second_derivative),
         cmocka_unit_test(test_second_derivative_mlp_if),
         cmocka_unit_test(test_second_derivative_dynamic),
+        cmocka_unit_test(test_gradcheck_detects_mismatch),
         cmocka_unit_test(test_missing_rules),
         cmocka_unit_test(test_rejected_inputs),
         cmocka_unit_test(test_adt_parameter),

@@ -46,7 +46,8 @@ static bool simple(const ry_expr *e) {
 static bool is_anf(const ry_expr *e) {
     while (e->kind == RY_EXPR_LET) {
         if (!simple(e->let.value)) return false;
-        e = e->let.value->kind == RY_EXPR_FUNC && !is_anf(e->let.value->func.body) ? NULL : e->let.body;
+        e = e->let.value->kind == RY_EXPR_FUNC && !is_anf(e->let.value->func.body) ? NULL
+                                                                                   : e->let.body;
         if (!e) return false;
     }
     return atomic(e);
@@ -58,9 +59,11 @@ static int count_op(const ry_expr *e, const char *name) {
     int n = 0;
     switch (e->kind) {
     case RY_EXPR_CALL:
-        if (e->call.callee->kind == RY_EXPR_OP && strcmp(e->call.callee->op.op->name, name) == 0) n++;
+        if (e->call.callee->kind == RY_EXPR_OP && strcmp(e->call.callee->op.op->name, name) == 0)
+            n++;
         n += count_op(e->call.callee, name);
-        for (int i = 0; i < e->call.nargs; i++) n += count_op(e->call.args[i], name);
+        for (int i = 0; i < e->call.nargs; i++)
+            n += count_op(e->call.args[i], name);
         return n;
     case RY_EXPR_LET: return count_op(e->let.value, name) + count_op(e->let.body, name);
     case RY_EXPR_IF:
@@ -68,16 +71,19 @@ static int count_op(const ry_expr *e, const char *name) {
                count_op(e->if_.else_, name);
     case RY_EXPR_MATCH:
         n = count_op(e->match.data, name);
-        for (int i = 0; i < e->match.nclauses; i++) n += count_op(e->match.clauses[i].body, name);
+        for (int i = 0; i < e->match.nclauses; i++)
+            n += count_op(e->match.clauses[i].body, name);
         return n;
     case RY_EXPR_FUNC: return count_op(e->func.body, name);
     case RY_EXPR_TUPLE:
-        for (int i = 0; i < e->tuple.n; i++) n += count_op(e->tuple.fields[i], name);
+        for (int i = 0; i < e->tuple.n; i++)
+            n += count_op(e->tuple.fields[i], name);
         return n;
     case RY_EXPR_PROJ: return count_op(e->proj.tuple, name);
     case RY_EXPR_REF: return count_op(e->ref.value, name);
     case RY_EXPR_REF_READ: return count_op(e->ref_read.ref, name);
-    case RY_EXPR_REF_WRITE: return count_op(e->ref_write.ref, name) + count_op(e->ref_write.value, name);
+    case RY_EXPR_REF_WRITE:
+        return count_op(e->ref_write.ref, name) + count_op(e->ref_write.value, name);
     default: return 0;
     }
 }
@@ -106,7 +112,8 @@ static void assert_same(const ry_value *a, const ry_value *b) {
     int na = ry_value_flatten(a, ta, 16), nb = ry_value_flatten(b, tb, 16);
     assert_int_equal(na, nb);
     assert_true(na > 0 && na <= 16);
-    for (int i = 0; i < na; i++) test_assert_close(ta[i], tb[i], 0, 0);
+    for (int i = 0; i < na; i++)
+        test_assert_close(ta[i], tb[i], 0, 0);
 }
 
 /* ANF of every global, checked, then run against the original and printed,
@@ -115,7 +122,8 @@ static void anf_and_compare(const char *text, int nargs, ry_value **args) {
     ry_module *m = test_parse(text, true);
     ry_value *before = run(m, nargs, args);
     ry_anf_module(m);
-    for (int i = 0; i < m->nglobals; i++) assert_true(is_anf(m->globals[i]->func->func.body));
+    for (int i = 0; i < m->nglobals; i++)
+        assert_true(is_anf(m->globals[i]->func->func.body));
     ry_error err;
     if (ry_module_typecheck(m, &err)) fail_msg("ANF output does not type-check: %s", err.msg);
     ry_value *after = run(m, nargs, args);
@@ -171,7 +179,8 @@ static void test_anf_dag_sharing(void **state) {
 /* Normalizing twice changes nothing more: the same number of bindings. */
 static int count_lets(const ry_expr *e) {
     int n = 0;
-    for (; e->kind == RY_EXPR_LET; e = e->let.body) n++;
+    for (; e->kind == RY_EXPR_LET; e = e->let.body)
+        n++;
     return n;
 }
 
@@ -186,30 +195,29 @@ static void test_anf_idempotent(void **state) {
 }
 
 /* Scopes: closures capturing a shared node, refs, an ADT, recursion, if. */
-static const char *scopes_text =
-    "#[version = \"0.0.5\"]\n"
-    "type List[A] {\n"
-    "  Cons(A, List[A]),\n"
-    "  Nil,\n"
-    "}\n"
-    "def @len(%l: List[Tensor[(3), float32]]) -> float32 {\n"
-    "  match (%l) {\n"
-    "    Cons(_, %t) => add(1f, @len(%t)),\n"
-    "    Nil => 0f,\n"
-    "  }\n"
-    "}\n"
-    "def @main(%x: Tensor[(3), float32], %y: Tensor[(3), float32]) {\n"
-    "  %0 = add(%x, %y);\n"
-    "  let %f = fn (%z: Tensor[(3), float32]) { multiply(%z, %0) };\n"
-    "  let %r = ref(%f(%0));\n"
-    "  let %u = ref_write(%r, add(ref_read(%r), %0));\n"
-    "  let %l = Cons(%x, Cons(ref_read(%r), Nil));\n"
-    "  if (greater(sum(%x), 0f)) {\n"
-    "    (%f(%y), @len(%l))\n"
-    "  } else {\n"
-    "    (subtract(%0, %y), negative(@len(%l)))\n"
-    "  }\n"
-    "}\n";
+static const char *scopes_text = "#[version = \"0.0.5\"]\n"
+                                 "type List[A] {\n"
+                                 "  Cons(A, List[A]),\n"
+                                 "  Nil,\n"
+                                 "}\n"
+                                 "def @len(%l: List[Tensor[(3), float32]]) -> float32 {\n"
+                                 "  match (%l) {\n"
+                                 "    Cons(_, %t) => add(1f, @len(%t)),\n"
+                                 "    Nil => 0f,\n"
+                                 "  }\n"
+                                 "}\n"
+                                 "def @main(%x: Tensor[(3), float32], %y: Tensor[(3), float32]) {\n"
+                                 "  %0 = add(%x, %y);\n"
+                                 "  let %f = fn (%z: Tensor[(3), float32]) { multiply(%z, %0) };\n"
+                                 "  let %r = ref(%f(%0));\n"
+                                 "  let %u = ref_write(%r, add(ref_read(%r), %0));\n"
+                                 "  let %l = Cons(%x, Cons(ref_read(%r), Nil));\n"
+                                 "  if (greater(sum(%x), 0f)) {\n"
+                                 "    (%f(%y), @len(%l))\n"
+                                 "  } else {\n"
+                                 "    (subtract(%0, %y), negative(@len(%l)))\n"
+                                 "  }\n"
+                                 "}\n";
 
 static void test_anf_scopes(void **state) {
     (void)state;
@@ -226,13 +234,14 @@ static void test_anf_scopes(void **state) {
 /* A let-bound recursive closure keeps its name, so its self-reference holds. */
 static void test_anf_recursive_let(void **state) {
     (void)state;
-    const char *text = "#[version = \"0.0.5\"]\n"
-                       "def @main(%x: Tensor[(3), float32]) {\n"
-                       "  let %loop = fn (%i: int32, %acc: Tensor[(3), float32]) -> Tensor[(3), float32] {\n"
-                       "    if (less(%i, 3)) { %loop(add(%i, 1), multiply(%acc, %x)) } else { %acc }\n"
-                       "  };\n"
-                       "  %loop(0, ones_like(%x))\n"
-                       "}\n";
+    const char *text =
+        "#[version = \"0.0.5\"]\n"
+        "def @main(%x: Tensor[(3), float32]) {\n"
+        "  let %loop = fn (%i: int32, %acc: Tensor[(3), float32]) -> Tensor[(3), float32] {\n"
+        "    if (less(%i, 3)) { %loop(add(%i, 1), multiply(%acc, %x)) } else { %acc }\n"
+        "  };\n"
+        "  %loop(0, ones_like(%x))\n"
+        "}\n";
     ry_value *x = vec(2, -1, 0.5);
     anf_and_compare(text, 1, &x);
     ry_module *m = test_parse(text, true);

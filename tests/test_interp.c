@@ -119,6 +119,15 @@ static const char *share_src =
     "  %1 = multiply(%0, 10f);\n"
     "  %2 = add(%1, %0);\n"
     "  (add(%2, %1), ref_read(%r))\n"
+    "}\n"
+    "def @per_call() -> (float32, float32, float32) {\n"
+    "  let %r = ref(0f);\n"
+    "  let %double_tick = fn () -> float32 {\n"
+    "    %0 = ref_write(%r, add(ref_read(%r), 1f));\n"
+    "    %1 = (%0, ref_read(%r));\n"
+    "    add(%1.1, %1.1)\n"
+    "  };\n"
+    "  (%double_tick(), %double_tick(), ref_read(%r))\n"
     "}\n";
 
 static void shared_node_evaluated_once(void **state) {
@@ -128,6 +137,12 @@ static void shared_node_evaluated_once(void **state) {
     /* %0 = 1 (one tick), %1 = 10, %2 = 11: 21; the counter ticked once. */
     assert_true(num(field(r, 0)) == 21);
     assert_true(num(field(r, 1)) == 1);
+    ry_value_release(r);
+    /* A shared node inside a function is evaluated once per call. */
+    r = call_ok(m, "per_call", 0, NULL);
+    assert_true(num(field(r, 0)) == 2);
+    assert_true(num(field(r, 1)) == 4);
+    assert_true(num(field(r, 2)) == 2);
     ry_value_release(r);
     ry_module_free(m);
 }

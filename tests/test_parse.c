@@ -315,6 +315,22 @@ static void test_nullary_ctor_and_types(void **state) {
     ry_module_free(m);
 }
 
+/* The matched value is an atom, as in TVM: `(e)`, `%x`, `(%a, %b)`, `%t.0`. */
+static void test_match_scrutinee(void **state) {
+    (void)state;
+    ry_module *m = parse_ok(V "type O { S(int32), N }\n"
+                              "def @f(%a: O, %b: O, %t: (O, int32)) {\n"
+                              "  (match %a { _ => 0 }, match (%a, %b) { (S(%x), _) => %x, _ => 1 }, "
+                              "match? %t.0 { S(%y) => %y })\n}\n");
+    ry_expr *t = body_of(m, "f");
+    assert_int_equal(t->tuple.fields[0]->match.data->kind, RY_EXPR_VAR);
+    assert_int_equal(t->tuple.fields[1]->match.data->kind, RY_EXPR_TUPLE);
+    assert_int_equal(t->tuple.fields[1]->match.nclauses, 2);
+    assert_int_equal(t->tuple.fields[2]->match.data->kind, RY_EXPR_PROJ);
+    assert_false(t->tuple.fields[2]->match.complete);
+    ry_module_free(m);
+}
+
 static void test_nested_projection(void **state) {
     (void)state;
     ry_module *m = parse_ok(V "def @f(%t: ((float32, int32), bool)) {\n  (%t.0.1, (%t, 1).1)\n}\n");
@@ -395,6 +411,9 @@ static const bad_case bad[] = {
     {V "def @f(%x: float32) {\n  %0 = add(%x, %x);\n  add(%0, %3)\n}\n", 4, 11, "unbound graph binding %3"},
     {V "def @f() {\n  @g(1)\n}\n", 3, 3, "unknown global @g"},
     {V "def @f() { 1 }\ndef @f() { 2 }\n", 3, 5, "global @f is defined twice"},
+    {V "def @f() {\n  %0 = 1;\n  %0\n}\ndef @g() {\n  %0\n}\n", 7, 3, "unbound graph binding %0"},
+    {V "def @f(%x: float32) {\n  %1 = fn (%y: float32) { %0 = log(%y); %0 };\n  %0\n}\n", 4, 3,
+     "%0 uses %y, which is not in scope here"},
     {V "def @f(%x: Foo) { %x }\n", 2, 12, "unknown type 'Foo'"},
     {V "def @f(%x: Tensor[(1), float31]) { %x }\n", 2, 24, "unknown dtype 'float31'"},
     {V "def @f(%x: Tensor[(-1), float32]) { %x }\n", 2, 20, "a dimension cannot be negative"},
@@ -609,6 +628,7 @@ int main(void) {
         cmocka_unit_test(test_adts_and_patterns),
         cmocka_unit_test(test_opaque_types),
         cmocka_unit_test(test_nullary_ctor_and_types),
+        cmocka_unit_test(test_match_scrutinee),
         cmocka_unit_test(test_nested_projection),
         cmocka_unit_test(test_infix_precedence),
         cmocka_unit_test(test_metadata_constants),

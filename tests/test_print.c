@@ -184,6 +184,43 @@ static void test_sharing_scopes(void **state) {
                   "  (%2, %3)\n}\n");
 }
 
+/* TVM's own printer can use a %N after the branch that bound it (its table
+ * of graph bindings is flat); that loads here and prints with the binding
+ * moved to where all its uses can see it. */
+static void test_tvm_out_of_scope_binding(void **state) {
+    (void)state;
+    check_print(V "def @f(%x: float32, %c: bool) {\n  if (%c) {\n    %0 = exp(%x);\n    %0\n  } else {\n"
+                  "    negative(%0)\n  }\n}\n",
+                V "def @f(%x: float32, %c: bool) {\n  %0 = exp(%x);\n  if (%c) {\n    %0\n  } else {\n"
+                  "    negative(%0)\n  }\n}\n");
+}
+
+/* Lets that are not at the end of a scope (a let's value, a shared let)
+ * print in parentheses, each its own scope. */
+static void test_lets_in_value_position(void **state) {
+    (void)state;
+    check_print(V "def @f(%x: float32) {\n  %0 = (let %y = %x; %y);\n  %1 = add(%0, %0);\n"
+                  "  let %z = (let %w = %1; let %q = %w; %q);\n  %z\n}\n",
+                V "def @f(%x: float32) {\n"
+                  "  let %z = (\n"
+                  "    %0 = (\n"
+                  "      let %y = %x;\n"
+                  "      %y\n"
+                  "    );\n"
+                  "    let %w = add(%0, %0);\n"
+                  "    let %q = %w;\n"
+                  "    %q\n"
+                  "  );\n"
+                  "  %z\n}\n");
+}
+
+/* A projection of a literal needs parentheses: `1f.0` would not lex. */
+static void test_projection_of_literal(void **state) {
+    (void)state;
+    check_print(V "def @f() {\n  ((1f).0, ((2f, 3f)).1)\n}\n",
+                V "def @f() {\n  %0 = (1f).0;\n  %1 = (2f, 3f);\n  %2 = %1.1;\n  (%0, %2)\n}\n");
+}
+
 static void test_floats_round_trip(void **state) {
     (void)state;
     check_print(V "def @f() {\n  (0.1f, 1e-05f, 3.4028235e+38f, 1f, -0.5f, 0.1f64, 0.30000000000000004f64, 1.5f16, "
@@ -386,6 +423,9 @@ int main(void) {
         cmocka_unit_test(test_layout_types_and_tuples),
         cmocka_unit_test(test_layout_refs_and_attrs),
         cmocka_unit_test(test_sharing_scopes),
+        cmocka_unit_test(test_tvm_out_of_scope_binding),
+        cmocka_unit_test(test_lets_in_value_position),
+        cmocka_unit_test(test_projection_of_literal),
         cmocka_unit_test(test_floats_round_trip),
         cmocka_unit_test(test_strings_escaped),
         cmocka_unit_test(test_var_names),

@@ -54,26 +54,32 @@ ry_status ry_grad(ry_module *m, const char *fn_name, const ry_expr *fn, const ch
  * flattened) against the gradient ry_grad computes, for each float tensor
  * argument. Arguments should be float64 for meaningful tolerances. */
 typedef struct ry_gradcheck_opts {
-    double eps;  /* step; 0: 1e-6 */
-    double rtol; /* 0: 1e-5 */
-    double atol; /* 0: 1e-7 */
+    double eps;                   /* step; 0: 1e-6 */
+    double rtol;                  /* 0: 1e-5 */
+    double atol;                  /* 0: 1e-7 */
+    bool second_order;            /* also check the gradient program's own gradient */
+    const ry_interp_opts *interp; /* how every run is made; NULL: inference */
 } ry_gradcheck_opts;
 
 #define RY_GRADCHECK_MAX_PARAMS 32
 
 typedef struct ry_gradcheck_param {
-    char name[64];    /* the parameter's name */
-    bool checked;     /* a float tensor argument */
-    double max_abs;   /* max |ad - fd| over its elements */
-    double max_rel;   /* max |ad - fd| / max(|ad|, |fd|, 1e-12) */
-    bool ok;          /* every element within atol + rtol * |fd| */
+    char name[64];  /* the parameter's name */
+    bool checked;   /* a float tensor argument */
+    double max_abs; /* max |ad - fd| over its elements */
+    double max_rel; /* max |ad - fd| / max(|ad|, |fd|, 1e-12) */
+    bool ok;        /* every element within atol + rtol * |fd| */
 } ry_gradcheck_param;
 
 typedef struct ry_gradcheck_report {
     int nparams;
     ry_gradcheck_param params[RY_GRADCHECK_MAX_PARAMS];
-    bool ok;          /* every checked parameter ok */
+    bool ok;               /* every checked parameter ok (second order included) */
     const char *grad_name; /* the gradient global ry_grad added */
+    /* with second_order: the gradient of sum(gradient program's outputs),
+     * i.e. of sum(f) + sum(f'), against finite differences of that sum */
+    ry_gradcheck_param second[RY_GRADCHECK_MAX_PARAMS];
+    const char *grad2_name;
 } ry_gradcheck_report;
 
 /* Checks global `entry` of the type-checked module m at args (borrowed

@@ -88,8 +88,8 @@ bool ry_p_enter(parser *p) {
 
 void ry_p_leave(parser *p) { p->depth--; }
 
-/* ---- scopes: a stack of names; a construct remembers the depth and cuts
- * back to it when its scope ends ---- */
+/* ---- scopes: a stack of local names; a construct remembers the depth and
+ * cuts back to it when its scope ends. Graph bindings live per definition. */
 
 static void *grow(parser *p, void *items, int n, int *cap, size_t size) {
     if (n < *cap) return items;
@@ -103,25 +103,108 @@ static void *grow(parser *p, void *items, int n, int *cap, size_t size) {
 ry_var *ry_p_bind_local(parser *p, const token *t, ry_type *annot) {
     ry_var *v = ry_var_new(p->m, t->name, annot, t->span);
     p->scope = grow(p, p->scope, p->nscope, &p->cap_scope, sizeof *p->scope);
-    p->scope[p->nscope++] = (scope_entry){v->name, -1, v, NULL};
+    p->scope[p->nscope++] = (scope_entry){v->name, v};
     return v;
 }
 
 void ry_p_bind_graph(parser *p, int64_t n, ry_expr *e) {
-    p->scope = grow(p, p->scope, p->nscope, &p->cap_scope, sizeof *p->scope);
-    p->scope[p->nscope++] = (scope_entry){NULL, n, NULL, e};
+    p->graph = grow(p, p->graph, p->ngraph, &p->cap_graph, sizeof *p->graph);
+    ry_var *top = p->nscope ? p->scope[p->nscope - 1].var : NULL;
+    p->graph[p->ngraph++] = (graph_entry){n, e, p->nscope, top};
 }
 
 ry_var *ry_p_lookup_local(const parser *p, const char *name) {
     for (int i = p->nscope - 1; i >= 0; i--)
-        if (p->scope[i].graph < 0 && strcmp(p->scope[i].name, name) == 0) return p->scope[i].var;
+        if (strcmp(p->scope[i].name, name) == 0) return p->scope[i].var;
     return NULL;
 }
 
-ry_expr *ry_p_lookup_graph(const parser *p, int64_t n) {
-    for (int i = p->nscope - 1; i >= 0; i--)
-        if (p->scope[i].graph == n) return p->scope[i].expr;
+/* A pointer set in the parser's scratch arena, for the scope check below. */
+typedef struct ptrset {
+    const void **keys;
+    size_t cap, n;
+} ptrset;
+
+static size_t set_slot(const ptrset *s, const void *k) {
+    size_t h = ((uintptr_t)k >> 4) * 0x9E3779B97F4A7C15ULL & (s->cap - 1);
+    while (s->keys[h] && s->keys[h] != k) h = (h + 1) & (s->cap - 1);
+    return h;
+}
+
+static bool set_has(const ptrset *s, const void *k) { return s->keys[set_slot(s, k)] != NULL; }
+
+/* Adds k; false if it was there. Doubles when half full. */
+static bool set_add(parser *p, ptrset *s, const void *k) {
+    if ((s->n + 1) * 2 > s->cap) {
+        ptrset big = {RY_NEW_ARRAY(p->tmp, const void *, s->cap * 2), s->cap * 2, 0};
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->keys[i]) set_add(p, &big, s->keys[i]);
+        *s = big;
+    }
+    size_t h = set_slot(s, k);
+    if (s->keys[h]) return false;
+    s->keys[h] = k;
+    s->n++;
+    return true;
+}
+
+static void pattern_binders(parser *p, ptrset *s, const ry_pattern *pat) {
+    if (pat->kind == RY_PAT_VAR) set_add(p, s, pat->var);
+    int n = pat->kind == RY_PAT_CTOR ? pat->ctor.n : pat->kind == RY_PAT_TUPLE ? pat->tuple.n : 0;
+    for (int i = 0; i < n; i++)
+        pattern_binders(p, s, pat->kind == RY_PAT_CTOR ? pat->ctor.args[i] : pat->tuple.fields[i]);
+}
+
+/* The first variable e uses that is neither bound inside e nor in scope
+ * now, or NULL. One walk over e's DAG collects its nodes and binders. */
+static const ry_var *escaped_var(parser *p, const ry_expr *e) {
+    ptrset seen = {RY_NEW_ARRAY(p->tmp, const void *, 64), 64, 0};
+    ptrset bound = {RY_NEW_ARRAY(p->tmp, const void *, 64), 64, 0};
+    const ry_expr **nodes = RY_NEW_ARRAY(p->tmp, const ry_expr *, 64);
+    size_t n = 0, cap = 64, next = 0;
+    nodes[n++] = e;
+    set_add(p, &seen, e);
+    while (next < n) { /* breadth first: nodes[] is the queue and the result */
+        const ry_expr *x = nodes[next++];
+        if (x->kind == RY_EXPR_LET) set_add(p, &bound, x->let.var);
+        if (x->kind == RY_EXPR_FUNC)
+            for (int i = 0; i < x->func.nparams; i++) set_add(p, &bound, x->func.params[i]);
+        if (x->kind == RY_EXPR_MATCH)
+            for (int i = 0; i < x->match.nclauses; i++) pattern_binders(p, &bound, x->match.clauses[i].pat);
+        int slot;
+        const ry_expr *c;
+        for (int i = 0; (c = ry_expr_child(x, i, &slot)); i++) {
+            if (!set_add(p, &seen, c)) continue;
+            if (n == cap) {
+                const ry_expr **fresh = RY_NEW_ARRAY(p->tmp, const ry_expr *, cap * 2);
+                memcpy(fresh, nodes, sizeof *nodes * n);
+                nodes = fresh;
+                cap *= 2;
+            }
+            nodes[n++] = c;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (nodes[i]->kind != RY_EXPR_VAR || set_has(&bound, nodes[i]->var.var)) continue;
+        bool in_scope = false;
+        for (int k = p->nscope - 1; k >= 0 && !in_scope; k--) in_scope = p->scope[k].var == nodes[i]->var.var;
+        if (!in_scope) return nodes[i]->var.var;
+    }
     return NULL;
+}
+
+ry_expr *ry_p_use_graph(parser *p, const token *t) {
+    const graph_entry *g = NULL;
+    for (int i = p->ngraph - 1; i >= 0 && !g; i--)
+        if (p->graph[i].n == t->i) g = &p->graph[i];
+    if (!g) return ry_p_fail_at(p, t->span, "unbound graph binding %%%lld", (long long)t->i);
+    /* still inside every scope it was bound in: nothing it uses is gone */
+    if (p->nscope >= g->depth && (g->depth == 0 || p->scope[g->depth - 1].var == g->top)) return g->expr;
+    const ry_var *v = escaped_var(p, g->expr);
+    if (v)
+        return ry_p_fail_at(p, t->span, "%%%lld uses %%%s, which is not in scope here", (long long)t->i,
+                            v->name);
+    return g->expr;
 }
 
 void ry_p_bind_tvar(parser *p, const char *name, ry_type *tv) {
@@ -318,6 +401,7 @@ static bool typedef_body(parser *p, ry_typedef *td, bool is_extern) {
 static bool parse_def(parser *p) {
     int start = p->pos;
     ry_p_next(p); /* def */
+    p->ngraph = 0;
     const token *name = ry_p_expect(p, TK_GLOBAL, "after `def`");
     if (!name) return false;
     if (ry_module_find_global(p->m, name->name))

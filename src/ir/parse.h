@@ -11,13 +11,20 @@
 #include "ir/lexer.h"
 #include "relayc/ir.h"
 
-/* One name in scope: a local (%x, graph < 0) or a graph binding (%0). */
+/* One local in scope (%x). */
 typedef struct scope_entry {
     const char *name;
-    int64_t graph;
     ry_var *var;
-    ry_expr *expr;
 } scope_entry;
+
+/* A graph binding (%0 = e;): visible to the end of its definition. depth
+ * and top record the locals in scope when it was bound. */
+typedef struct graph_entry {
+    int64_t n;
+    ry_expr *expr;
+    int depth;
+    ry_var *top;
+} graph_entry;
 
 typedef struct tvar_entry {
     const char *name;
@@ -39,6 +46,8 @@ typedef struct parser {
     ry_arena *tmp; /* parser temporaries, freed when parsing ends */
     scope_entry *scope;
     int nscope, cap_scope;
+    graph_entry *graph; /* emptied at each `def` */
+    int ngraph, cap_graph;
     tvar_entry *tvars;
     int ntvars, cap_tvars;
     global_ref *grefs;
@@ -70,7 +79,9 @@ void ry_p_leave(parser *p);
 ry_var *ry_p_bind_local(parser *p, const token *t, ry_type *annot);
 void ry_p_bind_graph(parser *p, int64_t n, ry_expr *e);
 ry_var *ry_p_lookup_local(const parser *p, const char *name);
-ry_expr *ry_p_lookup_graph(const parser *p, int64_t n);
+/* The node bound to %N (token t); errors if unbound, or if it uses a
+ * variable that is out of scope where t stands. */
+ry_expr *ry_p_use_graph(parser *p, const token *t);
 void ry_p_bind_tvar(parser *p, const char *name, ry_type *tv);
 ry_type *ry_p_lookup_tvar(const parser *p, const char *name);
 void ry_p_note_global(parser *p, const char *name, ry_span span);
@@ -104,6 +115,12 @@ void ry_sb_put(strbuf *b, const char *s, size_t n);
 void ry_sb_puts(strbuf *b, const char *s);
 void ry_sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ry_metadata_print(strbuf *b, ry_tensor *const *ts, int n);
+
+/* ---- walking the IR (walk.c) ----
+ * The i-th child of e in print order and the scope it sits in (*slot -1:
+ * e's own; k >= 0: e's k-th inner scope: body, branch, clause); NULL after
+ * the last child. */
+const ry_expr *ry_expr_child(const ry_expr *e, int i, int *slot);
 
 /* ---- the printer's leaves (print_leaf.c) ---- */
 void ry_print_type(strbuf *b, const ry_type *t);

@@ -281,11 +281,7 @@ static ry_expr *parse_atom(parser *p) {
         if (!v) return ry_p_fail_at(p, t->span, "unbound variable %%%s", t->name);
         return ry_expr_var(p->m, v, t->span);
     }
-    case TK_GRAPH: {
-        ry_expr *e = ry_p_lookup_graph(p, t->i);
-        if (!e) return ry_p_fail_at(p, t->span, "unbound graph binding %%%lld", (long long)t->i);
-        return e;
-    }
+    case TK_GRAPH: return ry_p_use_graph(p, t);
     case TK_GLOBAL: {
         ry_expr *e = ry_expr_new(p->m, RY_EXPR_GLOBAL, t->span);
         e->global.name = t->name;
@@ -411,12 +407,25 @@ static ry_expr *parse_binop(parser *p, int minprec) {
  * A let's variable is in scope in its own value when that value is a `fn`
  * (recursive local functions); otherwise `let %y = f(%y);` reads the outer
  * %y (TVM binds first in every case, which makes that a self-reference). A
- * graph binding adds no node: later uses of %N are the bound node itself. */
+ * graph binding adds no node: later uses of %N are the bound node itself,
+ * anywhere later in the definition (TVM's table is flat, and TVM's printer
+ * relies on it: it can use a %N after the branch that bound it). */
 typedef struct pending {
     ry_var *var;
     ry_expr *value;
     ry_span span;
 } pending;
+
+static pending *push_pending(parser *p, pending *lets, int *n, int *cap, pending item) {
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 8;
+        pending *fresh = RY_NEW_ARRAY(p->tmp, pending, *cap);
+        if (*n) memcpy(fresh, lets, sizeof *lets * (size_t)*n);
+        lets = fresh;
+    }
+    lets[(*n)++] = item;
+    return lets;
+}
 
 ry_expr *ry_p_expr(parser *p) {
     if (!ry_p_enter(p)) return NULL;
@@ -443,13 +452,7 @@ ry_expr *ry_p_expr(parser *p) {
             ry_expr *value = parse_binop(p, 0);
             if (!value || !ry_p_expect(p, TK_SEMI, "after the let binding")) return NULL;
             if (!recursive) v = ry_p_bind_local(p, name, annot);
-            if (n == cap) {
-                cap = cap ? cap * 2 : 8;
-                pending *fresh = RY_NEW_ARRAY(p->tmp, pending, cap);
-                if (n) memcpy(fresh, lets, sizeof *lets * (size_t)n);
-                lets = fresh;
-            }
-            lets[n++] = (pending){v, value, ry_p_span_from(p, start)};
+            lets = push_pending(p, lets, &n, &cap, (pending){v, value, ry_p_span_from(p, start)});
             continue;
         }
         if (t->kind == TK_GRAPH && ry_p_peek(p, 1)->kind == TK_EQ) {
@@ -468,13 +471,7 @@ ry_expr *ry_p_expr(parser *p) {
             body = e;
             break;
         }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 8;
-            pending *fresh = RY_NEW_ARRAY(p->tmp, pending, cap);
-            if (n) memcpy(fresh, lets, sizeof *lets * (size_t)n);
-            lets = fresh;
-        }
-        lets[n++] = (pending){ry_var_new(p->m, "", NULL, e->span), e, e->span};
+        lets = push_pending(p, lets, &n, &cap, (pending){ry_var_new(p->m, "", NULL, e->span), e, e->span});
     }
     p->nscope = mark;
     for (int i = n - 1; i >= 0; i--) body = ry_expr_let(p->m, lets[i].var, lets[i].value, body, lets[i].span);

@@ -72,6 +72,7 @@ typedef struct node_info {
     int inner;       /* first of the scopes this node opens (body, branches, clauses) */
     int tmp;         /* its %N once bound, else -1 */
     bool seen;
+    bool let_body;   /* the body of a let: if used once, it continues that let's chain */
 } node_info;
 
 typedef struct scope_info {
@@ -124,7 +125,7 @@ static node_info *info_of(printer *pr, const ry_expr *e) {
     }
     *slot = pr->ninfo;
     node_info *ni = &pr->info[pr->ninfo++];
-    *ni = (node_info){e, 0, 0, -1, -1, false};
+    *ni = (node_info){e, 0, 0, -1, -1, false, false};
     return ni;
 }
 
@@ -148,38 +149,6 @@ static int lca(const printer *pr, int a, int b) {
 static bool atomic(const ry_expr *e) {
     return e->kind == RY_EXPR_VAR || e->kind == RY_EXPR_GLOBAL || e->kind == RY_EXPR_CONST ||
            e->kind == RY_EXPR_OP || e->kind == RY_EXPR_CTOR;
-}
-
-/* The i-th child of e in print order, with the slot of the scope it is
- * printed in (-1: e's own scope; k >= 0: e's k-th inner scope); NULL past
- * the last. */
-static const ry_expr *child_at(const ry_expr *e, int i, int *slot) {
-    *slot = -1;
-    switch (e->kind) {
-    case RY_EXPR_CALL:
-        if (i < e->call.nargs) return e->call.args[i];
-        return i == e->call.nargs ? e->call.callee : NULL;
-    case RY_EXPR_LET:
-        *slot = 0;
-        return i == 0 ? e->let.value : i == 1 ? e->let.body : NULL;
-    case RY_EXPR_IF:
-        if (i == 0) return e->if_.cond;
-        *slot = i - 1;
-        return i == 1 ? e->if_.then_ : i == 2 ? e->if_.else_ : NULL;
-    case RY_EXPR_MATCH:
-        if (i == 0) return e->match.data;
-        *slot = i - 1;
-        return i <= e->match.nclauses ? e->match.clauses[i - 1].body : NULL;
-    case RY_EXPR_FUNC:
-        *slot = 0;
-        return i == 0 ? e->func.body : NULL;
-    case RY_EXPR_TUPLE: return i < e->tuple.n ? e->tuple.fields[i] : NULL;
-    case RY_EXPR_PROJ: return i == 0 ? e->proj.tuple : NULL;
-    case RY_EXPR_REF: return i == 0 ? e->ref.value : NULL;
-    case RY_EXPR_REF_READ: return i == 0 ? e->ref_read.ref : NULL;
-    case RY_EXPR_REF_WRITE: return i == 0 ? e->ref_write.ref : i == 1 ? e->ref_write.value : NULL;
-    default: return NULL;
-    }
 }
 
 static int nslots(const ry_expr *e) {
@@ -219,7 +188,7 @@ static const ry_expr **postorder(printer *pr, const ry_expr *root, int *n) {
     while (nst > 0 && !pr->oom) {
         frame *f = &st[nst - 1];
         int slot;
-        const ry_expr *c = child_at(f->e, f->next++, &slot);
+        const ry_expr *c = ry_expr_child(f->e, f->next++, &slot);
         if (!c) {
             const ry_expr **fresh = grow_arr(pr, (void *)order, *n, &cap, sizeof *order);
             if (!fresh) break;
@@ -254,14 +223,18 @@ static void analyze(printer *pr, const ry_expr *root, int outer) {
     for (int i = n - 1; i >= 0 && !pr->oom; i--) {
         const ry_expr *e = order[i];
         int idx = *map_slot(&pr->nodes, e, false), scope = pr->info[idx].scope, ns = nslots(e);
-        if (ns) {
+        if (e->kind == RY_EXPR_LET && pr->info[idx].let_body && pr->info[idx].uses == 1) {
+            pr->info[idx].inner = scope; /* a let chain prints as one scope */
+        } else if (ns) {
             int first = new_scope(pr, scope);
             for (int s = 1; s < ns; s++) new_scope(pr, scope);
             pr->info[idx].inner = first;
         }
+        if (e->kind == RY_EXPR_LET && !atomic(e->let.body))
+            pr->info[*map_slot(&pr->nodes, e->let.body, false)].let_body = true;
         int slot;
         const ry_expr *c;
-        for (int j = 0; (c = child_at(e, j, &slot)); j++) {
+        for (int j = 0; (c = ry_expr_child(e, j, &slot)); j++) {
             if (atomic(c)) continue;
             node_info *ci = &pr->info[*map_slot(&pr->nodes, c, false)];
             int us = slot < 0 ? scope : pr->info[idx].inner + slot;
@@ -374,8 +347,11 @@ static void put_indented(strbuf *out, const char *s, int n) {
     }
 }
 
-/* Prints e as the end of scope `scope`: its bindings, then e. */
-static void put_scope(printer *pr, strbuf *out, int scope, const ry_expr *e) {
+static void put_let_chain(printer *pr, strbuf *out, const ry_expr *e);
+
+/* Prints e as the end of scope `scope`: its bindings, then e. A let that is
+ * printed in parentheses (let_chain) starts its own scope with its chain. */
+static void put_scope_of(printer *pr, strbuf *out, int scope, const ry_expr *e, bool let_chain) {
     strbuf *fresh = grow_arr(pr, pr->bufs, pr->nbufs, &pr->cap_bufs, sizeof *pr->bufs);
     if (!fresh) return;
     pr->bufs = fresh;
@@ -383,7 +359,8 @@ static void put_scope(printer *pr, strbuf *out, int scope, const ry_expr *e) {
     pr->bufs[idx] = (strbuf){0};
     if (scope >= 0 && scope < pr->nscopes) pr->scopes[scope].buf = idx;
     strbuf last = {0};
-    put_expr(pr, &last, e, true, true);
+    if (let_chain) put_let_chain(pr, &last, e);
+    else put_expr(pr, &last, e, true, true);
     strbuf lines = pr->bufs[idx];
     pr->nbufs--;
     if (scope >= 0 && scope < pr->nscopes) pr->scopes[scope].buf = -1;
@@ -392,6 +369,10 @@ static void put_scope(printer *pr, strbuf *out, int scope, const ry_expr *e) {
     pr->oom |= lines.oom || last.oom;
     ry_free(lines.data);
     ry_free(last.data);
+}
+
+static void put_scope(printer *pr, strbuf *out, int scope, const ry_expr *e) {
+    put_scope_of(pr, out, scope, e, false);
 }
 
 /* body -> '{' newline (indented scope) newline '}' */
@@ -555,10 +536,13 @@ static void visit(printer *pr, strbuf *out, const ry_expr *e) {
         }
         ry_sb_puts(out, e->tuple.n == 1 ? ",)" : ")");
         return;
-    case RY_EXPR_PROJ:
+    case RY_EXPR_PROJ: { /* `1f.0` would lex as a bad number: a literal gets parentheses */
+        bool paren = e->proj.tuple->kind == RY_EXPR_CONST;
+        if (paren) ry_sb_puts(out, "(");
         put_expr(pr, out, e->proj.tuple, false, false);
-        ry_sb_printf(out, ".%d", e->proj.index);
+        ry_sb_printf(out, "%s.%d", paren ? ")" : "", e->proj.index);
         return;
+    }
     case RY_EXPR_REF:
         ry_sb_puts(out, "ref(");
         put_expr(pr, out, e->ref.value, false, false);
@@ -605,7 +589,7 @@ static void prebind(printer *pr, const ry_expr *e) {
     while (nst > 0 && !pr->oom) {
         frame *f = &st[nst - 1];
         int slot;
-        const ry_expr *c = child_at(f->e, f->next++, &slot);
+        const ry_expr *c = ry_expr_child(f->e, f->next++, &slot);
         if (c) {
             if (slot < 0 && !atomic(c) && !is_bound(pr, c)) push_frame(pr, &st, &nst, &cst, c);
             continue;
@@ -647,7 +631,7 @@ static void put_expr(printer *pr, strbuf *out, const ry_expr *e, bool try_inline
     if (e->kind == RY_EXPR_LET && !(in_place && tail)) {
         strbuf inner = {0};
         ry_sb_puts(&inner, "(\n");
-        put_scope(pr, &inner, inner_scope(pr, e, 0), e);
+        put_scope_of(pr, &inner, inner_scope(pr, e, 0), e, true);
         put_indented(&text, inner.data ? inner.data : "", 2);
         ry_sb_puts(&text, "\n)");
         ry_free(inner.data);

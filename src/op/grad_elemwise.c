@@ -16,7 +16,8 @@
 #define K(x, v) ry_gb_scalar(M, ry_gb_dtype(x), v)
 
 /* add: da = g, db = g (each unbroadcast) */
-ry_status ry_grad_add(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g, ry_expr **grads) {
+ry_status ry_grad_add(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                      ry_expr **grads) {
     grads[0] = UNB(g, args[0]);
     grads[1] = UNB(g, args[1]);
     return RY_OK;
@@ -82,19 +83,22 @@ ry_status ry_grad_negative(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_
 }
 
 /* exp: dx = g * y */
-ry_status ry_grad_exp(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g, ry_expr **grads) {
+ry_status ry_grad_exp(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                      ry_expr **grads) {
     grads[0] = OP2("multiply", g, y);
     return RY_OK;
 }
 
 /* log: dx = g / x */
-ry_status ry_grad_log(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g, ry_expr **grads) {
+ry_status ry_grad_log(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                      ry_expr **grads) {
     grads[0] = OP2("divide", g, args[0]);
     return RY_OK;
 }
 
 /* sqrt: dx = g / (2 y) */
-ry_status ry_grad_sqrt(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g, ry_expr **grads) {
+ry_status ry_grad_sqrt(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                       ry_expr **grads) {
     grads[0] = OP2("divide", g, OP2("multiply", K(y, 2.0), y));
     return RY_OK;
 }
@@ -108,7 +112,8 @@ ry_status ry_grad_rsqrt(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_exp
 }
 
 /* tanh: dx = g * (1 - y * y) */
-ry_status ry_grad_tanh(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g, ry_expr **grads) {
+ry_status ry_grad_tanh(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                       ry_expr **grads) {
     grads[0] = OP2("multiply", g, OP2("subtract", K(y, 1.0), OP2("multiply", y, y)));
     return RY_OK;
 }
@@ -121,14 +126,16 @@ ry_status ry_grad_sigmoid(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_e
 }
 
 /* abs: dx = g where x >= 0, -g elsewhere */
-ry_status ry_grad_abs(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g, ry_expr **grads) {
+ry_status ry_grad_abs(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                      ry_expr **grads) {
     ry_expr *x = args[0];
     grads[0] = ry_gb_op3(M, "where", OP2("less", x, K(x, 0.0)), OP1("negative", g), g);
     return RY_OK;
 }
 
 /* nn.relu: dx = g where x > 0, 0 elsewhere */
-ry_status ry_grad_relu(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g, ry_expr **grads) {
+ry_status ry_grad_relu(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                       ry_expr **grads) {
     ry_expr *x = args[0];
     grads[0] = ry_gb_op3(M, "where", OP2("greater", x, K(x, 0.0)), g, OP1("zeros_like", g));
     return RY_OK;
@@ -140,13 +147,14 @@ ry_status ry_grad_leaky_relu(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
     ry_expr *x = args[0];
     const ry_op *op = c->call->call.callee->op.op;
     double alpha = ry_attr_float(op, &c->call->call.attrs, "alpha");
-    grads[0] = ry_gb_op3(M, "where", OP2("greater", x, K(x, 0.0)), g,
-                         OP2("multiply", g, K(x, alpha)));
+    grads[0] =
+        ry_gb_op3(M, "where", OP2("greater", x, K(x, 0.0)), g, OP2("multiply", g, K(x, alpha)));
     return RY_OK;
 }
 
 /* clip: dx = g where a_min <= x <= a_max, 0 elsewhere */
-ry_status ry_grad_clip(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g, ry_expr **grads) {
+ry_status ry_grad_clip(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                       ry_expr **grads) {
     ry_expr *x = args[0];
     const ry_op *op = c->call->call.callee->op.op;
     const ry_attrs *at = &c->call->call.attrs;
@@ -172,7 +180,8 @@ ry_status ry_grad_where(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_exp
 }
 
 /* cast: dx = cast(g, x's dtype); none for integer x */
-ry_status ry_grad_cast(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g, ry_expr **grads) {
+ry_status ry_grad_cast(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                       ry_expr **grads) {
     ry_dtype dt = ry_gb_dtype(args[0]);
     if (!ry_dtype_is_float(dt)) {
         grads[0] = NULL;
@@ -185,7 +194,8 @@ ry_status ry_grad_cast(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr
 }
 
 /* copy: dx = g */
-ry_status ry_grad_copy(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g, ry_expr **grads) {
+ry_status ry_grad_copy(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                       ry_expr **grads) {
     grads[0] = g;
     return RY_OK;
 }

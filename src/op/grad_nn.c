@@ -5,6 +5,8 @@
  * g is the adjoint of the result y. Convolution and pooling need backward
  * operators the registry does not have yet, so they have no rule here.
  */
+#include <string.h>
+
 #include "op/grad_rules.h"
 
 #define M_ (c->m)
@@ -49,7 +51,8 @@ ry_status ry_grad_dense(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_exp
     int nd;
     int64_t ws[RY_MAX_RANK];
     if (!ry_gb_shape(ry_gb_type(w), &nd, ws) || nd != 2)
-        return ry_error_at(c->err, c->span, "gradient of nn.dense needs a 2-D weight of known shape");
+        return ry_error_at(c->err, c->span,
+                           "gradient of nn.dense needs a 2-D weight of known shape");
     grads[0] = OP2("nn.dense", g, transpose2(c, w));
     ry_expr *g2, *x2;
     if (flatten_rows(c, g, ws[0], &g2) || flatten_rows(c, x, ws[1], &x2)) return RY_ERR;
@@ -96,7 +99,8 @@ static ry_status matmul_grads(ry_grad_ctx *c, const char *op, ry_expr *const *ar
         bool same_batch = true;
         for (int i = 0; ta_ && tb_ && i + 2 < ta_->tensor.ndim; i++) {
             const ry_dim *x = &ta_->tensor.dims[i], *z = &tb_->tensor.dims[i];
-            same_batch &= x->kind == RY_DIM_CONST && z->kind == RY_DIM_CONST && x->value == z->value;
+            same_batch &=
+                x->kind == RY_DIM_CONST && z->kind == RY_DIM_CONST && x->value == z->value;
         }
         if (same_batch) {
             grads[0] = da;
@@ -206,37 +210,138 @@ static ry_expr *along_axis(ry_grad_ctx *c, ry_expr *v, int64_t axis, int ndim) {
     return e;
 }
 
-static ry_expr *mean_keep(ry_grad_ctx *c, ry_expr *x, int64_t axis) {
-    ry_expr *s = OP1("mean", x);
-    ry_gb_attr_ints(M_, s, "axis", 1, &axis);
+/* mean or sum over the axes marked in red[], keepdims */
+static ry_expr *reduce_keep(ry_grad_ctx *c, const char *op, ry_expr *x, int nd, const bool *red) {
+    int64_t axes[RY_MAX_RANK];
+    int n = 0;
+    for (int i = 0; i < nd; i++)
+        if (red[i]) axes[n++] = i;
+    ry_expr *s = OP1(op, x);
+    ry_gb_attr_ints(M_, s, "axis", n, axes);
     ry_gb_attr_bool(M_, s, "keepdims", true);
     return s;
 }
 
-/* layer_norm along axis A: xhat = (x - mean) * rstd, rstd = rsqrt(var + eps),
- * y = xhat * gamma + beta (gamma, beta (C) broadcast along A)
+/* Normalization over the axes R, then scale and shift by gamma, beta (C)
+ * along axis A (layer_norm: R = {A}; instance_norm: R = all but 0 and A):
+ *   xhat = (x - mean_R(x)) * rstd,  rstd = rsqrt(mean_R((x - mean_R x)^2) + eps)
+ *   y = xhat * gamma + beta
  *   dxhat  = g * gamma
- *   dx     = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+ *   dx     = rstd * (dxhat - mean_R(dxhat) - xhat * mean_R(dxhat * xhat))
  *   dgamma = sum of g * xhat over every axis but A;  dbeta = sum of g likewise */
-ry_status ry_grad_layer_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
-                             ry_expr **grads) {
+static ry_status norm_grads(ry_grad_ctx *c, ry_expr *const *args, ry_expr *g, ry_expr **grads,
+                            int64_t axis, const bool *red) {
     ry_expr *x = args[0];
     int nd = tensor_rank(x);
     const ry_op *op = call_op(c);
     const ry_attrs *at = call_attrs(c);
-    int64_t axis = norm_axis(ry_attr_int(op, at, "axis"), nd);
     ry_dtype dt = ry_gb_dtype(x);
-    ry_expr *xc = OP2("subtract", x, mean_keep(c, x, axis));
-    ry_expr *var = mean_keep(c, OP2("multiply", xc, xc), axis);
-    ry_expr *rstd = OP1("rsqrt", OP2("add", var, ry_gb_scalar(M_, dt, ry_attr_float(op, at, "epsilon"))));
+    ry_expr *xc = OP2("subtract", x, reduce_keep(c, "mean", x, nd, red));
+    ry_expr *var = reduce_keep(c, "mean", OP2("multiply", xc, xc), nd, red);
+    ry_expr *eps = ry_gb_scalar(M_, dt, ry_attr_float(op, at, "epsilon"));
+    ry_expr *rstd = OP1("rsqrt", OP2("add", var, eps));
     ry_expr *xhat = OP2("multiply", xc, rstd);
     bool scale = ry_attr_bool(op, at, "scale"), center = ry_attr_bool(op, at, "center");
     ry_expr *dxhat = scale ? OP2("multiply", g, along_axis(c, args[1], axis, nd)) : g;
-    ry_expr *inner = OP2("subtract", OP2("subtract", dxhat, mean_keep(c, dxhat, axis)),
-                         OP2("multiply", xhat, mean_keep(c, OP2("multiply", dxhat, xhat), axis)));
+    ry_expr *m1 = reduce_keep(c, "mean", dxhat, nd, red);
+    ry_expr *m2 = reduce_keep(c, "mean", OP2("multiply", dxhat, xhat), nd, red);
+    ry_expr *inner = OP2("subtract", OP2("subtract", dxhat, m1), OP2("multiply", xhat, m2));
     grads[0] = OP2("multiply", rstd, inner);
     grads[1] = scale ? sum_axis(c, OP2("multiply", g, xhat), axis, false, true) : NULL;
     grads[2] = center ? sum_axis(c, g, axis, false, true) : NULL;
+    return RY_OK;
+}
+
+ry_status ry_grad_layer_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                             ry_expr **grads) {
+    int nd = tensor_rank(args[0]);
+    int64_t axis = norm_axis(ry_attr_int(call_op(c), call_attrs(c), "axis"), nd);
+    bool red[RY_MAX_RANK] = {false};
+    if (axis >= 0 && axis < nd) red[axis] = true;
+    return norm_grads(c, args, g, grads, axis, red);
+}
+
+ry_status ry_grad_instance_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                                ry_expr **grads) {
+    int nd = tensor_rank(args[0]);
+    int64_t axis = norm_axis(ry_attr_int(call_op(c), call_attrs(c), "axis"), nd);
+    bool red[RY_MAX_RANK] = {false};
+    for (int i = 1; i < nd; i++)
+        red[i] = i != axis;
+    return norm_grads(c, args, g, grads, axis, red);
+}
+
+/* group_norm with G groups along axis A: data (N, A', C, I) viewed as
+ * (N, A', G, C/G, I) is normalized over axes R = {1, 3, 4} of the view
+ * (instance_norm's rule in that view), scaled and shifted per channel:
+ *   dxhat = g * gamma (as the view);  dx = the norm rule's dx, reshaped back
+ *   dgamma = sum of g * xhat over every axis but A;  dbeta = sum of g likewise */
+ry_status ry_grad_group_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                             ry_expr **grads) {
+    ry_expr *x = args[0];
+    const ry_op *op = call_op(c);
+    const ry_attrs *at = call_attrs(c);
+    int nd;
+    int64_t shape[RY_MAX_RANK];
+    if (!ry_gb_shape(ry_gb_type(x), &nd, shape) || nd < 2)
+        return ry_error_at(c->err, c->span, "gradient of nn.group_norm needs a known data shape");
+    int64_t axis = norm_axis(ry_attr_int(op, at, "axis"), nd), groups = ry_attr_int(op, at, "num_groups");
+    if (axis < 1 || axis >= nd || groups < 1 || shape[axis] % groups)
+        return ry_error_at(c->err, c->span, "gradient of nn.group_norm: bad axis or num_groups");
+    int64_t v5[5] = {shape[0], 1, groups, shape[axis] / groups, 1};
+    for (int i = 1; i < axis; i++) v5[1] *= shape[i];
+    for (int i = (int)axis + 1; i < nd; i++) v5[4] *= shape[i];
+    const bool red[5] = {false, true, false, true, true};
+    ry_dtype dt = ry_gb_dtype(x);
+    ry_expr *xr = OP1("reshape", x);
+    ry_gb_attr_ints(M_, xr, "newshape", 5, v5);
+    ry_expr *xc = OP2("subtract", xr, reduce_keep(c, "mean", xr, 5, red));
+    ry_expr *var = reduce_keep(c, "mean", OP2("multiply", xc, xc), 5, red);
+    ry_expr *eps = ry_gb_scalar(M_, dt, ry_attr_float(op, at, "epsilon"));
+    ry_expr *rstd = OP1("rsqrt", OP2("add", var, eps));
+    ry_expr *xhat = OP2("multiply", xc, rstd);
+    bool scale = ry_attr_bool(op, at, "scale"), center = ry_attr_bool(op, at, "center");
+    ry_expr *dxhat = OP1("reshape", scale ? OP2("multiply", g, along_axis(c, args[1], axis, nd)) : g);
+    ry_gb_attr_ints(M_, dxhat, "newshape", 5, v5);
+    ry_expr *m1 = reduce_keep(c, "mean", dxhat, 5, red);
+    ry_expr *m2 = reduce_keep(c, "mean", OP2("multiply", dxhat, xhat), 5, red);
+    ry_expr *dx = OP2("multiply", rstd,
+                      OP2("subtract", OP2("subtract", dxhat, m1), OP2("multiply", xhat, m2)));
+    if (ry_gb_reshape_to(c, dx, ry_gb_type(x), &grads[0])) return RY_ERR;
+    ry_expr *xhat_x;
+    if (ry_gb_reshape_to(c, xhat, ry_gb_type(x), &xhat_x)) return RY_ERR;
+    grads[1] = scale ? sum_axis(c, OP2("multiply", g, xhat_x), axis, false, true) : NULL;
+    grads[2] = center ? sum_axis(c, g, axis, false, true) : NULL;
+    return RY_OK;
+}
+
+/* l2_normalize over axes R: s = sum_R(x^2), n = max(s, eps), y = x * rsqrt(n)
+ *   dx = g * rsqrt(n) - (x * sum_R(g * x) * n^(-3/2) where s > eps, else 0) */
+ry_status ry_grad_l2_normalize(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                               ry_expr **grads) {
+    ry_expr *x = args[0];
+    int nd = tensor_rank(x);
+    const ry_op *op = call_op(c);
+    const ry_attrs *at = call_attrs(c);
+    int64_t axes[RY_MAX_RANK];
+    int n = ry_attr_ints(op, at, "axis", axes, RY_MAX_RANK);
+    bool red[RY_MAX_RANK] = {false};
+    for (int i = 0; i < nd; i++)
+        red[i] = n < 0;
+    for (int i = 0; i < n && i < RY_MAX_RANK; i++) {
+        int64_t a = norm_axis(axes[i], nd);
+        if (a >= 0 && a < nd) red[a] = true;
+    }
+    ry_expr *eps = ry_gb_scalar(M_, ry_gb_dtype(x),
+                                ry_attr_is_none(op, at, "eps") ? 0 : ry_attr_float(op, at, "eps"));
+    ry_expr *s = reduce_keep(c, "sum", OP2("multiply", x, x), nd, red);
+    ry_expr *r = OP1("rsqrt", OP2("maximum", s, eps));
+    ry_expr *gx = reduce_keep(c, "sum", OP2("multiply", g, x), nd, red);
+    ry_expr *through =
+        OP2("multiply", OP2("multiply", x, gx), OP2("multiply", r, OP2("multiply", r, r)));
+    ry_expr *norm_part =
+        ry_gb_op3(M_, "where", OP2("greater", s, eps), through, OP1("zeros_like", x));
+    grads[0] = OP2("subtract", OP2("multiply", g, r), norm_part);
     return RY_OK;
 }
 
@@ -253,5 +358,155 @@ ry_status ry_grad_prelu(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_exp
     grads[0] = ry_gb_op3(M_, "where", pos, g, OP2("multiply", g, along_axis(c, args[1], axis, nd)));
     ry_expr *neg = ry_gb_op3(M_, "where", pos, zero, OP2("multiply", g, x));
     grads[1] = nd == 1 ? neg : sum_axis(c, neg, axis, false, true);
+    return RY_OK;
+}
+
+/* pad (constant mode) by (b_i, a_i) per axis: dx = g cropped back, each
+ * padded axis cut with split at [b_i, b_i + d_i]; the pad value's adjoint
+ * is the sum of g over the padding: sum(g) - sum(dx) */
+ry_status ry_grad_pad(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                      ry_expr **grads) {
+    const ry_op *op = call_op(c);
+    const ry_attrs *at = call_attrs(c);
+    int nd;
+    int64_t shape[RY_MAX_RANK];
+    const ry_attr_value *pw = ry_attr_get(op, at, "pad_width");
+    if (strcmp(ry_attr_str(op, at, "pad_mode"), "constant") != 0 ||
+        !ry_gb_shape(ry_gb_type(args[0]), &nd, shape) || pw->kind != RY_AV_LIST || pw->list.n != nd)
+        return ry_error_at(c->err, c->span,
+                           "gradient of nn.pad is written for pad_mode=\"constant\" and a data "
+                           "tensor of known shape");
+    ry_expr *crop = g;
+    for (int i = 0; i < nd; i++) {
+        const ry_attr_value *p = &pw->list.items[i];
+        if (p->kind != RY_AV_LIST || p->list.n != 2 || p->list.items[0].kind != RY_AV_INT ||
+            p->list.items[1].kind != RY_AV_INT)
+            return ry_error_at(c->err, c->span, "gradient of nn.pad: pad_width must hold pairs of integers");
+        int64_t b = p->list.items[0].i, a = p->list.items[1].i;
+        if (b < 0 || a < 0)
+            return ry_error_at(c->err, c->span,
+                               "gradient of nn.pad: negative pad widths (cropping) are not "
+                               "supported");
+        if (b == 0 && a == 0) continue;
+        int64_t idx[2] = {b, b + shape[i]};
+        ry_expr *sp = OP1("split", crop);
+        if (b == 0)
+            ry_gb_attr_ints(M_, sp, "indices_or_sections", 1, &idx[1]);
+        else if (a == 0)
+            ry_gb_attr_ints(M_, sp, "indices_or_sections", 1, &idx[0]);
+        else
+            ry_gb_attr_ints(M_, sp, "indices_or_sections", 2, idx);
+        ry_gb_attr_int(M_, sp, "axis", i);
+        crop = ry_expr_proj(M_, sp, b == 0 ? 0 : 1, RY_NO_SPAN);
+    }
+    grads[0] = crop;
+    grads[1] = OP2("subtract", OP1("sum", g), OP1("sum", crop));
+    return RY_OK;
+}
+
+/* ---- operators whose result depends on the interpreter's mode ----
+ * nn.dropout and nn.batch_norm compute differently in training and at
+ * inference, and a rule cannot know which mode will run. Their rules
+ * therefore build both adjoints and pick one at run time from the primal
+ * results themselves: at inference dropout's output equals its input and
+ * batch_norm's running statistics come back unchanged; in training they
+ * differ (except in degenerate cases where both adjoints coincide or the
+ * data is all zeros). The test is a scalar bool, changed(a, b) =
+ * max(|a - b|) > 0. */
+static ry_expr *changed(ry_grad_ctx *c, ry_expr *a, ry_expr *b) {
+    ry_expr *d = OP1("max", OP1("abs", OP2("subtract", a, b)));
+    return OP2("greater", d, ry_gb_scalar(M_, ry_gb_dtype(b), 0));
+}
+
+static ry_expr *pick(ry_grad_ctx *c, ry_expr *t, ry_expr *a, ry_expr *b) {
+    return ry_gb_op3(M_, "where", t, a, b);
+}
+
+/* dropout: (out, mask) = dropout(x); training: out = x * mask / (1 - rate)
+ *   training: dx = g.0 * mask / (1 - rate)   (0 when rate is 1)
+ *   inference: dx = g.0                       (out = x, mask all ones) */
+ry_status ry_grad_dropout(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                          ry_expr **grads) {
+    ry_expr *x = args[0];
+    double rate = ry_attr_float(call_op(c), call_attrs(c), "rate");
+    ry_expr *g0 = ry_expr_proj(M_, g, 0, RY_NO_SPAN), *out = ry_expr_proj(M_, y, 0, RY_NO_SPAN);
+    ry_expr *mask = ry_expr_proj(M_, y, 1, RY_NO_SPAN);
+    ry_expr *scale = ry_gb_scalar(M_, ry_gb_dtype(x), rate < 1 ? 1 / (1 - rate) : 0);
+    ry_expr *train = OP2("multiply", g0, OP2("multiply", mask, scale));
+    grads[0] = pick(c, changed(c, out, x), train, g0);
+    return RY_OK;
+}
+
+/* batch_norm(x, gamma, beta, mm, mv) -> (out, new_mean, new_var), per
+ * channel along axis A, statistics over the other axes R (n values):
+ * training (kernel: PyTorch's momentum 0.1, biased var to normalize,
+ * unbiased to update):
+ *   xhat = (x - mean) rstd, rstd = rsqrt(var + eps)
+ *   dx   = rstd (dxhat - mean_R dxhat - xhat mean_R(dxhat xhat))
+ *          + 0.1 g.1 / n + 0.2 (x - mean) g.2 / (n - 1),   dxhat = g.0 gamma
+ *   dmm  = 0.9 g.1,  dmv = 0.9 g.2
+ * inference (moving statistics normalize, come back unchanged):
+ *   xhat = (x - mm) rstd, rstd = rsqrt(mv + eps),  dx = g.0 gamma rstd
+ *   dmm  = g.1 - sum_R(g.0 gamma rstd)
+ *   dmv  = g.2 - 0.5 sum_R(g.0 gamma (x - mm) rstd^3)
+ * both: dgamma = sum_R(g.0 xhat), dbeta = sum_R(g.0) */
+ry_status ry_grad_batch_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                             ry_expr **grads) {
+    ry_expr *x = args[0];
+    const ry_op *op = call_op(c);
+    const ry_attrs *at = call_attrs(c);
+    int nd;
+    int64_t shape[RY_MAX_RANK];
+    if (!ry_gb_shape(ry_gb_type(x), &nd, shape))
+        return ry_error_at(c->err, c->span, "gradient of nn.batch_norm needs a known data shape");
+    int64_t axis = norm_axis(ry_attr_int(op, at, "axis"), nd);
+    bool red[RY_MAX_RANK] = {false};
+    double n = 1;
+    for (int i = 0; i < nd; i++) {
+        red[i] = i != axis;
+        if (red[i]) n *= (double)shape[i];
+    }
+    ry_dtype dt = ry_gb_dtype(x);
+#define K(v) ry_gb_scalar(M_, dt, (v))
+#define ALONG(v) along_axis(c, (v), axis, nd)
+    ry_expr *g0 = ry_expr_proj(M_, g, 0, RY_NO_SPAN), *g1 = ry_expr_proj(M_, g, 1, RY_NO_SPAN);
+    ry_expr *g2 = ry_expr_proj(M_, g, 2, RY_NO_SPAN);
+    ry_expr *mm = args[3], *mv = args[4], *eps = K(ry_attr_float(op, at, "epsilon"));
+    bool scale = ry_attr_bool(op, at, "scale"), center = ry_attr_bool(op, at, "center");
+    ry_expr *dxhat = scale ? OP2("multiply", g0, ALONG(args[1])) : g0;
+    /* training */
+    ry_expr *xc = OP2("subtract", x, reduce_keep(c, "mean", x, nd, red));
+    ry_expr *rstd =
+        OP1("rsqrt", OP2("add", reduce_keep(c, "mean", OP2("multiply", xc, xc), nd, red), eps));
+    ry_expr *xhat_t = OP2("multiply", xc, rstd);
+    ry_expr *m1 = reduce_keep(c, "mean", dxhat, nd, red);
+    ry_expr *m2 = reduce_keep(c, "mean", OP2("multiply", dxhat, xhat_t), nd, red);
+    ry_expr *dx_t = OP2("multiply", rstd,
+                        OP2("subtract", OP2("subtract", dxhat, m1), OP2("multiply", xhat_t, m2)));
+    dx_t = OP2("add", dx_t, ALONG(OP2("multiply", g1, K(0.1 / n))));
+    if (n > 1)
+        dx_t = OP2("add", dx_t, OP2("multiply", OP2("multiply", xc, ALONG(g2)), K(0.2 / (n - 1))));
+    /* inference */
+    ry_expr *xm = OP2("subtract", x, ALONG(mm));
+    ry_expr *rstd_i = OP1("rsqrt", OP2("add", ALONG(mv), eps));
+    ry_expr *xhat_i = OP2("multiply", xm, rstd_i);
+    ry_expr *dx_i = OP2("multiply", dxhat, rstd_i);
+    ry_expr *dmm_i = OP2("subtract", g1, sum_axis(c, dx_i, axis, false, true));
+    ry_expr *r3 = OP2("multiply", rstd_i, OP2("multiply", rstd_i, rstd_i));
+    ry_expr *dmv_i =
+        OP2("subtract", g2,
+            OP2("multiply", K(0.5),
+                sum_axis(c, OP2("multiply", OP2("multiply", dxhat, xm), r3), axis, false, true)));
+    ry_expr *y1 = ry_expr_proj(M_, y, 1, RY_NO_SPAN), *y2 = ry_expr_proj(M_, y, 2, RY_NO_SPAN);
+    ry_expr *train = OP2("logical_or", changed(c, y1, mm), changed(c, y2, mv));
+    grads[0] = pick(c, train, dx_t, dx_i);
+    grads[1] =
+        scale ? sum_axis(c, OP2("multiply", g0, pick(c, train, xhat_t, xhat_i)), axis, false, true)
+              : NULL;
+    grads[2] = center ? sum_axis(c, g0, axis, false, true) : NULL;
+    grads[3] = pick(c, train, OP2("multiply", g1, K(0.9)), dmm_i);
+    grads[4] = pick(c, train, OP2("multiply", g2, K(0.9)), dmv_i);
+#undef K
+#undef ALONG
     return RY_OK;
 }

@@ -53,6 +53,12 @@ static const rule_entry rules[] = {
     {"nn.cross_entropy_with_logits", ry_grad_cross_entropy_with_logits},
     {"nn.layer_norm", ry_grad_layer_norm},
     {"nn.prelu", ry_grad_prelu},
+    {"nn.instance_norm", ry_grad_instance_norm},
+    {"nn.group_norm", ry_grad_group_norm},
+    {"nn.l2_normalize", ry_grad_l2_normalize},
+    {"nn.pad", ry_grad_pad},
+    {"nn.dropout", ry_grad_dropout},
+    {"nn.batch_norm", ry_grad_batch_norm},
     {"sum", ry_grad_sum},
     {"mean", ry_grad_mean},
     {"max", ry_grad_max},
@@ -71,9 +77,9 @@ static const rule_entry rules[] = {
  * comparisons and logic (boolean results), index results, and the
  * initializers whose value depends only on a shape. */
 static const char *const no_grad_ops[] = {
-    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-    "logical_and", "logical_or", "logical_not", "argmax", "argmin", "one_hot",
-    "zeros", "ones", "zeros_like", "ones_like", "full", "full_like",
+    "equal",       "not_equal",  "less",        "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logical_not", "argmax",     "argmin",  "one_hot",
+    "zeros",       "ones",       "zeros_like",  "ones_like",  "full",    "full_like",
 };
 
 #define NRULES (int)(sizeof rules / sizeof rules[0])
@@ -93,7 +99,8 @@ bool ry_grad_rule_lookup(const ry_op *op, ry_grad_rule *out) {
         return true;
     }
     bool ng = op->no_grad;
-    for (int i = 0; i < NNOGRAD && !ng; i++) ng = strcmp(no_grad_ops[i], op->name) == 0;
+    for (int i = 0; i < NNOGRAD && !ng; i++)
+        ng = strcmp(no_grad_ops[i], op->name) == 0;
     *out = (ry_grad_rule){NULL, ng};
     return ng;
 }
@@ -234,4 +241,47 @@ ry_status ry_gb_reshape_to(ry_grad_ctx *c, ry_expr *g, const ry_type *t, ry_expr
     ry_gb_attr_ints(c->m, r, "newshape", nd, shape);
     *out = r;
     return RY_OK;
+}
+
+/* scatter: g (P, N, Q) added into (P, V, Q) rows idx[n] along the middle
+ * axis, as a product with a one-hot matrix (no scatter operator needed):
+ *   H  = one_hot(idx, depth=V)                                 (N, V)
+ *   G2 = g as (P, N, Q), transposed to (N, P, Q), as (N, P*Q)
+ *   D2 = dense(H^T, G2^T)                     (V, N) x (P*Q, N) -> (V, P*Q)
+ *   result = D2 as (V, P, Q), transposed to (P, V, Q)
+ * An index outside [0, V) (one_hot gives a zero row) adds nothing. */
+static ry_expr *reshaped(ry_module *m, ry_expr *x, int n, const int64_t *shape) {
+    ry_expr *r = ry_gb_op1(m, "reshape", x);
+    ry_gb_attr_ints(m, r, "newshape", n, shape);
+    return r;
+}
+
+static ry_expr *transposed(ry_module *m, ry_expr *x, int n, const int64_t *axes) {
+    ry_expr *t = ry_gb_op1(m, "transpose", x);
+    ry_gb_attr_ints(m, t, "axes", n, axes);
+    return t;
+}
+
+ry_expr *ry_gb_scatter(ry_module *m, ry_expr *g, ry_expr *idx, int64_t p, int64_t v, int64_t q,
+                       ry_dtype dt) {
+    const int64_t swap[3] = {1, 0, 2}, t2[2] = {1, 0};
+    const int64_t pnq[3] = {p, -1, q}, npq[2] = {-1, p * q}, vpq[3] = {v, p, q};
+    ry_expr *h = ry_gb_op3(m, "one_hot", idx, ry_gb_scalar(m, dt, 1), ry_gb_scalar(m, dt, 0));
+    ry_gb_attr_int(m, h, "depth", v);
+    ry_gb_attr_str(m, h, "dtype", ry_dtype_name(dt));
+    ry_expr *g2 = reshaped(m, transposed(m, reshaped(m, g, 3, pnq), 3, swap), 2, npq);
+    ry_expr *d2 = ry_gb_op2(m, "nn.dense", transposed(m, h, 2, t2), transposed(m, g2, 2, t2));
+    return transposed(m, reshaped(m, d2, 3, vpq), 3, swap);
+}
+
+ry_expr *ry_gb_index_const(ry_module *m, int n, const int64_t *idx) {
+    ry_tensor *t = ry_tensor_new(RY_INT32, 1, (int64_t[]){n});
+    if (!t) {
+        fprintf(stderr, "relayc: out of memory\n");
+        exit(1);
+    }
+    for (int i = 0; i < n; i++) ((int32_t *)t->data)[i] = (int32_t)idx[i];
+    ry_expr *e = ry_expr_const(m, t, RY_NO_SPAN);
+    e->type = ry_type_tensor(m, RY_INT32, 1, (int64_t[]){n});
+    return e;
 }

@@ -14,7 +14,7 @@
 /* A rule looked up by operator name: the private table first, then the
  * registry entry's .grad. NULL when the operator has none. */
 typedef struct ry_grad_rule {
-    ry_grad_fn fn;  /* NULL with no_grad true: not differentiable */
+    ry_grad_fn fn; /* NULL with no_grad true: not differentiable */
     bool no_grad;
 } ry_grad_rule;
 
@@ -42,6 +42,13 @@ ry_expr *ry_gb_unbroadcast(ry_module *m, ry_expr *g, const ry_type *res, ry_expr
 /* A fresh var (name made by the printer unique) with its type set. */
 ry_var *ry_gb_var(ry_module *m, const char *name, ry_type *type);
 ry_expr *ry_gb_ref(ry_module *m, ry_var *v); /* a use of v, typed as v */
+
+/* g (P, N, Q) scatter-added along its middle axis into (P, V, Q) at rows
+ * idx (an int tensor of N indices; those outside [0, V) add nothing). */
+ry_expr *ry_gb_scatter(ry_module *m, ry_expr *g, ry_expr *idx, int64_t p, int64_t v, int64_t q,
+                       ry_dtype dt);
+/* A constant int32 vector. */
+ry_expr *ry_gb_index_const(ry_module *m, int n, const int64_t *idx);
 
 /* ---- helpers for rules ---- */
 /* The type of a rule input (an atom the transform typed). */
@@ -92,6 +99,12 @@ ry_status ry_grad_cross_entropy_with_logits(ry_grad_ctx *, ry_expr *const *, ry_
                                             ry_expr **);
 ry_status ry_grad_layer_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_prelu(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_instance_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_group_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_l2_normalize(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_pad(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_dropout(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_batch_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 /* grad_transform.c */
 ry_status ry_grad_sum(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_mean(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);

@@ -27,13 +27,15 @@ static void reduced_axes(ry_grad_ctx *c, int ndim, bool *red) {
     int64_t axes[RY_MAX_RANK];
     int n = ry_attr_ints(call_op(c), call_attrs(c), "axis", axes, RY_MAX_RANK);
     bool exclude = ry_attr_bool(call_op(c), call_attrs(c), "exclude");
-    for (int i = 0; i < ndim; i++) red[i] = n < 0;
+    for (int i = 0; i < ndim; i++)
+        red[i] = n < 0;
     for (int i = 0; i < n && i < RY_MAX_RANK; i++) {
         int64_t a = axes[i] < 0 ? axes[i] + ndim : axes[i];
         if (a >= 0 && a < ndim) red[a] = true;
     }
     if (exclude && n >= 0)
-        for (int i = 0; i < ndim; i++) red[i] = !red[i];
+        for (int i = 0; i < ndim; i++)
+            red[i] = !red[i];
 }
 
 /* The adjoint g of a reduction, with the reduced axes put back as 1s
@@ -74,7 +76,8 @@ ry_status ry_grad_mean(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr
     for (int i = 0; i < nd; i++)
         if (red[i]) count *= (double)shape[i];
     ry_expr *gk = keep_reduced(c, g, nd, red);
-    ry_expr *scaled = OP2("multiply", gk, ry_gb_scalar(M_, ry_gb_dtype(x), count ? 1.0 / count : 0));
+    ry_expr *scaled =
+        OP2("multiply", gk, ry_gb_scalar(M_, ry_gb_dtype(x), count ? 1.0 / count : 0));
     grads[0] = OP2("add", OP1("zeros_like", x), scaled);
     return RY_OK;
 }
@@ -183,41 +186,48 @@ ry_status ry_grad_stack(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_exp
     return RY_OK;
 }
 
-/* take(data, indices, axis=0): scatter-add of g's rows into data's rows,
- * written as a product with a one-hot matrix. Legend: V = rows of data,
- * D = the product of data's other dims, N = the number of indices.
- *   G = reshape(g, (N, D)), H = one_hot(reshape(indices, (N,)), depth=V): (N, V)
- *   ddata = reshape(dense(H^T, G^T), data's shape)     (V, N) x (D, N) -> (V, D)
- * Indices out of range (mode clip or wrap) contribute nothing. */
+/* take(data, indices, axis): scatter-add of g into data along axis
+ * (ry_gb_scatter). Legend: data is (P, V, Q) around axis (P, Q the products
+ * of the dims before and after it; axis=None flattens data: P = Q = 1).
+ * mode="clip" clips the indices first, as the forward does; with "fast" or
+ * "wrap" an index out of [0, V) contributes nothing. */
+static ry_expr *reshape_to(ry_grad_ctx *c, ry_expr *x, int n, const int64_t *shape) {
+    ry_expr *r = OP1("reshape", x);
+    ry_gb_attr_ints(M_, r, "newshape", n, shape);
+    return r;
+}
+
 ry_status ry_grad_take(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
                        ry_expr **grads) {
     ry_expr *data = args[0], *ind = args[1];
+    const ry_op *op = call_op(c);
+    const ry_attrs *at = call_attrs(c);
     int nd;
     int64_t shape[RY_MAX_RANK];
-    bool axis0 = !ry_attr_is_none(call_op(c), call_attrs(c), "axis") &&
-                 ry_attr_int(call_op(c), call_attrs(c), "axis") == 0;
-    if (!axis0 || ry_attr_int(call_op(c), call_attrs(c), "batch_dims") != 0 ||
-        !ry_gb_shape(ry_gb_type(data), &nd, shape) || nd < 1)
-        return ry_error_at(c->err, c->span,
-                           "gradient of take is written for axis=0, batch_dims=0 and a data "
-                           "tensor of known shape");
-    int64_t d = 1;
-    for (int i = 1; i < nd; i++) d *= shape[i];
-    ry_dtype dt = ry_gb_dtype(data);
-    ry_expr *gm = OP1("reshape", g);
-    const int64_t gshape[2] = {-1, d}, ishape[1] = {-1}, axes[2] = {1, 0};
-    ry_gb_attr_ints(M_, gm, "newshape", 2, gshape);
-    ry_expr *im = OP1("reshape", ind);
-    ry_gb_attr_ints(M_, im, "newshape", 1, ishape);
-    ry_expr *h = ry_gb_op3(M_, "one_hot", im, ry_gb_scalar(M_, dt, 1), ry_gb_scalar(M_, dt, 0));
-    ry_gb_attr_int(M_, h, "depth", shape[0]);
-    ry_gb_attr_str(M_, h, "dtype", ry_dtype_name(dt));
-    ry_expr *ht = OP1("transpose", h), *gt = OP1("transpose", gm);
-    ry_gb_attr_ints(M_, ht, "axes", 2, axes);
-    ry_gb_attr_ints(M_, gt, "axes", 2, axes);
-    ry_expr *r = OP1("reshape", OP2("nn.dense", ht, gt));
-    ry_gb_attr_ints(M_, r, "newshape", nd, shape);
-    grads[0] = r;
     grads[1] = NULL;
+    if (ry_attr_int(op, at, "batch_dims") != 0 || !ry_gb_shape(ry_gb_type(data), &nd, shape))
+        return ry_error_at(c->err, c->span,
+                           "gradient of take is written for batch_dims=0 and a data tensor of "
+                           "known shape");
+    int64_t p = 1, v = 1, q = 1;
+    if (ry_attr_is_none(op, at, "axis")) {
+        for (int i = 0; i < nd; i++)
+            v *= shape[i];
+    } else {
+        int64_t axis = ry_attr_int(op, at, "axis");
+        if (axis < 0) axis += nd;
+        if (axis < 0 || axis >= nd) return ry_error_at(c->err, c->span, "take: axis out of range");
+        for (int i = 0; i < nd; i++)
+            *(i < axis ? &p : i == axis ? &v : &q) *= shape[i];
+    }
+    const int64_t flat[1] = {-1};
+    ry_expr *idx = reshape_to(c, ind, 1, flat);
+    if (strcmp(ry_attr_str(op, at, "mode"), "clip") == 0) {
+        ry_expr *cl = OP1("clip", idx);
+        ry_gb_attr_int(M_, cl, "a_min", 0);
+        ry_gb_attr_int(M_, cl, "a_max", v - 1);
+        idx = cl;
+    }
+    grads[0] = reshape_to(c, ry_gb_scatter(M_, g, idx, p, v, q, ry_gb_dtype(data)), nd, shape);
     return RY_OK;
 }

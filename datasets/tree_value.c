@@ -1,0 +1,88 @@
+/*
+ * tree_value.c: a parsed tree as the IR's Tree ADT value, for models that
+ * recurse over trees in the interpreter (the Tree-LSTM). The value is built
+ * bottom-up over the post-order nodes, so a deep tree needs no C recursion.
+ *
+ *   Leaf(word: int32, label: int32)        Node(left: Tree, right: Tree, label: int32)
+ */
+#include "relayc/datasets.h"
+
+static bool is_int32_scalar(const ry_type *t) {
+    return t && t->kind == RY_TYPE_TENSOR && t->tensor.dtype == RY_INT32 && t->tensor.ndim == 0;
+}
+
+/* A field of type `Tree`: the ADT itself, applied to no arguments. */
+static bool is_tree(const ry_type *t, const ry_typedef *adt) {
+    return t && t->kind == RY_TYPE_CALL && t->call.adt == adt && t->call.nargs == 0;
+}
+
+static ry_status check_ctors(const ry_ctor *leaf, const ry_ctor *node, ry_error *err) {
+    if (!leaf || !node) return ry_error_at(err, RY_NO_SPAN, "tree value: missing constructor");
+    if (leaf->adt != node->adt || !leaf->adt)
+        return ry_error_at(err, leaf->span, "tree value: %s and %s belong to different types",
+                           leaf->name, node->name);
+    if (leaf->adt->ntparams != 0)
+        return ry_error_at(err, leaf->span, "tree value: type %s must have no type parameters",
+                           leaf->adt->name);
+    if (leaf->nfields != 2 || !is_int32_scalar(leaf->fields[0]) || !is_int32_scalar(leaf->fields[1]))
+        return ry_error_at(err, leaf->span, "tree value: leaf constructor %s must be %s(int32, int32) "
+                           "(word, label)", leaf->name, leaf->name);
+    if (node->nfields != 3 || !is_tree(node->fields[0], node->adt) ||
+        !is_tree(node->fields[1], node->adt) || !is_int32_scalar(node->fields[2]))
+        return ry_error_at(err, node->span, "tree value: node constructor %s must be %s(%s, %s, int32) "
+                           "(left, right, label)", node->name, node->name, node->adt->name,
+                           node->adt->name);
+    return RY_OK;
+}
+
+static ry_value *int_value(int32_t v) {
+    ry_tensor *t = ry_tensor_scalar(RY_INT32, v);
+    return t ? ry_value_tensor(t) : NULL;
+}
+
+/* Node i's value from its children's, which post-order has already built. */
+static ry_value *build(const ry_tree_node *nd, ry_value **vals, const ry_ctor *leaf,
+                       const ry_ctor *node) {
+    if (nd->left < 0) {
+        ry_value *f[2] = {int_value(nd->word), int_value(nd->label)};
+        if (!f[0] || !f[1]) {
+            ry_value_release(f[0]);
+            ry_value_release(f[1]);
+            return NULL;
+        }
+        return ry_value_adt(leaf, 2, f);
+    }
+    ry_value *label = int_value(nd->label);
+    if (!label) return NULL;
+    ry_value *f[3] = {vals[nd->left], vals[nd->right], label};
+    vals[nd->left] = vals[nd->right] = NULL; /* the node takes them over */
+    return ry_value_adt(node, 3, f);
+}
+
+ry_status ry_tree_to_value(const ry_tree *t, const ry_ctor *leaf, const ry_ctor *node,
+                           ry_value **out, ry_error *err) {
+    *out = NULL;
+    if (check_ctors(leaf, node, err) != RY_OK) return RY_ERR;
+    if (t->nnodes < 1) return ry_error_at(err, RY_NO_SPAN, "tree value: an empty tree");
+    ry_value **vals = ry_calloc((size_t)t->nnodes, sizeof *vals);
+    if (!vals) return ry_error_at(err, RY_NO_SPAN, "tree value: out of memory");
+    ry_status s = RY_OK;
+    for (int32_t i = 0; i < t->nnodes && s == RY_OK; i++) {
+        const ry_tree_node *nd = &t->nodes[i];
+        /* children come before their parent and are used once */
+        if (nd->left >= 0 && (nd->left >= i || nd->right >= i || nd->right < 0 || nd->left == nd->right || !vals[nd->left] ||
+                              !vals[nd->right])) {
+            s = ry_error_at(err, RY_NO_SPAN, "tree value: node %d's children are not in post-order", i);
+            break;
+        }
+        vals[i] = build(nd, vals, leaf, node);
+        if (!vals[i]) s = ry_error_at(err, RY_NO_SPAN, "tree value: out of memory");
+    }
+    if (s == RY_OK) {
+        *out = vals[t->nnodes - 1];
+        vals[t->nnodes - 1] = NULL;
+    }
+    for (int32_t i = 0; i < t->nnodes; i++) ry_value_release(vals[i]);
+    ry_free(vals);
+    return s;
+}

@@ -1,0 +1,72 @@
+/*
+ * op_cases.h: the operator programs of tests/test_ad.c's rule check, one
+ * per case: the program, its arguments' shapes and the range of their
+ * values. Included by test_ad.c only (data, not an interface).
+ */
+#ifndef RELAYC_TESTS_AD_OP_CASES_H
+#define RELAYC_TESTS_AD_OP_CASES_H
+
+#define PROG(params, body) "#[version = \"0.0.5\"]\ndef @main(" params ") {\n  " body "\n}\n"
+#define T(shape) "Tensor[" shape ", float64]"
+
+typedef struct op_case {
+    const char *name;
+    const char *text;
+    int nargs;
+    int ndim[4];
+    int64_t shape[4][4];
+    double lo, hi, rtol;
+} op_case;
+
+static const op_case op_cases[] = {
+    {"add broadcast", PROG("%a: " T("(2, 3)") ", %b: " T("(3)"), "add(%a, %b)"), 2, {2, 1}, {{2, 3}, {3}}, -1, 1, 0},
+    {"subtract broadcast", PROG("%a: " T("(2, 1)") ", %b: " T("(2, 3)"), "subtract(%a, %b)"), 2, {2, 2}, {{2, 1}, {2, 3}}, -1, 1, 0},
+    {"multiply", PROG("%a: " T("(2, 3)") ", %b: " T("(1, 3)"), "multiply(%a, %b)"), 2, {2, 2}, {{2, 3}, {1, 3}}, -1, 1, 0},
+    {"divide", PROG("%a: " T("(2, 3)") ", %b: " T("(3)"), "divide(%a, %b)"), 2, {2, 1}, {{2, 3}, {3}}, 0.5, 2, 0},
+    {"power", PROG("%a: " T("(2, 3)") ", %b: " T("(2, 3)"), "power(%a, %b)"), 2, {2, 2}, {{2, 3}, {2, 3}}, 0.5, 2, 0},
+    {"maximum", PROG("%a: " T("(2, 3)") ", %b: " T("(3)"), "maximum(%a, %b)"), 2, {2, 1}, {{2, 3}, {3}}, -1, 1, 0},
+    {"minimum", PROG("%a: " T("(2, 3)") ", %b: " T("(2, 3)"), "minimum(%a, %b)"), 2, {2, 2}, {{2, 3}, {2, 3}}, -1, 1, 0},
+    {"negative exp tanh sigmoid", PROG("%a: " T("(4)"), "sigmoid(tanh(exp(negative(%a))))"), 1, {1}, {{4}}, -1, 1, 0},
+    {"log sqrt rsqrt", PROG("%a: " T("(4)"), "(log(%a), sqrt(%a), rsqrt(%a))"), 1, {1}, {{4}}, 0.5, 2, 0},
+    {"abs relu leaky_relu", PROG("%a: " T("(6)"), "(abs(%a), nn.relu(%a), nn.leaky_relu(%a, alpha=0.1f))"), 1, {1}, {{6}}, -1, 1, 0},
+    {"clip", PROG("%a: " T("(8)"), "multiply(clip(%a, a_min=-0.5f, a_max=0.5f), %a)"), 1, {1}, {{8}}, -1, 1, 0},
+    {"where", PROG("%a: " T("(2, 3)") ", %b: " T("(3)"), "where(greater(%a, 0f64), %a, multiply(%b, %b))"), 2, {2, 1}, {{2, 3}, {3}}, -1, 1, 0},
+    {"cast copy", PROG("%a: " T("(3)"), "multiply(copy(%a), cast(%a, dtype=\"float64\"))"), 1, {1}, {{3}}, -1, 1, 0},
+    {"broadcast_to collapse_sum_like", PROG("%a: " T("(3)") ", %b: " T("(2, 3)"), "multiply(broadcast_to(%a, shape=[2, 3]), collapse_sum_like(multiply(%b, %b), %a))"), 2, {1, 2}, {{3}, {2, 3}}, -1, 1, 0},
+    {"dense", PROG("%x: " T("(2, 3)") ", %w: " T("(4, 3)"), "nn.dense(%x, %w)"), 2, {2, 2}, {{2, 3}, {4, 3}}, -1, 1, 0},
+    {"dense 3-D", PROG("%x: " T("(2, 2, 3)") ", %w: " T("(4, 3)"), "nn.dense(%x, %w)"), 2, {3, 2}, {{2, 2, 3}, {4, 3}}, -1, 1, 0},
+    {"matmul", PROG("%a: " T("(2, 3)") ", %b: " T("(3, 4)"), "nn.matmul(%a, %b)"), 2, {2, 2}, {{2, 3}, {3, 4}}, -1, 1, 0},
+    {"matmul A^T B^T", PROG("%a: " T("(3, 2)") ", %b: " T("(4, 3)"), "nn.matmul(%a, %b, transpose_a=True, transpose_b=True)"), 2, {2, 2}, {{3, 2}, {4, 3}}, -1, 1, 0},
+    {"matmul A B^T", PROG("%a: " T("(2, 3)") ", %b: " T("(4, 3)"), "nn.matmul(%a, %b, transpose_b=True)"), 2, {2, 2}, {{2, 3}, {4, 3}}, -1, 1, 0},
+    {"matmul A^T B", PROG("%a: " T("(3, 2)") ", %b: " T("(3, 4)"), "nn.matmul(%a, %b, transpose_a=True)"), 2, {2, 2}, {{3, 2}, {3, 4}}, -1, 1, 0},
+    {"batch_matmul", PROG("%a: " T("(2, 2, 3)") ", %b: " T("(2, 4, 3)"), "nn.batch_matmul(%a, %b, transpose_b=True)"), 2, {3, 3}, {{2, 2, 3}, {2, 4, 3}}, -1, 1, 0},
+    {"bias_add axis 1", PROG("%x: " T("(2, 3, 2)") ", %b: " T("(3)"), "multiply(nn.bias_add(%x, %b), %x)"), 2, {3, 1}, {{2, 3, 2}, {3}}, -1, 1, 0},
+    {"softmax axis 0", PROG("%x: " T("(3, 2)"), "multiply(nn.softmax(%x, axis=0), %x)"), 1, {2}, {{3, 2}}, -1, 1, 0},
+    {"log_softmax", PROG("%x: " T("(2, 4)"), "multiply(nn.log_softmax(%x), %x)"), 1, {2}, {{2, 4}}, -1, 1, 0},
+    {"batch_flatten", PROG("%x: " T("(2, 2, 3)"), "multiply(nn.batch_flatten(%x), nn.batch_flatten(tanh(%x)))"), 1, {3}, {{2, 2, 3}}, -1, 1, 0},
+    {"sum axes", PROG("%x: " T("(2, 3, 4)"), "(sum(%x, axis=[0, 2]), sum(multiply(%x, %x), axis=[1], keepdims=True), sum(tanh(%x), axis=[1], exclude=True), sum(exp(%x)))"), 1, {3}, {{2, 3, 4}}, -1, 1, 0},
+    {"mean", PROG("%x: " T("(2, 3)"), "(mean(multiply(%x, %x), axis=[1]), mean(tanh(%x)))"), 1, {2}, {{2, 3}}, -1, 1, 0},
+    {"max min", PROG("%x: " T("(3, 4)"), "(max(%x, axis=[1]), min(multiply(%x, %x)), max(%x, axis=[0], keepdims=True))"), 1, {2}, {{3, 4}}, -1, 1, 0},
+    {"reshape expand_dims squeeze", PROG("%x: " T("(2, 3)"), "%0 = reshape(%x, newshape=[3, -1]);\n  %1 = expand_dims(tanh(%0), axis=1);\n  multiply(squeeze(%1, axis=[1]), %0)"), 1, {2}, {{2, 3}}, -1, 1, 0},
+    {"transpose", PROG("%x: " T("(2, 3, 4)"), "(multiply(transpose(%x, axes=[1, 2, 0]), transpose(tanh(%x), axes=[1, 2, 0])), transpose(exp(%x)))"), 1, {3}, {{2, 3, 4}}, -1, 1, 0},
+    {"concatenate", PROG("%a: " T("(2, 1)") ", %b: " T("(2, 3)"), "%0 = concatenate((%a, %b, %a), axis=1);\n  multiply(%0, %0)"), 2, {2, 2}, {{2, 1}, {2, 3}}, -1, 1, 0},
+    {"split", PROG("%x: " T("(2, 5)"), "%0 = split(%x, indices_or_sections=[1, 3], axis=1);\n  (multiply(%0.0, %0.0), tanh(%0.2))"), 1, {2}, {{2, 5}}, -1, 1, 0},
+    {"stack", PROG("%a: " T("(2, 3)") ", %b: " T("(2, 3)"), "%0 = stack((%a, %b), axis=1);\n  multiply(%0, %0)"), 2, {2, 2}, {{2, 3}, {2, 3}}, -1, 1, 0},
+    {"conv2d", PROG("%x: " T("(1, 2, 5, 5)") ", %w: " T("(3, 2, 3, 3)"), "nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 1, 1], channels=3, kernel_size=[3, 3])"), 2, {4, 4}, {{1, 2, 5, 5}, {3, 2, 3, 3}}, -1, 1, 0},
+    {"conv2d groups dilation", PROG("%x: " T("(2, 4, 5, 5)") ", %w: " T("(4, 2, 2, 2)"), "nn.conv2d(%x, %w, dilation=[2, 2], groups=2, channels=4, kernel_size=[2, 2])"), 2, {4, 4}, {{2, 4, 5, 5}, {4, 2, 2, 2}}, -1, 1, 0},
+    {"max_pool2d avg_pool2d", PROG("%x: " T("(1, 2, 4, 4)"), "(nn.max_pool2d(%x, pool_size=[2, 2], strides=[2, 2]), nn.avg_pool2d(tanh(%x), pool_size=[3, 3], padding=[1, 1]), nn.global_avg_pool2d(multiply(%x, %x)))"), 1, {4}, {{1, 2, 4, 4}}, -1, 1, 0},
+    {"fast_softmax cross_entropy", PROG("%x: " T("(2, 3)") ", %t: " T("(2, 3)"), "(nn.cross_entropy(nn.fast_softmax(%x), %t), nn.cross_entropy_with_logits(%x, multiply(%t, %t)))"), 2, {2, 2}, {{2, 3}, {2, 3}}, -1, 1, 0},
+    {"layer_norm", PROG("%x: " T("(2, 4)") ", %s: " T("(4)") ", %b: " T("(4)"), "multiply(nn.layer_norm(%x, %s, %b), %x)"), 3, {2, 1, 1}, {{2, 4}, {4}, {4}}, -1, 1, 0},
+    {"layer_norm axis 1 of 3", PROG("%x: " T("(2, 3, 2)") ", %s: " T("(3)") ", %b: " T("(3)"), "multiply(nn.layer_norm(%x, %s, %b, axis=1, epsilon=0.01f), %x)"), 3, {3, 1, 1}, {{2, 3, 2}, {3}, {3}}, -1, 1, 0},
+    {"prelu", PROG("%x: " T("(2, 3, 2)") ", %a: " T("(3)"), "multiply(nn.prelu(%x, %a), %x)"), 2, {3, 1}, {{2, 3, 2}, {3}}, -1, 1, 0},
+    {"instance_norm", PROG("%x: " T("(2, 3, 2, 2)") ", %s: " T("(3)") ", %b: " T("(3)"), "multiply(nn.instance_norm(%x, %s, %b), %x)"), 3, {4, 1, 1}, {{2, 3, 2, 2}, {3}, {3}}, -1, 1, 0},
+    {"group_norm", PROG("%x: " T("(2, 4, 3)") ", %s: " T("(4)") ", %b: " T("(4)"), "multiply(nn.group_norm(%x, %s, %b, num_groups=2), %x)"), 3, {3, 1, 1}, {{2, 4, 3}, {4}, {4}}, -1, 1, 0},
+    {"group_norm axis 2", PROG("%x: " T("(2, 2, 4, 2)") ", %s: " T("(4)") ", %b: " T("(4)"), "multiply(nn.group_norm(%x, %s, %b, num_groups=2, axis=2, scale=False), %x)"), 3, {4, 1, 1}, {{2, 2, 4, 2}, {4}, {4}}, -1, 1, 0},
+    {"l2_normalize", PROG("%x: " T("(2, 3)"), "(multiply(nn.l2_normalize(%x, eps=1e-10f, axis=[1]), %x), nn.l2_normalize(%x, eps=100f, axis=[0]))"), 1, {2}, {{2, 3}}, -1, 1, 0},
+    {"pad", PROG("%x: " T("(2, 3)") ", %v: " T("()"), "%0 = nn.pad(%x, %v, pad_width=[[1, 0], [2, 1]]);\n  multiply(%0, %0)"), 2, {2, 0}, {{2, 3}, {0}}, -1, 1, 0},
+    {"take axis 1 and flat", PROG("%x: " T("(2, 5, 3)") ", %i: Tensor[(4), int32]", "%0 = take(%x, %i, axis=1);\n  (multiply(%0, %0), take(tanh(%x), %i))"), 2, {3, -1}, {{2, 5, 3}, {4}}, -1, 1, 0},
+    {"take clipped", PROG("%x: " T("(3, 2)") ", %i: Tensor[(4), int32]", "%0 = take(%x, %i, axis=0, mode=\"clip\");\n  multiply(%0, %0)"), 2, {2, -1}, {{3, 2}, {4}}, -1, 1, 0},
+    {"take rows", PROG("%x: " T("(5, 3)") ", %i: Tensor[(4), int32]", "%0 = take(%x, %i, axis=0);\n  multiply(%0, %0)"), 2, {2, -1}, {{5, 3}, {4}}, -1, 1, 0},
+};
+
+#endif
