@@ -63,12 +63,15 @@ static void zfree(voidpf opaque, voidpf p) {
 }
 
 /* The gzip trailer's ISIZE (size mod 2^32) is a good first guess for the
- * output; the buffer doubles when it is not enough. */
+ * output, when it is believable: deflate expands at most 1032 times, and a
+ * truncated file's last four bytes are not a trailer at all. The buffer
+ * doubles when the guess is short. */
 static size_t size_hint(const uint8_t *buf, size_t len) {
-    if (len < 18) return 4096;
+    size_t fallback = len < SIZE_MAX / 8 ? 4 * len + 4096 : len;
+    if (len < 18) return fallback;
     const uint8_t *t = buf + len - 4;
     size_t isize = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
-    return isize ? isize : 4096;
+    return isize && isize / 1032 <= len ? isize : fallback;
 }
 
 static ry_status grow(const char *name, uint8_t **out, size_t *cap, ry_error *err) {
@@ -127,6 +130,10 @@ ry_status ry_ds_gunzip(const char *name, const uint8_t *buf, size_t len, uint8_t
         return ry_error_file(err, name, "cannot start gzip decoder (out of memory)");
     size_t cap = size_hint(buf, len), used = 0;
     uint8_t *o = ry_malloc(cap + 1);
+    if (!o && cap > 4096) { /* a wrong guess too big to hold: start small */
+        cap = 4096;
+        o = ry_malloc(cap + 1);
+    }
     ry_status s = o ? inflate_all(name, &z, buf, len, &o, &cap, &used, err)
                     : ry_error_file(err, name, "out of memory inflating %zu bytes", cap);
     inflateEnd(&z);

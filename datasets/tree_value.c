@@ -70,8 +70,9 @@ ry_status ry_tree_to_value(const ry_tree *t, const ry_ctor *leaf, const ry_ctor 
     for (int32_t i = 0; i < t->nnodes && s == RY_OK; i++) {
         const ry_tree_node *nd = &t->nodes[i];
         /* children come before their parent and are used once */
-        if (nd->left >= 0 && (nd->left >= i || nd->right >= i || nd->right < 0 || nd->left == nd->right || !vals[nd->left] ||
-                              !vals[nd->right])) {
+        bool bad = nd->left >= 0 && (nd->left >= i || nd->right < 0 || nd->right >= i ||
+                                     nd->left == nd->right || !vals[nd->left] || !vals[nd->right]);
+        if (bad) {
             s = ry_error_at(err, RY_NO_SPAN, "tree value: node %d's children are not in post-order", i);
             break;
         }

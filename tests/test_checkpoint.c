@@ -672,6 +672,7 @@ static void test_killed_saves_leave_a_complete_file(void **state) {
         close(fds[0]);
         int64_t k = assert_complete_version(path, q, base);
         left_tmp += count_tmp_files(&s) > 0;
+        fprintf(stderr, "DEBUG round %d k %lld tmp %d\n", round, (long long)k, count_tmp_files(&s));
         (void)k;
     }
     /* the kills did land inside saves */

@@ -7,6 +7,8 @@
  * out-of-memory injection. Fixtures come from tools/gen_dataset_tests.py;
  * the real Fashion-MNIST, SST and tinyshakespeare are read when present.
  */
+#include <stdlib.h>
+
 #include "test_util.h"
 
 #include "relayc/datasets.h"
@@ -391,6 +393,19 @@ static void test_fashion_mnist_real(void **state) {
     assert_true(fabs(first - 76247.0 / 255.0) < 1e-3); /* pixel sum of image 0 */
     ry_tensor_release(x);
     ry_tensor_release(y);
+    /* normalized with the published statistics: mean 0, deviation 1 */
+    ry_mnist_opts o = {.flatten = true, .mean = RY_FASHION_MNIST_MEAN, .std = RY_FASHION_MNIST_STD};
+    check_ok(ry_mnist_load(NULL, "train", &o, &x, &y, &err));
+    double sum = 0, sq = 0;
+    for (int64_t i = 0; i < x->size; i++) {
+        double v = ((float *)x->data)[i];
+        sum += v;
+        sq += v * v;
+    }
+    assert_true(fabs(sum / (double)x->size) < 1e-3);
+    assert_true(fabs(sq / (double)x->size - 1.0) < 1e-3);
+    ry_tensor_release(x);
+    ry_tensor_release(y);
     check_ok(ry_mnist_load(NULL, "t10k", &(ry_mnist_opts){.flatten = true}, &x, &y, &err));
     assert_int_equal(x->shape[0], 10000);
     assert_int_equal(x->shape[1], 784);
@@ -627,6 +642,74 @@ static void test_text_and_bptt(void **state) {
     ry_text_free(t);
 }
 
+/* ---- damaged files never crash ----------------------------------------------------
+ * Every prefix and many single-byte edits of good files, each in a heap
+ * buffer of exactly its length so ASan sees any read past the end. */
+
+static uint8_t *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc(*len);
+    assert_true(fread(b, 1, *len, f) == *len);
+    fclose(f);
+    return b;
+}
+
+static ry_status parse_buf(int kind, const uint8_t *data, size_t len) {
+    uint8_t *b = malloc(len ? len : 1);
+    memcpy(b, data, len);
+    ry_status s;
+    if (kind == 0) {
+        ry_vocab *v = ry_vocab_new();
+        ry_treebank *tb;
+        s = ry_treebank_parse("mut.txt", (const char *)b, len, v, true, &tb, &err);
+        if (s == RY_OK) {
+            for (int t = 0; t < tb->ntrees; t++) /* a parsed tree is well formed */
+                for (int i = 0; i < tb->trees[t].nnodes; i++) {
+                    const ry_tree_node *nd = &tb->trees[t].nodes[i];
+                    assert_true(nd->left < i && nd->right < i);
+                    assert_true((nd->left < 0) == (nd->word >= 0));
+                }
+        } else {
+            assert_true(err.line >= 1 || strstr(err.msg, "no trees"));
+        }
+        ry_treebank_free(tb);
+        ry_vocab_free(v);
+    } else {
+        ry_tensor *t;
+        s = ry_idx_read_mem("mut.idx", b, len, &t, &err);
+        ry_tensor_release(t);
+    }
+    free(b);
+    return s;
+}
+
+static void test_damaged_files(void **state) {
+    (void)state;
+    const char *files[3] = {D "sst_small.txt", D "idx_f32.idx", D "idx_u8.idx.gz"};
+    const int kinds[3] = {0, 1, 1};
+    const uint8_t edits[5] = {'(', ')', 'x', ' ', 0xff};
+    for (int f = 0; f < 3; f++) {
+        size_t len;
+        uint8_t *b = slurp(files[f], &len);
+        int ok = 0;
+        for (size_t n = 0; n < len; n++) ok += parse_buf(kinds[f], b, n) == RY_OK;
+        if (kinds[f] == 1) assert_int_equal(ok, 0); /* an IDX prefix is never whole */
+        assert_int_equal(parse_buf(kinds[f], b, len), RY_OK);
+        for (size_t i = 0; i < len; i++)
+            for (int e = 0; e < 5; e++) {
+                uint8_t old = b[i];
+                b[i] = edits[e];
+                parse_buf(kinds[f], b, len);
+                b[i] = old;
+            }
+        free(b);
+    }
+}
+
 /* ---- out of memory ------------------------------------------------------------------ */
 
 /* Runs f with the Nth allocation failing, for N = 0, 1, ... until it
@@ -818,6 +901,7 @@ int main(void) {
         cmocka_unit_test(test_treebank_broken),
         cmocka_unit_test(test_tree_values),
         cmocka_unit_test(test_text_and_bptt),
+        cmocka_unit_test(test_damaged_files),
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_sst_real),
         cmocka_unit_test(test_shakespeare_real),

@@ -40,12 +40,21 @@ void ry_anf_module(ry_module *m);
  *     `@<name>_grad` (made once, mutual recursion included);
  *   - for each ADT whose fields hold tensors or functions, a twin typedef
  *     `<Name>_grad` whose constructors are `<Ctor>_grad`.
- * Then it type-checks the whole module again. Parameters may be tensors
- * (float: their gradient; integer/bool: zeros) and tuples of them; ADT,
- * function and type-variable parameters are rejected. Where operators lack a
- * gradient rule, one error lists all of them. On success *out_name_used (if
- * non-NULL) points to the new global's name (in m's arena). On error m may
- * hold unused nodes in its arena but its globals and typedefs are unchanged. */
+ *   - for an ADT parameter or result, converter globals `@in_<Name>`,
+ *     `@grad_<Name>`, `@primal_<Name>`, `@seed_<Name>` (one per concrete
+ *     type) that pair, unpair and seed its tensors.
+ * Then it type-checks the whole module again. Parameters and the result may
+ * be tensors, tuples and ADTs of them, and values the transform leaves
+ * unchanged (integer tensors: their gradient is zeros); function and
+ * type-variable parameters, and polymorphic functions themselves, are
+ * rejected at this outer level (inside, the transform handles them). Where
+ * operators lack a gradient rule, one error lists all of them, located at
+ * the first. Annotations that mention ref types are left to inference in
+ * monomorphic twins (TVM prints but cannot parse ref types). On success
+ * *out_name_used (if non-NULL) points to the new global's name (in m's
+ * arena). On error m may hold unused nodes in its arena but its globals and
+ * typedefs are unchanged, except when the final type check fails (a bug
+ * here: the message says so). */
 ry_status ry_grad(ry_module *m, const char *fn_name, const ry_expr *fn, const char *out_name,
                   const char **out_name_used, ry_error *err);
 

@@ -93,8 +93,12 @@ ry_status ry_idx_read(const char *path, ry_tensor **out, ry_error *err);
 ry_status ry_idx_read_mem(const char *name, const void *buf, size_t len, ry_tensor **out,
                           ry_error *err);
 
-/* Where Debian's dataset-fashion-mnist package puts the files. */
+/* Where Debian's dataset-fashion-mnist package puts the files, and the
+ * training set's pixel mean and standard deviation (of pixel / 255), for
+ * ry_mnist_opts. */
 #define RY_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
+#define RY_FASHION_MNIST_MEAN 0.2860f
+#define RY_FASHION_MNIST_STD 0.3530f
 
 typedef struct ry_mnist_opts {
     bool flatten;     /* images (N, rows*cols) instead of (N, 1, rows, cols) */

@@ -64,11 +64,13 @@ void ry_optim_free(ry_optimizer *o); /* NULL is fine */
 /* One update of params from grads, both laid out as at ry_optim_new, in one
  * pass over the slabs. Frozen parameters are skipped entirely (no update, no
  * state change, their step count stays). Errors (nothing is changed): a set
- * whose names, shapes or dtype differ from the optimizer's. */
+ * whose names, shapes or dtype differ from the optimizer's; a step count
+ * (ry_optim_steps) that is not a whole number in [0, 2^53). Borrows both. */
 ry_status ry_optim_step(ry_optimizer *o, ry_param_set *params, const ry_param_set *grads,
                         ry_error *err);
 
-/* The learning rate the next step uses; a schedule sets it before each step. */
+/* The learning rate the next step uses; a schedule sets it before each step
+ * (a finite lr >= 0 is the caller's to keep). */
 double ry_optim_lr(const ry_optimizer *o);
 void ry_optim_set_lr(ry_optimizer *o, double lr);
 /* The configuration (lr is the current one). Borrowed. */
@@ -158,7 +160,9 @@ double ry_schedule_lr(const ry_schedule *s, double base_lr, int64_t step);
 /* ---- clipping and checks over a gradient set ------------------------- */
 
 /* torch.nn.utils.clip_grad_norm_: total = the norm_type-norm of all
- * gradients together (norm_type > 0 or INFINITY); every gradient is scaled
+ * gradients together (norm_type > 0 or INFINITY), every tensor of the set
+ * counting (torch counts only parameters that have a gradient: zero or
+ * leave out the frozen ones' to match); every gradient is scaled
  * by min(1, max_norm / (total + 1e-6)). *total_norm (if non-NULL) gets the
  * norm before clipping; a NaN/Inf norm scales everything by NaN, as torch
  * does. RY_ERR for max_norm < 0 or norm_type <= 0. */

@@ -2,8 +2,9 @@
  * parse.h (private): the parser's state and helpers shared by parse.c
  * (modules, definitions, ADTs, patterns), parse_type.c (types) and
  * parse_expr.c (expressions, attributes), the metadata section (metadata.c)
- * that the parser reads and the printer writes, and the printer's leaves
- * (print_leaf.c) that print.c shares.
+ * that the parser reads and the printer writes, the walk over an
+ * expression's children (walk.c), and the printer's leaves (print_leaf.c)
+ * that print.c shares.
  */
 #ifndef RELAYC_IR_PARSE_H
 #define RELAYC_IR_PARSE_H

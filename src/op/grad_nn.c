@@ -285,12 +285,15 @@ ry_status ry_grad_group_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
     int64_t shape[RY_MAX_RANK];
     if (!ry_gb_shape(ry_gb_type(x), &nd, shape) || nd < 2)
         return ry_error_at(c->err, c->span, "gradient of nn.group_norm needs a known data shape");
-    int64_t axis = norm_axis(ry_attr_int(op, at, "axis"), nd), groups = ry_attr_int(op, at, "num_groups");
+    int64_t axis = norm_axis(ry_attr_int(op, at, "axis"), nd),
+            groups = ry_attr_int(op, at, "num_groups");
     if (axis < 1 || axis >= nd || groups < 1 || shape[axis] % groups)
         return ry_error_at(c->err, c->span, "gradient of nn.group_norm: bad axis or num_groups");
     int64_t v5[5] = {shape[0], 1, groups, shape[axis] / groups, 1};
-    for (int i = 1; i < axis; i++) v5[1] *= shape[i];
-    for (int i = (int)axis + 1; i < nd; i++) v5[4] *= shape[i];
+    for (int i = 1; i < axis; i++)
+        v5[1] *= shape[i];
+    for (int i = (int)axis + 1; i < nd; i++)
+        v5[4] *= shape[i];
     const bool red[5] = {false, true, false, true, true};
     ry_dtype dt = ry_gb_dtype(x);
     ry_expr *xr = OP1("reshape", x);
@@ -301,7 +304,8 @@ ry_status ry_grad_group_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
     ry_expr *rstd = OP1("rsqrt", OP2("add", var, eps));
     ry_expr *xhat = OP2("multiply", xc, rstd);
     bool scale = ry_attr_bool(op, at, "scale"), center = ry_attr_bool(op, at, "center");
-    ry_expr *dxhat = OP1("reshape", scale ? OP2("multiply", g, along_axis(c, args[1], axis, nd)) : g);
+    ry_expr *dxhat =
+        OP1("reshape", scale ? OP2("multiply", g, along_axis(c, args[1], axis, nd)) : g);
     ry_gb_attr_ints(M_, dxhat, "newshape", 5, v5);
     ry_expr *m1 = reduce_keep(c, "mean", dxhat, 5, red);
     ry_expr *m2 = reduce_keep(c, "mean", OP2("multiply", dxhat, xhat), 5, red);
@@ -361,46 +365,165 @@ ry_status ry_grad_prelu(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_exp
     return RY_OK;
 }
 
-/* pad (constant mode) by (b_i, a_i) per axis: dx = g cropped back, each
- * padded axis cut with split at [b_i, b_i + d_i]; the pad value's adjoint
- * is the sum of g over the padding: sum(g) - sum(dx) */
-ry_status ry_grad_pad(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
-                      ry_expr **grads) {
-    const ry_op *op = call_op(c);
-    const ry_attrs *at = call_attrs(c);
-    int nd;
-    int64_t shape[RY_MAX_RANK];
-    const ry_attr_value *pw = ry_attr_get(op, at, "pad_width");
-    if (strcmp(ry_attr_str(op, at, "pad_mode"), "constant") != 0 ||
-        !ry_gb_shape(ry_gb_type(args[0]), &nd, shape) || pw->kind != RY_AV_LIST || pw->list.n != nd)
-        return ry_error_at(c->err, c->span,
-                           "gradient of nn.pad is written for pad_mode=\"constant\" and a data "
-                           "tensor of known shape");
-    ry_expr *crop = g;
+/* nn.pad and nn.mirror_pad: out[o] = data[s(o)] per axis, with the kernel's
+ * map s_i(o) = o - b_i, outside [0, d_i): the pad value (constant), clamped
+ * (edge), mirrored without (reflect) or with (symmetric) the edge repeated.
+ *   constant, widths >= 0: dx = g cropped back, each padded axis cut with
+ *       split at [b_i, b_i + d_i] (cheap, the common case)
+ *   otherwise: dx = g scatter-added back along each padded axis through its
+ *       map (ry_gb_scatter); positions of the pad value add nothing
+ *   the pad value's adjoint is what reached no data: sum(g) - sum(dx) */
+static int64_t pad_src(int64_t o, int64_t before, int64_t n, int mode) {
+    int64_t j = o - before;
+    if (j >= 0 && j < n) return j;
+    if (mode == 0) return -1;
+    if (mode == 1) return j < 0 ? 0 : n - 1;
+    if (mode == 2) return j < 0 ? -j : 2 * (n - 1) - j;
+    return j < 0 ? -j - 1 : 2 * n - 1 - j;
+}
+
+static ry_status pad_widths(ry_grad_ctx *c, int nd, int64_t *b, int64_t *a) {
+    const ry_attr_value *pw = ry_attr_get(call_op(c), call_attrs(c), "pad_width");
+    if (pw->kind != RY_AV_LIST || pw->list.n != nd)
+        return ry_error_at(c->err, c->span, "gradient of %s: pad_width needs one pair per axis",
+                           call_op(c)->name);
     for (int i = 0; i < nd; i++) {
         const ry_attr_value *p = &pw->list.items[i];
         if (p->kind != RY_AV_LIST || p->list.n != 2 || p->list.items[0].kind != RY_AV_INT ||
             p->list.items[1].kind != RY_AV_INT)
-            return ry_error_at(c->err, c->span, "gradient of nn.pad: pad_width must hold pairs of integers");
-        int64_t b = p->list.items[0].i, a = p->list.items[1].i;
-        if (b < 0 || a < 0)
             return ry_error_at(c->err, c->span,
-                               "gradient of nn.pad: negative pad widths (cropping) are not "
-                               "supported");
-        if (b == 0 && a == 0) continue;
-        int64_t idx[2] = {b, b + shape[i]};
-        ry_expr *sp = OP1("split", crop);
-        if (b == 0)
-            ry_gb_attr_ints(M_, sp, "indices_or_sections", 1, &idx[1]);
-        else if (a == 0)
-            ry_gb_attr_ints(M_, sp, "indices_or_sections", 1, &idx[0]);
-        else
-            ry_gb_attr_ints(M_, sp, "indices_or_sections", 2, idx);
-        ry_gb_attr_int(M_, sp, "axis", i);
-        crop = ry_expr_proj(M_, sp, b == 0 ? 0 : 1, RY_NO_SPAN);
+                               "gradient of %s: pad_width must hold pairs of integers",
+                               call_op(c)->name);
+        b[i] = p->list.items[0].i;
+        a[i] = p->list.items[1].i;
     }
-    grads[0] = crop;
-    grads[1] = OP2("subtract", OP1("sum", g), OP1("sum", crop));
+    return RY_OK;
+}
+
+static ry_status pad_grads(ry_grad_ctx *c, ry_expr *const *args, ry_expr *g, ry_expr **grads,
+                           const char *mode_name, bool has_value) {
+    int nd, ndy;
+    int64_t xs[RY_MAX_RANK], ys[RY_MAX_RANK], b[RY_MAX_RANK], a[RY_MAX_RANK];
+    if (!ry_gb_shape(ry_gb_type(args[0]), &nd, xs) || !ry_gb_shape(c->call->type, &ndy, ys) ||
+        ndy != nd)
+        return ry_error_at(c->err, c->span, "gradient of %s needs known shapes", call_op(c)->name);
+    if (pad_widths(c, nd, b, a)) return RY_ERR;
+    int mode = strcmp(mode_name, "edge") == 0                                           ? 1
+               : strcmp(mode_name, "reflect") == 0 || strcmp(mode_name, "REFLECT") == 0 ? 2
+               : strcmp(mode_name, "SYMMETRIC") == 0                                    ? 3
+                                                                                        : 0;
+    bool crop = mode == 0;
+    for (int i = 0; i < nd; i++)
+        crop &= b[i] >= 0 && a[i] >= 0;
+    ry_expr *cur = g;
+    for (int i = 0; i < nd; i++) {
+        if (b[i] == 0 && a[i] == 0) continue;
+        if (crop) { /* split at [b, b + d]: the middle part is the data */
+            int64_t idx[2] = {b[i], b[i] + xs[i]};
+            ry_expr *sp = OP1("split", cur);
+            if (b[i] == 0)
+                ry_gb_attr_ints(M_, sp, "indices_or_sections", 1, &idx[1]);
+            else if (a[i] == 0)
+                ry_gb_attr_ints(M_, sp, "indices_or_sections", 1, &idx[0]);
+            else
+                ry_gb_attr_ints(M_, sp, "indices_or_sections", 2, idx);
+            ry_gb_attr_int(M_, sp, "axis", i);
+            cur = ry_expr_proj(M_, sp, b[i] == 0 ? 0 : 1, RY_NO_SPAN);
+            continue;
+        }
+        int64_t *map = RY_NEW_ARRAY(c->m->arena, int64_t, ys[i] + 1), p = 1, q = 1;
+        for (int64_t o = 0; o < ys[i]; o++)
+            map[o] = pad_src(o, b[i], xs[i], mode);
+        for (int k = 0; k < nd; k++) {
+            if (k < i) p *= xs[k]; /* axes before i are already back to data's size */
+            if (k > i) q *= ys[k];
+        }
+        if (ys[i] > INT32_MAX) return ry_error_at(c->err, c->span, "pad: axis too long");
+        ry_expr *idx = ry_gb_index_const(M_, (int)ys[i], map);
+        ry_expr *r = OP1("reshape", ry_gb_scatter(M_, cur, idx, p, xs[i], q, ry_gb_dtype(args[0])));
+        int64_t shape[RY_MAX_RANK];
+        for (int k = 0; k < nd; k++)
+            shape[k] = k <= i ? xs[k] : ys[k];
+        ry_gb_attr_ints(M_, r, "newshape", nd, shape);
+        cur = r;
+    }
+    grads[0] = cur;
+    if (has_value) grads[1] = OP2("subtract", OP1("sum", g), OP1("sum", cur));
+    return RY_OK;
+}
+
+ry_status ry_grad_pad(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                      ry_expr **grads) {
+    return pad_grads(c, args, g, grads, ry_attr_str(call_op(c), call_attrs(c), "pad_mode"), true);
+}
+
+ry_status ry_grad_mirror_pad(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                             ry_expr **grads) {
+    return pad_grads(c, args, g, grads, ry_attr_str(call_op(c), call_attrs(c), "mode"), false);
+}
+
+/* lrn along axis A (data (O, C, I) around it), window half = size / 2:
+ *   s = W(x^2), W the channel window sum (W[ch][k] = 1 for |k - ch| <= half,
+ *   clipped to [0, C), as the kernel), D = bias + alpha / size * s,
+ *   y = x * D^-beta
+ *   dx = g * D^-beta - (2 alpha beta / size) * x * W(g * x * D^(-beta-1))
+ * (W is symmetric). W is applied as a product with a constant (C, C)
+ * matrix: t as (O, C, I) -> (C, O*I), dense(W, that^T), and back. */
+static ry_expr *window_sum(ry_grad_ctx *c, ry_expr *t, ry_expr *w, int64_t o, int64_t ch, int64_t i,
+                           int nd, const int64_t *shape) {
+    const int64_t oci[3] = {o, ch, i}, cn[2] = {ch, -1}, coi[3] = {ch, o, i};
+    const int64_t swap[3] = {1, 0, 2}, t2[2] = {1, 0};
+    ry_expr *r = OP1("reshape", t);
+    ry_gb_attr_ints(M_, r, "newshape", 3, oci);
+    ry_expr *tr = OP1("transpose", r);
+    ry_gb_attr_ints(M_, tr, "axes", 3, swap);
+    ry_expr *t2d = OP1("reshape", tr);
+    ry_gb_attr_ints(M_, t2d, "newshape", 2, cn);
+    ry_expr *tt = OP1("transpose", t2d);
+    ry_gb_attr_ints(M_, tt, "axes", 2, t2);
+    ry_expr *sr = OP1("reshape", OP2("nn.dense", w, tt));
+    ry_gb_attr_ints(M_, sr, "newshape", 3, coi);
+    ry_expr *back = OP1("transpose", sr);
+    ry_gb_attr_ints(M_, back, "axes", 3, swap);
+    ry_expr *out = OP1("reshape", back);
+    ry_gb_attr_ints(M_, out, "newshape", nd, shape);
+    return out;
+}
+
+ry_status ry_grad_lrn(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                      ry_expr **grads) {
+    ry_expr *x = args[0];
+    const ry_op *op = call_op(c);
+    const ry_attrs *at = call_attrs(c);
+    int nd;
+    int64_t shape[RY_MAX_RANK];
+    if (!ry_gb_shape(ry_gb_type(x), &nd, shape) || nd < 1)
+        return ry_error_at(c->err, c->span, "gradient of nn.lrn needs a known data shape");
+    int64_t axis = norm_axis(ry_attr_int(op, at, "axis"), nd), o = 1, i = 1;
+    if (axis < 0 || axis >= nd) return ry_error_at(c->err, c->span, "nn.lrn: axis out of range");
+    for (int k = 0; k < nd; k++) {
+        if (k < axis) o *= shape[k];
+        if (k > axis) i *= shape[k];
+    }
+    int64_t ch = shape[axis], size = ry_attr_int(op, at, "size"), half = size / 2;
+    double bias = ry_attr_float(op, at, "bias"), alpha = ry_attr_float(op, at, "alpha");
+    double beta = ry_attr_float(op, at, "beta");
+    ry_dtype dt = ry_gb_dtype(x);
+    ry_tensor *wt = ry_tensor_new(dt, 2, (int64_t[]){ch, ch});
+    if (!wt) return ry_error_at(c->err, c->span, "gradient of nn.lrn: out of memory");
+    for (int64_t r = 0; r < ch; r++)
+        for (int64_t k = 0; k < ch; k++)
+            ry_tensor_set(wt, r * ch + k, (k >= r - half && k <= r + half) ? 1 : 0);
+    ry_expr *w = ry_expr_const(M_, wt, RY_NO_SPAN);
+    w->type = ry_type_tensor(M_, dt, 2, (int64_t[]){ch, ch});
+    ry_expr *s = window_sum(c, OP2("multiply", x, x), w, o, ch, i, nd, shape);
+    ry_expr *d = OP2("add", ry_gb_scalar(M_, dt, bias),
+                     OP2("multiply", s, ry_gb_scalar(M_, dt, alpha / (double)size)));
+    ry_expr *u =
+        OP2("multiply", OP2("multiply", g, x), OP2("power", d, ry_gb_scalar(M_, dt, -beta - 1)));
+    ry_expr *back = OP2("multiply", x, window_sum(c, u, w, o, ch, i, nd, shape));
+    grads[0] = OP2("subtract", OP2("multiply", g, OP2("power", d, ry_gb_scalar(M_, dt, -beta))),
+                   OP2("multiply", back, ry_gb_scalar(M_, dt, 2 * alpha * beta / (double)size)));
     return RY_OK;
 }
 

@@ -57,6 +57,8 @@ static const rule_entry rules[] = {
     {"nn.group_norm", ry_grad_group_norm},
     {"nn.l2_normalize", ry_grad_l2_normalize},
     {"nn.pad", ry_grad_pad},
+    {"nn.lrn", ry_grad_lrn},
+    {"nn.mirror_pad", ry_grad_mirror_pad},
     {"nn.dropout", ry_grad_dropout},
     {"nn.batch_norm", ry_grad_batch_norm},
     {"sum", ry_grad_sum},
@@ -159,6 +161,12 @@ void ry_gb_attr_ints(ry_module *m, ry_expr *call, const char *name, int n, const
         a->value.list.items[i].kind = RY_AV_INT;
         a->value.list.items[i].i = v[i];
     }
+}
+
+void ry_gb_attr_float(ry_module *m, ry_expr *call, const char *name, double v) {
+    ry_attr *a = push_attr(m, call, name);
+    a->value.kind = RY_AV_FLOAT;
+    a->value.f = v;
 }
 
 void ry_gb_attr_bool(ry_module *m, ry_expr *call, const char *name, bool v) {
@@ -280,7 +288,8 @@ ry_expr *ry_gb_index_const(ry_module *m, int n, const int64_t *idx) {
         fprintf(stderr, "relayc: out of memory\n");
         exit(1);
     }
-    for (int i = 0; i < n; i++) ((int32_t *)t->data)[i] = (int32_t)idx[i];
+    for (int i = 0; i < n; i++)
+        ((int32_t *)t->data)[i] = (int32_t)idx[i];
     ry_expr *e = ry_expr_const(m, t, RY_NO_SPAN);
     e->type = ry_type_tensor(m, RY_INT32, 1, (int64_t[]){n});
     return e;

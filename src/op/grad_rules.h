@@ -31,6 +31,7 @@ ry_expr *ry_gb_op3(ry_module *m, const char *op_name, ry_expr *a, ry_expr *b, ry
 /* Appends an attribute to a call. */
 void ry_gb_attr_int(ry_module *m, ry_expr *call, const char *name, int64_t v);
 void ry_gb_attr_ints(ry_module *m, ry_expr *call, const char *name, int n, const int64_t *v);
+void ry_gb_attr_float(ry_module *m, ry_expr *call, const char *name, double v);
 void ry_gb_attr_bool(ry_module *m, ry_expr *call, const char *name, bool v);
 void ry_gb_attr_str(ry_module *m, ry_expr *call, const char *name, const char *v);
 void ry_gb_attr_copy(ry_module *m, ry_expr *call, const ry_attr *a);
@@ -103,6 +104,8 @@ ry_status ry_grad_instance_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_e
 ry_status ry_grad_group_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_l2_normalize(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_pad(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_lrn(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_mirror_pad(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_dropout(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_batch_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 /* grad_transform.c */

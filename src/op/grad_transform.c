@@ -224,8 +224,8 @@ ry_status ry_grad_take(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr
     ry_expr *idx = reshape_to(c, ind, 1, flat);
     if (strcmp(ry_attr_str(op, at, "mode"), "clip") == 0) {
         ry_expr *cl = OP1("clip", idx);
-        ry_gb_attr_int(M_, cl, "a_min", 0);
-        ry_gb_attr_int(M_, cl, "a_max", v - 1);
+        ry_gb_attr_float(M_, cl, "a_min", 0); /* TVM's clip bounds are doubles */
+        ry_gb_attr_float(M_, cl, "a_max", (double)(v - 1));
         idx = cl;
     }
     grads[0] = reshape_to(c, ry_gb_scatter(M_, g, idx, p, v, q, ry_gb_dtype(data)), nd, shape);

@@ -66,6 +66,10 @@ static const op_case op_cases[] = {
     {"pad", PROG("%x: " T("(2, 3)") ", %v: " T("()"), "%0 = nn.pad(%x, %v, pad_width=[[1, 0], [2, 1]]);\n  multiply(%0, %0)"), 2, {2, 0}, {{2, 3}, {0}}, -1, 1, 0},
     {"take axis 1 and flat", PROG("%x: " T("(2, 5, 3)") ", %i: Tensor[(4), int32]", "%0 = take(%x, %i, axis=1);\n  (multiply(%0, %0), take(tanh(%x), %i))"), 2, {3, -1}, {{2, 5, 3}, {4}}, -1, 1, 0},
     {"take clipped", PROG("%x: " T("(3, 2)") ", %i: Tensor[(4), int32]", "%0 = take(%x, %i, axis=0, mode=\"clip\");\n  multiply(%0, %0)"), 2, {2, -1}, {{3, 2}, {4}}, -1, 1, 0},
+    {"pad edge reflect, crop", PROG("%x: " T("(3, 4)") ", %v: " T("()"), "%0 = nn.pad(%x, %v, pad_width=[[2, 1], [1, 2]], pad_mode=\"edge\");\n  %1 = nn.pad(%x, %v, pad_width=[[2, 2], [0, 3]], pad_mode=\"reflect\");\n  %2 = nn.pad(%x, %v, pad_width=[[-1, 1], [1, -2]]);\n  (multiply(%0, %0), tanh(%1), multiply(%2, %2))"), 2, {2, 0}, {{3, 4}, {0}}, -1, 1, 0},
+    {"mirror_pad", PROG("%x: " T("(1, 3, 4)"), "%0 = nn.mirror_pad(%x, pad_width=[[0, 0], [2, 1], [3, 2]]);\n  %1 = nn.mirror_pad(%x, pad_width=[[0, 0], [1, 2], [1, 0]], mode=\"REFLECT\");\n  (multiply(%0, %0), tanh(%1))"), 1, {3}, {{1, 3, 4}}, -1, 1, 0},
+    {"lrn", PROG("%x: " T("(2, 5, 2)"), "multiply(nn.lrn(%x, size=3, bias=1f, alpha=0.5f, beta=0.75f), %x)"), 1, {3}, {{2, 5, 2}}, -1, 1, 0},
+    {"lrn axis 2", PROG("%x: " T("(1, 2, 4)"), "nn.lrn(%x, size=5, axis=2, alpha=0.3f)"), 1, {3}, {{1, 2, 4}}, -1, 1, 0},
     {"take rows", PROG("%x: " T("(5, 3)") ", %i: Tensor[(4), int32]", "%0 = take(%x, %i, axis=0);\n  multiply(%0, %0)"), 2, {2, -1}, {{5, 3}, {4}}, -1, 1, 0},
 };
 
