@@ -35,12 +35,12 @@ ry_status ry_ds_read_file(const char *path, uint8_t **buf, size_t *len, ry_error
         return ry_error_file(err, path, "out of memory reading %zu bytes", n);
     }
     size_t got = n ? fread(b, 1, n, f) : 0;
-    int failed = ferror(f);
+    int failed = ferror(f), e = errno;
     fclose(f);
     if (got != n) {
         ry_free(b);
         return ry_error_file(err, path, "read failed at byte %zu: %s", got,
-                             failed ? strerror(errno) : "file shrank");
+                             failed ? strerror(e) : "file shrank");
     }
     b[n] = 0;
     *buf = b;

@@ -72,13 +72,13 @@ static ry_status oom(parser *ps) {
     return ry_error_file(ps->err, ps->src.name, "out of memory parsing the treebank at line %d", ps->line);
 }
 
-static bool grow_array(void **a, int64_t *cap, size_t elem) {
+/* a grown to twice *cap elements (256 at first); NULL, with a and *cap
+ * untouched, on out-of-memory. */
+static void *grow_array(void *a, int64_t *cap, size_t elem) {
     int64_t ncap = *cap ? *cap * 2 : 256;
-    void *p = ry_realloc(*a, (size_t)ncap * elem);
-    if (!p) return false;
-    *a = p;
-    *cap = ncap;
-    return true;
+    void *p = ry_realloc(a, (size_t)ncap * elem);
+    if (p) *cap = ncap;
+    return p;
 }
 
 /* label -> a decimal integer 0..RY_TREEBANK_LABELS-1 */
@@ -99,8 +99,11 @@ static ry_status parse_label(parser *ps, int32_t *label) {
 static ry_status push_node(parser *ps, ry_tree_node nd) {
     if (ps->nnodes - ps->cur_start >= INT32_MAX)
         return ry_error_file(ps->err, ps->src.name, "tree at line %d has too many nodes", ps->line);
-    if (ps->nnodes == ps->cap_nodes && !grow_array((void **)&ps->nodes, &ps->cap_nodes, sizeof nd))
-        return oom(ps);
+    if (ps->nnodes == ps->cap_nodes) {
+        ry_tree_node *p = grow_array(ps->nodes, &ps->cap_nodes, sizeof nd);
+        if (!p) return oom(ps);
+        ps->nodes = p;
+    }
     ps->nodes[ps->nnodes++] = nd;
     return RY_OK;
 }
@@ -147,7 +150,9 @@ static ry_status open_node(parser *ps) {
     if (ps->p < ps->end && *ps->p != '(') return finish_leaf(ps, label, line, col);
     if (ps->depth == ps->cap_stack) {
         int64_t cap = ps->cap_stack;
-        if (cap >= INT32_MAX / 2 || !grow_array((void **)&ps->stack, &cap, sizeof(frame))) return oom(ps);
+        frame *p = cap < INT32_MAX / 2 ? grow_array(ps->stack, &cap, sizeof(frame)) : NULL;
+        if (!p) return oom(ps);
+        ps->stack = p;
         ps->cap_stack = (int)cap;
     }
     ps->stack[ps->depth++] = (frame){label, 0, {-1, -1}, line, col};
@@ -175,11 +180,12 @@ static ry_status end_tree(parser *ps, int line) {
     if (ps->ntrees == INT32_MAX) return oom(ps);
     if (ps->ntrees == ps->cap_trees) {
         int64_t cap = ps->cap_trees, cap2 = cap;
-        if (!grow_array((void **)&ps->trees, &cap, sizeof(ry_tree))) return oom(ps);
-        if (!grow_array((void **)&ps->tree_start, &cap2, sizeof(int64_t))) {
-            ps->cap_trees = (int32_t)(cap < cap2 ? cap : cap2); /* both hold at least the old cap */
-            return oom(ps);
-        }
+        ry_tree *t = grow_array(ps->trees, &cap, sizeof(ry_tree));
+        if (!t) return oom(ps);
+        ps->trees = t;
+        int64_t *st = grow_array(ps->tree_start, &cap2, sizeof(int64_t));
+        if (!st) return oom(ps); /* trees has grown; cap_trees still fits both */
+        ps->tree_start = st;
         ps->cap_trees = (int32_t)(cap < INT32_MAX ? cap : INT32_MAX);
     }
     ps->trees[ps->ntrees] = (ry_tree){(int32_t)(ps->nnodes - ps->cur_start), NULL, line};

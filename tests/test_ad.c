@@ -732,6 +732,36 @@ static void test_gradcheck_detects_mismatch(void **state) {
     ry_module_free(m);
 }
 
+/* A Hessian-vector product: the gradient program is printed, a function
+ * gv(x, v) = <grad f(x), v> is written against it in the text format, and
+ * gv's gradient with respect to x is H v, checked against finite
+ * differences of gv (and its gradient with respect to v is grad f). */
+static void test_hessian_vector_product(void **state) {
+    (void)state;
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "def @f(%x: Tensor[(3), float64]) {\n"
+                       "  sum(multiply(tanh(%x), multiply(%x, %x)))\n"
+                       "}\n";
+    ry_module *m = test_parse(text, true);
+    ry_error err;
+    if (ry_grad(m, "f", NULL, "df", NULL, &err)) fail_msg("%s", err.msg);
+    char *printed = ry_module_print(m);
+    const char *gv = "def @gv(%x: Tensor[(3), float64], %v: Tensor[(3), float64]) {\n"
+                     "  %0 = @df(%x);\n"
+                     "  sum(multiply(%0.1.0, %v))\n"
+                     "}\n";
+    size_t n = strlen(printed) + strlen(gv) + 2;
+    char *full = ry_malloc(n);
+    snprintf(full, n, "%s\n%s", printed, gv);
+    ry_free(printed);
+    ry_module_free(m);
+    ry_value *a[2] = {rv1(3), rv1(3)};
+    m = gradcheck_ok(full, "gv", 2, a, 1e-6, 1e-8);
+    ry_free(full);
+    ry_module_free(m);
+    release_all(2, a);
+}
+
 /* ---- errors ---- */
 
 /* Every operator without a rule is named in one error, located at the
@@ -890,6 +920,7 @@ int main(void) {
         cmocka_unit_test(test_second_derivative),
         cmocka_unit_test(test_second_derivative_mlp_if),
         cmocka_unit_test(test_second_derivative_dynamic),
+        cmocka_unit_test(test_hessian_vector_product),
         cmocka_unit_test(test_gradcheck_detects_mismatch),
         cmocka_unit_test(test_missing_rules),
         cmocka_unit_test(test_rejected_inputs),

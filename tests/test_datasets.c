@@ -32,6 +32,18 @@ static void check_ok(ry_status s) {
     }
 }
 
+static uint8_t *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc(*len);
+    assert_true(fread(b, 1, *len, f) == *len);
+    fclose(f);
+    return b;
+}
+
 static uint64_t u64_at(const ry_tensor *t, int64_t i) { return ((const uint64_t *)t->data)[i]; }
 
 /* ---- RNG ------------------------------------------------------------------ */
@@ -319,14 +331,11 @@ static void test_idx_broken(void **state) {
         assert_null(t);
     }
     /* the byte offset of a truncated gzip stream is the file's length */
-    FILE *f = fopen(D "bad_trunc.idx.gz", "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fclose(f);
+    size_t len;
+    free(slurp(D "bad_trunc.idx.gz", &len));
     ry_tensor *t;
     char want[64];
-    snprintf(want, sizeof want, "ends at byte %ld", len);
+    snprintf(want, sizeof want, "ends at byte %zu", len);
     expect_err(ry_idx_read(D "bad_trunc.idx.gz", &t, &err), NULL, want);
     /* a directory is not a data file */
     expect_err(ry_idx_read("tests/data", &t, &err), "tests/data", "not a regular file");
@@ -645,18 +654,6 @@ static void test_text_and_bptt(void **state) {
 /* ---- damaged files never crash ----------------------------------------------------
  * Every prefix and many single-byte edits of good files, each in a heap
  * buffer of exactly its length so ASan sees any read past the end. */
-
-static uint8_t *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(*len);
-    assert_true(fread(b, 1, *len, f) == *len);
-    fclose(f);
-    return b;
-}
 
 static ry_status parse_buf(int kind, const uint8_t *data, size_t len) {
     uint8_t *b = malloc(len ? len : 1);

@@ -43,6 +43,18 @@ static void step_with(ry_optimizer *o, ry_param_set *p, const double *g) {
 
 static double x0(const ry_param_set *p) { return ry_tensor_get(p->views[0], 0); }
 
+static void done(ry_optimizer *o, ry_param_set *p) {
+    ry_optim_free(o);
+    ry_params_free(p);
+}
+
+/* torch's defaults for kind, with learning rate lr. */
+static ry_optim_config with_lr(ry_optim_kind kind, double lr) {
+    ry_optim_config c = ry_optim_defaults(kind);
+    c.lr = lr;
+    return c;
+}
+
 #define NEAR(got, want) assert_true(fabs((got) - (want)) <= 1e-12 * fabs(want) + 1e-15)
 
 /* ---- hand-computed steps (float64, one element) ------------------------ */
@@ -54,8 +66,7 @@ static double x0(const ry_param_set *p) { return ry_tensor_get(p->views[0], 0); 
 static void test_sgd_momentum_by_hand(void **state) {
     (void)state;
     ry_param_set *p = vec_set("x", 1, (double[]){1});
-    ry_optim_config c = ry_optim_defaults(RY_OPTIM_SGD);
-    c.lr = 0.1;
+    ry_optim_config c = with_lr(RY_OPTIM_SGD, 0.1);
     c.momentum = 0.9;
     ry_optimizer *o = new_opt(&c, p);
     step_with(o, p, (double[]){1});
@@ -67,8 +78,7 @@ static void test_sgd_momentum_by_hand(void **state) {
     NEAR(x0(p), 0.449);
     NEAR(ry_tensor_get(ry_optim_slot_find(o, "momentum_buffer")->views[0], 0), 1.61);
     assert_int_equal(ry_optim_step_count(o), 3);
-    ry_optim_free(o);
-    ry_params_free(p);
+    done(o, p);
 }
 
 /* SGD lr 0.1, momentum 0.9, Nesterov, p = 1, grads 1, 2:
@@ -80,8 +90,7 @@ static void test_sgd_momentum_by_hand(void **state) {
  *   d = 1 + 0.5 * 2 = 2, p = 1.8;  d = 1 + 0.9 = 1.9, p = 1.61 */
 static void test_sgd_variants_by_hand(void **state) {
     (void)state;
-    ry_optim_config c = ry_optim_defaults(RY_OPTIM_SGD);
-    c.lr = 0.1;
+    ry_optim_config c = with_lr(RY_OPTIM_SGD, 0.1);
     c.momentum = 0.9;
     c.nesterov = true;
     ry_param_set *p = vec_set("x", 1, (double[]){1});
@@ -90,8 +99,7 @@ static void test_sgd_variants_by_hand(void **state) {
     NEAR(x0(p), 0.81);
     step_with(o, p, (double[]){2});
     NEAR(x0(p), 0.349);
-    ry_optim_free(o);
-    ry_params_free(p);
+    done(o, p);
 
     c.nesterov = false;
     c.dampening = 0.5;
@@ -101,11 +109,9 @@ static void test_sgd_variants_by_hand(void **state) {
     NEAR(x0(p), 0.9);
     step_with(o, p, (double[]){2});
     NEAR(x0(p), 0.71);
-    ry_optim_free(o);
-    ry_params_free(p);
+    done(o, p);
 
-    c = ry_optim_defaults(RY_OPTIM_SGD);
-    c.lr = 0.1;
+    c = with_lr(RY_OPTIM_SGD, 0.1);
     c.weight_decay = 0.5;
     p = vec_set("x", 1, (double[]){2});
     o = new_opt(&c, p);
@@ -114,8 +120,7 @@ static void test_sgd_variants_by_hand(void **state) {
     NEAR(x0(p), 1.8);
     step_with(o, p, (double[]){1});
     NEAR(x0(p), 1.61);
-    ry_optim_free(o);
-    ry_params_free(p);
+    done(o, p);
 }
 
 /* Adam lr 0.1, betas (0.9, 0.999), eps 1e-8, p = 1, grads 2, -1:
@@ -129,8 +134,7 @@ static void test_sgd_variants_by_hand(void **state) {
  * same step: 0.95 - 0.2 / (2 + 1e-8) = 0.8500000005 */
 static void test_adam_by_hand(void **state) {
     (void)state;
-    ry_optim_config c = ry_optim_defaults(RY_OPTIM_ADAM);
-    c.lr = 0.1;
+    ry_optim_config c = with_lr(RY_OPTIM_ADAM, 0.1);
     ry_param_set *p = vec_set("x", 1, (double[]){1});
     ry_optimizer *o = new_opt(&c, p);
     step_with(o, p, (double[]){2});
@@ -140,18 +144,15 @@ static void test_adam_by_hand(void **state) {
     NEAR(ry_tensor_get(ry_optim_slot_find(o, "exp_avg")->views[0], 0), 0.08);
     NEAR(ry_tensor_get(ry_optim_slot_find(o, "exp_avg_sq")->views[0], 0), 0.004996);
     assert_int_equal(ry_optim_param_steps(o, 0), 2);
-    ry_optim_free(o);
-    ry_params_free(p);
+    done(o, p);
 
-    c = ry_optim_defaults(RY_OPTIM_ADAMW);
-    c.lr = 0.1;
+    c = with_lr(RY_OPTIM_ADAMW, 0.1);
     c.weight_decay = 0.5;
     p = vec_set("x", 1, (double[]){1});
     o = new_opt(&c, p);
     step_with(o, p, (double[]){2});
     NEAR(x0(p), 0.8500000005);
-    ry_optim_free(o);
-    ry_params_free(p);
+    done(o, p);
 }
 
 /* AMSGrad keeps the largest v: lr 0.1, betas (0, 0.5), eps 0, p = 0, grads
@@ -159,8 +160,7 @@ static void test_adam_by_hand(void **state) {
  * sqrt(0.5)) = -0.1; step 2 v = 1 but vmax stays 2, m = 0, p stays -0.1. */
 static void test_amsgrad_by_hand(void **state) {
     (void)state;
-    ry_optim_config c = ry_optim_defaults(RY_OPTIM_ADAM);
-    c.lr = 0.1;
+    ry_optim_config c = with_lr(RY_OPTIM_ADAM, 0.1);
     c.beta1 = 0;
     c.beta2 = 0.5;
     c.eps = 0;
@@ -175,8 +175,7 @@ static void test_amsgrad_by_hand(void **state) {
     NEAR(x0(p), -0.1);
     NEAR(ry_tensor_get(ry_optim_slot_find(o, "exp_avg_sq")->views[0], 0), 1.0);
     NEAR(ry_tensor_get(ry_optim_slot_find(o, "max_exp_avg_sq")->views[0], 0), 2.0);
-    ry_optim_free(o);
-    ry_params_free(p);
+    done(o, p);
 }
 
 /* Adagrad lr 0.1, eps 1e-10, p = 1, grads 3, 4:
@@ -186,8 +185,7 @@ static void test_amsgrad_by_hand(void **state) {
  * initial_accumulator_value 16: s = 16 + 9 = 25, p = 1 - 0.1 * 3 / 5 = 0.94. */
 static void test_adagrad_by_hand(void **state) {
     (void)state;
-    ry_optim_config c = ry_optim_defaults(RY_OPTIM_ADAGRAD);
-    c.lr = 0.1;
+    ry_optim_config c = with_lr(RY_OPTIM_ADAGRAD, 0.1);
     ry_param_set *p = vec_set("x", 1, (double[]){1});
     ry_optimizer *o = new_opt(&c, p);
     step_with(o, p, (double[]){3});
@@ -195,8 +193,7 @@ static void test_adagrad_by_hand(void **state) {
     step_with(o, p, (double[]){4});
     NEAR(x0(p), 0.8200000000049333);
     NEAR(ry_tensor_get(ry_optim_slot_find(o, "sum")->views[0], 0), 25.0);
-    ry_optim_free(o);
-    ry_params_free(p);
+    done(o, p);
 
     c.lr_decay = 1;
     c.eps = 0;
@@ -205,8 +202,7 @@ static void test_adagrad_by_hand(void **state) {
     step_with(o, p, (double[]){3});
     step_with(o, p, (double[]){4});
     NEAR(x0(p), 0.86);
-    ry_optim_free(o);
-    ry_params_free(p);
+    done(o, p);
 
     c.lr_decay = 0;
     c.initial_accumulator_value = 16;
@@ -215,8 +211,7 @@ static void test_adagrad_by_hand(void **state) {
     NEAR(ry_tensor_get(ry_optim_slot_find(o, "sum")->views[0], 0), 16.0);
     step_with(o, p, (double[]){3});
     NEAR(x0(p), 0.94);
-    ry_optim_free(o);
-    ry_params_free(p);
+    done(o, p);
 }
 
 /* RMSprop lr 0.01, alpha 0.99, eps 1e-8, p = 1, grads 2, 2:
@@ -229,8 +224,7 @@ static void test_adagrad_by_hand(void **state) {
  *   p = 0.9 - 0.120888 = 0.7791118895117288 (eps kept in each) */
 static void test_rmsprop_by_hand(void **state) {
     (void)state;
-    ry_optim_config c = ry_optim_defaults(RY_OPTIM_RMSPROP);
-    c.lr = 0.01;
+    ry_optim_config c = with_lr(RY_OPTIM_RMSPROP, 0.01);
     ry_param_set *p = vec_set("x", 1, (double[]){1});
     ry_optimizer *o = new_opt(&c, p);
     step_with(o, p, (double[]){2});
@@ -238,8 +232,7 @@ static void test_rmsprop_by_hand(void **state) {
     step_with(o, p, (double[]){2});
     NEAR(x0(p), 0.8291118870117289);
     NEAR(ry_tensor_get(ry_optim_slot_find(o, "square_avg")->views[0], 0), 0.0796);
-    ry_optim_free(o);
-    ry_params_free(p);
+    done(o, p);
 
     c.centered = true;
     p = vec_set("x", 1, (double[]){1});
@@ -247,8 +240,7 @@ static void test_rmsprop_by_hand(void **state) {
     step_with(o, p, (double[]){2});
     NEAR(x0(p), 0.8994962235245836);
     NEAR(ry_tensor_get(ry_optim_slot_find(o, "grad_avg")->views[0], 0), 0.02);
-    ry_optim_free(o);
-    ry_params_free(p);
+    done(o, p);
 
     c.centered = false;
     c.momentum = 0.5;
@@ -258,8 +250,7 @@ static void test_rmsprop_by_hand(void **state) {
     NEAR(x0(p), 0.9000000049999998);
     step_with(o, p, (double[]){2});
     NEAR(x0(p), 0.7791118895117288);
-    ry_optim_free(o);
-    ry_params_free(p);
+    done(o, p);
 }
 
 /* ---- against PyTorch: 20 steps per setting ------------------------------
@@ -406,8 +397,7 @@ static void run_torch_case(const torch_case *tc, ry_dtype dt) {
         }
         ry_tensor_release(slots);
     }
-    ry_optim_free(o);
-    ry_params_free(p);
+    done(o, p);
     ry_params_free(grad);
     ry_tensor_release(p0);
     ry_tensor_release(g);
@@ -494,8 +484,7 @@ static void test_schedule_drives_optimizer(void **state) {
     NEAR(x0(p), -3.0);
     NEAR(ry_optim_lr(o), 0.5);
     NEAR(ry_optim_get_config(o)->lr, 0.5);
-    ry_optim_free(o);
-    ry_params_free(p);
+    done(o, p);
 }
 
 static void test_schedule_errors(void **state) {
@@ -618,6 +607,38 @@ static void test_find_nonfinite(void **state) {
     }
 }
 
+/* Clip, step, schedule, as a training loop does: Adam lr 0.05 with a 4-step
+ * warm-up from 0.2 then cosine over 16, gradients clipped at norm 1 (loop
+ * in tools/gen_optim_tests.py). */
+static void test_training_loop_matches_torch(void **state) {
+    (void)state;
+    ry_schedule s = {.kind = RY_SCHED_COSINE, .t_max = 16, .warmup_steps = 4,
+                     .warmup_start_factor = 0.2};
+    ry_tensor *p0 = test_npy("tests/optim/inputs.npy"), *g = test_npy("tests/optim/grads.npy");
+    for (int d = 0; d < 2; d++) {
+        ry_dtype dt = d ? RY_FLOAT32 : RY_FLOAT64;
+        ry_tensor *want = test_npy(d ? "tests/optim/loop_f32.npy" : "tests/optim/loop_f64.npy");
+        ry_param_set *p = wb_set(dt), *grad = wb_set(dt);
+        load_row(p, p0, 0, 1);
+        ry_optim_config c = ry_optim_defaults(RY_OPTIM_ADAM);
+        ry_optimizer *o = new_opt(&c, p);
+        ry_error err;
+        for (int t = 0; t < STEPS; t++) {
+            load_row(grad, g, t, 1);
+            assert_int_equal(ry_clip_grad_norm(grad, 1.0, 2, NULL, &err), RY_OK);
+            ry_optim_set_lr(o, ry_schedule_lr(&s, 0.05, ry_optim_step_count(o)));
+            assert_int_equal(ry_optim_step(o, p, grad, &err), RY_OK);
+            assert_row(p, want, t, d ? 2e-5 : 1e-11, d ? 2e-6 : 1e-13, "loop", t + 1);
+        }
+        ry_optim_free(o);
+        ry_params_free(p);
+        ry_params_free(grad);
+        ry_tensor_release(want);
+    }
+    ry_tensor_release(p0);
+    ry_tensor_release(g);
+}
+
 /* ---- state: frozen, decay mask, checkpoint round trip ------------------- */
 
 /* A frozen parameter keeps its value, slots and step count. */
@@ -626,8 +647,7 @@ static void test_frozen_and_mask(void **state) {
     ry_param_set *p = wb_set(RY_FLOAT64), *g = wb_set(RY_FLOAT64);
     ry_params_fill(p, 1);
     ry_params_fill(g, 0);
-    ry_optim_config c = ry_optim_defaults(RY_OPTIM_SGD);
-    c.lr = 0.1;
+    ry_optim_config c = with_lr(RY_OPTIM_SGD, 0.1);
     c.weight_decay = 1; /* with zero gradients only the decay moves p: p -= 0.1 p */
     ry_optimizer *o = new_opt(&c, p);
     ry_error err;
@@ -647,8 +667,7 @@ static void test_frozen_and_mask(void **state) {
     assert_int_equal(ry_optim_set_frozen(o, "nope", true, &err), RY_ERR);
     assert_non_null(strstr(err.msg, "'nope'"));
     assert_int_equal(ry_optim_set_decay(o, "nope", true, &err), RY_ERR);
-    ry_optim_free(o);
-    ry_params_free(p);
+    done(o, p);
     ry_params_free(g);
 }
 
@@ -888,6 +907,7 @@ int main(void) {
         cmocka_unit_test(test_clip_matches_torch),
         cmocka_unit_test(test_clip_by_hand),
         cmocka_unit_test(test_find_nonfinite),
+        cmocka_unit_test(test_training_loop_matches_torch),
         cmocka_unit_test(test_frozen_and_mask),
         cmocka_unit_test(test_resume_is_exact),
         cmocka_unit_test(test_config_errors),

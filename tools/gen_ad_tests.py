@@ -2,7 +2,8 @@
 
 Writes tests/ad/<case>/in_<param>.npy and grad_<param>.npy (float64) for
 models whose relayc text is in test_ad.c: the two-layer perceptron with a
-log-softmax loss (mlp) and a TreeLSTM over a three-leaf tree (treelstm).
+log-softmax loss (mlp), a TreeLSTM over a three-leaf tree (treelstm) and an
+LSTM run over a list of four inputs by recursion (lstm).
 Each gradient is of the sum of the model's outputs, as ry_grad seeds them.
 Run from the repository root: python3 tools/gen_ad_tests.py
 """
@@ -58,6 +59,16 @@ def treelstm():
     save("treelstm", p, {n: t.grad for n, t in p.items()})
 
 
+def lstm():
+    p = params({"x1": (1, 3), "x2": (1, 3), "x3": (1, 3), "x4": (1, 3), "wi": (16, 3), "ui": (16, 4)})
+    h, c = torch.zeros(1, 4), torch.zeros(1, 4)
+    for name in ("x1", "x2", "x3", "x4"):
+        h, c = cell(p[name], h, c, p["wi"], p["ui"])
+    (h.sum() + c.sum()).backward()
+    save("lstm", p, {n: t.grad for n, t in p.items()})
+
+
 if __name__ == "__main__":
     mlp()
     treelstm()
+    lstm()

@@ -7,7 +7,7 @@ parameters after every step (<case>_<dtype>.npy, shape (20, 17)) and the
 final optimizer slots (<case>_<dtype>_slots.npy, shape (slots, 17)); the
 learning rate of each schedule for steps 0..39 (sched_<name>.npy); and
 clipping results (clip_<name>_<dtype>.npy: clipped gradients, then the
-total norm). Two parameters, w (3, 4) and b (5,), are flattened into 17
+total norm); and a training loop's parameters (loop_<dtype>.npy). Two parameters, w (3, 4) and b (5,), are flattened into 17
 values, w first. Run from the repository root: python3 tools/gen_optim_tests.py
 """
 import math
@@ -153,6 +153,24 @@ CLIPS = [
 ]
 
 
+def train_loop(dtype):
+    """Adam under a warm-up + cosine schedule with clipping at norm 1:
+    what a training loop does each step (clip, step, schedule)."""
+    params = [p.requires_grad_() for p in split(P0, dtype)]
+    opt = torch.optim.Adam(params, lr=0.05, foreach=False)
+    sched = S.SequentialLR(opt, [S.LinearLR(opt, start_factor=0.2, total_iters=4),
+                                 S.CosineAnnealingLR(opt, T_max=16)], milestones=[4])
+    traj = []
+    for t in range(STEPS):
+        for p, g in zip(params, split(G[t], dtype)):
+            p.grad = g.clone()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        traj.append(flat(params))
+    return np.array(traj)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     np.save(f"{OUT}/inputs.npy", P0)
@@ -163,6 +181,8 @@ def main():
             np.save(f"{OUT}/{name}_{dname}.npy", traj)
             if slots:
                 np.save(f"{OUT}/{name}_{dname}_slots.npy", state)
+    for dname, dt in [("f32", torch.float32), ("f64", torch.float64)]:
+        np.save(f"{OUT}/loop_{dname}.npy", train_loop(dt))
     for name, make in SCHEDULES:
         np.save(f"{OUT}/sched_{name}.npy", lr_trajectory(make))
     for name, fn in CLIPS:

@@ -39,7 +39,7 @@ void ry_anf_module(ry_module *m);
  *   - for each global it calls (and the function itself), a transformed twin
  *     `@<name>_grad` (made once, mutual recursion included);
  *   - for each ADT whose fields hold tensors or functions, a twin typedef
- *     `<Name>_grad` whose constructors are `<Ctor>_grad`.
+ *     `<Name>_grad` whose constructors are `<Ctor>_grad`;
  *   - for an ADT parameter or result, converter globals `@in_<Name>`,
  *     `@grad_<Name>`, `@primal_<Name>`, `@seed_<Name>` (one per concrete
  *     type) that pair, unpair and seed its tensors.

@@ -100,11 +100,51 @@ static void *grow(parser *p, void *items, int n, int *cap, size_t size) {
     return fresh;
 }
 
+static size_t name_hash(const char *s) {
+    size_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static scope_slot *find_slot(const scope_slot *slots, int cap, const char *name) {
+    size_t mask = (size_t)cap - 1, h = name_hash(name) & mask;
+    while (slots[h].name && strcmp(slots[h].name, name) != 0) h = (h + 1) & mask;
+    return (scope_slot *)&slots[h];
+}
+
+/* The slot of name, added (with top -1) if new; doubles the table when half full. */
+static scope_slot *slot_for(parser *p, const char *name) {
+    if ((p->nslots + 1) * 2 > p->cap_slots) {
+        int cap = p->cap_slots ? p->cap_slots * 2 : 64;
+        scope_slot *fresh = RY_NEW_ARRAY(p->tmp, scope_slot, cap);
+        for (int i = 0; i < p->cap_slots; i++)
+            if (p->slots[i].name) *find_slot(fresh, cap, p->slots[i].name) = p->slots[i];
+        p->slots = fresh;
+        p->cap_slots = cap;
+    }
+    scope_slot *s = find_slot(p->slots, p->cap_slots, name);
+    if (!s->name) {
+        s->name = name;
+        s->top = -1;
+        p->nslots++;
+    }
+    return s;
+}
+
 ry_var *ry_p_bind_local(parser *p, const token *t, ry_type *annot) {
     ry_var *v = ry_var_new(p->m, t->name, annot, t->span);
     p->scope = grow(p, p->scope, p->nscope, &p->cap_scope, sizeof *p->scope);
-    p->scope[p->nscope++] = (scope_entry){v->name, v};
+    scope_slot *s = slot_for(p, v->name);
+    p->scope[p->nscope] = (scope_entry){v->name, v, s->top};
+    s->top = p->nscope++;
     return v;
+}
+
+void ry_p_scope_pop(parser *p, int mark) {
+    for (; p->nscope > mark; p->nscope--) {
+        const scope_entry *e = &p->scope[p->nscope - 1];
+        find_slot(p->slots, p->cap_slots, e->name)->top = e->shadowed;
+    }
 }
 
 void ry_p_bind_graph(parser *p, int64_t n, ry_expr *e) {
@@ -114,9 +154,9 @@ void ry_p_bind_graph(parser *p, int64_t n, ry_expr *e) {
 }
 
 ry_var *ry_p_lookup_local(const parser *p, const char *name) {
-    for (int i = p->nscope - 1; i >= 0; i--)
-        if (strcmp(p->scope[i].name, name) == 0) return p->scope[i].var;
-    return NULL;
+    if (!p->cap_slots) return NULL;
+    const scope_slot *s = find_slot(p->slots, p->cap_slots, name);
+    return s->name && s->top >= 0 ? p->scope[s->top].var : NULL;
 }
 
 /* A pointer set in the parser's scratch arena, for the scope check below. */

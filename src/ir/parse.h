@@ -16,7 +16,16 @@
 typedef struct scope_entry {
     const char *name;
     ry_var *var;
+    int shadowed; /* the entry this one hides (same name), or -1 */
 } scope_entry;
+
+/* Innermost binding of each name seen so far: open addressing on the name,
+ * value an index into the scope stack or -1, so lookups stay O(1) in long
+ * let chains. */
+typedef struct scope_slot {
+    const char *name;
+    int top;
+} scope_slot;
 
 /* A graph binding (%0 = e;): visible to the end of its definition. depth
  * and top record the locals in scope when it was bound. */
@@ -47,6 +56,8 @@ typedef struct parser {
     ry_arena *tmp; /* parser temporaries, freed when parsing ends */
     scope_entry *scope;
     int nscope, cap_scope;
+    scope_slot *slots;  /* power-of-two table, at most half full */
+    int nslots, cap_slots;
     graph_entry *graph; /* emptied at each `def` */
     int ngraph, cap_graph;
     tvar_entry *tvars;
@@ -80,6 +91,8 @@ void ry_p_leave(parser *p);
 ry_var *ry_p_bind_local(parser *p, const token *t, ry_type *annot);
 void ry_p_bind_graph(parser *p, int64_t n, ry_expr *e);
 ry_var *ry_p_lookup_local(const parser *p, const char *name);
+/* Leaves the scopes opened since nscope was mark. */
+void ry_p_scope_pop(parser *p, int mark);
 /* The node bound to %N (token t); errors if unbound, or if it uses a
  * variable that is out of scope where t stands. */
 ry_expr *ry_p_use_graph(parser *p, const token *t);

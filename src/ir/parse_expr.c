@@ -150,7 +150,7 @@ ry_expr *ry_p_func(parser *p, int start) {
     if (!(fn->func.body = ry_p_expr(p))) return NULL;
     if (!ry_p_expect(p, TK_RBRACE, "to close the function body")) return NULL;
     p->ntvars = tmark;
-    p->nscope = smark;
+    ry_p_scope_pop(p, smark);
     fn->span = ry_p_span_from(p, start);
     return fn;
 }
@@ -202,7 +202,7 @@ static ry_expr *parse_match(parser *p, int start, bool complete) {
         if (!(items[n].pat = ry_p_pattern(p))) return NULL;
         if (!ry_p_expect(p, TK_FATARROW, "after the pattern")) return NULL;
         if (!(items[n++].body = ry_p_expr(p))) return NULL;
-        p->nscope = mark;
+        ry_p_scope_pop(p, mark);
         if (!ry_p_accept(p, TK_COMMA)) break;
     }
     if (!ry_p_expect(p, TK_RBRACE, "to close the match")) return NULL;
@@ -473,7 +473,7 @@ ry_expr *ry_p_expr(parser *p) {
         }
         lets = push_pending(p, lets, &n, &cap, (pending){ry_var_new(p->m, "", NULL, e->span), e, e->span});
     }
-    p->nscope = mark;
+    ry_p_scope_pop(p, mark);
     for (int i = n - 1; i >= 0; i--) body = ry_expr_let(p->m, lets[i].var, lets[i].value, body, lets[i].span);
     ry_p_leave(p);
     return body;
