@@ -11,5 +11,6 @@
 #include "relayc/value.h"
 #include "relayc/interp.h"
 #include "relayc/params.h"
+#include "relayc/optim.h"
 
 #endif

@@ -2,6 +2,7 @@
  * params.c: parameter sets as views into one slab (see params.h). Each view
  * starts on a 64-byte boundary so kernels and GEMM see aligned data.
  */
+#include <assert.h>
 #include <string.h>
 
 #include "relayc/params.h"
@@ -37,7 +38,9 @@ ry_param_set *ry_params_new(ry_dtype dtype, int n, const char *const *names, con
             if (shapes[i][d] < 0 || (shapes[i][d] && elems > INT64_MAX / 8 / shapes[i][d])) return NULL;
             elems *= shapes[i][d];
         }
-        total += aligned_elems(elems, esize);
+        int64_t need = aligned_elems(elems, esize);
+        if (total > INT64_MAX / 8 - need) return NULL;
+        total += need;
     }
     ry_param_set *p = ry_calloc(1, sizeof *p);
     if (!p) return NULL;
@@ -102,6 +105,7 @@ bool ry_params_same_layout(const ry_param_set *a, const ry_param_set *b) {
 }
 
 void ry_params_copy(ry_param_set *dst, const ry_param_set *src) {
+    assert(ry_params_same_layout(dst, src));
     memcpy(dst->slab->data, src->slab->data, ry_tensor_nbytes(src->slab));
 }
 
