@@ -168,7 +168,10 @@ static ry_expr *xop(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
     ry_expr *y = gx_bind(s, b, "y", call, e->type);
     if (!gx_changes(s, e->type)) return y;
     ry_expr *r = gx_bind(s, b, "r", fresh(s, y, e->type), gx_type(s, e->type));
-    if (!rule.fn) return r;
+    bool reaches = false; /* some argument has an adjoint cell to fill */
+    for (int i = 0; i < n; i++)
+        reaches |= targs[i] && gx_changes(s, e->call.args[i]->type);
+    if (!rule.fn || !reaches) return r;
 
     gx_block cb = {0};
     ry_expr *g = gx_bind(s, &cb, "g", adjoint(s, r, e->type), e->type);

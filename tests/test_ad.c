@@ -13,6 +13,8 @@
 #include "op/grad_rules.h"
 #include "relayc/ad.h"
 
+#include "ad/models.h"
+
 /* ---- helpers ---- */
 
 static uint64_t rng_state = 0x1234567ull;
@@ -127,22 +129,6 @@ static void test_square(void **state) {
     ry_value_release(x);
     ry_module_free(m);
 }
-
-/* A two-layer perceptron with a log-softmax loss: dense, bias_add, tanh,
- * log_softmax, mean, negative; `%0 = ...` graph bindings share nodes. */
-static const char *mlp_text =
-    "#[version = \"0.0.5\"]\n"
-    "def @main(%x: Tensor[(4, 5), float64], %w1: Tensor[(6, 5), float64],\n"
-    "          %b1: Tensor[(6), float64], %w2: Tensor[(3, 6), float64],\n"
-    "          %b2: Tensor[(3), float64]) {\n"
-    "  %0 = nn.dense(%x, %w1, units=6);\n"
-    "  %1 = nn.bias_add(%0, %b1);\n"
-    "  %2 = tanh(%1);\n"
-    "  %3 = nn.dense(%2, %w2, units=3);\n"
-    "  %4 = nn.bias_add(%3, %b2);\n"
-    "  %5 = nn.log_softmax(%4);\n"
-    "  negative(mean(%5))\n"
-    "}\n";
 
 static void test_mlp(void **state) {
     (void)state;
@@ -260,27 +246,6 @@ static void test_if(void **state) {
     }
 }
 
-/* Recursion over a List through a global: a weighted running sum
- * h = tanh(h * w + x) over the elements. */
-static const char *list_text =
-    "#[version = \"0.0.5\"]\n"
-    "type List[A] {\n"
-    "  Cons(A, List[A]),\n"
-    "  Nil,\n"
-    "}\n"
-    "def @fold(%l: List[Tensor[(2), float64]], %h: Tensor[(2), float64],\n"
-    "          %w: Tensor[(2), float64]) -> Tensor[(2), float64] {\n"
-    "  match (%l) {\n"
-    "    Cons(%x, %rest) => @fold(%rest, tanh(add(multiply(%h, %w), %x)), %w),\n"
-    "    Nil => %h,\n"
-    "  }\n"
-    "}\n"
-    "def @main(%a: Tensor[(2), float64], %b: Tensor[(2), float64],\n"
-    "          %c: Tensor[(2), float64], %w: Tensor[(2), float64]) {\n"
-    "  let %l = Cons(%a, Cons(%b, Cons(%c, Nil)));\n"
-    "  @fold(%l, zeros_like(%a), %w)\n"
-    "}\n";
-
 static void test_list_recursion(void **state) {
     (void)state;
     ry_value *a[4] = {rv1(2), rv1(2), rv1(2), rv1(2)};
@@ -291,50 +256,6 @@ static void test_list_recursion(void **state) {
     ry_module_free(m);
     release_all(4, a);
 }
-
-/* A small TreeLSTM (Tai et al.'s child-sum form, two children): leaves
- * hold embeddings, an ADT with tensor fields gets a twin typedef. */
-static const char *treelstm_text =
-    "#[version = \"0.0.5\"]\n"
-    "type Tree {\n"
-    "  Leaf(Tensor[(1, 3), float64]),\n"
-    "  Node(Tree, Tree),\n"
-    "}\n"
-    "def @cell(%x: Tensor[(1, 3), float64], %h: Tensor[(1, 4), float64],\n"
-    "          %c: Tensor[(1, 4), float64], %wi: Tensor[(16, 3), float64],\n"
-    "          %ui: Tensor[(16, 4), float64]) -> (Tensor[(1, 4), float64], Tensor[(1, 4), "
-    "float64]) {\n"
-    "  %0 = add(nn.dense(%x, %wi), nn.dense(%h, %ui));\n"
-    "  %1 = split(%0, indices_or_sections=4, axis=1);\n"
-    "  %2 = sigmoid(%1.0);\n"
-    "  %3 = sigmoid(%1.1);\n"
-    "  %4 = tanh(%1.2);\n"
-    "  %5 = sigmoid(%1.3);\n"
-    "  %6 = add(multiply(%3, %c), multiply(%2, %4));\n"
-    "  (multiply(%5, tanh(%6)), %6)\n"
-    "}\n"
-    "def @tree(%t: Tree, %wi: Tensor[(16, 3), float64], %ui: Tensor[(16, 4), float64])\n"
-    "    -> (Tensor[(1, 4), float64], Tensor[(1, 4), float64]) {\n"
-    "  match (%t) {\n"
-    "    Leaf(%x) => {\n"
-    "      let %z = zeros(shape=[1, 4], dtype=\"float64\");\n"
-    "      @cell(%x, %z, %z, %wi, %ui)\n"
-    "    },\n"
-    "    Node(%l, %r) => {\n"
-    "      let %a = @tree(%l, %wi, %ui);\n"
-    "      let %b = @tree(%r, %wi, %ui);\n"
-    "      let %x0 = zeros(shape=[1, 3], dtype=\"float64\");\n"
-    "      @cell(%x0, add(%a.0, %b.0), add(%a.1, %b.1), %wi, %ui)\n"
-    "    },\n"
-    "  }\n"
-    "}\n"
-    "def @main(%e1: Tensor[(1, 3), float64], %e2: Tensor[(1, 3), float64],\n"
-    "          %e3: Tensor[(1, 3), float64], %wi: Tensor[(16, 3), float64],\n"
-    "          %ui: Tensor[(16, 4), float64]) {\n"
-    "  let %t = Node(Leaf(%e1), Node(Leaf(%e2), Leaf(%e3)));\n"
-    "  %0 = @tree(%t, %wi, %ui);\n"
-    "  sum(%0.0)\n"
-    "}\n";
 
 static void test_treelstm(void **state) {
     (void)state;
@@ -428,20 +349,7 @@ static void test_higher_order(void **state) {
     release_all(4, a);
 }
 
-/* refs: a value accumulated in a ref by a closure, read back */
-static const char *refs_text =
-    "#[version = \"0.0.5\"]\n"
-    "def @main(%x: Tensor[(2, 2), float64], %y: Tensor[(2, 2), float64]) {\n"
-    "  let %r = ref(%x);\n"
-    "  let %step = fn (%v: Tensor[(2, 2), float64]) {\n"
-    "    ref_write(%r, multiply(ref_read(%r), %v))\n"
-    "  };\n"
-    "  let %u1 = %step(%y);\n"
-    "  let %u2 = %step(tanh(%y));\n"
-    "  let %u3 = ref_write(%r, add(ref_read(%r), %x));\n"
-    "  ref_read(%r)\n"
-    "}\n";
-
+/* refs: refs_text (models.h) through finite differences */
 static void test_refs(void **state) {
     (void)state;
     ry_value *a[2] = {rv2(2, 2), rv2(2, 2)};
@@ -506,12 +414,20 @@ static void test_pytorch_mlp(void **state) {
     golden("mlp", mlp_text, 5, names);
 }
 
-static const char *treelstm_text;
-
 static void test_pytorch_treelstm(void **state) {
     (void)state;
     const char *names[] = {"e1", "e2", "e3", "wi", "ui"};
     golden("treelstm", treelstm_text, 5, names);
+}
+
+static void test_pytorch_lstm(void **state) {
+    (void)state;
+    const char *names[] = {"x1", "x2", "x3", "x4", "wi", "ui"};
+    golden("lstm", lstm_text, 6, names);
+    ry_value *a[6] = {rv2(1, 3), rv2(1, 3), rv2(1, 3), rv2(1, 3), rv2(16, 3), rv2(16, 4)};
+    ry_module *m = gradcheck_ok(lstm_text, "main", 6, a, 1e-5, 1e-8);
+    ry_module_free(m);
+    release_all(6, a);
 }
 
 /* ---- more of the language ---- */
@@ -762,6 +678,78 @@ static void test_hessian_vector_product(void **state) {
     release_all(2, a);
 }
 
+/* A float32 program (as TVM prints them) promoted to float64 for checking:
+ * types, literals, metadata-free constants and dtype attributes change. */
+static void test_promote_float64(void **state) {
+    (void)state;
+    const char *text =
+        "#[version = \"0.0.5\"]\n"
+        "def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(4, 3), float32], %n: int32) "
+        "-> Tensor[(2, 4), float32] {\n"
+        "  %0 = nn.dense(%x, %w, units=4) /* ty=Tensor[(2, 4), float32] */;\n"
+        "  %1 = multiply(%0, 0.5f);\n"
+        "  %2 = add(%1, cast(%n, dtype=\"float32\"));\n"
+        "  add(tanh(%2), zeros(shape=[2, 4], dtype=\"float32\"))\n"
+        "}\n";
+    ry_module *m = test_parse(text, true);
+    ry_error err;
+    if (ry_module_to_float64(m, &err)) fail_msg("%s", err.msg);
+    const ry_expr *f = ry_module_find_global(m, "main")->func;
+    assert_int_equal(f->func.params[0]->annot->tensor.dtype, RY_FLOAT64);
+    assert_int_equal(f->func.params[2]->annot->tensor.dtype, RY_INT32);
+    assert_int_equal(f->type->func.ret->tensor.dtype, RY_FLOAT64);
+    char *printed = ry_module_print(m);
+    assert_null(strstr(printed, "float32"));
+    assert_non_null(strstr(printed, "0.5f64"));
+    ry_module_free(m);
+    ry_tensor *nt = ry_tensor_scalar(RY_INT32, 2);
+    ry_value *a[3] = {rv2(2, 3), rv2(4, 3), ry_value_tensor(nt)};
+    m = gradcheck_ok(printed, "main", 3, a, 1e-6, 1e-8);
+    ry_free(printed);
+    ry_module_free(m);
+    release_all(3, a);
+}
+
+/* The programs in tests/ad/programs/ (float32, as TVM prints them):
+ * promoted to float64, differentiated and checked at random inputs. */
+static ry_value *rand_of_type(const ry_type *t) {
+    int64_t shape[RY_MAX_RANK];
+    assert_int_equal(t->kind, RY_TYPE_TENSOR);
+    for (int i = 0; i < t->tensor.ndim; i++)
+        shape[i] = t->tensor.dims[i].value;
+    return rand_value(t->tensor.ndim, shape, -1, 1);
+}
+
+static void test_program_corpus(void **state) {
+    (void)state;
+    const char *files[] = {"attention", "gru_loop", "cnn_xent", "closures_in_adt"};
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        char path[256];
+        snprintf(path, sizeof path, "tests/ad/programs/%s.relay", files[k]);
+        ry_module *m = NULL;
+        ry_error err;
+        if (ry_module_parse_file(path, &m, &err) || ry_module_typecheck(m, &err) ||
+            ry_module_to_float64(m, &err)) {
+            ry_error_print(stderr, &err);
+            fail_msg("%s: %s", path, err.msg);
+        }
+        char *text = ry_module_print(m);
+        const ry_expr *f = ry_module_find_global(m, "main")->func;
+        int n = f->func.nparams;
+        ry_value *a[8];
+        assert_true(n <= 8);
+        for (int i = 0; i < n; i++)
+            a[i] = rand_of_type(f->func.params[i]->type);
+        ry_module_free(m);
+        current_case = files[k];
+        m = gradcheck_ok(text, "main", n, a, 1e-5, 1e-7);
+        current_case = "";
+        ry_module_free(m);
+        ry_free(text);
+        release_all(n, a);
+    }
+}
+
 /* ---- errors ---- */
 
 /* Every operator without a rule is named in one error, located at the
@@ -913,6 +901,7 @@ int main(void) {
         cmocka_unit_test(test_constants),
         cmocka_unit_test(test_pytorch_mlp),
         cmocka_unit_test(test_pytorch_treelstm),
+        cmocka_unit_test(test_pytorch_lstm),
         cmocka_unit_test(test_tuples),
         cmocka_unit_test(test_mutual_recursion),
         cmocka_unit_test(test_shared_dag),
@@ -921,6 +910,8 @@ int main(void) {
         cmocka_unit_test(test_second_derivative_mlp_if),
         cmocka_unit_test(test_second_derivative_dynamic),
         cmocka_unit_test(test_hessian_vector_product),
+        cmocka_unit_test(test_promote_float64),
+        cmocka_unit_test(test_program_corpus),
         cmocka_unit_test(test_gradcheck_detects_mismatch),
         cmocka_unit_test(test_missing_rules),
         cmocka_unit_test(test_rejected_inputs),

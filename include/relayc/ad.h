@@ -98,4 +98,9 @@ typedef struct ry_gradcheck_report {
 ry_status ry_gradcheck(ry_module *m, const char *entry, int nargs, ry_value *const *args,
                        const ry_gradcheck_opts *opts, ry_gradcheck_report *rep, ry_error *err);
 
+/* Rewrites every float16/float32 in m (tensor types, float constants,
+ * dtype and out_dtype attributes) to float64, then type-checks m again:
+ * finite differences need float64 to check float32 programs tightly. */
+ry_status ry_module_to_float64(ry_module *m, ry_error *err);
+
 #endif

@@ -29,8 +29,10 @@
  *     ("float32\0"), u64 ndim, u64 each dimension, the data (C order);
  *   i64 step, i64 epoch, u64 rng_len, each rng word,
  *   u64 len(model_text), its bytes, u64 len(config), its bytes;
- * all integers and elements little-endian. tools/check_checkpoint.py
- * recomputes it with h5py.
+ * all integers and elements little-endian. Each dataset also carries its
+ * own "crc32" attribute, the CRC-32 of its data alone, so that damage is
+ * pinned to a dataset (optional on load). tools/check_checkpoint.py
+ * recomputes both with h5py.
  *
  * The seal: the first 512 bytes of the file are an HDF5 user block that
  * relayc fills after HDF5 has closed the file: "RELAYC-CKPT-SEAL", then u64

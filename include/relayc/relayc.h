@@ -12,5 +12,8 @@
 #include "relayc/interp.h"
 #include "relayc/params.h"
 #include "relayc/optim.h"
+#include "relayc/rng.h"
+#include "relayc/datasets.h"
+#include "relayc/checkpoint.h"
 
 #endif

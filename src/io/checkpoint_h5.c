@@ -55,6 +55,14 @@ uint32_t ry_ckpt_crc_string(uint32_t crc, const char *s) {
     return ry_ckpt_crc(crc, s ? s : "", n);
 }
 
+uint32_t ry_ckpt_crc_combine(uint32_t a, uint32_t b, uint64_t len_b) {
+    return (uint32_t)crc32_combine(a, b, (z_off_t)len_b);
+}
+
+uint32_t ry_ckpt_crc_data(const ry_tensor *t) {
+    return ry_ckpt_crc_elems(0, t->data, (size_t)t->size, ry_dtype_size(t->dtype));
+}
+
 uint32_t ry_ckpt_crc_entry(uint32_t crc, const char *path, ry_dtype dtype, int ndim,
                            const int64_t *shape) {
     const char *dt = ry_dtype_name(dtype);
@@ -90,16 +98,6 @@ bool ry_ckpt_name_ok(const char *name, bool slashes) {
 
 /* ---- libhdf5's error stack ---------------------------------------------- */
 
-void ry_ckpt_quiet_begin(ry_ckpt_quiet *q) {
-    H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-}
-
-void ry_ckpt_quiet_end(ry_ckpt_quiet *q) {
-    H5Eclear2(H5E_DEFAULT);
-    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
-}
-
 /* Walked from the API call inward, so the last description seen is the
  * innermost one: the most specific ("truncated file: eof = ..."). */
 static herr_t keep_innermost(unsigned n, const H5E_error2_t *e, void *data) {
@@ -108,16 +106,43 @@ static herr_t keep_innermost(unsigned n, const H5E_error2_t *e, void *data) {
     return 0;
 }
 
+/* Every HDF5 API call clears the error stack on entry, so by the time a
+ * caller has closed its handles the reason for a failure is gone. Instead
+ * of printing, the automatic handler (run as the failing call returns)
+ * keeps the innermost message here until ry_ckpt_h5_error takes it. */
+static _Thread_local char last_failure[256];
+
+static herr_t capture(hid_t stack, void *data) {
+    (void)data;
+    last_failure[0] = '\0';
+    H5Ewalk2(stack, H5E_WALK_DOWNWARD, keep_innermost, last_failure);
+    return 0;
+}
+
+void ry_ckpt_quiet_begin(ry_ckpt_quiet *q) {
+    H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
+    H5Eset_auto2(H5E_DEFAULT, capture, NULL);
+    last_failure[0] = '\0';
+}
+
+void ry_ckpt_quiet_end(ry_ckpt_quiet *q) {
+    H5Eclear2(H5E_DEFAULT);
+    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
+    last_failure[0] = '\0';
+}
+
 ry_status ry_ckpt_h5_error(ry_error *err, const char *path, const char *fmt, ...) {
-    char what[512], inner[256] = "";
+    char what[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, keep_innermost, inner);
+    if (!last_failure[0]) H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, keep_innermost, last_failure);
     H5Eclear2(H5E_DEFAULT);
-    if (inner[0]) return ry_error_file(err, path, "%s: %s", what, inner);
-    return ry_error_file(err, path, "%s", what);
+    ry_status st = last_failure[0] ? ry_error_file(err, path, "%s: %s", what, last_failure)
+                                   : ry_error_file(err, path, "%s", what);
+    last_failure[0] = '\0';
+    return st;
 }
 
 /* ---- writing attributes ----------------------------------------------------

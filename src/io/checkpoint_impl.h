@@ -21,6 +21,11 @@ uint32_t ry_ckpt_crc_u64(uint32_t crc, uint64_t v);
 /* Elements of esize bytes, hashed as little-endian whatever the host. */
 uint32_t ry_ckpt_crc_elems(uint32_t crc, const void *p, size_t count, size_t esize);
 uint32_t ry_ckpt_crc_string(uint32_t crc, const char *s); /* u64 length, bytes */
+/* The CRC of A followed by B, from crc(A), crc(B) and B's length. */
+uint32_t ry_ckpt_crc_combine(uint32_t a, uint32_t b, uint64_t len_b);
+/* The stream CRC of a dataset's data alone (elements little-endian), kept
+ * as its "crc32" attribute so damage can be pinned to one dataset. */
+uint32_t ry_ckpt_crc_data(const ry_tensor *t);
 /* The dataset header part of the stream: path\0 dtype\0 ndim dims. */
 uint32_t ry_ckpt_crc_entry(uint32_t crc, const char *path, ry_dtype dtype, int ndim,
                            const int64_t *shape);

@@ -18,6 +18,7 @@
 typedef struct item {
     char *path;
     const ry_tensor *t;
+    uint32_t crc; /* of the data alone */
 } item;
 
 static int item_cmp(const void *a, const void *b) {
@@ -82,6 +83,7 @@ static ry_status collect(const char *path, const ry_param_set *params,
             return ry_error_file(err, path, "cannot save: out of memory");
         }
     qsort(items, (size_t)total, sizeof *items, item_cmp);
+    for (int i = 0; i < total; i++) items[i].crc = ry_ckpt_crc_data(items[i].t);
     *out = items;
     *count = total;
     return RY_OK;
@@ -92,7 +94,7 @@ static uint32_t checksum(const item *items, int n, const ry_checkpoint_meta *met
     for (int i = 0; i < n; i++) {
         const ry_tensor *t = items[i].t;
         crc = ry_ckpt_crc_entry(crc, items[i].path, t->dtype, t->ndim, t->shape);
-        crc = ry_ckpt_crc_elems(crc, t->data, (size_t)t->size, ry_dtype_size(t->dtype));
+        crc = ry_ckpt_crc_combine(crc, items[i].crc, ry_tensor_nbytes(t));
     }
     return ry_ckpt_crc_meta(crc, meta);
 }
@@ -115,6 +117,7 @@ static ry_status write_item(hid_t file, hid_t lcpl, const item *it) {
         H5Dwrite(d, f64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                  t->data) < 0)
         st = RY_ERR;
+    if (d >= 0 && !st) st = ry_ckpt_attr_write_u32(d, "crc32", it->crc);
     if (d >= 0 && H5Dclose(d) < 0) st = RY_ERR;
     if (space >= 0) H5Sclose(space);
     return st;

@@ -215,3 +215,18 @@ ry_status ry_grad_collapse_sum_like(ry_grad_ctx *c, ry_expr *const *args, ry_exp
     grads[1] = NULL;
     return RY_OK;
 }
+
+/* full(v, shape), full_like(x, v): every element is v, so dv = sum(g); x
+ * gives only a shape */
+ry_status ry_grad_full(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                       ry_expr **grads) {
+    grads[0] = OP1("sum", g);
+    return RY_OK;
+}
+
+ry_status ry_grad_full_like(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                            ry_expr **grads) {
+    grads[0] = NULL;
+    grads[1] = OP1("sum", g);
+    return RY_OK;
+}

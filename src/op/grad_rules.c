@@ -41,6 +41,8 @@ static const rule_entry rules[] = {
     {"copy", ry_grad_copy},
     {"broadcast_to", ry_grad_broadcast_to},
     {"collapse_sum_like", ry_grad_collapse_sum_like},
+    {"full", ry_grad_full},
+    {"full_like", ry_grad_full_like},
     {"nn.dense", ry_grad_dense},
     {"nn.matmul", ry_grad_matmul},
     {"nn.batch_matmul", ry_grad_batch_matmul},
@@ -77,11 +79,12 @@ static const rule_entry rules[] = {
 
 /* Operators whose result does not depend differentiably on their inputs:
  * comparisons and logic (boolean results), index results, and the
- * initializers whose value depends only on a shape. */
+ * initializers whose value depends only on a shape (full and full_like
+ * depend on their fill value: they have rules). */
 static const char *const no_grad_ops[] = {
     "equal",       "not_equal",  "less",        "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_not", "argmax",     "argmin",  "one_hot",
-    "zeros",       "ones",       "zeros_like",  "ones_like",  "full",    "full_like",
+    "zeros",       "ones",       "zeros_like",  "ones_like",
 };
 
 #define NRULES (int)(sizeof rules / sizeof rules[0])

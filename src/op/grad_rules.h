@@ -87,6 +87,8 @@ ry_status ry_grad_copy(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry
 ry_status ry_grad_broadcast_to(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_collapse_sum_like(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *,
                                     ry_expr **);
+ry_status ry_grad_full(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_full_like(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 /* grad_nn.c */
 ry_status ry_grad_dense(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_matmul(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);

@@ -70,6 +70,7 @@ static const op_case op_cases[] = {
     {"mirror_pad", PROG("%x: " T("(1, 3, 4)"), "%0 = nn.mirror_pad(%x, pad_width=[[0, 0], [2, 1], [3, 2]]);\n  %1 = nn.mirror_pad(%x, pad_width=[[0, 0], [1, 2], [1, 0]], mode=\"REFLECT\");\n  (multiply(%0, %0), tanh(%1))"), 1, {3}, {{1, 3, 4}}, -1, 1, 0},
     {"lrn", PROG("%x: " T("(2, 5, 2)"), "multiply(nn.lrn(%x, size=3, bias=1f, alpha=0.5f, beta=0.75f), %x)"), 1, {3}, {{2, 5, 2}}, -1, 1, 0},
     {"lrn axis 2", PROG("%x: " T("(1, 2, 4)"), "nn.lrn(%x, size=5, axis=2, alpha=0.3f)"), 1, {3}, {{1, 2, 4}}, -1, 1, 0},
+    {"full full_like", PROG("%x: " T("(2, 3)") ", %v: " T("()"), "(multiply(full(%v, shape=[2, 3], dtype=\"float64\"), %x), multiply(full_like(%x, %v), tanh(%v)))"), 2, {2, 0}, {{2, 3}, {0}}, -1, 1, 0},
     {"take rows", PROG("%x: " T("(5, 3)") ", %i: Tensor[(4), int32]", "%0 = take(%x, %i, axis=0);\n  multiply(%0, %0)"), 2, {2, -1}, {{5, 3}, {4}}, -1, 1, 0},
 };
 
