@@ -750,6 +750,24 @@ static void test_program_corpus(void **state) {
     }
 }
 
+/* Symbolic dimensions: reshape back with -1 for the one unknown dim, and
+ * mean's count taken at run time. Checked at two batch sizes. */
+static void test_symbolic_dims(void **state) {
+    (void)state;
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "def @main(%x: Tensor[(n, 2, 3), float64], %w: Tensor[(4, 6), float64]) {\n"
+                       "  %0 = nn.batch_flatten(%x);\n"
+                       "  %1 = nn.dense(%0, %w);\n"
+                       "  (mean(tanh(%1)), mean(multiply(%1, %1), axis=[0]))\n"
+                       "}\n";
+    for (int64_t n = 1; n <= 3; n += 2) {
+        ry_value *a[2] = {rand_value(3, (int64_t[]){n, 2, 3}, -1, 1), rv2(4, 6)};
+        ry_module *m = gradcheck_ok(text, "main", 2, a, 1e-6, 1e-8);
+        ry_module_free(m);
+        release_all(2, a);
+    }
+}
+
 /* ---- errors ---- */
 
 /* Every operator without a rule is named in one error, located at the
@@ -912,6 +930,7 @@ int main(void) {
         cmocka_unit_test(test_hessian_vector_product),
         cmocka_unit_test(test_promote_float64),
         cmocka_unit_test(test_program_corpus),
+        cmocka_unit_test(test_symbolic_dims),
         cmocka_unit_test(test_gradcheck_detects_mismatch),
         cmocka_unit_test(test_missing_rules),
         cmocka_unit_test(test_rejected_inputs),

@@ -241,15 +241,24 @@ bool ry_gb_shape(const ry_type *t, int *ndim, int64_t *shape) {
     return true;
 }
 
+/* One dimension that is not a constant (symbolic or Any) is written -1,
+ * which reshape infers from the size; two or more cannot be. */
 ry_status ry_gb_reshape_to(ry_grad_ctx *c, ry_expr *g, const ry_type *t, ry_expr **out) {
-    int nd;
     int64_t shape[RY_MAX_RANK];
-    if (!ry_gb_shape(t, &nd, shape))
+    int unknown = 0;
+    if (!t || t->kind != RY_TYPE_TENSOR) unknown = 2;
+    for (int i = 0; !unknown && i < t->tensor.ndim; i++) {
+        const ry_dim *d = &t->tensor.dims[i];
+        shape[i] = d->kind == RY_DIM_CONST ? d->value : -1;
+        unknown += d->kind != RY_DIM_CONST;
+    }
+    if (unknown > 1)
         return ry_error_at(c->err, c->span,
-                           "gradient of %s needs a concrete input shape (symbolic or Any dims)",
+                           "gradient of %s needs an input shape with at most one symbolic or "
+                           "Any dimension",
                            c->call->call.callee->op.op->name);
     ry_expr *r = ry_gb_op1(c->m, "reshape", g);
-    ry_gb_attr_ints(c->m, r, "newshape", nd, shape);
+    ry_gb_attr_ints(c->m, r, "newshape", t->tensor.ndim, shape);
     *out = r;
     return RY_OK;
 }

@@ -66,19 +66,21 @@ ry_status ry_grad_sum(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr 
 ry_status ry_grad_mean(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
                        ry_expr **grads) {
     ry_expr *x = args[0];
-    int nd;
+    int nd = rank_of(x);
     int64_t shape[RY_MAX_RANK];
-    if (!ry_gb_shape(ry_gb_type(x), &nd, shape))
-        return ry_error_at(c->err, c->span, "gradient of mean needs a concrete input shape");
     bool red[RY_MAX_RANK];
     reduced_axes(c, nd, red);
-    double count = 1;
-    for (int i = 0; i < nd; i++)
-        if (red[i]) count *= (double)shape[i];
+    ry_expr *scale;
+    if (ry_gb_shape(ry_gb_type(x), &nd, shape)) {
+        double count = 1;
+        for (int i = 0; i < nd; i++)
+            if (red[i]) count *= (double)shape[i];
+        scale = ry_gb_scalar(M_, ry_gb_dtype(x), count ? 1.0 / count : 0);
+    } else { /* symbolic dims: |R| = size(y) / size(x), counted at run time */
+        scale = OP2("divide", OP1("sum", OP1("ones_like", y)), OP1("sum", OP1("ones_like", x)));
+    }
     ry_expr *gk = keep_reduced(c, g, nd, red);
-    ry_expr *scaled =
-        OP2("multiply", gk, ry_gb_scalar(M_, ry_gb_dtype(x), count ? 1.0 / count : 0));
-    grads[0] = OP2("add", OP1("zeros_like", x), scaled);
+    grads[0] = OP2("add", OP1("zeros_like", x), OP2("multiply", gk, scale));
     return RY_OK;
 }
 
