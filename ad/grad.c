@@ -176,8 +176,10 @@ static ry_expr *xop(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
     gx_block cb = {0};
     ry_expr *g = gx_bind(s, &cb, "g", adjoint(s, r, e->type), e->type);
     ry_expr **grads = RY_NEW_ARRAY(s->scratch, ry_expr *, n + 1);
-    ry_grad_ctx ctx = {s->m, e, e->span, s->err};
+    ry_error rerr = {0}; /* the first failure is the one reported */
+    ry_grad_ctx ctx = {s->m, e, e->span, &rerr};
     if (rule.fn(&ctx, prim, y, g, grads)) {
+        if (!s->failed && s->err) *s->err = rerr;
         s->failed = true;
         return r;
     }
@@ -435,8 +437,10 @@ static ry_status run(gx *s, const char *fn_name, const ry_expr *fn, const char *
     }
     if (!fn || fn->kind != RY_EXPR_FUNC)
         return ry_error_at(s->err, RY_NO_SPAN, "gradient: not a function");
+    if (!fn->type && ry_module_typecheck(s->m, s->err)) /* not checked yet: do it now */
+        return RY_ERR;
     if (!fn->type)
-        return ry_error_at(s->err, fn->span, "gradient: the module must be type-checked first");
+        return ry_error_at(s->err, fn->span, "gradient: the function is not in the module");
     ry_expr *target;
     if (g) {
         target = ry_expr_new(s->m, RY_EXPR_GLOBAL, fn->span);
@@ -475,7 +479,6 @@ ry_status ry_grad(ry_module *m, const char *fn_name, const ry_expr *fn, const ch
     ad_map_init(&s.globals, s.scratch);
     ad_map_init(&s.adts, s.scratch);
     ad_map_init(&s.ctors, s.scratch);
-    ad_map_init(&s.adt_busy, s.scratch);
     ad_map_init(&s.adt_need, s.scratch);
     ad_map_init(&s.primals, s.scratch);
     s.bp_type = make_bp_type(m);

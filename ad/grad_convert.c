@@ -115,11 +115,10 @@ ry_expr *gx_convert(gx *s, gx_conv kind, ry_expr *x, ry_type *t) {
  *   def @<kind>_<D>(%v) { match (%v) { C(%f..) => C'(convert(%f)..), .. } }
  * (seed: each clause converts its fields in sequence and gives ()). */
 static ry_expr *adt_convert(gx *s, gx_conv kind, ry_expr *x, ry_type *t) {
-    char key[600], tb[512];
-    snprintf(key, sizeof key, "%s %s", kind_names[kind], ry_type_str(t, tb, sizeof tb));
     const char *name = NULL;
     for (int i = 0; i < s->nconvs && !name; i++)
-        if (strcmp(s->convs[i].key, key) == 0) name = s->convs[i].name;
+        if (s->convs[i].kind == (int)kind && ry_type_equal(s->convs[i].type, t))
+            name = s->convs[i].name;
     if (!name) {
         char base[300];
         snprintf(base, sizeof base, "%s_%s", kind_names[kind], t->call.adt->name);
@@ -131,7 +130,7 @@ static ry_expr *adt_convert(gx *s, gx_conv kind, ry_expr *x, ry_type *t) {
             s->convs = fresh;
             s->capconvs = ncap;
         }
-        s->convs[s->nconvs++] = (struct gx_conv_entry){ry_arena_strdup(s->scratch, key), name};
+        s->convs[s->nconvs++] = (struct gx_conv_entry){(int)kind, t, name};
         ry_expr *fn = ry_expr_new(s->m, RY_EXPR_FUNC, RY_NO_SPAN);
         gx_add_global(s, name, fn); /* before the body: it may call itself */
         ry_type *src = kind == GX_IN ? t : gx_type(s, t);
@@ -162,10 +161,11 @@ static ry_expr *adt_convert(gx *s, gx_conv kind, ry_expr *x, ry_type *t) {
                 ry_type *ft = subst(s, k->fields[j], td->ntparams, td->tparams, t->call.args);
                 if (!gx_convertible(s, ft)) {
                     char fb[200];
-                    ry_error_at(s->err, k->span,
-                                "gradient: constructor %s holds a %s, which the gradient "
-                                "wrapper cannot convert",
-                                k->name, ry_type_str(ft, fb, sizeof fb));
+                    if (!s->failed)
+                        ry_error_at(s->err, k->span,
+                                    "gradient: constructor %s holds a %s, which the gradient "
+                                    "wrapper cannot convert",
+                                    k->name, ry_type_str(ft, fb, sizeof fb));
                     s->failed = true;
                 }
                 ry_var *fv = ry_var_new(s->m, "f", NULL, RY_NO_SPAN);

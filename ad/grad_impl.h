@@ -21,8 +21,8 @@ typedef struct gx {
     ad_map globals;       /* ry_global -> twin name (char *) */
     ad_map adts;          /* ry_typedef -> twin (or itself when unchanged) */
     ad_map ctors;         /* ry_ctor -> twin ctor */
-    ad_map adt_busy;      /* typedefs whose need of a twin is being decided */
-    ad_map adt_need;      /* typedef -> (void *)1 needs a twin, (void *)2 does not */
+    ad_map adt_need;      /* typedef -> (void *)1 when it needs a twin */
+    bool adts_decided;    /* adt_need computed (grad_types.c) */
     struct gx_twin {      /* twins of globals, in request order; func is */
         const char *name; /* NULL until built. Added to m at the end. */
         ry_global *g;
@@ -35,7 +35,8 @@ typedef struct gx {
     int nmissing;
     ry_span missing_span;
     struct gx_conv_entry { /* converter globals of grad_convert.c */
-        const char *key;   /* "in List[Tensor[(2), float64]]" */
+        int kind;          /* a gx_conv */
+        ry_type *type;     /* the concrete ADT type it converts */
         const char *name;
     } * convs;
     int nconvs, capconvs;

@@ -41,20 +41,31 @@ bool gx_changes(gx *s, const ry_type *t) {
 }
 
 /* An ADT needs a twin when a field of a constructor changes under the
- * mapping. A recursive mention of a typedef being decided counts as no
- * change (it changes only if something else makes it change). */
+ * mapping. ADTs mention each other (and themselves), so the answer for all
+ * of them is a least fixpoint: start from "no twin" and mark ADTs until
+ * nothing changes (the marks only grow, so this ends). Computed once. */
+static void decide_twins(gx *s) {
+    s->adts_decided = true;
+    for (bool again = true; again;) {
+        again = false;
+        for (int i = 0; i < s->m->ntypedefs; i++) {
+            ry_typedef *td = s->m->typedefs[i];
+            if (ad_map_get(&s->adt_need, td)) continue;
+            bool need = false;
+            for (int k = 0; k < td->nctors && !need; k++)
+                for (int j = 0; j < td->ctors[k]->nfields && !need; j++)
+                    need = gx_changes(s, td->ctors[k]->fields[j]);
+            if (need) {
+                ad_map_put(&s->adt_need, td, (void *)1);
+                again = true;
+            }
+        }
+    }
+}
+
 static bool adt_needs_twin(gx *s, ry_typedef *td) {
-    void *known = ad_map_get(&s->adt_need, td);
-    if (known) return known == (void *)1;
-    if (ad_map_get(&s->adt_busy, td)) return false;
-    ad_map_put(&s->adt_busy, td, (void *)1);
-    bool need = false;
-    for (int i = 0; i < td->nctors && !need; i++)
-        for (int j = 0; j < td->ctors[i]->nfields && !need; j++)
-            need = gx_changes(s, td->ctors[i]->fields[j]);
-    ad_map_put(&s->adt_busy, td, NULL);
-    ad_map_put(&s->adt_need, td, need ? (void *)1 : (void *)2);
-    return need;
+    if (!s->adts_decided) decide_twins(s);
+    return ad_map_get(&s->adt_need, td) != NULL;
 }
 
 static bool name_taken(gx *s, const char *n) {

@@ -1,111 +1,22 @@
 /*
- * test_ad.c: the gradient transform (ry_grad) and gradient checking
- * (ry_gradcheck). Each program is differentiated, its gradient compared in
- * float64 with central finite differences through the interpreter, and the
- * gradient program printed, re-parsed and type-checked again. Programs cover
- * straight-line code (an MLP), if, recursion over a list, a TreeLSTM,
- * closures and higher-order functions, refs, tuples, shared subexpressions,
- * mutual recursion, second derivatives, and the one error that lists every
- * operator without a rule.
+ * test_ad.c: the gradient transform (ry_grad), gradient checking
+ * (ry_gradcheck) and float64 promotion. Each program is differentiated, its
+ * gradient compared in float64 with central finite differences through the
+ * interpreter (some also with PyTorch: tests/ad/<model>/), and the gradient
+ * program printed, re-parsed and type-checked again. Covered: every
+ * gradient rule (tests/ad/op_cases.h), an MLP, if, recursion over a list, a
+ * TreeLSTM, an LSTM, closures and higher-order functions, refs, constants,
+ * tuples, ADT parameters and results, shared subexpressions, mutual
+ * recursion, symbolic dims, second derivatives and a Hessian-vector
+ * product, TVM-style float32 programs (tests/ad/programs/), and the errors.
  */
 #include "test_util.h"
 
 #include "op/grad_rules.h"
 #include "relayc/ad.h"
 
+#include "ad/helpers.h"
 #include "ad/models.h"
-
-/* ---- helpers ---- */
-
-static uint64_t rng_state = 0x1234567ull;
-
-static double urand(void) { /* xorshift64*, in [-1, 1) */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    uint64_t r = rng_state * 0x2545F4914F6CDD1Dull;
-    return (double)(r >> 11) / (double)(1ull << 52) - 1.0;
-}
-
-/* A float64 tensor value of the given shape, uniform in [lo, hi). */
-static ry_value *rand_value(int ndim, const int64_t *shape, double lo, double hi) {
-    ry_tensor *t = ry_tensor_new(RY_FLOAT64, ndim, shape);
-    assert_non_null(t);
-    for (int64_t i = 0; i < t->size; i++)
-        ry_tensor_set(t, i, lo + (hi - lo) * (urand() + 1) / 2);
-    ry_value *v = ry_value_tensor(t);
-    assert_non_null(v);
-    return v;
-}
-
-static ry_value *rv1(int64_t a) { return rand_value(1, (int64_t[]){a}, -1, 1); }
-static ry_value *rv2(int64_t a, int64_t b) { return rand_value(2, (int64_t[]){a, b}, -1, 1); }
-
-static void release_all(int n, ry_value **v) {
-    for (int i = 0; i < n; i++)
-        ry_value_release(v[i]);
-}
-
-/* The module printed, parsed again and type-checked: the gradient program
- * is plain text-format IR. Returns the printed text's length. */
-static size_t roundtrip(ry_module *m) {
-    char *text = ry_module_print(m);
-    assert_non_null(text);
-    ry_module *m2 = test_parse(text, true);
-    size_t n = strlen(text);
-    ry_free(text);
-    ry_module_free(m2);
-    return n;
-}
-
-/* The case of the operator table being checked, for failure messages. */
-static const char *current_case = "";
-
-/* Parses, type-checks and grad-checks @entry at args; checks the report and
- * the round trip. Returns the module (the caller frees it). */
-static ry_module *gradcheck_ok(const char *text, const char *entry, int nargs, ry_value **args,
-                               double rtol, double atol) {
-    ry_module *m = test_parse(text, true);
-    ry_gradcheck_opts o = {.eps = 1e-6, .rtol = rtol, .atol = atol};
-    ry_gradcheck_report rep;
-    ry_error err;
-    memset(&err, 0, sizeof err);
-    if (ry_gradcheck(m, entry, nargs, args, &o, &rep, &err) != RY_OK) {
-        ry_error_print(stderr, &err);
-        char *t = ry_module_print(m);
-        fprintf(stderr, "%s\n", t ? t : "");
-        ry_free(t);
-        ry_module_free(m);
-        fail_msg("gradcheck could not run: %s", err.msg);
-    }
-    int checked = 0;
-    for (int i = 0; i < rep.nparams; i++) {
-        const ry_gradcheck_param *p = &rep.params[i];
-        if (!p->checked) continue;
-        checked++;
-        if (!p->ok)
-            fprintf(stderr, "param %%%s: max abs %.3g, max rel %.3g\n", p->name, p->max_abs,
-                    p->max_rel);
-    }
-    if (!rep.ok) {
-        ry_module_free(m);
-        fail_msg("gradient of @%s disagrees with finite differences %s", entry, current_case);
-    }
-    assert_true(checked > 0);
-    assert_true(roundtrip(m) > 0);
-    return m;
-}
-
-/* Runs @name on args; returns the result (caller releases). */
-static ry_value *run(ry_module *m, const char *name, int nargs, ry_value **args) {
-    ry_value *out = NULL;
-    ry_error err;
-    if (ry_interp_call(m, name, nargs, args, NULL, &out, &err) != RY_OK) {
-        ry_error_print(stderr, &err);
-        fail_msg("run of @%s failed: %s", name, err.msg);
-    }
-    return out;
-}
 
 /* ---- straight-line programs ---- */
 
@@ -470,6 +381,12 @@ static void test_tuples(void **state) {
     assert_true(ry_tensor_get(gn, 0) == 0 && ry_tensor_get(gn, 1) == 0);
     assert_true(ry_tensor_get(gz, 0) == 1 && ry_tensor_get(gz, 1) == 1);
     assert_true(roundtrip(m) > 0);
+    /* gradcheck perturbs the tuple's tensors and skips the integer one */
+    ry_gradcheck_report rep;
+    ry_gradcheck_opts o = {.rtol = 1e-6, .atol = 1e-8};
+    if (ry_gradcheck(m, "main", 3, a, &o, &rep, &err)) fail_msg("%s", err.msg);
+    assert_true(rep.params[0].checked && !rep.params[1].checked && rep.params[2].checked);
+    assert_true(rep.ok);
     ry_value_release(out);
     ry_module_free(m);
     release_all(3, a);
@@ -622,6 +539,20 @@ static void test_second_derivative_dynamic(void **state) {
     ry_value *c[5] = {rv2(1, 3), rv2(1, 3), rv2(1, 3), rv2(16, 3), rv2(16, 4)};
     second_order(treelstm_text, 5, c);
     release_all(5, c);
+    /* convolution and average pooling: the second derivative goes through
+     * their adjoint operators (conv2d_backward_weight, avg_pool2d_grad) */
+    const char *conv =
+        "#[version = \"0.0.5\"]\n"
+        "def @main(%x: Tensor[(1, 2, 5, 5), float64], %w: Tensor[(2, 1, 3, 3), float64]) {\n"
+        "  %0 = nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 0, 1], groups=2,\n"
+        "                 channels=2, kernel_size=[3, 3]);\n"
+        "  %1 = nn.avg_pool2d(multiply(%0, tanh(%0)), pool_size=[2, 2], padding=[1, 1]);\n"
+        "  (%1, nn.global_avg_pool2d(multiply(%1, %1)))\n"
+        "}\n";
+    ry_value *d[2] = {rand_value(4, (int64_t[]){1, 2, 5, 5}, -1, 1),
+                      rand_value(4, (int64_t[]){2, 1, 3, 3}, -1, 1)};
+    second_order(conv, 2, d);
+    release_all(2, d);
 }
 
 /* gradcheck reports a disagreement as a value: abs at 0 has the one-sided
@@ -768,6 +699,36 @@ static void test_symbolic_dims(void **state) {
     }
 }
 
+/* ADTs that mention each other: B holds only an A, but A holds a tensor,
+ * so both get twins (a least fixpoint over the typedefs). */
+static void test_mutual_adts(void **state) {
+    (void)state;
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "type B {\n"
+                       "  MkB(A),\n"
+                       "  NoB,\n"
+                       "}\n"
+                       "type A {\n"
+                       "  MkA(B, Tensor[(2), float64]),\n"
+                       "}\n"
+                       "def @total(%a: A) -> Tensor[(2), float64] {\n"
+                       "  match (%a) {\n"
+                       "    MkA(MkB(%inner), %t) => add(%t, @total(%inner)),\n"
+                       "    MkA(NoB, %t) => %t,\n"
+                       "  }\n"
+                       "}\n"
+                       "def @main(%x: Tensor[(2), float64], %y: Tensor[(2), float64]) {\n"
+                       "  let %a = MkA(MkB(MkA(NoB, tanh(%x))), multiply(%x, %y));\n"
+                       "  @total(%a)\n"
+                       "}\n";
+    ry_value *a[2] = {rv1(2), rv1(2)};
+    ry_module *m = gradcheck_ok(text, "main", 2, a, 1e-6, 1e-8);
+    assert_non_null(ry_module_find_typedef(m, "A_grad"));
+    assert_non_null(ry_module_find_typedef(m, "B_grad"));
+    ry_module_free(m);
+    release_all(2, a);
+}
+
 /* ---- errors ---- */
 
 /* Every operator without a rule is named in one error, located at the
@@ -809,6 +770,23 @@ static void test_missing_rules(void **state) {
     ry_module_free(m);
 }
 
+/* Two calls whose rules fail: the first (in program order) is reported. */
+static void test_first_rule_error(void **state) {
+    (void)state;
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "def @main(%x: Tensor[(n, 3), float64], %y: Tensor[(n, m), float64]) {\n"
+                       "  %0 = reshape(%y, newshape=[-1]);\n"
+                       "  %1 = concatenate((%x, %x), axis=0);\n"
+                       "  (sum(%0), sum(%1))\n"
+                       "}\n";
+    ry_module *m = test_parse(text, true);
+    ry_error err;
+    assert_int_equal(ry_grad(m, "main", NULL, NULL, NULL, &err), RY_ERR);
+    assert_int_equal(err.line, 3);
+    assert_non_null(strstr(err.msg, "reshape"));
+    ry_module_free(m);
+}
+
 static void test_rejected_inputs(void **state) {
     (void)state;
     ry_error err;
@@ -832,9 +810,18 @@ static void test_rejected_inputs(void **state) {
     assert_non_null(strstr(err.msg, "@nope"));
     assert_int_equal(m->nglobals, nglobals);
     ry_module_free(m);
-    m = test_parse(list_text, false); /* not type-checked */
+    /* a module not type-checked yet is checked first; its errors come back */
+    m = test_parse(list_text, false);
+    assert_int_equal(ry_grad(m, "main", NULL, NULL, NULL, &err), RY_OK);
+    assert_non_null(ry_module_find_global(m, "main_gradient"));
+    ry_module_free(m);
+    m = test_parse("#[version = \"0.0.5\"]\n"
+                   "def @main(%x: Tensor[(2), float32]) {\n"
+                   "  add(%x, 1)\n"
+                   "}\n",
+                   false);
     assert_int_equal(ry_grad(m, "main", NULL, NULL, NULL, &err), RY_ERR);
-    assert_non_null(strstr(err.msg, "type-checked"));
+    assert_int_equal(err.line, 3);
     ry_module_free(m);
 }
 
@@ -872,6 +859,12 @@ static void test_adt_parameter(void **state) {
     test_assert_close(of->tuple.fields[1]->tuple.fields[2]->tensor, gmain->tuple.fields[3]->tensor,
                       1e-12, 1e-14);
     assert_true(roundtrip(m) > 0);
+    /* gradcheck perturbs the tensors inside the list too */
+    ry_gradcheck_report rep;
+    ry_gradcheck_opts o = {.rtol = 1e-6, .atol = 1e-8};
+    if (ry_gradcheck(m, "fold", 3, fa, &o, &rep, &err)) fail_msg("%s", err.msg);
+    assert_true(rep.params[0].checked && rep.params[1].checked && rep.params[2].checked);
+    assert_true(rep.ok);
     ry_value_release(of);
     ry_value_release(om);
     release_all(2, fa); /* fa[2] is a[3] */
@@ -931,8 +924,10 @@ int main(void) {
         cmocka_unit_test(test_promote_float64),
         cmocka_unit_test(test_program_corpus),
         cmocka_unit_test(test_symbolic_dims),
+        cmocka_unit_test(test_mutual_adts),
         cmocka_unit_test(test_gradcheck_detects_mismatch),
         cmocka_unit_test(test_missing_rules),
+        cmocka_unit_test(test_first_rule_error),
         cmocka_unit_test(test_rejected_inputs),
         cmocka_unit_test(test_adt_parameter),
         cmocka_unit_test(test_adt_result),

@@ -29,7 +29,8 @@ ry_expr *ry_anf(ry_module *m, const ry_expr *e);
 void ry_anf_module(ry_module *m);
 
 /* ---- the gradient transform -----------------------------------------------
- * ry_grad differentiates a function of the type-checked module m, given
+ * ry_grad differentiates a function of the module m (type-checked first if
+ * it was not: its type errors come back as ry_grad's), given
  * either as the name of a global (fn_name) or as an RY_EXPR_FUNC expression
  * of m (fn, when fn_name is NULL). It adds to m:
  *   - a global `out_name` (NULL: "<name>_gradient", or "gradient" for an
@@ -60,8 +61,10 @@ ry_status ry_grad(ry_module *m, const char *fn_name, const ry_expr *fn, const ch
 
 /* ---- gradient checking ----------------------------------------------------
  * Central finite differences of sum(f(x)) (every tensor of the result,
- * flattened) against the gradient ry_grad computes, for each float tensor
- * argument. Arguments should be float64 for meaningful tolerances. */
+ * flattened) against the gradient ry_grad computes, for every element of
+ * every float tensor in the arguments (tensors, tuples and ADT values), with
+ * the step h = eps * max(1, |x|). Arguments should be float64 for
+ * meaningful tolerances (see ry_module_to_float64). */
 typedef struct ry_gradcheck_opts {
     double eps;                   /* step; 0: 1e-6 */
     double rtol;                  /* 0: 1e-5 */
@@ -74,7 +77,7 @@ typedef struct ry_gradcheck_opts {
 
 typedef struct ry_gradcheck_param {
     char name[64];  /* the parameter's name */
-    bool checked;   /* a float tensor argument */
+    bool checked;   /* the argument holds float tensors */
     double max_abs; /* max |ad - fd| over its elements */
     double max_rel; /* max |ad - fd| / max(|ad|, |fd|, 1e-12) */
     bool ok;        /* every element within atol + rtol * |fd| */

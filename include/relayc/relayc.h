@@ -15,5 +15,6 @@
 #include "relayc/rng.h"
 #include "relayc/datasets.h"
 #include "relayc/checkpoint.h"
+#include "relayc/init.h"
 
 #endif

@@ -537,6 +537,18 @@ static ry_rel_status pool2d_grad_rel(ry_rel_ctx *c, int nargs, ry_type *const *a
 static const ry_op *call_op(ry_grad_ctx *c) { return c->call->call.callee->op.op; }
 
 /* The primal call's parameters and the static shapes of its arguments. */
+/* The (N, C, H, W) shape of a 4-d tensor type whose dims other than the
+ * batch N are constants (the rules never use N: it may be symbolic, -1). */
+static bool shape_nchw(const ry_type *t, int64_t *s) {
+    if (!t || t->kind != RY_TYPE_TENSOR || t->tensor.ndim != 4) return false;
+    for (int i = 0; i < 4; i++) {
+        const ry_dim *d = &t->tensor.dims[i];
+        if (d->kind != RY_DIM_CONST && i > 0) return false;
+        s[i] = d->kind == RY_DIM_CONST ? d->value : -1;
+    }
+    return true;
+}
+
 static ry_status grad_setup(ry_grad_ctx *c, ry_expr *const *args, int n, ry_conv2d_params *p,
                             int64_t shapes[2][4]) {
     const ry_op *op = call_op(c);
@@ -544,12 +556,11 @@ static ry_status grad_setup(ry_grad_ctx *c, ry_expr *const *args, int n, ry_conv
     if (p->has_out_dtype && p->out_dtype != ry_gb_dtype(args[0]))
         return ry_error_at(c->err, c->span, "gradient of %s with out_dtype=%s is not supported",
                            op->name, ry_dtype_name(p->out_dtype));
-    for (int i = 0; i < n; i++) {
-        int nd;
-        if (!ry_gb_shape(ry_gb_type(args[i]), &nd, shapes[i]) || nd != 4)
+    for (int i = 0; i < n; i++)
+        if (!shape_nchw(ry_gb_type(args[i]), shapes[i]))
             return ry_error_at(c->err, c->span,
-                               "gradient of %s needs arguments of known 4-d shape", op->name);
-    }
+                               "gradient of %s needs 4-d arguments with known C, H and W",
+                               op->name);
     return RY_OK;
 }
 
@@ -633,10 +644,9 @@ static ry_status grad_global_pool(ry_grad_ctx *c, ry_expr *const *args, ry_expr 
                                   ry_expr **grads, const char *adjoint) {
     grads[0] = NULL;
     if (!ry_dtype_is_float(ry_gb_dtype(args[0]))) return RY_OK;
-    int nd;
-    int64_t s[RY_MAX_RANK];
-    if (!ry_gb_shape(ry_gb_type(args[0]), &nd, s) || nd != 4)
-        return ry_error_at(c->err, c->span, "gradient of %s needs data of known 4-d shape",
+    int64_t s[4];
+    if (!shape_nchw(ry_gb_type(args[0]), s))
+        return ry_error_at(c->err, c->span, "gradient of %s needs 4-d data with known C, H and W",
                            call_op(c)->name);
     ry_expr *dx = ry_gb_op2(c->m, adjoint, g, args[0]);
     ry_gb_attr_ints(c->m, dx, "pool_size", 2, s + 2);

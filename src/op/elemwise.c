@@ -396,5 +396,11 @@ const ry_op ry_ops_elemwise[] = {
      .rel = rel_collapse_sum_like, CPU(collapse_sum_like),
      .doc = "collapse_sum_like: (s1, d) x (s2, e) -> (s2, e): sum over broadcast dims"},
     UN("copy", copy, rel_any, "copy: (s, d) -> (s, d)"),
+    /* stop_gradient: the identity whose adjoint is zero, so a model can hand
+     * back carried RNN state without gradients flowing through it; the
+     * identity kernel is copy's. */
+    {.name = "stop_gradient", .nargs = 1, .pattern = RY_PAT_INJECTIVE, .rel = rel_any,
+     CPU(copy), .doc = "stop_gradient: (s, d) -> (s, d): x, with a zero adjoint",
+     .no_grad = true},
 };
 const int ry_ops_elemwise_count = (int)(sizeof ry_ops_elemwise / sizeof ry_ops_elemwise[0]);

@@ -527,6 +527,75 @@ ry_status ry_grad_lrn(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr 
     return RY_OK;
 }
 
+/* conv2d_backward_weight(g, x) -> dW, the weight adjoint of
+ * y = conv2d(x, W) for dy = g; it is linear in g and in x, so with H the
+ * adjoint of dW (W's shape (O, C/groups, KH, KW)):
+ *   dg = conv2d(x, H)                     the forward convolution
+ *   dx = conv2d_transpose(g, H)           conv2d's data adjoint
+ * both with the call's strides, padding, dilation, groups and kernel; the
+ * transpose's output_padding restores x's height and width. This is what
+ * second derivatives of convolutional programs need. */
+static void conv_like_attrs(ry_grad_ctx *c, ry_expr *e, int64_t channels) {
+    static const char *const keep[] = {"strides", "padding", "dilation", "groups", "kernel_size"};
+    const ry_attrs *at = call_attrs(c);
+    for (int i = 0; i < at->n; i++)
+        for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++)
+            if (strcmp(at->items[i].name, keep[k]) == 0) ry_gb_attr_copy(M_, e, &at->items[i]);
+    ry_gb_attr_int(M_, e, "channels", channels);
+}
+
+/* padding as (top, left, bottom, right) from 1, 2 or 4 values (TVM's rule) */
+static void pads4(const int64_t *p, int n, int64_t *out) {
+    for (int i = 0; i < 4; i++)
+        out[i] = n == 4 ? p[i] : n == 2 ? p[i % 2] : n == 1 ? p[0] : 0;
+}
+
+ry_status ry_grad_conv2d_backward_weight(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y,
+                                         ry_expr *g, ry_expr **grads) {
+    const ry_op *op = call_op(c);
+    const ry_attrs *at = call_attrs(c);
+    int ndx, ndw;
+    int64_t xs[RY_MAX_RANK], ws[RY_MAX_RANK], st[2] = {1, 1}, dil[2] = {1, 1}, pad[4], praw[4];
+    if (!ry_gb_shape(ry_gb_type(args[1]), &ndx, xs) || !ry_gb_shape(c->call->type, &ndw, ws) ||
+        ndx != 4 || ndw != 4 || strcmp(ry_attr_str(op, at, "data_layout"), "NCHW") ||
+        strcmp(ry_attr_str(op, at, "kernel_layout"), "OIHW"))
+        return ry_error_at(c->err, c->span,
+                           "gradient of nn.conv2d_backward_weight needs NCHW/OIHW tensors of "
+                           "known 4-d shape");
+    int ns = ry_attr_ints(op, at, "strides", st, 2), nd = ry_attr_ints(op, at, "dilation", dil, 2);
+    int np = ry_attr_ints(op, at, "padding", praw, 4);
+    if (ns == 1) st[1] = st[0];
+    if (nd == 1) dil[1] = dil[0];
+    pads4(praw, np < 0 ? 0 : np > 4 ? 4 : np, pad);
+    int64_t opad[2];
+    for (int i = 0; i < 2; i++) {
+        if (st[i] < 1) return ry_error_at(c->err, c->span, "conv2d_backward_weight: bad strides");
+        opad[i] = (xs[2 + i] + pad[i] + pad[i + 2] - dil[i] * (ws[2 + i] - 1) - 1) % st[i];
+    }
+    ry_expr *dg = OP2("nn.conv2d", args[1], g);
+    conv_like_attrs(c, dg, ws[0]);
+    ry_expr *dx = OP2("nn.conv2d_transpose", args[0], g);
+    conv_like_attrs(c, dx, xs[1]);
+    ry_gb_attr_ints(M_, dx, "output_padding", 2, opad);
+    grads[0] = dg;
+    grads[1] = dx;
+    return RY_OK;
+}
+
+/* avg_pool2d_grad(g, x) spreads each window's g evenly over the window
+ * (x gives only a shape): it is the adjoint of avg_pool2d, whose adjoint is
+ * avg_pool2d again with the same attributes:  dg = avg_pool2d(H) */
+ry_status ry_grad_avg_pool2d_grad(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                                  ry_expr **grads) {
+    ry_expr *dg = OP1("nn.avg_pool2d", g);
+    const ry_attrs *at = call_attrs(c);
+    for (int i = 0; i < at->n; i++)
+        ry_gb_attr_copy(M_, dg, &at->items[i]);
+    grads[0] = dg;
+    grads[1] = NULL;
+    return RY_OK;
+}
+
 /* ---- operators whose result depends on the interpreter's mode ----
  * nn.dropout and nn.batch_norm compute differently in training and at
  * inference, and a rule cannot know which mode will run. Their rules

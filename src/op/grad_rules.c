@@ -60,6 +60,8 @@ static const rule_entry rules[] = {
     {"nn.l2_normalize", ry_grad_l2_normalize},
     {"nn.pad", ry_grad_pad},
     {"nn.lrn", ry_grad_lrn},
+    {"nn.conv2d_backward_weight", ry_grad_conv2d_backward_weight},
+    {"nn.avg_pool2d_grad", ry_grad_avg_pool2d_grad},
     {"nn.mirror_pad", ry_grad_mirror_pad},
     {"nn.dropout", ry_grad_dropout},
     {"nn.batch_norm", ry_grad_batch_norm},
@@ -246,8 +248,10 @@ bool ry_gb_shape(const ry_type *t, int *ndim, int64_t *shape) {
 ry_status ry_gb_reshape_to(ry_grad_ctx *c, ry_expr *g, const ry_type *t, ry_expr **out) {
     int64_t shape[RY_MAX_RANK];
     int unknown = 0;
-    if (!t || t->kind != RY_TYPE_TENSOR) unknown = 2;
-    for (int i = 0; !unknown && i < t->tensor.ndim; i++) {
+    if (!t || t->kind != RY_TYPE_TENSOR)
+        return ry_error_at(c->err, c->span, "gradient of %s needs a tensor input",
+                           c->call->call.callee->op.op->name);
+    for (int i = 0; i < t->tensor.ndim; i++) {
         const ry_dim *d = &t->tensor.dims[i];
         shape[i] = d->kind == RY_DIM_CONST ? d->value : -1;
         unknown += d->kind != RY_DIM_CONST;

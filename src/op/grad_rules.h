@@ -106,6 +106,10 @@ ry_status ry_grad_instance_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_e
 ry_status ry_grad_group_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_l2_normalize(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_pad(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_conv2d_backward_weight(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *,
+                                         ry_expr **);
+ry_status ry_grad_avg_pool2d_grad(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *,
+                                  ry_expr **);
 ry_status ry_grad_lrn(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_mirror_pad(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_dropout(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);

@@ -1,0 +1,70 @@
+/*
+ * pass.h: IR -> IR optimization passes over a type-checked module, and the
+ * pipeline that runs them in order. Each pass builds new nodes in the
+ * module's arena (the old ones stay there until the module is freed) and
+ * installs them in the module's globals; types of the nodes it makes are
+ * copied from the nodes they replace, and the pipeline type-checks the
+ * module again at the end. Passes never name a target and never execute a
+ * program, except constant folding, which runs CPU kernels on constants.
+ */
+#ifndef RELAYC_PASS_H
+#define RELAYC_PASS_H
+
+#include "relayc/ir.h"
+
+/* Well-formedness: every var used is bound before use and in scope (a
+ * let's value does not see its own var unless it is a function: recursive
+ * let), every node has a span-independent valid shape (callee, arity of
+ * ctor calls, projection index of a known tuple type), and, when typed is
+ * true, every expression and bound var carries a type. Errors are located
+ * at the offending node and name it. */
+ry_status ry_ir_verify(const ry_module *m, bool typed, ry_error *err);
+
+/* Partial evaluation of every global: evaluates at compile time everything
+ * that does not depend on run-time tensor values. Calls of known functions
+ * (globals, closures) are inlined; refs whose identity is static are
+ * tracked as compile-time cells (their reads resolve); tuples, projections,
+ * `if` on constants and `match` on known constructors resolve; operators on
+ * constants are folded; recursion unrolls only while an argument carries
+ * static control (a known constructor or an integer/bool constant), within
+ * a depth and a fuel limit. The residual program still allocates and
+ * writes every ref it did: ry_dce removes the ones no one reads. */
+ry_status ry_partial_eval(ry_module *m, ry_error *err);
+
+
+/* Inlining only: calls of non-recursive globals and of known closures
+ * (let-bound, or passed to an inlined function) are replaced by their
+ * bodies with fresh variables; operators, branches and refs are left alone
+ * (ry_partial_eval does all of this and more). */
+ry_status ry_inline(ry_module *m, ry_error *err);
+
+/* Dead-code elimination: unused lets of pure values are removed, and a ref
+ * whose value is never read (only written) is removed with its writes. */
+ry_status ry_dce(ry_module *m, ry_error *err);
+
+/* Constant folding: operator calls whose arguments are all constants are
+ * evaluated with the CPU kernels (ry_op_run) and replaced by constants;
+ * projections of literal tuples and `if` on constants resolve. Random
+ * operators (nn.dropout) are left alone. */
+ry_status ry_fold_constants(ry_module *m, ry_error *err);
+
+/* Common-subexpression elimination for pure operator calls (same operator,
+ * same attributes, same argument atoms) and projections, within the scope
+ * where the first is bound. */
+ry_status ry_cse(ry_module *m, ry_error *err);
+
+/* Algebraic simplification: rank-2 transposes feeding nn.dense fold into
+ * nn.matmul's transpose flags (the GEMM reads the operand in place). */
+ry_status ry_simplify(ry_module *m, ry_error *err);
+
+/* The pipeline. level 0: nothing; 1: folding, simplification, CSE, DCE;
+ * 2 (for gradient programs): partial evaluation and DCE first. Ends with a
+ * type check of the module. */
+ry_status ry_optimize(ry_module *m, int level, ry_error *err);
+
+/* Counts nodes of each kind in a global's function (the function
+ * expression itself included as one RY_EXPR_FUNC), for tests and reports;
+ * counts has RY_EXPR_REF_WRITE + 1 entries. */
+void ry_expr_count_kinds(const ry_expr *e, int *counts);
+
+#endif

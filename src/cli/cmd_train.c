@@ -1,0 +1,347 @@
+/*
+ * cmd_train.c: `relayc train MODEL.relay --data KIND[:PATH] [options]`:
+ * trains a model file of models/ (its @loss, @predict and header lines)
+ * with the training loop of train.h on Fashion-MNIST / MNIST, a character
+ * text, the sentiment treebank or .npy arrays, showing progress, writing
+ * checkpoints and a CSV, and printing the held-out loss and accuracy.
+ * Everything it does is the library's; this file only reads options and
+ * loads the data.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "relayc/train.h"
+
+static const char *help =
+    "usage: relayc train MODEL.relay --data KIND[:PATH] [options]\n"
+    "\n"
+    "Trains MODEL's @loss (its `// data:` parameters fed from the data, the\n"
+    "rest trained) and evaluates @predict on held-out data after each epoch.\n"
+    "\n"
+    "  --data fashion-mnist[:DIR]  IDX files (default " RY_FASHION_MNIST_DIR ");\n"
+    "                              test split t10k; also mnist:DIR\n"
+    "  --data text:PATH            character text, truncated BPTT (last 10%% held out)\n"
+    "  --data sst:DIR              DIR/train.txt and DIR/dev.txt (PTB trees)\n"
+    "  --data npy:X.npy,Y.npy      arrays (the last --val rows held out)\n"
+    "  --epochs N                  default 1\n"
+    "  --steps N                   stop after N optimizer steps in all\n"
+    "  --batch N                   examples per step (text: streams; default 64,\n"
+    "                              text 32, sst 25)\n"
+    "  --seq N                     text: window length (default 64)\n"
+    "  --drop-last                 whole batches only, in training and evaluation\n"
+    "                              (a model with a fixed batch size)\n"
+    "  --val N                     npy: rows held out (default 0)\n"
+    "  --optimizer NAME            sgd (default), adam, adamw, adagrad, rmsprop\n"
+    "  --lr X  --momentum X  --weight-decay X\n"
+    "  --clip-norm X               clip gradients to this global norm\n"
+    "  --seed N                    initialization and shuffling (default 0)\n"
+    "  --checkpoint-dir DIR        write DIR/ckpt-<step>.h5 (created if missing)\n"
+    "  --checkpoint-every N        steps between checkpoints (default: at the end)\n"
+    "  --keep K                    checkpoints kept (default 3)\n"
+    "  --resume                    continue from the latest checkpoint in DIR\n"
+    "  --csv PATH                  metrics, one row per logged step and evaluation\n"
+    "  --log-every N               plain log lines every N steps (default 50)\n"
+    "  --quiet                     no progress output\n";
+
+typedef struct train_args {
+    const char *model, *data, *optimizer, *ckpt_dir, *csv;
+    double lr, momentum, weight_decay, clip_norm;
+    int64_t epochs, steps, batch, seq, val, ckpt_every, keep, log_every;
+    uint64_t seed;
+    bool resume, quiet, drop_last;
+} train_args;
+
+static bool num(const char *v, double *out) {
+    char *end;
+    errno = 0;
+    *out = strtod(v, &end);
+    return !errno && *v && !*end && isfinite(*out);
+}
+
+static bool whole(const char *v, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    *out = x;
+    return !errno && *v && !*end && x >= 0;
+}
+
+typedef struct opt_num {
+    const char *name;
+    double *d;
+    int64_t *i;
+} opt_num;
+
+static int parse_args(int argc, char **argv, train_args *a) {
+    a->lr = a->momentum = a->weight_decay = NAN;
+    a->keep = 3;
+    opt_num nums[] = {
+        {"--lr", &a->lr, NULL},           {"--momentum", &a->momentum, NULL},
+        {"--weight-decay", &a->weight_decay, NULL}, {"--clip-norm", &a->clip_norm, NULL},
+        {"--epochs", NULL, &a->epochs},    {"--steps", NULL, &a->steps},
+        {"--batch", NULL, &a->batch},      {"--seq", NULL, &a->seq},
+        {"--val", NULL, &a->val},          {"--checkpoint-every", NULL, &a->ckpt_every},
+        {"--keep", NULL, &a->keep},        {"--log-every", NULL, &a->log_every},
+    };
+    bool bad = false;
+    for (int i = 1; i < argc && !bad; i++) {
+        const char *v = NULL;
+        if (cli_is_help(argv[i])) {
+            fputs(help, stdout);
+            return -1;
+        }
+        if (strcmp(argv[i], "--resume") == 0) {
+            a->resume = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--drop-last") == 0) {
+            a->drop_last = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--quiet") == 0) {
+            a->quiet = true;
+            continue;
+        }
+        if ((v = cli_option(argc, argv, &i, "--data", &bad))) a->data = v;
+        else if (!bad && (v = cli_option(argc, argv, &i, "--optimizer", &bad))) a->optimizer = v;
+        else if (!bad && (v = cli_option(argc, argv, &i, "--checkpoint-dir", &bad))) a->ckpt_dir = v;
+        else if (!bad && (v = cli_option(argc, argv, &i, "--csv", &bad))) a->csv = v;
+        else if (!bad && (v = cli_option(argc, argv, &i, "--seed", &bad))) {
+            int64_t s;
+            if (!whole(v, &s)) return cli_fail("train", "--seed needs a non-negative integer, got '%s'", v);
+            a->seed = (uint64_t)s;
+        } else if (!bad) {
+            size_t k = 0;
+            for (; k < sizeof nums / sizeof nums[0]; k++)
+                if ((v = cli_option(argc, argv, &i, nums[k].name, &bad)) || bad) break;
+            if (bad) return 1;
+            if (k == sizeof nums / sizeof nums[0]) {
+                if (argv[i][0] == '-' && argv[i][1]) return cli_fail("train", "unknown option '%s'", argv[i]);
+                if (a->model) return cli_fail("train", "more than one model file ('%s')", argv[i]);
+                a->model = argv[i];
+            } else if (nums[k].d ? !num(v, nums[k].d) || *nums[k].d < 0 : !whole(v, nums[k].i))
+                return cli_fail("train", "%s needs a non-negative number, got '%s'", nums[k].name, v);
+        }
+    }
+    if (bad) return 1;
+    if (!a->model) return cli_fail("train", "no model file (relayc train --help)");
+    if (!a->data) return cli_fail("train", "no --data (relayc train --help)");
+    if (a->resume && !a->ckpt_dir) return cli_fail("train", "--resume needs --checkpoint-dir");
+    return 0;
+}
+
+static int make_opts(const train_args *a, ry_train_opts *o) {
+    *o = ry_train_defaults();
+    ry_optim_kind k = RY_OPTIM_SGD;
+    if (a->optimizer && !ry_optim_kind_parse(a->optimizer, &k))
+        return cli_fail("train", "unknown optimizer '%s' (sgd, adam, adamw, adagrad, rmsprop)",
+                        a->optimizer);
+    o->optim = ry_optim_defaults(k);
+    if (k == RY_OPTIM_SGD) o->optim.lr = 0.01;
+    if (!isnan(a->lr)) o->optim.lr = a->lr;
+    if (!isnan(a->momentum)) o->optim.momentum = a->momentum;
+    if (!isnan(a->weight_decay)) o->optim.weight_decay = a->weight_decay;
+    o->clip_norm = a->clip_norm;
+    o->seed = a->seed;
+    return 0;
+}
+
+/* ---- data ---- */
+
+typedef struct data {
+    ry_tensor *train[2], *eval[2];
+    ry_text *text;
+    ry_bptt tb, eb;
+    ry_vocab *vocab;
+    ry_treebank *ttrees, *etrees;
+    ry_tree_source tsrc, esrc;
+    ry_train_data td, ed;
+    bool has_eval;
+} data;
+
+static void data_free(data *d) {
+    for (int i = 0; i < 2; i++) {
+        ry_tensor_release(d->train[i]);
+        ry_tensor_release(d->eval[i]);
+    }
+    ry_text_free(d->text);
+    ry_treebank_free(d->ttrees);
+    ry_treebank_free(d->etrees);
+    ry_vocab_free(d->vocab);
+}
+
+/* fashion-mnist[:DIR], mnist:DIR: flattened when the model's x has rank 2. */
+static ry_status load_mnist(ry_trainer *tr, const char *dir, data *d, ry_error *err) {
+    const ry_global *g = ry_module_find_global(ry_trainer_module(tr), "loss");
+    const ry_type *t = g && g->func->func.nparams > 0 ? g->func->func.params[0]->type : NULL;
+    ry_mnist_opts mo = {.flatten = t && t->kind == RY_TYPE_TENSOR && t->tensor.ndim == 2,
+                        .mean = RY_FASHION_MNIST_MEAN, .std = RY_FASHION_MNIST_STD};
+    if (ry_mnist_load(dir, "train", &mo, &d->train[0], &d->train[1], err) ||
+        ry_mnist_load(dir, "t10k", &mo, &d->eval[0], &d->eval[1], err))
+        return RY_ERR;
+    ry_train_data_tensors(2, d->train, 1, &d->td);
+    ry_train_data_tensors(2, d->eval, 1, &d->ed);
+    d->has_eval = true;
+    return RY_OK;
+}
+
+static ry_status load_text(const char *path, const train_args *a, data *d, ry_error *err) {
+    if (ry_text_read(path, &d->text, err)) return RY_ERR;
+    int64_t n = d->text->n, cut = n - n / 10;
+    int64_t b = a->batch ? a->batch : 32, s = a->seq ? a->seq : 64;
+    if (ry_bptt_init(&d->tb, d->text, 0, cut, b, s, false, err)) return RY_ERR;
+    ry_train_data_bptt(&d->tb, &d->td);
+    /* the held-out tail, as fewer streams when it is short */
+    int64_t eb = b;
+    while (eb > 1 && (n - cut - 1) / eb < s) eb /= 2;
+    if (ry_bptt_init(&d->eb, d->text, cut, n, eb, s, false, err) == RY_OK) {
+        ry_train_data_bptt(&d->eb, &d->ed);
+        d->has_eval = true;
+    }
+    return RY_OK;
+}
+
+static ry_status load_sst(ry_trainer *tr, const char *dir, data *d, ry_error *err) {
+    char p[1024];
+    if (!(d->vocab = ry_vocab_new())) return ry_error_at(err, RY_NO_SPAN, "out of memory");
+    snprintf(p, sizeof p, "%s/train.txt", dir);
+    if (ry_treebank_read(p, d->vocab, true, &d->ttrees, err)) return RY_ERR;
+    snprintf(p, sizeof p, "%s/dev.txt", dir);
+    if (ry_treebank_read(p, d->vocab, false, &d->etrees, err)) return RY_ERR;
+    if (ry_train_data_trees(tr, d->ttrees, &d->tsrc, &d->td, err) ||
+        ry_train_data_trees(tr, d->etrees, &d->esrc, &d->ed, err))
+        return RY_ERR;
+    d->has_eval = true;
+    return RY_OK;
+}
+
+static ry_status load_npy(ry_trainer *tr, char *paths, const train_args *a, data *d,
+                          ry_error *err) {
+    const char *p[2] = {paths, NULL};
+    char *comma = strchr(paths, ',');
+    int n = 1;
+    if (comma) {
+        *comma = '\0';
+        p[1] = comma + 1;
+        n = 2;
+    }
+    ry_tensor *all[2] = {NULL, NULL};
+    if (ry_npy_data_read(n, p, all, err)) return RY_ERR;
+    ry_status st = ry_data_split_tensors(n, all, a->val, a->seed, d->train, d->eval, err);
+    for (int i = 0; i < n; i++) ry_tensor_release(all[i]);
+    if (st) return RY_ERR;
+    ry_train_data_tensors(n, d->train, n == 2 ? 1 : -1, &d->td);
+    ry_train_data_tensors(n, d->eval, n == 2 ? 1 : -1, &d->ed);
+    d->has_eval = a->val > 0;
+    return RY_OK;
+}
+
+static int load_data(ry_trainer *tr, const train_args *a, data *d, ry_error *err) {
+    char kind[64];
+    const char *colon = strchr(a->data, ':');
+    size_t kl = colon ? (size_t)(colon - a->data) : strlen(a->data);
+    snprintf(kind, sizeof kind, "%.*s", (int)kl, a->data);
+    const char *path = colon ? colon + 1 : NULL;
+    ry_status st;
+    if (strcmp(kind, "fashion-mnist") == 0 || strcmp(kind, "mnist") == 0) {
+        if (!path && strcmp(kind, "mnist") == 0) return cli_fail("train", "mnist needs a directory: --data mnist:DIR");
+        st = load_mnist(tr, path, d, err);
+    } else if (!path || !*path) {
+        return cli_fail("train", "--data %s needs a path: --data %s:PATH", kind, kind);
+    } else if (strcmp(kind, "text") == 0) {
+        st = load_text(path, a, d, err);
+    } else if (strcmp(kind, "sst") == 0) {
+        st = load_sst(tr, path, d, err);
+    } else if (strcmp(kind, "npy") == 0) {
+        char buf[2048];
+        snprintf(buf, sizeof buf, "%s", path);
+        st = load_npy(tr, buf, a, d, err);
+    } else {
+        return cli_fail("train", "unknown data kind '%s' (fashion-mnist, mnist, text, sst, npy)", kind);
+    }
+    if (st) {
+        ry_error_print(stderr, err);
+        return 1;
+    }
+    d->td.drop_last = d->ed.drop_last = a->drop_last;
+    if (d->td.nargs != ry_trainer_ndata(tr))
+        return cli_fail("train", "--data %s gives %d values per example but %s's @loss takes %d "
+                        "(its `// data:` line)",
+                        kind, d->td.nargs, a->model, ry_trainer_ndata(tr));
+    return 0;
+}
+
+static void config_line(int argc, char **argv, char *buf, size_t n) {
+    size_t len = (size_t)snprintf(buf, n, "command=relayc train");
+    for (int i = 1; i < argc && len < n; i++) len += (size_t)snprintf(buf + len, n - len, " %s", argv[i]);
+}
+
+static int fit(ry_trainer *tr, const train_args *a, data *d, const char *config) {
+    bool seq = d->td.fetch != NULL && d->text != NULL;
+    ry_fit_opts fo = {
+        .epochs = a->epochs ? a->epochs : (a->steps ? 0 : 1),
+        .max_steps = a->steps,
+        .batch = seq ? 1 : (a->batch ? a->batch : (d->ttrees ? 25 : 64)),
+        .no_shuffle = seq,
+        .seed = a->seed,
+        .checkpoint_dir = a->ckpt_dir,
+        .checkpoint_every = a->ckpt_every,
+        .keep = (int)a->keep,
+        .resume = a->resume,
+        .config = config,
+        .csv_path = a->csv,
+        .progress = a->quiet ? RY_PROGRESS_QUIET : RY_PROGRESS_AUTO,
+        .log_every = a->log_every,
+    };
+    ry_fit_result res;
+    ry_error err;
+    memset(&err, 0, sizeof err);
+    if (ry_train_fit(tr, &d->td, d->has_eval ? &d->ed : NULL, &fo, &res, &err)) {
+        ry_error_print(stderr, &err);
+        return 1;
+    }
+    if (d->has_eval && (!res.evaluated || res.eval_step != res.steps) &&
+        ry_train_evaluate(tr, &d->ed, fo.batch, &res.eval_loss, &res.eval_acc, &err)) {
+        ry_error_print(stderr, &err);
+        return 1;
+    }
+    printf("steps %lld, final training loss %.6f\n", (long long)res.steps, res.last_loss);
+    if (d->has_eval) {
+        printf("held-out loss %.6f", res.eval_loss);
+        if (!isnan(res.eval_acc)) printf(", accuracy %.2f%%", 100 * res.eval_acc);
+        printf("\n");
+    }
+    if (res.checkpoint[0]) printf("checkpoint %s\n", res.checkpoint);
+    return 0;
+}
+
+int cmd_train(int argc, char **argv) {
+    train_args a;
+    memset(&a, 0, sizeof a);
+    int rc = parse_args(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    ry_train_opts o;
+    if (make_opts(&a, &o)) return 1;
+    if (a.ckpt_dir && mkdir(a.ckpt_dir, 0755) != 0 && errno != EEXIST)
+        return cli_fail("train", "cannot create %s: %s", a.ckpt_dir, strerror(errno));
+    ry_trainer *tr = NULL;
+    ry_error err;
+    memset(&err, 0, sizeof err);
+    if (ry_trainer_new_file(a.model, &o, &tr, &err)) {
+        ry_error_print(stderr, &err);
+        return 1;
+    }
+    data d;
+    memset(&d, 0, sizeof d);
+    char config[2048];
+    config_line(argc, argv, config, sizeof config);
+    rc = load_data(tr, &a, &d, &err);
+    if (rc == 0) rc = fit(tr, &a, &d, config);
+    data_free(&d);
+    ry_trainer_free(tr);
+    return rc;
+}

@@ -1,0 +1,169 @@
+/*
+ * dce.c: dead-code elimination. A let whose var is unused and whose value
+ * is pure is dropped; a ref that is only ever written (its var appears only
+ * as the target of ref_writes) is dropped with its writes: no one can
+ * observe it. Dropping code frees the vars it used, so the pass repeats
+ * until nothing changes. Functions are walked in A-normal form (ry_anf),
+ * so a node shared in the DAG has one binding.
+ */
+#include <string.h>
+
+#include "relayc/ad.h"
+#include "pass/pass_impl.h"
+
+typedef struct dce {
+    ry_module *m;
+    ry_arena *a;
+    int *uses;     /* var id -> uses */
+    int *writes;   /* var id -> uses as the target of a ref_write */
+    bool *is_ref;  /* var id -> bound to ref(...) */
+    int nids;
+    bool changed;
+} dce;
+
+/* Adds delta to the use counts of every var e mentions. */
+static void tally(dce *d, const ry_expr *e, int delta) {
+    switch (e->kind) {
+    case RY_EXPR_VAR:
+        if (e->var.var->id < d->nids) d->uses[e->var.var->id] += delta;
+        break;
+    case RY_EXPR_CALL:
+        tally(d, e->call.callee, delta);
+        for (int i = 0; i < e->call.nargs; i++) tally(d, e->call.args[i], delta);
+        break;
+    case RY_EXPR_LET:
+        for (; e->kind == RY_EXPR_LET; e = e->let.body) {
+            if (e->let.value->kind == RY_EXPR_REF && e->let.var->id < d->nids)
+                d->is_ref[e->let.var->id] = true;
+            tally(d, e->let.value, delta);
+        }
+        tally(d, e, delta);
+        break;
+    case RY_EXPR_IF:
+        tally(d, e->if_.cond, delta);
+        tally(d, e->if_.then_, delta);
+        tally(d, e->if_.else_, delta);
+        break;
+    case RY_EXPR_MATCH:
+        tally(d, e->match.data, delta);
+        for (int i = 0; i < e->match.nclauses; i++) tally(d, e->match.clauses[i].body, delta);
+        break;
+    case RY_EXPR_FUNC: tally(d, e->func.body, delta); break;
+    case RY_EXPR_TUPLE:
+        for (int i = 0; i < e->tuple.n; i++) tally(d, e->tuple.fields[i], delta);
+        break;
+    case RY_EXPR_PROJ: tally(d, e->proj.tuple, delta); break;
+    case RY_EXPR_REF: tally(d, e->ref.value, delta); break;
+    case RY_EXPR_REF_READ: tally(d, e->ref_read.ref, delta); break;
+    case RY_EXPR_REF_WRITE: {
+        const ry_expr *r = e->ref_write.ref;
+        if (r->kind == RY_EXPR_VAR && r->var.var->id < d->nids) d->writes[r->var.var->id] += delta;
+        tally(d, r, delta);
+        tally(d, e->ref_write.value, delta);
+        break;
+    }
+    default: break;
+    }
+}
+
+static bool dead_ref(const dce *d, const ry_expr *r) {
+    if (r->kind != RY_EXPR_VAR || r->var.var->id >= d->nids) return false;
+    int id = r->var.var->id;
+    return d->is_ref[id] && d->uses[id] == d->writes[id];
+}
+
+static ry_expr *sweep(dce *d, ry_expr *e);
+
+/* let chains are walked as arrays: the body first, then each binding from
+ * the last, so dropping a binding frees the ones before it in one pass. */
+static ry_expr *sweep_lets(dce *d, ry_expr *e) {
+    int n = 0;
+    for (ry_expr *x = e; x->kind == RY_EXPR_LET; x = x->let.body) n++;
+    ry_expr **chain = RY_NEW_ARRAY(d->a, ry_expr *, n);
+    n = 0;
+    ry_expr *x = e;
+    for (; x->kind == RY_EXPR_LET; x = x->let.body) chain[n++] = x;
+    ry_expr *body = sweep(d, x);
+    ry_expr **kept = RY_NEW_ARRAY(d->a, ry_expr *, n); /* new values, NULL: dropped */
+    for (int i = n - 1; i >= 0; i--) {
+        ry_expr *l = chain[i];
+        const ry_var *v = l->let.var;
+        int used = v->id < d->nids ? d->uses[v->id] : 1;
+        ry_expr *val = l->let.value;
+        bool drop = false;
+        if (val->kind == RY_EXPR_REF_WRITE && dead_ref(d, val->ref_write.ref) && used == 0)
+            drop = true;
+        else if (used == 0 && pass_is_pure(val))
+            drop = true;
+        if (drop) {
+            tally(d, val, -1);
+            d->changed = true;
+            kept[i] = NULL;
+            continue;
+        }
+        kept[i] = sweep(d, val);
+    }
+    lets out = {0};
+    for (int i = 0; i < n; i++)
+        if (kept[i]) lets_push(d->a, &out, chain[i]->let.var, kept[i]);
+    return lets_close(d->m, &out, body);
+}
+
+static ry_expr *sweep(dce *d, ry_expr *e) {
+    ry_expr *c;
+    switch (e->kind) {
+    case RY_EXPR_LET: return sweep_lets(d, e);
+    case RY_EXPR_IF:
+        c = ry_expr_new(d->m, e->kind, e->span);
+        *c = *e;
+        c->if_.then_ = sweep(d, e->if_.then_);
+        c->if_.else_ = sweep(d, e->if_.else_);
+        return c;
+    case RY_EXPR_MATCH:
+        c = ry_expr_new(d->m, e->kind, e->span);
+        *c = *e;
+        c->match.clauses = RY_NEW_ARRAY(d->m->arena, ry_clause, e->match.nclauses);
+        for (int i = 0; i < e->match.nclauses; i++) {
+            c->match.clauses[i].pat = e->match.clauses[i].pat;
+            c->match.clauses[i].body = sweep(d, e->match.clauses[i].body);
+        }
+        return c;
+    case RY_EXPR_FUNC:
+        c = ry_expr_new(d->m, e->kind, e->span);
+        *c = *e;
+        c->func.body = sweep(d, e->func.body);
+        return c;
+    default: return e; /* ANF: other nodes hold only atoms */
+    }
+}
+
+/* Sweeps one function until nothing changes. */
+static ry_expr *dce_func(dce *d, ry_expr *fn) {
+    do {
+        memset(d->uses, 0, sizeof(int) * (size_t)d->nids);
+        memset(d->writes, 0, sizeof(int) * (size_t)d->nids);
+        memset(d->is_ref, 0, sizeof(bool) * (size_t)d->nids);
+        tally(d, fn, 1);
+        d->changed = false;
+        fn = sweep(d, fn);
+    } while (d->changed);
+    return fn;
+}
+
+ry_status ry_dce(ry_module *m, ry_error *err) {
+    (void)err;
+    for (int i = 0; i < m->nglobals; i++) {
+        ry_expr *old = m->globals[i]->func;
+        ry_expr *fn = ry_anf(m, old);
+        fn->type = old->type;
+        dce d = {.m = m};
+        d.a = ry_arena_new();
+        d.nids = m->next_id;
+        d.uses = RY_NEW_ARRAY(d.a, int, d.nids + 1);
+        d.writes = RY_NEW_ARRAY(d.a, int, d.nids + 1);
+        d.is_ref = RY_NEW_ARRAY(d.a, bool, d.nids + 1);
+        m->globals[i]->func = dce_func(&d, fn);
+        ry_arena_free(d.a);
+    }
+    return RY_OK;
+}

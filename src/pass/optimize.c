@@ -1,0 +1,43 @@
+/*
+ * optimize.c: the pipeline. One function lists the passes in order; in
+ * debug builds (-DRY_DEBUG) the verifier runs after each, so a pass that
+ * breaks well-formedness is named at once. The module is type-checked again
+ * at the end (the passes copy types, and inlined polymorphic code is
+ * re-instantiated there).
+ */
+#include "pass/pass_impl.h"
+
+typedef ry_status (*pass_fn)(ry_module *m, ry_error *err);
+
+static ry_status step(ry_module *m, pass_fn pass, const char *name, ry_error *err) {
+    if (pass(m, err) != RY_OK) {
+        ry_error_prefix(err, "in pass %s", name);
+        return RY_ERR;
+    }
+#ifdef RY_DEBUG
+    if (ry_ir_verify(m, false, err) != RY_OK) {
+        ry_error_prefix(err, "after pass %s", name);
+        return RY_ERR;
+    }
+#endif
+    return RY_OK;
+}
+
+#define STEP(pass) if (step(m, pass, #pass, err) != RY_OK) return RY_ERR
+
+ry_status ry_optimize(ry_module *m, int level, ry_error *err) {
+    if (level <= 0) return RY_OK;
+    if (level >= 2) {
+        STEP(ry_partial_eval); /* inlines, resolves refs, closures, tuples, branches */
+        STEP(ry_dce);          /* drops what partial evaluation left unused */
+    }
+    STEP(ry_fold_constants);
+    STEP(ry_simplify);         /* transposes into GEMM flags */
+    STEP(ry_cse);
+    STEP(ry_dce);
+    if (ry_module_typecheck(m, err) != RY_OK) {
+        ry_error_prefix(err, "type check after optimization");
+        return RY_ERR;
+    }
+    return RY_OK;
+}

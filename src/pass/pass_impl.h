@@ -1,0 +1,38 @@
+/*
+ * pass_impl.h: what the passes of src/pass/ share and nobody else needs:
+ * a builder of let chains (residual code is emitted binding by binding,
+ * then closed into nested lets), and small predicates over IR nodes.
+ */
+#ifndef RELAYC_PASS_IMPL_H
+#define RELAYC_PASS_IMPL_H
+
+#include "relayc/op.h"
+#include "relayc/pass.h"
+
+/* A scope under construction: bindings in order, closed by a body. */
+typedef struct lets {
+    ry_var **vars;
+    ry_expr **vals;
+    int n, cap;
+} lets;
+
+/* Appends `let %v = val;` (the arrays grow in the scratch arena). */
+void lets_push(ry_arena *scratch, lets *l, ry_var *v, ry_expr *val);
+/* Closes the scope: nested lets around body, typed with body's type. */
+ry_expr *lets_close(ry_module *m, const lets *l, ry_expr *body);
+
+/* A fresh var named like old (or "x"), typed t, not annotated. */
+ry_var *pass_fresh_var(ry_module *m, const char *name, ry_type *t);
+/* A typed use of v. */
+ry_expr *pass_use(ry_module *m, ry_var *v);
+
+/* Atoms are what may be shared freely: vars, globals, constants, operators,
+ * constructors and the empty tuple. */
+bool pass_is_atom(const ry_expr *e);
+/* True when evaluating e has no effect besides allocation and cannot fail
+ * or loop: no calls of functions, no ref_write, no match? that may fail. */
+bool pass_is_pure(const ry_expr *e);
+/* Operators whose results depend on more than their arguments. */
+bool pass_op_is_random(const ry_op *op);
+
+#endif

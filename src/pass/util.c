@@ -1,0 +1,146 @@
+/*
+ * util.c: helpers the passes share: the let-chain builder, fresh vars,
+ * purity and atom predicates, and counting node kinds (for tests and
+ * reports). Nothing here rewrites a program by itself.
+ */
+#include <string.h>
+
+#include "pass/pass_impl.h"
+
+void lets_push(ry_arena *scratch, lets *l, ry_var *v, ry_expr *val) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 16;
+        ry_var **vars = RY_NEW_ARRAY(scratch, ry_var *, cap);
+        ry_expr **vals = RY_NEW_ARRAY(scratch, ry_expr *, cap);
+        if (l->n) {
+            memcpy(vars, l->vars, sizeof *vars * (size_t)l->n);
+            memcpy(vals, l->vals, sizeof *vals * (size_t)l->n);
+        }
+        l->vars = vars;
+        l->vals = vals;
+        l->cap = cap;
+    }
+    l->vars[l->n] = v;
+    l->vals[l->n] = val;
+    l->n++;
+}
+
+ry_expr *lets_close(ry_module *m, const lets *l, ry_expr *body) {
+    int n = l->n;
+    /* `let %x = v; %x` is just v (not for a function: it may call itself) */
+    if (n && body->kind == RY_EXPR_VAR && body->var.var == l->vars[n - 1] &&
+        l->vals[n - 1]->kind != RY_EXPR_FUNC) {
+        ry_type *t = body->type;
+        body = l->vals[--n];
+        if (!body->type) body->type = t;
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        ry_expr *e = ry_expr_let(m, l->vars[i], l->vals[i], body, l->vals[i]->span);
+        e->type = body->type;
+        body = e;
+    }
+    return body;
+}
+
+ry_var *pass_fresh_var(ry_module *m, const char *name, ry_type *t) {
+    ry_var *v = ry_var_new(m, name && *name ? name : "x", NULL, RY_NO_SPAN);
+    v->type = t;
+    return v;
+}
+
+ry_expr *pass_use(ry_module *m, ry_var *v) {
+    ry_expr *e = ry_expr_var(m, v, RY_NO_SPAN);
+    e->type = v->type;
+    return e;
+}
+
+bool pass_is_atom(const ry_expr *e) {
+    switch (e->kind) {
+    case RY_EXPR_VAR: case RY_EXPR_GLOBAL: case RY_EXPR_CONST: case RY_EXPR_OP:
+    case RY_EXPR_CTOR:
+        return true;
+    case RY_EXPR_TUPLE:
+        return e->tuple.n == 0;
+    default:
+        return false;
+    }
+}
+
+bool pass_op_is_random(const ry_op *op) {
+    return strcmp(op->name, "nn.dropout") == 0;
+}
+
+/* pure(e): the node and everything it evaluates (not the bodies of
+ * functions it merely creates) may be dropped when its value is unused. */
+bool pass_is_pure(const ry_expr *e) {
+    switch (e->kind) {
+    case RY_EXPR_VAR: case RY_EXPR_GLOBAL: case RY_EXPR_CONST: case RY_EXPR_OP:
+    case RY_EXPR_CTOR: case RY_EXPR_FUNC:
+        return true;
+    case RY_EXPR_CALL:
+        if (e->call.callee->kind != RY_EXPR_OP && e->call.callee->kind != RY_EXPR_CTOR)
+            return false;
+        for (int i = 0; i < e->call.nargs; i++)
+            if (!pass_is_pure(e->call.args[i])) return false;
+        return true;
+    case RY_EXPR_LET:
+        return pass_is_pure(e->let.value) && pass_is_pure(e->let.body);
+    case RY_EXPR_IF:
+        return pass_is_pure(e->if_.cond) && pass_is_pure(e->if_.then_) &&
+               pass_is_pure(e->if_.else_);
+    case RY_EXPR_MATCH:
+        if (!e->match.complete || !pass_is_pure(e->match.data)) return false;
+        for (int i = 0; i < e->match.nclauses; i++)
+            if (!pass_is_pure(e->match.clauses[i].body)) return false;
+        return true;
+    case RY_EXPR_TUPLE:
+        for (int i = 0; i < e->tuple.n; i++)
+            if (!pass_is_pure(e->tuple.fields[i])) return false;
+        return true;
+    case RY_EXPR_PROJ: return pass_is_pure(e->proj.tuple);
+    case RY_EXPR_REF: return pass_is_pure(e->ref.value);
+    case RY_EXPR_REF_READ: return pass_is_pure(e->ref_read.ref);
+    case RY_EXPR_REF_WRITE: return false;
+    }
+    return false;
+}
+
+static void count(const ry_expr *e, int *counts) {
+    counts[e->kind]++;
+    switch (e->kind) {
+    case RY_EXPR_CALL:
+        count(e->call.callee, counts);
+        for (int i = 0; i < e->call.nargs; i++) count(e->call.args[i], counts);
+        break;
+    case RY_EXPR_LET:
+        count(e->let.value, counts);
+        count(e->let.body, counts);
+        break;
+    case RY_EXPR_IF:
+        count(e->if_.cond, counts);
+        count(e->if_.then_, counts);
+        count(e->if_.else_, counts);
+        break;
+    case RY_EXPR_MATCH:
+        count(e->match.data, counts);
+        for (int i = 0; i < e->match.nclauses; i++) count(e->match.clauses[i].body, counts);
+        break;
+    case RY_EXPR_FUNC: count(e->func.body, counts); break;
+    case RY_EXPR_TUPLE:
+        for (int i = 0; i < e->tuple.n; i++) count(e->tuple.fields[i], counts);
+        break;
+    case RY_EXPR_PROJ: count(e->proj.tuple, counts); break;
+    case RY_EXPR_REF: count(e->ref.value, counts); break;
+    case RY_EXPR_REF_READ: count(e->ref_read.ref, counts); break;
+    case RY_EXPR_REF_WRITE:
+        count(e->ref_write.ref, counts);
+        count(e->ref_write.value, counts);
+        break;
+    default: break;
+    }
+}
+
+void ry_expr_count_kinds(const ry_expr *e, int *counts) {
+    memset(counts, 0, sizeof(int) * (RY_EXPR_REF_WRITE + 1));
+    count(e, counts);
+}

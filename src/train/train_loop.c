@@ -1,0 +1,239 @@
+/*
+ * train_loop.c: ry_train_fit, the loop around the steps: a seeded loader
+ * deals batches, each batch is fetched and stepped, progress and the CSV
+ * are updated, held-out data is evaluated after every epoch, checkpoints
+ * are written every N steps and at the end, and a run resumes from the
+ * latest checkpoint exactly where it stopped. A NaN/Inf stops the loop
+ * before anything more is written, so the last good checkpoint stays.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "train/train_impl.h"
+
+static ry_status fetch_rows(const ry_train_data *d, const int64_t *idx, int64_t k,
+                            ry_value **args, ry_error *err) {
+    for (int i = 0; i < d->nargs; i++) {
+        ry_tensor *t = NULL;
+        if (ry_data_take_rows(d->arrays[i], idx, k, &t, err) || !(args[i] = ry_value_tensor(t))) {
+            for (int j = 0; j < i; j++) ry_value_release(args[j]);
+            return t ? ry_error_at(err, RY_NO_SPAN, "out of memory") : RY_ERR;
+        }
+    }
+    return RY_OK;
+}
+
+void ry_train_data_tensors(int n, ry_tensor *const *arrays, int label_arg, ry_train_data *out) {
+    memset(out, 0, sizeof *out);
+    out->n = n > 0 ? arrays[0]->shape[0] : 0;
+    out->nargs = n;
+    out->arrays = arrays;
+    out->fetch = fetch_rows;
+    out->label_arg = label_arg;
+}
+
+static void release_n(int n, ry_value **a) {
+    for (int i = 0; i < n; i++) ry_value_release(a[i]);
+}
+
+/* The labels of a fetched value: a tensor, or an ADT's last field (a tree's
+ * root label). */
+static const ry_tensor *labels_of(const ry_value *v) {
+    if (v->kind == RY_VAL_ADT && v->adt.n > 0) v = v->adt.fields[v->adt.n - 1];
+    return v->kind == RY_VAL_TENSOR ? v->tensor : NULL;
+}
+
+static ry_status eval_call(ry_trainer *tr, const ry_train_data *d, ry_value **args, double *loss,
+                           int64_t *correct, int64_t *total, ry_error *err) {
+    if (ry_trainer_loss(tr, d->nargs, args, loss, err)) return RY_ERR;
+    if (d->label_arg < 0 || tr->npred_data < 0) return RY_OK;
+    ry_value *out;
+    if (ry_trainer_predict(tr, d->nargs, args, &out, err)) return RY_ERR;
+    const ry_value *s = out->kind == RY_VAL_TUPLE && out->tuple.n > 0 ? out->tuple.fields[0] : out;
+    const ry_tensor *lab = labels_of(args[d->label_arg]);
+    int64_t c = 0, t = 0;
+    ry_status st = s->kind == RY_VAL_TENSOR && lab
+                       ? ry_accuracy_count(s->tensor, lab, &c, &t, err)
+                       : ry_error_at(err, RY_NO_SPAN, "@predict gave no scores to compare");
+    ry_value_release(out);
+    *correct += c;
+    *total += t;
+    return st;
+}
+
+ry_status ry_train_evaluate(ry_trainer *tr, const ry_train_data *d, int64_t batch, double *loss,
+                            double *acc, ry_error *err) {
+    if (d->nargs != ry_trainer_ndata(tr))
+        return ry_error_at(err, RY_NO_SPAN, "the data gives %d values, the model takes %d",
+                           d->nargs, ry_trainer_ndata(tr));
+    ry_loader *l;
+    ry_loader_opts lo = {.batch = d->per_example ? 1 : (batch > 0 ? batch : 32),
+                         .drop_last = d->drop_last};
+    if (ry_loader_new(d->n, &lo, &l, err)) return RY_ERR;
+    double sum = 0;
+    int64_t seen = 0, correct = 0, total = 0;
+    const int64_t *idx;
+    ry_status st = RY_OK;
+    for (int64_t k; st == RY_OK && (k = ry_loader_next(l, &idx)) > 0;) {
+        ry_value *args[RY_TRAIN_MAX_DATA];
+        double bl = 0;
+        if ((st = d->fetch(d, idx, k, args, err))) break;
+        st = eval_call(tr, d, args, &bl, &correct, &total, err);
+        release_n(d->nargs, args);
+        sum += bl * (double)k; /* a batch's loss is its mean */
+        seen += k;
+    }
+    ry_loader_free(l);
+    if (st) return RY_ERR;
+    *loss = seen ? sum / (double)seen : NAN;
+    *acc = total ? (double)correct / (double)total : NAN;
+    return RY_OK;
+}
+
+/* One optimizer step on the batch idx[0..k): one call, or one per example
+ * with the gradients summed. *loss: the batch's mean loss. */
+static ry_status fit_step(ry_trainer *tr, const ry_train_data *d, const int64_t *idx, int64_t k,
+                          double *loss, ry_error *err) {
+    ry_value *args[RY_TRAIN_MAX_DATA];
+    int64_t calls = d->per_example ? k : 1;
+    double sum = 0;
+    for (int64_t j = 0; j < calls; j++) {
+        double l;
+        if (d->fetch(d, d->per_example ? &idx[j] : idx, d->per_example ? 1 : k, args, err))
+            return RY_ERR;
+        ry_status st = ry_trainer_accumulate(tr, d->nargs, args, &l, err);
+        release_n(d->nargs, args);
+        if (st) return RY_ERR;
+        sum += l;
+    }
+    *loss = sum / (double)calls;
+    return ry_trainer_apply(tr, err);
+}
+
+typedef struct fit_state {
+    ry_loader *l;
+    ry_progress *p;
+    double *losses;
+    int64_t nlosses, cap;
+    int64_t saved_step;
+} fit_state;
+
+static ry_status save(ry_trainer *tr, const ry_fit_opts *fo, fit_state *s, ry_fit_result *res,
+                      ry_error *err) {
+    if (ry_trainer_save(tr, fo->checkpoint_dir, fo->keep > 0 ? fo->keep : 3, s->l, fo->config,
+                        res->checkpoint, sizeof res->checkpoint, err))
+        return RY_ERR;
+    s->saved_step = ry_trainer_steps(tr);
+    return RY_OK;
+}
+
+static ry_status resume(ry_trainer *tr, const ry_fit_opts *fo, fit_state *s, ry_fit_result *res,
+                        ry_error *err) {
+    bool found = false;
+    char path[512];
+    if (!fo->checkpoint_dir)
+        return ry_error_at(err, RY_NO_SPAN, "resuming needs a checkpoint directory");
+    if (ry_checkpoint_latest(fo->checkpoint_dir, path, sizeof path, &found, err)) return RY_ERR;
+    if (!found) {
+        ry_progress_note(s->p, "no checkpoint in %s: starting afresh", fo->checkpoint_dir);
+        return RY_OK;
+    }
+    if (ry_trainer_load(tr, path, s->l, err)) return RY_ERR;
+    snprintf(res->checkpoint, sizeof res->checkpoint, "%s", path);
+    s->saved_step = ry_trainer_steps(tr);
+    ry_progress_note(s->p, "resumed from %s at step %lld", path, (long long)s->saved_step);
+    return RY_OK;
+}
+
+static ry_status push_loss(fit_state *s, double l, ry_error *err) {
+    if (s->nlosses == s->cap) {
+        int64_t cap = s->cap ? 2 * s->cap : 256;
+        double *nl = ry_realloc(s->losses, (size_t)cap * sizeof *nl);
+        if (!nl) return ry_error_at(err, RY_NO_SPAN, "out of memory");
+        s->losses = nl;
+        s->cap = cap;
+    }
+    s->losses[s->nlosses++] = l;
+    return RY_OK;
+}
+
+static double mean_of(const double *a, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += a[i];
+    return n ? s / (double)n : NAN;
+}
+
+static ry_status end_epoch(ry_trainer *tr, const ry_train_data *eval, const ry_fit_opts *fo,
+                           fit_state *s, ry_fit_result *res, ry_error *err) {
+    ry_loader_state ls;
+    ry_loader_get_state(s->l, &ls);
+    ry_trainer_reset_state(tr);
+    res->epochs_done = ls.epoch;
+    if (!eval) return RY_OK;
+    if (ry_train_evaluate(tr, eval, fo->batch, &res->eval_loss, &res->eval_acc, err))
+        return RY_ERR;
+    res->evaluated = true;
+    res->eval_step = ry_trainer_steps(tr);
+    ry_progress_eval(s->p, ry_trainer_steps(tr), ls.epoch - 1, res->eval_loss, res->eval_acc);
+    return RY_OK;
+}
+
+static ry_status loop(ry_trainer *tr, const ry_train_data *train, const ry_train_data *eval,
+                      const ry_fit_opts *fo, fit_state *s, ry_fit_result *res, ry_error *err) {
+    int64_t epochs = fo->epochs > 0 ? fo->epochs : (fo->max_steps > 0 ? INT64_MAX : 1);
+    for (;;) {
+        ry_loader_state ls;
+        ry_loader_get_state(s->l, &ls);
+        if (ls.epoch >= epochs) break;
+        if (fo->max_steps > 0 && ry_trainer_steps(tr) >= fo->max_steps) break;
+        const int64_t *idx;
+        int64_t k = ry_loader_next(s->l, &idx);
+        if (k == 0) {
+            if (end_epoch(tr, eval, fo, s, res, err)) return RY_ERR;
+            continue;
+        }
+        double loss;
+        if (fit_step(tr, train, idx, k, &loss, err) || push_loss(s, loss, err)) return RY_ERR;
+        int64_t step = ry_trainer_steps(tr);
+        ry_progress_step(s->p, step, ls.epoch, loss, ry_optim_lr(tr->optim));
+        if (fo->checkpoint_dir && fo->checkpoint_every > 0 && step % fo->checkpoint_every == 0 &&
+            save(tr, fo, s, res, err))
+            return RY_ERR;
+    }
+    return RY_OK;
+}
+
+ry_status ry_train_fit(ry_trainer *tr, const ry_train_data *train, const ry_train_data *eval,
+                       const ry_fit_opts *fo, ry_fit_result *res, ry_error *err) {
+    ry_fit_result local;
+    if (!res) res = &local;
+    memset(res, 0, sizeof *res);
+    res->eval_loss = res->eval_acc = res->first_loss = res->last_loss = NAN;
+    if (train->nargs != ry_trainer_ndata(tr))
+        return ry_error_at(err, RY_NO_SPAN, "the data gives %d values, the model takes %d",
+                           train->nargs, ry_trainer_ndata(tr));
+    fit_state s = {.saved_step = -1};
+    ry_loader_opts lo = {.batch = fo->batch > 0 ? fo->batch : 32, .shuffle = !fo->no_shuffle,
+                         .drop_last = train->drop_last, .seed = fo->seed};
+    if (ry_loader_new(train->n, &lo, &s.l, err)) return RY_ERR;
+    int64_t per_epoch = ry_loader_batches(s.l);
+    int64_t total = fo->max_steps > 0 ? fo->max_steps
+                                      : (fo->epochs > 0 ? fo->epochs : 1) * per_epoch;
+    ry_status st = ry_progress_new(fo->out, fo->progress, total, fo->log_every, fo->csv_path,
+                                   &s.p, err);
+    if (st == RY_OK && fo->resume) st = resume(tr, fo, &s, res, err);
+    if (st == RY_OK) st = loop(tr, train, eval, fo, &s, res, err);
+    if (st == RY_OK && fo->checkpoint_dir && s.saved_step != ry_trainer_steps(tr))
+        st = save(tr, fo, &s, res, err);
+    if (st) ry_progress_note(s.p, "stopped: %s", err->msg);
+    res->steps = ry_trainer_steps(tr);
+    int64_t tenth = s.nlosses / 10 > 0 ? s.nlosses / 10 : 1;
+    if (s.nlosses) {
+        res->first_loss = mean_of(s.losses, tenth);
+        res->last_loss = mean_of(s.losses + s.nlosses - tenth, tenth);
+    }
+    ry_progress_free(s.p);
+    ry_loader_free(s.l);
+    ry_free(s.losses);
+    return st;
+}

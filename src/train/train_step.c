@@ -1,0 +1,287 @@
+/*
+ * train_step.c: one training step and the evaluation calls. A step runs
+ * the gradient program of @loss in the interpreter on the data, the carried
+ * state and the parameter views (values wrapping views of the slab, so
+ * nothing is copied), sums its parameter gradients into the gradient set,
+ * checks them for NaN/Inf, clips them and hands them to the optimizer.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "train/train_impl.h"
+
+/* The symbolic dimensions of the DATA types bound from the actual tensors
+ * (e.g. the batch n from x), for building zero state of matching shape. */
+typedef struct syms {
+    int n;
+    const char *name[32];
+    int64_t value[32];
+} syms;
+
+static void bind_syms(const ry_trainer *tr, int ndata, ry_value *const *data, syms *s) {
+    s->n = 0;
+    for (int i = 0; i < tr->opts.nsyms && s->n < 32; i++) {
+        s->name[s->n] = tr->opts.sym_names[i];
+        s->value[s->n++] = tr->opts.sym_values[i];
+    }
+    for (int i = 0; i < ndata && i < tr->nloss_data; i++) {
+        const ry_type *t = tr->data_vars[i]->type;
+        if (!t || t->kind != RY_TYPE_TENSOR || data[i]->kind != RY_VAL_TENSOR) continue;
+        const ry_tensor *x = data[i]->tensor;
+        if (x->ndim != t->tensor.ndim) continue;
+        for (int d = 0; d < x->ndim && s->n < 32; d++)
+            if (t->tensor.dims[d].kind == RY_DIM_SYM) {
+                s->name[s->n] = t->tensor.dims[d].name;
+                s->value[s->n++] = x->shape[d];
+            }
+    }
+}
+
+/* State k (DATA index ndata + k): the carried value when use_carried and
+ * its shape still fits, else zeros of the parameter's type. */
+static ry_status state_value(ry_trainer *tr, int k, const syms *s, bool use_carried,
+                             ry_value **out, ry_error *err) {
+    const ry_var *v = tr->data_vars[tr->nloss_data - tr->nstate + k];
+    const ry_type *t = v->type;
+    if (!t || t->kind != RY_TYPE_TENSOR)
+        return ry_error_at(err, v->span, "carried state %%%s is not a tensor", v->name);
+    int64_t shape[RY_MAX_RANK];
+    for (int d = 0; d < t->tensor.ndim; d++) {
+        const ry_dim *dim = &t->tensor.dims[d];
+        int j = -1;
+        if (dim->kind == RY_DIM_CONST) shape[d] = dim->value;
+        else if (dim->kind == RY_DIM_SYM) {
+            for (j = 0; j < s->n; j++)
+                if (strcmp(s->name[j], dim->name) == 0) break;
+            if (j == s->n)
+                return ry_error_at(err, v->span, "cannot tell dimension %s of state %%%s",
+                                   dim->name, v->name);
+            shape[d] = s->value[j];
+        } else
+            return ry_error_at(err, v->span, "state %%%s has an unknown dimension", v->name);
+    }
+    ry_value *c = tr->state[k];
+    if (use_carried && c && c->kind == RY_VAL_TENSOR && c->tensor->ndim == t->tensor.ndim &&
+        memcmp(c->tensor->shape, shape, sizeof(int64_t) * (size_t)t->tensor.ndim) == 0) {
+        *out = ry_value_retain(c);
+        return RY_OK;
+    }
+    ry_tensor *z = ry_tensor_zeros(t->tensor.dtype, t->tensor.ndim, shape);
+    *out = z ? ry_value_tensor(z) : NULL;
+    return *out ? RY_OK : ry_error_at(err, RY_NO_SPAN, "out of memory");
+}
+
+void train_release_args(int n, ry_value **args) {
+    for (int i = 0; i < n; i++) ry_value_release(args[i]);
+    ry_free(args);
+}
+
+/* args := DATA (given, then state), then the parameter views. */
+static ry_status loss_args(ry_trainer *tr, int ndata, ry_value *const *data, bool use_carried,
+                           ry_value ***out, int *nout, ry_error *err) {
+    if (ndata != tr->nloss_data - tr->nstate)
+        return ry_error_at(err, RY_NO_SPAN, "@%s takes %d data values, %d given", tr->loss_name,
+                           tr->nloss_data - tr->nstate, ndata);
+    int n = tr->nloss_data + tr->params->n;
+    ry_value **a = ry_calloc((size_t)n, sizeof *a);
+    if (!a) return ry_error_at(err, RY_NO_SPAN, "out of memory");
+    syms s;
+    bind_syms(tr, ndata, data, &s);
+    for (int i = 0; i < ndata; i++) a[i] = ry_value_retain(data[i]);
+    for (int k = 0; k < tr->nstate; k++)
+        if (state_value(tr, k, &s, use_carried, &a[ndata + k], err)) {
+            train_release_args(n, a);
+            return RY_ERR;
+        }
+    for (int i = 0; i < tr->params->n; i++)
+        a[tr->nloss_data + i] = ry_value_retain(tr->param_vals[i]);
+    *out = a;
+    *nout = n;
+    return RY_OK;
+}
+
+ry_status train_loss_of(const ry_value *res, double *loss, ry_error *err) {
+    if (res->kind == RY_VAL_TUPLE && res->tuple.n > 0) res = res->tuple.fields[0];
+    if (res->kind != RY_VAL_TENSOR || res->tensor->size != 1 ||
+        !ry_dtype_is_float(res->tensor->dtype))
+        return ry_error_at(err, RY_NO_SPAN, "the loss is not a float scalar");
+    *loss = ry_tensor_get(res->tensor, 0);
+    return RY_OK;
+}
+
+static ry_interp_opts interp_opts(const ry_trainer *tr) {
+    /* dropout masks depend on the seed, the step and the call within it,
+     * so a resumed run draws the same ones */
+    ry_interp_opts o = {.training = tr->opts.training,
+                        .seed = tr->opts.seed * 0x9E3779B97F4A7C15ull +
+                                (uint64_t)ry_optim_step_count(tr->optim) * 1000003u +
+                                (uint64_t)tr->naccum};
+    return o;
+}
+
+/* grads[i] += g, elementwise in the set's dtype. */
+static ry_status add_grad(ry_tensor *dst, const ry_value *g, const char *name, ry_error *err) {
+    if (g->kind != RY_VAL_TENSOR || g->tensor->size != dst->size)
+        return ry_error_at(err, RY_NO_SPAN, "gradient of %%%s has the wrong shape", name);
+    const ry_tensor *s = g->tensor;
+    if (dst->dtype == RY_FLOAT32 && s->dtype == RY_FLOAT32) {
+        float *d = dst->data;
+        const float *x = s->data;
+        for (int64_t i = 0; i < dst->size; i++) d[i] += x[i];
+    } else if (dst->dtype == RY_FLOAT64 && s->dtype == RY_FLOAT64) {
+        double *d = dst->data;
+        const double *x = s->data;
+        for (int64_t i = 0; i < dst->size; i++) d[i] += x[i];
+    } else
+        for (int64_t i = 0; i < dst->size; i++)
+            ry_tensor_set(dst, i, ry_tensor_get(dst, i) + ry_tensor_get(s, i));
+    return RY_OK;
+}
+
+static ry_status take_result(ry_trainer *tr, const ry_value *out, double *loss, ry_error *err) {
+    int64_t step = ry_optim_step_count(tr->optim) + 1;
+    if (out->kind != RY_VAL_TUPLE || out->tuple.n != 2 ||
+        out->tuple.fields[1]->kind != RY_VAL_TUPLE ||
+        out->tuple.fields[1]->tuple.n != tr->nloss_data + tr->params->n)
+        return ry_error_at(err, RY_NO_SPAN, "the gradient program returned an unexpected value");
+    const ry_value *res = out->tuple.fields[0];
+    if (train_loss_of(res, loss, err)) return RY_ERR;
+    if (!isfinite(*loss))
+        return ry_error_at(err, RY_NO_SPAN, "step %lld: the loss is %s; training stopped",
+                           (long long)step, isnan(*loss) ? "NaN" : "Inf");
+    const ry_value *g = out->tuple.fields[1];
+    for (int i = 0; i < tr->params->n; i++)
+        if (add_grad(tr->grads->views[i], g->tuple.fields[tr->nloss_data + i],
+                     tr->params->names[i], err))
+            return RY_ERR;
+    for (int k = 0; k < tr->nstate; k++) {
+        ry_value_release(tr->state[k]);
+        tr->state[k] = ry_value_retain(res->tuple.fields[1 + k]);
+    }
+    return RY_OK;
+}
+
+ry_status ry_trainer_accumulate(ry_trainer *tr, int ndata, ry_value *const *data, double *loss,
+                                ry_error *err) {
+    if (tr->naccum == 0) ry_params_fill(tr->grads, 0);
+    ry_value **a;
+    int n;
+    if (loss_args(tr, ndata, data, true, &a, &n, err)) return RY_ERR;
+    ry_interp_opts io = interp_opts(tr);
+    ry_value *out = NULL;
+    ry_status st = ry_interp_call(tr->m, tr->grad_name, n, a, &io, &out, err);
+    train_release_args(n, a);
+    double l = NAN;
+    if (st == RY_OK) st = take_result(tr, out, &l, err);
+    ry_value_release(out);
+    if (st) {
+        tr->naccum = 0; /* a failed call poisons the whole step */
+        return RY_ERR;
+    }
+    tr->naccum++;
+    if (loss) *loss = l;
+    return RY_OK;
+}
+
+ry_status ry_trainer_apply(ry_trainer *tr, ry_error *err) {
+    int64_t step = ry_optim_step_count(tr->optim) + 1;
+    if (tr->naccum == 0) return ry_error_at(err, RY_NO_SPAN, "apply without a gradient");
+    tr->naccum = 0;
+    int64_t elem = 0;
+    int bad = ry_params_find_nonfinite(tr->grads, &elem);
+    if (bad >= 0) {
+        double v = ry_tensor_get(tr->grads->views[bad], elem);
+        return ry_error_at(err, RY_NO_SPAN,
+                           "step %lld: the gradient of parameter %%%s is %s at element %lld; "
+                           "training stopped",
+                           (long long)step, tr->params->names[bad], isnan(v) ? "NaN" : "Inf",
+                           (long long)elem);
+    }
+    if (tr->opts.clip_value > 0 && ry_clip_grad_value(tr->grads, tr->opts.clip_value, err))
+        return RY_ERR;
+    if (tr->opts.clip_norm > 0 && ry_clip_grad_norm(tr->grads, tr->opts.clip_norm, 2.0, NULL, err))
+        return RY_ERR;
+    ry_optim_set_lr(tr->optim, ry_schedule_lr(&tr->opts.schedule, tr->base_lr, step - 1));
+    return ry_optim_step(tr->optim, tr->params, tr->grads, err);
+}
+
+ry_status ry_trainer_step(ry_trainer *tr, int ndata, ry_value *const *data, double *loss,
+                          ry_error *err) {
+    if (ry_trainer_accumulate(tr, ndata, data, loss, err)) return RY_ERR;
+    return ry_trainer_apply(tr, err);
+}
+
+void ry_trainer_reset_state(ry_trainer *tr) {
+    for (int k = 0; k < RY_TRAIN_MAX_DATA; k++) {
+        ry_value_release(tr->state[k]);
+        tr->state[k] = NULL;
+    }
+}
+
+ry_status ry_trainer_loss(ry_trainer *tr, int ndata, ry_value *const *data, double *loss,
+                          ry_error *err) {
+    ry_value **a;
+    int n;
+    if (loss_args(tr, ndata, data, false, &a, &n, err)) return RY_ERR;
+    ry_interp_opts io = {0};
+    ry_value *out = NULL;
+    ry_status st = ry_interp_call(tr->m, tr->loss_name, n, a, &io, &out, err);
+    train_release_args(n, a);
+    if (st == RY_OK) st = train_loss_of(out, loss, err);
+    ry_value_release(out);
+    return st;
+}
+
+ry_status ry_trainer_predict(ry_trainer *tr, int ndata, ry_value *const *data, ry_value **out,
+                             ry_error *err) {
+    *out = NULL;
+    if (tr->npred_data < 0) return ry_error_at(err, RY_NO_SPAN, "the model has no @%s", tr->predict_name);
+    if (ndata != tr->nloss_data - tr->nstate)
+        return ry_error_at(err, RY_NO_SPAN, "@%s takes %d data values, %d given", tr->loss_name,
+                           tr->nloss_data - tr->nstate, ndata);
+    int n = tr->npred_data + tr->params->n;
+    ry_value **a = ry_calloc((size_t)n, sizeof *a);
+    if (!a) return ry_error_at(err, RY_NO_SPAN, "out of memory");
+    syms s;
+    bind_syms(tr, ndata, data, &s);
+    for (int i = 0; i < tr->npred_data; i++) {
+        int j = tr->pred_map[i];
+        if (j < ndata) a[i] = ry_value_retain(data[j]);
+        else if (state_value(tr, j - ndata, &s, false, &a[i], err)) {
+            train_release_args(n, a);
+            return RY_ERR;
+        }
+    }
+    for (int i = 0; i < tr->params->n; i++)
+        a[tr->npred_data + i] = ry_value_retain(tr->param_vals[i]);
+    ry_interp_opts io = {0};
+    ry_status st = ry_interp_call(tr->m, tr->predict_name, n, a, &io, out, err);
+    train_release_args(n, a);
+    return st;
+}
+
+/* accuracy: scores (..., C), labels with one entry per row of scores
+ * ((...), or a scalar for one row (1, C)) -> rows where argmax == label */
+ry_status ry_accuracy_count(const ry_tensor *scores, const ry_tensor *labels, int64_t *correct,
+                            int64_t *total, ry_error *err) {
+    int64_t c = scores->ndim > 0 ? scores->shape[scores->ndim - 1] : 0;
+    if (c < 1 || scores->size / c != labels->size || labels->size == 0) {
+        char a[64], b[64];
+        return ry_error_at(err, RY_NO_SPAN, "accuracy: scores %s do not match labels %s",
+                           ry_tensor_describe(scores, a, sizeof a),
+                           ry_tensor_describe(labels, b, sizeof b));
+    }
+    int64_t ok = 0;
+    for (int64_t r = 0; r < labels->size; r++) {
+        int64_t best = 0;
+        double bv = ry_tensor_get(scores, r * c);
+        for (int64_t j = 1; j < c; j++) {
+            double v = ry_tensor_get(scores, r * c + j);
+            if (v > bv) bv = v, best = j;
+        }
+        ok += (double)best == ry_tensor_get(labels, r);
+    }
+    *correct = ok;
+    *total = labels->size;
+    return RY_OK;
+}
