@@ -21,16 +21,18 @@ LIB_SRCS := $(sort $(wildcard src/tensor/*.c src/ir/*.c src/op/*.c src/pass/*.c 
               ad/*.c optim/*.c datasets/*.c))
 CLI_SRCS := $(sort $(wildcard src/cli/*.c))
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
+EXAMPLE_SRCS := $(sort $(wildcard models/*.c))
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+EXAMPLES := $(EXAMPLE_SRCS:models/%.c=$(BUILD)/models/%)
 
 STATIC := $(BUILD)/librelayc.a
 SHARED := $(BUILD)/librelayc.so
 RELAYC := $(BUILD)/relayc
 
-.PHONY: all demo test test-unit test-corpus asan test-asan valgrind test-valgrind install clean help
+.PHONY: all debug examples demo test test-unit test-corpus asan test-asan valgrind test-valgrind install clean help
 
 all: $(STATIC) $(SHARED) $(RELAYC)
 
@@ -59,6 +61,12 @@ demo: $(RELAYC)
 	$(RELAYC) check tests/run/lenet.relay
 	$(RELAYC) run tests/run/lenet.relay $(LENET_INPUTS) --out $(BUILD)/demo
 
+# The example training programs in C (models/*.c).
+examples: $(EXAMPLES)
+$(BUILD)/models/%: models/%.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -o $@ $< $(STATIC) $(LDLIBS)
+
 # The unit suites, then the .relay corpora through the command line.
 # TEST_WRAP runs each binary under a tool (valgrind).
 test: test-unit test-corpus
@@ -70,6 +78,10 @@ test-unit: $(TEST_BINS) $(RELAYC)
 
 test-corpus: $(RELAYC)
 	@RELAYC="$(TEST_WRAP) $(RELAYC)" sh tests/run_corpus.sh
+
+# A debug build (build-debug/): -O0, and ry_ir_verify between passes.
+debug:
+	$(MAKE) BUILD=build-debug OPT=-O0 EXTRA_CFLAGS=-DRY_DEBUG all
 
 # ASan+UBSan build in its own folder.
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -90,7 +102,7 @@ install: all
 	install -m 644 include/relayc/*.h $(DESTDIR)$(PREFIX)/include/relayc/
 
 clean:
-	rm -rf build build-asan build-vg
+	rm -rf build build-asan build-vg build-debug
 
 help:
 	@echo "make            build $(STATIC), $(SHARED) and $(RELAYC)"

@@ -14,6 +14,7 @@ import platform
 import random
 import struct
 import sys
+import time
 
 import numpy as np
 import torch
@@ -99,7 +100,6 @@ def train_fashion(model, args, gen):
     """SGD(lr, momentum) on mean cross-entropy over batches of args.batch, reshuffled
     every epoch (the last, shorter batch is kept); test accuracy after each epoch.
     Returns the per-epoch records."""
-    import time
     xtr, ytr = load_fashion("train")
     xte, yte = load_fashion("test")
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)

@@ -4,7 +4,7 @@ conv 1->6 5x5 pad 2, ReLU, max-pool 2, conv 6->16 5x5, ReLU, max-pool 2,
 dense 400-120-84-10 (ReLU between the dense layers); pixels / 255, SGD lr 0.05
 momentum 0.9, batch 64, reshuffled each epoch. Reports test accuracy after
 epochs 1 and 5 (as far as --epochs goes) and samples/s as one JSON line.
-Usage: python3 bench/mirror_lenet.py [--epochs 1] [--threads 1] [--seed 0] [--init xavier]
+Usage: python3 bench/mirror_lenet.py [--epochs 5] [--threads 1] [--seed 0] [--init xavier]
 """
 import torch.nn as nn
 

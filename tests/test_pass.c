@@ -207,7 +207,7 @@ static void test_second_order(void **state) {
     (void)state;
     const char *text = "#[version = \"0.0.5\"]\n"
                        "def @main(%x: Tensor[(2, 3), float64], %w: Tensor[(4, 3), float64]) {\n"
-                       "  sum(tanh(nn.dense(%x, %w)) * sigmoid(%x * %x))\n"
+                       "  sum(tanh(nn.dense(%x, %w))) * sum(sigmoid(%x * %x))\n"
                        "}\n";
     ry_module *m = test_parse(text, true), *o = test_parse(text, true);
     ry_error err;
@@ -480,6 +480,16 @@ static void test_partial_eval(void **state) {
     run_pass_case(ry_partial_eval,
                   "let %o = (%x, 1);\nmatch (%o) { (%a, %b) => if (%b > 0) { %a } else { exp(%a) } }",
                   NULL, "exp");
+    /* dynamic if: what neither branch writes stays known after it */
+    o = parse_main("let %r = ref(%x);\nlet %c = greater(sum(%x), 0f);\n"
+                   "let %u = if (%c) { exp(%x) } else { negative(%x) };\nref_read(%r) + %u");
+    ok(ry_partial_eval(o, &err), &err);
+    ok(ry_dce(o, &err), &err);
+    s = print_global(o, "main");
+    assert_null(strstr(s, "ref"));
+    assert_non_null(strstr(s, "if ("));
+    ry_free(s);
+    ry_module_free(o);
     /* dynamic if: both branches stay, refs written in them are forgotten */
     run_pass_case(ry_partial_eval,
                   "let %r = ref(%x);\n"
@@ -503,6 +513,29 @@ static void test_verify(void **state) {
     /* an untyped node in a module claimed typed */
     assert_int_equal(ry_ir_verify(m, true, &err), RY_ERR);
     assert_non_null(strstr(err.msg, "untyped"));
+    ry_module_free(m);
+    /* an operator called with the wrong arity, a span that points nowhere */
+    m = parse_main("negative(%x)");
+    g = ry_module_find_global(m, "main");
+    ry_expr *call = g->func->func.body;
+    assert_int_equal(call->kind, RY_EXPR_CALL);
+    call->call.nargs = 0;
+    assert_int_equal(ry_ir_verify(m, false, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "wrong number of arguments"));
+    call->call.nargs = 1;
+    ok(ry_ir_verify(m, false, &err), &err);
+    call->span.line = 0;
+    assert_int_equal(ry_ir_verify(m, false, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "malformed span"));
+    ry_module_free(m);
+    /* a let's value cannot see its own var, unless it is a function */
+    m = parse_main("let %f = fn (%a: Tensor[(2), float32]) { %a };\n%f(%x)");
+    ok(ry_ir_verify(m, true, &err), &err);
+    ry_expr *let = ry_module_find_global(m, "main")->func->func.body;
+    assert_int_equal(let->kind, RY_EXPR_LET);
+    let->let.value = ry_expr_var(m, let->let.var, RY_NO_SPAN);
+    assert_int_equal(ry_ir_verify(m, false, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "out of scope"));
     ry_module_free(m);
 }
 
@@ -544,7 +577,49 @@ static bool run_with_inputs(ry_module *m, ry_module *o, const char *dir) {
     return true;
 }
 
-static void corpus_dir(const char *dir, int *nfiles, int *nrun) {
+/* When @main takes tensors only and ry_grad accepts it: its gradient,
+ * optimized, gives the same values in float64 as without optimization. */
+static void grad_of_file(const char *path, int *ngrad) {
+    ry_module *m = load(path), *o = load(path);
+    ry_error err;
+    const char *gm, *go;
+    ry_global *g = ry_module_find_global(m, "main");
+    bool tensors = g && g->func->func.nparams <= 16;
+    for (int i = 0; tensors && i < g->func->func.nparams; i++) {
+        const ry_type *t = g->func->func.params[i]->type;
+        tensors = t->kind == RY_TYPE_TENSOR && ry_dtype_is_float(t->tensor.dtype);
+        for (int k = 0; tensors && k < t->tensor.ndim; k++)
+            tensors = t->tensor.dims[k].kind == RY_DIM_CONST;
+    }
+    if (tensors && ry_module_to_float64(m, &err) == RY_OK &&
+        ry_module_to_float64(o, &err) == RY_OK &&
+        ry_grad(m, "main", NULL, NULL, &gm, &err) == RY_OK) {
+        ok(ry_grad(o, "main", NULL, NULL, &go, &err), &err);
+        if (ry_optimize(o, 2, &err) != RY_OK) {
+            ry_error_print(stderr, &err);
+            fail_msg("%s: %s", path, err.msg);
+        }
+        ok(ry_ir_verify(o, true, &err), &err);
+        const ry_expr *main = ry_module_find_global(m, "main")->func;
+        int n = main->func.nparams;
+        ry_value *args[16];
+        for (int i = 0; i < n; i++) args[i] = input_for(main->func.params[i]->type, i);
+        ry_value *ra = NULL, *rb = NULL;
+        ry_status sa = ry_interp_call(m, gm, n, args, NULL, &ra, &err);
+        if (sa == RY_OK) { /* inputs a program rejects at run time are not ours */
+            ok(ry_interp_call(o, go, n, args, NULL, &rb, &err), &err);
+            assert_same_values(ra, rb, 1e-10);
+            (*ngrad)++;
+        }
+        ry_value_release(ra);
+        ry_value_release(rb);
+        for (int i = 0; i < n; i++) ry_value_release(args[i]);
+    }
+    ry_module_free(m);
+    ry_module_free(o);
+}
+
+static void corpus_dir(const char *dir, int *nfiles, int *nrun, int *ngrad) {
     DIR *d = opendir(dir);
     assert_non_null(d);
     struct dirent *de;
@@ -565,17 +640,162 @@ static void corpus_dir(const char *dir, int *nfiles, int *nrun) {
         if (run_with_inputs(m, o, sub)) (*nrun)++;
         ry_module_free(m);
         ry_module_free(o);
+        grad_of_file(path, ngrad);
     }
     closedir(d);
 }
 
+/* The AD suite's model programs (tests/ad/programs), in float64: their
+ * control flow is static, so each optimized gradient is straight-line. */
+static void test_ad_programs(void **state) {
+    (void)state;
+    DIR *d = opendir("tests/ad/programs");
+    assert_non_null(d);
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (len < 7 || strcmp(de->d_name + len - 6, ".relay") != 0) continue;
+        char path[512];
+        snprintf(path, sizeof path, "tests/ad/programs/%s", de->d_name);
+        ry_module *m = load(path), *o = load(path);
+        ry_error err;
+        ok(ry_module_to_float64(m, &err), &err);
+        ok(ry_module_to_float64(o, &err), &err);
+        const char *gm, *go;
+        ok(ry_grad(m, "main", NULL, NULL, &gm, &err), &err);
+        ok(ry_grad(o, "main", NULL, NULL, &go, &err), &err);
+        ok(ry_optimize(o, 2, &err), &err);
+        ok(ry_ir_verify(o, true, &err), &err);
+        int k[RY_EXPR_REF_WRITE + 1];
+        ry_expr_count_kinds(ry_module_find_global(o, go)->func, k);
+        if (k[RY_EXPR_REF] || k[RY_EXPR_FUNC] != 1 || k[RY_EXPR_MATCH] || k[RY_EXPR_GLOBAL])
+            fail_msg("%s: %d refs, %d functions, %d matches, %d globals left", path,
+                     k[RY_EXPR_REF], k[RY_EXPR_FUNC], k[RY_EXPR_MATCH], k[RY_EXPR_GLOBAL]);
+        const ry_expr *main = ry_module_find_global(m, "main")->func;
+        int np = main->func.nparams;
+        ry_value *args[16];
+        assert_true(np <= 16);
+        for (int i = 0; i < np; i++) args[i] = input_for(main->func.params[i]->type, i);
+        ry_value *ra = NULL, *rb = NULL;
+        ok(ry_interp_call(m, gm, np, args, NULL, &ra, &err), &err);
+        ok(ry_interp_call(o, go, np, args, NULL, &rb, &err), &err);
+        assert_same_values(ra, rb, 1e-12);
+        ry_value_release(ra);
+        ry_value_release(rb);
+        for (int i = 0; i < np; i++) ry_value_release(args[i]);
+        ry_module_free(m);
+        ry_module_free(o);
+        n++;
+    }
+    closedir(d);
+    assert_true(n >= 4);
+}
+
+/* tests/pass/NAME.relay: a program with its passes and expectations in
+ * comments: `// PASSES: partial_eval dce`, `// EXPECT: text` (in the printed
+ * @main afterwards), `// EXPECT-NOT: text`. Values must not change. */
+static const struct {
+    const char *name;
+    ry_status (*fn)(ry_module *, ry_error *);
+} pass_table[] = {
+    {"partial_eval", ry_partial_eval}, {"inline", ry_inline}, {"dce", ry_dce},
+    {"fold_constants", ry_fold_constants}, {"cse", ry_cse}, {"simplify", ry_simplify},
+};
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+static void pass_case(const char *path) {
+    const char *text = slurp(path);
+    ry_module *m = load(path), *o = load(path);
+    ry_error err;
+    int npasses = 0;
+    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        if (strncmp(l, "// PASSES:", 10) != 0) continue;
+        const char *w = l + 10;
+        while (*w && *w != '\n') {
+            while (*w == ' ') w++;
+            size_t n = strcspn(w, " \n");
+            if (!n) break;
+            bool found = false;
+            for (size_t i = 0; i < sizeof pass_table / sizeof pass_table[0]; i++)
+                if (strlen(pass_table[i].name) == n && strncmp(pass_table[i].name, w, n) == 0) {
+                    ok(pass_table[i].fn(o, &err), &err);
+                    ok(ry_ir_verify(o, false, &err), &err);
+                    found = true;
+                    npasses++;
+                }
+            if (!found) fail_msg("%s: unknown pass %.*s", path, (int)n, w);
+            w += n;
+        }
+    }
+    assert_true(npasses > 0);
+    ok(ry_module_typecheck(o, &err), &err);
+    ok(ry_ir_verify(o, true, &err), &err);
+    char *out = print_global(o, "main");
+    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        bool want = strncmp(l, "// EXPECT: ", 11) == 0, not = strncmp(l, "// EXPECT-NOT: ", 15) == 0;
+        if (!want && !not) continue;
+        const char *t = l + (want ? 11 : 15);
+        char needle[256];
+        size_t n = strcspn(t, "\n");
+        snprintf(needle, sizeof needle, "%.*s", (int)n, t);
+        if (want && !strstr(out, needle)) fail_msg("%s: `%s` missing from\n%s", path, needle, out);
+        if (not && strstr(out, needle)) fail_msg("%s: `%s` found in\n%s", path, needle, out);
+    }
+    ry_free(out);
+    const ry_expr *main = ry_module_find_global(m, "main")->func;
+    int np = main->func.nparams;
+    ry_value *args[16];
+    assert_true(np <= 16);
+    for (int i = 0; i < np; i++) args[i] = input_for(main->func.params[i]->type, i);
+    ry_value *ra = NULL, *rb = NULL;
+    ok(ry_interp_call(m, "main", np, args, NULL, &ra, &err), &err);
+    ok(ry_interp_call(o, "main", np, args, NULL, &rb, &err), &err);
+    assert_same_values(ra, rb, 1e-6);
+    ry_value_release(ra);
+    ry_value_release(rb);
+    for (int i = 0; i < np; i++) ry_value_release(args[i]);
+    ry_module_free(m);
+    ry_module_free(o);
+}
+
+static void test_pass_cases(void **state) {
+    (void)state;
+    DIR *d = opendir("tests/pass");
+    assert_non_null(d);
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (len < 7 || strcmp(de->d_name + len - 6, ".relay") != 0) continue;
+        char path[512];
+        snprintf(path, sizeof path, "tests/pass/%s", de->d_name);
+        pass_case(path);
+        n++;
+    }
+    closedir(d);
+    assert_true(n >= 5);
+}
+
 static void test_corpus(void **state) {
     (void)state;
-    int nfiles = 0, nrun = 0;
-    corpus_dir("tests/corpus", &nfiles, &nrun);
-    corpus_dir("tests/run", &nfiles, &nrun);
+    int nfiles = 0, nrun = 0, ngrad = 0;
+    corpus_dir("tests/corpus", &nfiles, &nrun, &ngrad);
+    corpus_dir("tests/run", &nfiles, &nrun, &ngrad);
+    fprintf(stderr, "corpus: %d files optimized, %d run on inputs, %d gradients compared\n",
+            nfiles, nrun, ngrad);
     assert_true(nfiles >= 20);
     assert_true(nrun >= 3);
+    assert_true(ngrad >= 5);
 }
 
 int main(void) {
@@ -594,6 +814,8 @@ int main(void) {
         cmocka_unit_test(test_higher_order_and_counter),
         cmocka_unit_test(test_second_order),
         cmocka_unit_test(test_dynamic_tree),
+        cmocka_unit_test(test_pass_cases),
+        cmocka_unit_test(test_ad_programs),
         cmocka_unit_test(test_corpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

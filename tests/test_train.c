@@ -58,6 +58,13 @@ static void rm_dir(const char *dir) {
     rmdir(dir);
 }
 
+/* A scratch folder named for this process, so concurrent runs (an ASan
+ * build beside a plain one) never share one. */
+static const char *scratch(char *buf, size_t n, const char *tag) {
+    snprintf(buf, n, "build-test-train-%s-%d", tag, (int)getpid());
+    return buf;
+}
+
 static void fresh_dir(const char *dir) {
     rm_dir(dir);
     assert_int_equal(mkdir(dir, 0755), 0);
@@ -145,7 +152,8 @@ static void test_mlp_fit(void **state) {
     ry_trainer *tr = make(MLP, &o);
     mlp_data m;
     mlp_data_load(&m);
-    const char *dir = "build-test-train-fit";
+    char dbuf[64];
+    const char *dir = scratch(dbuf, sizeof dbuf, "fit");
     fresh_dir(dir);
     char csv[256];
     snprintf(csv, sizeof csv, "%s/metrics.csv", dir);
@@ -226,7 +234,8 @@ static void run_steps(const char *dir, int64_t steps, bool resume, ry_param_set 
 }
 
 static void test_exact_resume(void **state) {
-    const char *d1 = "build-test-train-r1", *d2 = "build-test-train-r2";
+    char b1[64], b2[64];
+    const char *d1 = scratch(b1, sizeof b1, "r1"), *d2 = scratch(b2, sizeof b2, "r2");
     fresh_dir(d1);
     fresh_dir(d2);
     ry_trainer *shape = make(MLP, NULL);
@@ -272,7 +281,8 @@ static const char *INF_GRAD =
     "}\n";
 
 static void test_nan_stops(void **state) {
-    const char *dir = "build-test-train-nan";
+    char dbuf[64];
+    const char *dir = scratch(dbuf, sizeof dbuf, "nan");
     fresh_dir(dir);
     ry_train_opts o = ry_train_defaults();
     o.optim.lr = 0.3;
@@ -420,6 +430,61 @@ static void test_rnn_fit(void **state) {
     ry_text_free(t);
 }
 
+/* the char-RNN over BPTT windows for `steps` steps in all, from dir's
+ * latest checkpoint when resume */
+static void rnn_steps(const ry_bptt *b, const char *dir, int64_t steps, bool resume,
+                      ry_param_set **out) {
+    ry_train_opts o = ry_train_defaults();
+    o.optim = ry_optim_defaults(RY_OPTIM_RMSPROP);
+    o.optim.lr = 0.002;
+    o.seed = 4;
+    ry_trainer *tr = NULL;
+    ry_error err;
+    if (ry_trainer_new_file("models/charrnn.relay", &o, &tr, &err)) fail_msg("%s", err.msg);
+    ry_train_data d;
+    ry_train_data_bptt(b, &d);
+    ry_fit_opts fo = {.max_steps = steps, .batch = 1, .no_shuffle = true, .checkpoint_dir = dir,
+                      .resume = resume, .progress = RY_PROGRESS_QUIET};
+    if (ry_train_fit(tr, &d, NULL, &fo, NULL, &err)) fail_msg("%s", err.msg);
+    *out = ry_params_like(ry_trainer_params(tr));
+    ry_params_copy(*out, ry_trainer_params(tr));
+    ry_trainer_free(tr);
+}
+
+/* Resuming mid-epoch restores the carried hidden state too. */
+static void test_rnn_exact_resume(void **state) {
+    ry_error err;
+    ry_text *t;
+    if (ry_text_read("tests/train/text.txt", &t, &err)) fail_msg("%s", err.msg);
+    ry_bptt b;
+    if (ry_bptt_init(&b, t, 0, t->n, 4, 8, false, &err)) fail_msg("%s", err.msg);
+    char b1[64], b2[64];
+    const char *d1 = scratch(b1, sizeof b1, "rnn1"), *d2 = scratch(b2, sizeof b2, "rnn2");
+    fresh_dir(d1);
+    fresh_dir(d2);
+    ry_param_set *once, *twice, *tmp;
+    rnn_steps(&b, d1, 6, false, &once);
+    rnn_steps(&b, d2, 3, false, &tmp);
+    ry_params_free(tmp);
+    ry_checkpoint_info *info;
+    char p[256];
+    snprintf(p, sizeof p, "%s/ckpt-3.h5", d2);
+    if (ry_checkpoint_inspect(p, &info, &err)) fail_msg("%s", err.msg);
+    bool carry = false;
+    for (int i = 0; i < info->n; i++)
+        carry |= strcmp(info->entries[i].path, "/optimizer/h0/carry") == 0 &&
+                 info->entries[i].shape[0] == 4;
+    ry_checkpoint_info_free(info);
+    assert_true(carry);
+    rnn_steps(&b, d2, 6, true, &twice);
+    assert_memory_equal(once->slab->data, twice->slab->data, ry_tensor_nbytes(once->slab));
+    ry_params_free(once);
+    ry_params_free(twice);
+    ry_text_free(t);
+    rm_dir(d1);
+    rm_dir(d2);
+}
+
 /* ---- errors ---- */
 
 static void expect_error(const char *text, const ry_train_opts *o, const char *part) {
@@ -461,8 +526,18 @@ static void test_errors(void **state) {
     ry_error err;
     assert_int_equal(ry_train_fit(tr, &d, NULL, &fo, NULL, &err), RY_ERR);
     assert_non_null(strstr(err.msg, "takes 2"));
+    /* no examples at all */
+    ry_tensor *e[2] = {ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){0, 4}),
+                       ry_tensor_zeros(RY_INT32, 1, (int64_t[]){0})};
+    ry_train_data_tensors(2, e, 1, &d);
+    fo.max_steps = 5;
+    assert_int_equal(ry_train_fit(tr, &d, NULL, &fo, NULL, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "no training batches"));
+    ry_tensor_release(e[0]);
+    ry_tensor_release(e[1]);
     /* resuming from a checkpoint of another model */
-    const char *dir = "build-test-train-err";
+    char dbuf[64];
+    const char *dir = scratch(dbuf, sizeof dbuf, "err");
     fresh_dir(dir);
     ry_trainer *other = make(INF_GRAD, NULL);
     char path[512];
@@ -547,6 +622,7 @@ int main(void) {
         cmocka_unit_test(test_nan_stops),
         cmocka_unit_test(test_tree_fit),
         cmocka_unit_test(test_rnn_fit),
+        cmocka_unit_test(test_rnn_exact_resume),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_accuracy_count),
         cmocka_unit_test(test_progress_output),

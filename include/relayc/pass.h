@@ -14,10 +14,11 @@
 
 /* Well-formedness: every var used is bound before use and in scope (a
  * let's value does not see its own var unless it is a function: recursive
- * let), every node has a span-independent valid shape (callee, arity of
- * ctor calls, projection index of a known tuple type), and, when typed is
- * true, every expression and bound var carries a type. Errors are located
- * at the offending node and name it. */
+ * let), every span points into its source or is RY_NO_SPAN, nodes have a
+ * valid shape (operator and constructor arity, projection index within a
+ * known tuple type, globals that exist), and, when typed is true, every
+ * expression and let-bound var carries a type. Errors are located at the
+ * offending node and name it. */
 ry_status ry_ir_verify(const ry_module *m, bool typed, ry_error *err);
 
 /* Partial evaluation of every global: evaluates at compile time everything
@@ -31,7 +32,6 @@ ry_status ry_ir_verify(const ry_module *m, bool typed, ry_error *err);
  * writes every ref it did: ry_dce removes the ones no one reads. */
 ry_status ry_partial_eval(ry_module *m, ry_error *err);
 
-
 /* Inlining only: calls of non-recursive globals and of known closures
  * (let-bound, or passed to an inlined function) are replaced by their
  * bodies with fresh variables; operators, branches and refs are left alone
@@ -42,10 +42,11 @@ ry_status ry_inline(ry_module *m, ry_error *err);
  * whose value is never read (only written) is removed with its writes. */
 ry_status ry_dce(ry_module *m, ry_error *err);
 
-/* Constant folding: operator calls whose arguments are all constants are
- * evaluated with the CPU kernels (ry_op_run) and replaced by constants;
- * projections of literal tuples and `if` on constants resolve. Random
- * operators (nn.dropout) are left alone. */
+/* Constant folding: operator calls whose arguments are all constants and
+ * whose result is a tensor of at most 65536 elements are evaluated with the
+ * CPU kernels (ry_op_run) and replaced by constants. Random operators
+ * (nn.dropout) are left alone; a call whose kernel fails stays, to fail at
+ * run time. (Branches and projections on known values: ry_partial_eval.) */
 ry_status ry_fold_constants(ry_module *m, ry_error *err);
 
 /* Common-subexpression elimination for pure operator calls (same operator,
@@ -62,9 +63,9 @@ ry_status ry_simplify(ry_module *m, ry_error *err);
  * type check of the module. */
 ry_status ry_optimize(ry_module *m, int level, ry_error *err);
 
-/* Counts nodes of each kind in a global's function (the function
- * expression itself included as one RY_EXPR_FUNC), for tests and reports;
- * counts has RY_EXPR_REF_WRITE + 1 entries. */
+/* Counts the nodes of each kind in e (a global's function counts itself as
+ * one RY_EXPR_FUNC), for tests and reports; counts has RY_EXPR_REF_WRITE + 1
+ * entries. A node shared in the DAG counts once per path to it. */
 void ry_expr_count_kinds(const ry_expr *e, int *counts);
 
 #endif

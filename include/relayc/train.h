@@ -181,7 +181,7 @@ typedef struct ry_fit_opts {
     int64_t batch;            /* 0: 32 */
     bool no_shuffle;
     uint64_t seed;            /* the loader's order */
-    const char *checkpoint_dir;   /* NULL: no checkpoints */
+    const char *checkpoint_dir;   /* NULL: no checkpoints; made if missing */
     int64_t checkpoint_every;     /* steps; 0: only at the end */
     int keep;                     /* 0: 3 */
     bool resume;                  /* from the latest checkpoint in checkpoint_dir */

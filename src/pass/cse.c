@@ -144,8 +144,7 @@ static ry_expr *fold_call(cse *c, const ry_expr *e) {
     if (e->kind != RY_EXPR_CALL || e->call.callee->kind != RY_EXPR_OP) return NULL;
     const ry_op *op = e->call.callee->op.op;
     int n = e->call.nargs;
-    if (pass_op_is_random(op) || !op->kernels[RY_TARGET_CPU] || !e->type ||
-        e->type->kind != RY_TYPE_TENSOR)
+    if (pass_op_is_random(op) || !op->kernels[RY_TARGET_CPU] || !pass_foldable_type(e->type))
         return NULL;
     ry_type **types = RY_NEW_ARRAY(c->a, ry_type *, n ? n : 1);
     ry_tensor **in = RY_NEW_ARRAY(c->a, ry_tensor *, n ? n : 1);

@@ -74,6 +74,38 @@ static bool dead_ref(const dce *d, const ry_expr *r) {
 
 static ry_expr *sweep(dce *d, ry_expr *e);
 
+/* Uses of var id inside e (a recursive function's calls of itself). */
+static int count_uses(const ry_expr *e, int id) {
+    int n = 0;
+    switch (e->kind) {
+    case RY_EXPR_VAR: return e->var.var->id == id;
+    case RY_EXPR_CALL:
+        n = count_uses(e->call.callee, id);
+        for (int i = 0; i < e->call.nargs; i++) n += count_uses(e->call.args[i], id);
+        return n;
+    case RY_EXPR_LET:
+        for (; e->kind == RY_EXPR_LET; e = e->let.body) n += count_uses(e->let.value, id);
+        return n + count_uses(e, id);
+    case RY_EXPR_IF:
+        return count_uses(e->if_.cond, id) + count_uses(e->if_.then_, id) +
+               count_uses(e->if_.else_, id);
+    case RY_EXPR_MATCH:
+        n = count_uses(e->match.data, id);
+        for (int i = 0; i < e->match.nclauses; i++) n += count_uses(e->match.clauses[i].body, id);
+        return n;
+    case RY_EXPR_FUNC: return count_uses(e->func.body, id);
+    case RY_EXPR_TUPLE:
+        for (int i = 0; i < e->tuple.n; i++) n += count_uses(e->tuple.fields[i], id);
+        return n;
+    case RY_EXPR_PROJ: return count_uses(e->proj.tuple, id);
+    case RY_EXPR_REF: return count_uses(e->ref.value, id);
+    case RY_EXPR_REF_READ: return count_uses(e->ref_read.ref, id);
+    case RY_EXPR_REF_WRITE:
+        return count_uses(e->ref_write.ref, id) + count_uses(e->ref_write.value, id);
+    default: return 0;
+    }
+}
+
 /* let chains are walked as arrays: the body first, then each binding from
  * the last, so dropping a binding frees the ones before it in one pass. */
 static ry_expr *sweep_lets(dce *d, ry_expr *e) {
@@ -95,6 +127,8 @@ static ry_expr *sweep_lets(dce *d, ry_expr *e) {
             drop = true;
         else if (used == 0 && pass_is_pure(val))
             drop = true;
+        else if (val->kind == RY_EXPR_FUNC && used == count_uses(val, v->id))
+            drop = true; /* a recursive function no one else calls */
         if (drop) {
             tally(d, val, -1);
             d->changed = true;

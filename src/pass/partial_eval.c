@@ -129,6 +129,14 @@ static store store_dup(pe *p, store from) {
     return s;
 }
 
+/* After a dynamic branch: a cell stays known only where every branch left
+ * it holding the same value. That value then existed before the branch, so
+ * its residual atom is in scope after it. */
+static void store_join(store *acc, const store *s) {
+    for (int i = 0; i < acc->n; i++)
+        if (i >= s->n || acc->v[i] != s->v[i]) acc->v[i] = NULL;
+}
+
 static void store_forget(pe *p) {
     if (p->st.n) memset(p->st.v, 0, sizeof *p->st.v * (size_t)p->st.n);
 }
@@ -282,20 +290,13 @@ static ps *const_ps(pe *p, ry_tensor *t, ry_span span) {
     return v;
 }
 
-static bool concrete_tensor_type(const ry_type *t) {
-    if (!t || t->kind != RY_TYPE_TENSOR) return false;
-    for (int i = 0; i < t->tensor.ndim; i++)
-        if (t->tensor.dims[i].kind != RY_DIM_CONST) return false;
-    return true;
-}
-
 /* op(c1, ..., cn) with constant tensor arguments and a tensor result:
  * run the CPU kernel now. NULL when it cannot (the call stays residual;
  * a kernel error then happens at run time, as it would have). */
 static ps *fold(pe *p, const ry_expr *e, ps **args) {
     const ry_op *op = e->call.callee->op.op;
     int n = e->call.nargs;
-    if (pass_op_is_random(op) || !op->kernels[RY_TARGET_CPU] || !concrete_tensor_type(e->type))
+    if (pass_op_is_random(op) || !op->kernels[RY_TARGET_CPU] || !pass_foldable_type(e->type))
         return NULL;
     ry_type **types = RY_NEW_ARRAY(p->a, ry_type *, n ? n : 1);
     ry_tensor **in = RY_NEW_ARRAY(p->a, ry_tensor *, n ? n : 1);
@@ -481,14 +482,16 @@ static ps *eval_match(pe *p, const ry_expr *e, env *en) {
     *mt = *e;
     mt->match.data = d->dyn;
     mt->match.clauses = RY_NEW_ARRAY(p->m->arena, ry_clause, e->match.nclauses);
-    store before = store_dup(p, p->st);
+    store before = store_dup(p, p->st), joined = before;
     for (int i = 0; i < e->match.nclauses; i++) {
         env *ce = en;
         mt->match.clauses[i].pat = fresh_pat(p, e->match.clauses[i].pat, &ce);
         p->st = store_dup(p, before);
         mt->match.clauses[i].body = eval_scope(p, e->match.clauses[i].body, ce);
+        if (i == 0) joined = p->st;
+        else store_join(&joined, &p->st);
     }
-    store_forget(p);
+    p->st = joined;
     return mk(p, PS_DYN, emit(p, "m", mt, e->type));
 }
 
@@ -502,9 +505,10 @@ static ps *eval_if(pe *p, const ry_expr *e, env *en) {
     r->if_.cond = c->dyn;
     store before = store_dup(p, p->st);
     r->if_.then_ = eval_scope(p, e->if_.then_, en);
+    store after_then = p->st;
     p->st = before;
     r->if_.else_ = eval_scope(p, e->if_.else_, en);
-    store_forget(p);
+    store_join(&p->st, &after_then);
     return mk(p, PS_DYN, emit(p, "i", r, e->type));
 }
 

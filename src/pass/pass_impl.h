@@ -32,6 +32,10 @@ bool pass_is_atom(const ry_expr *e);
 /* True when evaluating e has no effect besides allocation and cannot fail
  * or loop: no calls of functions, no ref_write, no match? that may fail. */
 bool pass_is_pure(const ry_expr *e);
+/* A result constant folding may make: a tensor of constant shape, small
+ * enough to hold in the module (RY_FOLD_MAX elements). */
+#define RY_FOLD_MAX 65536
+bool pass_foldable_type(const ry_type *t);
 /* Operators whose results depend on more than their arguments. */
 bool pass_op_is_random(const ry_op *op);
 

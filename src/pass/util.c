@@ -66,6 +66,17 @@ bool pass_is_atom(const ry_expr *e) {
     }
 }
 
+bool pass_foldable_type(const ry_type *t) {
+    if (!t || t->kind != RY_TYPE_TENSOR) return false;
+    int64_t n = 1;
+    for (int i = 0; i < t->tensor.ndim; i++) {
+        if (t->tensor.dims[i].kind != RY_DIM_CONST || t->tensor.dims[i].value < 0) return false;
+        n *= t->tensor.dims[i].value;
+        if (n > RY_FOLD_MAX) return false;
+    }
+    return true;
+}
+
 bool pass_op_is_random(const ry_op *op) {
     return strcmp(op->name, "nn.dropout") == 0;
 }
@@ -106,15 +117,15 @@ bool pass_is_pure(const ry_expr *e) {
 }
 
 static void count(const ry_expr *e, int *counts) {
+    for (; e->kind == RY_EXPR_LET; e = e->let.body) { /* chains are long: a loop */
+        counts[RY_EXPR_LET]++;
+        count(e->let.value, counts);
+    }
     counts[e->kind]++;
     switch (e->kind) {
     case RY_EXPR_CALL:
         count(e->call.callee, counts);
         for (int i = 0; i < e->call.nargs; i++) count(e->call.args[i], counts);
-        break;
-    case RY_EXPR_LET:
-        count(e->let.value, counts);
-        count(e->let.body, counts);
         break;
     case RY_EXPR_IF:
         count(e->if_.cond, counts);

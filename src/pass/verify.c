@@ -2,9 +2,10 @@
  * verify.c: ry_ir_verify, the well-formedness check run between passes in
  * debug builds and by the tests. It checks scoping (every var use is bound
  * by an enclosing let, function parameter or pattern; a let's value sees
- * its own var only when it is a function: a recursive let), the shape of
- * nodes (callees, constructor arity, projections within known tuple
- * types), and with `typed`, that every expression and binding has a type.
+ * its own var only when it is a function: a recursive let), spans (located
+ * in their source, or none), the shape of nodes (operator and constructor
+ * arity, projections within known tuple types), and with `typed`, that
+ * every expression and binding has a type.
  */
 #include <string.h>
 
@@ -66,6 +67,9 @@ static ry_status check_pat(vf *v, const ry_pattern *p, scope **s) {
 }
 
 static ry_status check(vf *v, const ry_expr *e, scope *s) {
+    /* a span either points into its source (1-based) or is RY_NO_SPAN */
+    if (e->span.src && (e->span.line < 1 || e->span.col < 1 || e->span.len < 0))
+        return fail(v, e, "malformed span");
     if (v->typed && !e->type && e->kind != RY_EXPR_OP && e->kind != RY_EXPR_CTOR &&
         e->kind != RY_EXPR_GLOBAL)
         return fail(v, e, "untyped expression");

@@ -3,8 +3,9 @@
  * parameters, every optimizer slot plus the per-parameter step counts as a
  * slot named "step", the optimizer's step count, and in the RNG words the
  * trainer's RNG and the loader's state, so a resumed run deals the same
- * batches and takes bit-identical steps. Carried RNN state is not stored:
- * a resumed run starts it from zeros.
+ * batches and takes bit-identical steps. Carried RNN state is stored as a
+ * slot named "carry" of the state parameters (/optimizer/h0/carry), so a
+ * run resumed mid-epoch continues from the same hidden state.
  */
 #include <assert.h>
 #include <string.h>
@@ -19,7 +20,7 @@ enum { RNG_TRAINER = 0, RNG_LOADER = 4, RNG_EPOCH = 8, RNG_POS = 9, RNG_LEN = 10
 
 static int slots_of(ry_trainer *tr, const char **names, ry_param_set **sets) {
     int n = ry_optim_slot_count(tr->optim);
-    assert(n < MAX_SLOTS);
+    assert(n + 2 <= MAX_SLOTS); /* room for "step" and "carry" */
     for (int i = 0; i < n; i++) {
         names[i] = ry_optim_slot_name(tr->optim, i);
         sets[i] = ry_optim_slot(tr->optim, i);
@@ -29,11 +30,39 @@ static int slots_of(ry_trainer *tr, const char **names, ry_param_set **sets) {
     return n + 1;
 }
 
+/* The carried state as a set named by the state parameters; NULL when
+ * there is none (or it is not all float tensors of one dtype). */
+static ry_param_set *carry_set(const ry_trainer *tr) {
+    const char *names[RY_TRAIN_MAX_DATA];
+    int ndims[RY_TRAIN_MAX_DATA];
+    const int64_t *shapes[RY_TRAIN_MAX_DATA];
+    int k = tr->nstate;
+    if (k == 0) return NULL;
+    for (int i = 0; i < k; i++) {
+        const ry_value *v = tr->state[i];
+        if (!v || v->kind != RY_VAL_TENSOR || v->tensor->dtype != tr->state[0]->tensor->dtype)
+            return NULL;
+        names[i] = tr->data_vars[tr->nloss_data - k + i]->name;
+        ndims[i] = v->tensor->ndim;
+        shapes[i] = v->tensor->shape;
+    }
+    ry_param_set *c = ry_params_new(tr->state[0]->tensor->dtype, k, names, ndims, shapes);
+    for (int i = 0; c && i < k; i++)
+        memcpy(c->views[i]->data, tr->state[i]->tensor->data, ry_tensor_nbytes(c->views[i]));
+    return c;
+}
+
 ry_status ry_trainer_save(ry_trainer *tr, const char *dir, int keep, const ry_loader *loader,
                           const char *config, char *path_out, size_t n, ry_error *err) {
     const char *names[MAX_SLOTS];
     ry_param_set *sets[MAX_SLOTS];
-    ry_checkpoint_slots slots = {slots_of(tr, names, sets), names, sets};
+    int ns = slots_of(tr, names, sets);
+    ry_param_set *carry = carry_set(tr);
+    if (carry) {
+        names[ns] = "carry";
+        sets[ns++] = carry;
+    }
+    ry_checkpoint_slots slots = {ns, names, sets};
     ry_checkpoint_meta meta;
     memset(&meta, 0, sizeof meta);
     meta.step = ry_optim_step_count(tr->optim);
@@ -50,8 +79,43 @@ ry_status ry_trainer_save(ry_trainer *tr, const char *dir, int keep, const ry_lo
         meta.rng_len = RNG_LEN;
         meta.epoch = ls.epoch;
     }
-    return ry_checkpoint_save_dir(dir, keep > 0 ? keep : 1, tr->params, &slots, &meta, path_out,
-                                  n, err);
+    ry_status st = ry_checkpoint_save_dir(dir, keep > 0 ? keep : 1, tr->params, &slots, &meta,
+                                          path_out, n, err);
+    ry_params_free(carry);
+    return st;
+}
+
+/* A set shaped like the carried state the file at path holds
+ * (/optimizer/<state>/carry), or NULL when it holds none. */
+static ry_status carry_of_file(const ry_trainer *tr, const char *path, ry_param_set **out,
+                               ry_error *err) {
+    *out = NULL;
+    if (tr->nstate == 0) return RY_OK;
+    ry_checkpoint_info *info;
+    if (ry_checkpoint_inspect(path, &info, err)) return RY_ERR;
+    const char *names[RY_TRAIN_MAX_DATA];
+    int ndims[RY_TRAIN_MAX_DATA], found = 0;
+    const int64_t *shapes[RY_TRAIN_MAX_DATA];
+    ry_dtype dt = RY_FLOAT32;
+    char want[256];
+    for (int k = 0; k < tr->nstate; k++) {
+        names[k] = tr->data_vars[tr->nloss_data - tr->nstate + k]->name;
+        snprintf(want, sizeof want, "/optimizer/%s/carry", names[k]);
+        for (int i = 0; i < info->n; i++)
+            if (strcmp(info->entries[i].path, want) == 0) {
+                ndims[k] = info->entries[i].ndim;
+                shapes[k] = info->entries[i].shape;
+                dt = info->entries[i].dtype;
+                found++;
+            }
+    }
+    ry_status st = RY_OK;
+    if (found == tr->nstate) {
+        *out = ry_params_new(dt, tr->nstate, names, ndims, shapes);
+        if (!*out) st = ry_error_file(err, path, "bad carried state (or out of memory)");
+    }
+    ry_checkpoint_info_free(info);
+    return st;
 }
 
 ry_status ry_trainer_load(ry_trainer *tr, const char *path, ry_loader *loader, ry_error *err) {
@@ -60,6 +124,8 @@ ry_status ry_trainer_load(ry_trainer *tr, const char *path, ry_loader *loader, r
     const char *names[MAX_SLOTS];
     ry_param_set *live[MAX_SLOTS], *sets[MAX_SLOTS];
     int ns = slots_of(tr, names, live);
+    ry_param_set *carry = NULL;
+    if (carry_of_file(tr, path, &carry, err)) return RY_ERR;
     ry_param_set *params = ry_params_like(tr->params);
     int made = 0;
     ry_status st = RY_ERR;
@@ -69,7 +135,12 @@ ry_status ry_trainer_load(ry_trainer *tr, const char *path, ry_loader *loader, r
         ry_error_file(err, path, "out of memory");
         goto done;
     }
-    ry_checkpoint_slots slots = {ns, names, sets};
+    int nall = ns;
+    if (carry) {
+        names[nall] = "carry";
+        sets[nall++] = carry;
+    }
+    ry_checkpoint_slots slots = {nall, names, sets};
     ry_checkpoint_meta meta;
     memset(&meta, 0, sizeof meta);
     if (ry_checkpoint_load(path, params, &slots, &meta, err)) goto done;
@@ -99,11 +170,16 @@ ry_status ry_trainer_load(ry_trainer *tr, const char *path, ry_loader *loader, r
     tr->rng = rng;
     tr->naccum = 0;
     ry_trainer_reset_state(tr);
+    for (int k = 0; carry && k < carry->n; k++) {
+        ry_tensor *t = ry_tensor_copy(carry->views[k]);
+        tr->state[k] = t ? ry_value_tensor(t) : NULL; /* NULL: zeros */
+    }
     st = RY_OK;
 meta_done:
     ry_checkpoint_meta_clear(&meta);
 done:
     ry_params_free(params);
+    ry_params_free(carry);
     for (int i = 0; i < made; i++) ry_params_free(sets[i]);
     return st;
 }

@@ -6,8 +6,10 @@
  * latest checkpoint exactly where it stopped. A NaN/Inf stops the loop
  * before anything more is written, so the last good checkpoint stays.
  */
+#include <errno.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "train/train_impl.h"
 
@@ -212,6 +214,11 @@ ry_status ry_train_fit(ry_trainer *tr, const ry_train_data *train, const ry_trai
     if (train->nargs != ry_trainer_ndata(tr))
         return ry_error_at(err, RY_NO_SPAN, "the data gives %d values, the model takes %d",
                            train->nargs, ry_trainer_ndata(tr));
+    if (train->n <= 0 || (train->drop_last && train->n < (fo->batch > 0 ? fo->batch : 32)))
+        return ry_error_at(err, RY_NO_SPAN, "no training batches (%lld examples)",
+                           (long long)train->n);
+    if (fo->checkpoint_dir && mkdir(fo->checkpoint_dir, 0755) != 0 && errno != EEXIST)
+        return ry_error_file(err, fo->checkpoint_dir, "cannot create: %s", strerror(errno));
     fit_state s = {.saved_step = -1};
     ry_loader_opts lo = {.batch = fo->batch > 0 ? fo->batch : 32, .shuffle = !fo->no_shuffle,
                          .drop_last = train->drop_last, .seed = fo->seed};
