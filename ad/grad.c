@@ -455,14 +455,15 @@ static ry_status run(gx *s, const char *fn_name, const ry_expr *fn, const char *
     if (s->failed) return RY_ERR;
     if (s->nmissing) return missing_error(s);
 
+    char base[300];
+    snprintf(base, sizeof base, "%s_gradient", g ? g->name : "");
+    const char *name = gx_unique(s, out_name ? out_name : g ? base : "gradient", "");
+    if (out_name && strcmp(name, out_name) != 0) /* never replace a global silently */
+        return ry_error_at(s->err, RY_NO_SPAN, "gradient: the name @%s is taken", out_name);
     for (int i = 0; i < s->ntds; i++)
         ry_module_add_typedef(s->m, s->tds[i]);
     for (int i = 0; i < s->ntwins; i++)
         ry_module_add_global(s->m, s->twins[i].name, s->twins[i].func);
-    char base[300];
-    snprintf(base, sizeof base, "%s_gradient", g ? g->name : "");
-    const char *name =
-        out_name ? ry_arena_strdup(s->m->arena, out_name) : gx_unique(s, g ? base : "gradient", "");
     ry_module_add_global(s->m, name, wrapper);
     if (used) *used = name;
     if (ry_module_typecheck(s->m, s->err)) {

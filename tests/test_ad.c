@@ -808,6 +808,12 @@ static void test_rejected_inputs(void **state) {
     assert_non_null(strstr(err.msg, "polymorphic"));
     assert_int_equal(ry_grad(m, "nope", NULL, NULL, NULL, &err), RY_ERR);
     assert_non_null(strstr(err.msg, "@nope"));
+    /* an explicit name never replaces an existing global */
+    ry_module *m3 = test_parse(list_text, true);
+    assert_int_equal(ry_grad(m3, "main", NULL, "fold", NULL, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "@fold is taken"));
+    assert_int_equal(m3->nglobals, 2);
+    ry_module_free(m3);
     assert_int_equal(m->nglobals, nglobals);
     ry_module_free(m);
     /* a module not type-checked yet is checked first; its errors come back */

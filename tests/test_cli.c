@@ -96,6 +96,9 @@ static void test_help(void **s) {
     assert_int_equal(run("check --help"), 0);
     assert_int_equal(run("fmt --help"), 0);
     assert_int_equal(run("run --help"), 0);
+    assert_int_equal(run("grad --help"), 0);
+    assert_int_equal(run("gradcheck --help"), 0);
+    assert_int_equal(run("opt --help"), 0);
     assert_int_equal(run(""), 1);
     assert_int_equal(run("frobnicate"), 1);
     assert_err_contains("unknown command 'frobnicate'");
@@ -143,6 +146,66 @@ static void test_runtime_errors(void **s) {
     assert_err_contains("%x");
 }
 
+/* Reads FILE (in tmpdir) into buf. */
+static void read_tmp(const char *file, char *buf, size_t n) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, file);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t got = fread(buf, 1, n - 1, f);
+    buf[got] = '\0';
+    fclose(f);
+}
+
+static void test_run_grad(void **s) {
+    char args[1024];
+    snprintf(args, sizeof args,
+             "run tests/run_errors/square.relay --grad --input a=tests/run/higher_order/in_a.npy --out %s/sq", tmpdir);
+    assert_int_equal(run(args), 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/sq/grad_a.npy", tmpdir);
+    ry_tensor *g = test_npy(path), *a = test_npy("tests/run/higher_order/in_a.npy");
+    for (int64_t i = 0; i < a->size; i++) ry_tensor_set(a, i, 2 * ry_tensor_get(a, i));
+    test_assert_close(g, a, 1e-6, 0);
+    ry_tensor_release(g);
+    ry_tensor_release(a);
+}
+
+static void test_grad_and_opt(void **s) {
+    char buf[65536];
+    /* the optimized gradient of a straight-line program has no ref left */
+    assert_int_equal(run("grad tests/run/mlp.relay --optimize"), 0);
+    read_tmp("out.txt", buf, sizeof buf);
+    assert_non_null(strstr(buf, "def @main_gradient("));
+    char *grad = strstr(buf, "def @main_gradient(");
+    assert_null(strstr(grad, "ref"));
+    assert_null(strstr(grad, "fn ("));
+    assert_int_equal(run("grad tests/run/mlp.relay"), 0);
+    read_tmp("out.txt", buf, sizeof buf);
+    assert_non_null(strstr(buf, "ref_write"));
+    assert_int_equal(run("grad tests/run/mlp.relay --entry nothere"), 1);
+    assert_err_contains("no global @nothere");
+    assert_int_equal(run("opt tests/run/lstm_list.relay --passes=anf,partial-eval,dce,cse,verify"), 0);
+    assert_int_equal(run("opt tests/run/lstm_list.relay --passes=anf,bogus"), 1);
+    assert_err_contains("unknown pass 'bogus'");
+    assert_int_equal(run("opt tests/run/lstm_list.relay --level 3"), 1);
+}
+
+static void test_gradcheck(void **s) {
+    assert_int_equal(run("gradcheck tests/run/treelstm.relay --second-order"), 0);
+    char buf[8192];
+    read_tmp("out.txt", buf, sizeof buf);
+    assert_non_null(strstr(buf, "gradcheck @main: ok"));
+    assert_non_null(strstr(buf, "%emb"));
+    assert_int_equal(run("gradcheck tests/run/lstm_list.relay --seed 3"), 0);
+    /* an impossible tolerance fails with status 1 and says which */
+    assert_int_equal(run("gradcheck tests/run/lstm_list.relay --rtol 0 --atol 0 --eps 1e-2"), 1);
+    read_tmp("out.txt", buf, sizeof buf);
+    assert_non_null(strstr(buf, "MISMATCH"));
+    assert_int_equal(run("gradcheck tests/run/lstm_list.relay --eps -1"), 1);
+    assert_err_contains("--eps needs a non-negative number");
+}
+
 static int setup(void **s) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/relayc_test_cli_XXXXXX");
     return mkdtemp(tmpdir) ? 0 : -1;
@@ -162,6 +225,8 @@ int main(void) {
         cmocka_unit_test(test_deep_recursion), cmocka_unit_test(test_symbolic),
         cmocka_unit_test(test_help),        cmocka_unit_test(test_bad_command_lines),
         cmocka_unit_test(test_bad_inputs),  cmocka_unit_test(test_runtime_errors),
+        cmocka_unit_test(test_run_grad),    cmocka_unit_test(test_grad_and_opt),
+        cmocka_unit_test(test_gradcheck),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -13,6 +13,9 @@
 int cmd_check(int argc, char **argv);
 int cmd_fmt(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_grad(int argc, char **argv);
+int cmd_opt(int argc, char **argv);
+int cmd_gradcheck(int argc, char **argv);
 
 /* Parses (and, if check, type-checks) FILE; on error prints it located and
  * returns NULL. */
@@ -25,5 +28,35 @@ bool cli_is_help(const char *arg);
 const char *cli_option(int argc, char **argv, int *i, const char *name, bool *bad);
 /* Prints "relayc CMD: error: ..." to stderr and returns 1. */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- inputs and outputs (inputs.c) ---- */
+#define CLI_MAX_INPUTS 256
+
+typedef struct cli_input {
+    const char *name; /* parameter name, without % */
+    const char *path;
+    bool used;
+} cli_input;
+
+typedef struct cli_inputs {
+    cli_input items[CLI_MAX_INPUTS];
+    int n;
+} cli_inputs;
+
+/* `--input NAME=PATH` at argv[*i]: 1 if taken, 0 if argv[*i] is another
+ * option, negative after printing an error. */
+int cli_input_option(int argc, char **argv, int *i, cli_inputs *in, const char *cmd);
+/* args[k] := a new value for fn's k-th parameter: its --input (converted to
+ * float64 when float64 is set), else seeded standard normal values when rng
+ * is given, else an error located at the parameter. Inputs naming no
+ * parameter are an error. Returns the exit status. */
+int cli_bind_params(const char *cmd, const char *entry, cli_inputs *in, const ry_expr *fn, ry_rng *rng,
+                    bool float64, ry_value **args);
+/* mkdir DIR unless it exists. */
+int cli_make_dir(const char *cmd, const char *dir);
+/* DIR/NAME.npy, written atomically; prints its path and shape. */
+int cli_write_npy(const char *dir, const char *name, const ry_tensor *t);
+/* v flattened depth-first as DIR/PREFIX0.npy, DIR/PREFIX1.npy, ... */
+int cli_write_value(const char *cmd, const char *dir, const char *prefix, const ry_value *v);
 
 #endif

@@ -17,13 +17,16 @@ typedef struct command {
 static const command commands[] = {
     {"check", cmd_check, "parse and type-check a module; print each global's type"},
     {"fmt", cmd_fmt, "print a module in the canonical text format"},
-    {"run", cmd_run, "run a function on .npy inputs with the interpreter"},
+    {"run", cmd_run, "run a function on .npy inputs with the interpreter (--grad: and its gradient)"},
+    {"grad", cmd_grad, "print the gradient program of a function"},
+    {"gradcheck", cmd_gradcheck, "check a gradient against finite differences in float64"},
+    {"opt", cmd_opt, "run optimization passes and print the result"},
 };
 
 static void usage(FILE *f) {
     fprintf(f, "usage: relayc COMMAND [ARGS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n`relayc COMMAND --help` describes each.\n");
 }
 
