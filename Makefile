@@ -32,9 +32,9 @@ STATIC := $(BUILD)/librelayc.a
 SHARED := $(BUILD)/librelayc.so
 RELAYC := $(BUILD)/relayc
 
-.PHONY: all debug examples demo test test-unit test-corpus asan test-asan valgrind test-valgrind install clean help
+.PHONY: all debug examples demo train test test-unit test-corpus asan test-asan valgrind test-valgrind install clean help
 
-all: $(STATIC) $(SHARED) $(RELAYC)
+all: $(STATIC) $(SHARED) $(RELAYC) $(EXAMPLES)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -53,6 +53,12 @@ $(RELAYC): $(CLI_OBJS) $(STATIC)
 $(BUILD)/tests/%: tests/%.c tests/test_util.h $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Itests -MMD -MP -o $@ $< $(STATIC) $(CMOCKA_LIBS) $(LDLIBS)
+
+# The main job: train LeNet-5 on Fashion-MNIST for one epoch (SGD 0.05,
+# momentum 0.9, batch 64), with checkpoints in $(BUILD)/lenet-ckpt.
+train: $(RELAYC)
+	$(RELAYC) train models/lenet.relay --data fashion-mnist --epochs 1 --batch 64 \
+	  --optimizer sgd --lr 0.05 --momentum 0.9 --seed 0 --checkpoint-dir $(BUILD)/lenet-ckpt
 
 # LeNet-5 through the command line: type-check it, then run it on the
 # committed inputs with the interpreter.
@@ -106,6 +112,7 @@ clean:
 
 help:
 	@echo "make            build $(STATIC), $(SHARED) and $(RELAYC)"
+	@echo "make train      train LeNet-5 on Fashion-MNIST (1 epoch) and print the test accuracy"
 	@echo "make demo       run LeNet-5 through relayc check and relayc run"
 	@echo "make test       unit suites and the .relay corpora"
 	@echo "make test-asan  the same under ASan+UBSan (build-asan/)"

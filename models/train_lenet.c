@@ -14,7 +14,7 @@
 #include "relayc/train.h"
 
 int main(int argc, char **argv) {
-    const char *dir = argc > 1 ? argv[1] : NULL; /* NULL: Debian's dataset-fashion-mnist */
+    const char *dir = argc > 1 && argv[1][0] ? argv[1] : NULL; /* NULL: Debian's package */
     int64_t epochs = argc > 2 ? atoll(argv[2]) : 1;
     const char *ckpt = argc > 3 ? argv[3] : "checkpoints-lenet";
     ry_error err;

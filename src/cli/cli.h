@@ -16,6 +16,7 @@ int cmd_run(int argc, char **argv);
 int cmd_grad(int argc, char **argv);
 int cmd_opt(int argc, char **argv);
 int cmd_gradcheck(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 /* Parses (and, if check, type-checks) FILE; on error prints it located and
  * returns NULL. */

@@ -24,7 +24,7 @@ static const char *help =
     "\n"
     "  --data fashion-mnist[:DIR]  IDX files (default " RY_FASHION_MNIST_DIR ");\n"
     "                              test split t10k; also mnist:DIR\n"
-    "  --data text:PATH            character text, truncated BPTT (last 10%% held out)\n"
+    "  --data text:PATH            character text, truncated BPTT (last 10% held out)\n"
     "  --data sst:DIR              DIR/train.txt and DIR/dev.txt (PTB trees)\n"
     "  --data npy:X.npy,Y.npy      arrays (the last --val rows held out)\n"
     "  --epochs N                  default 1\n"

@@ -21,6 +21,7 @@ static const command commands[] = {
     {"grad", cmd_grad, "print the gradient program of a function"},
     {"gradcheck", cmd_gradcheck, "check a gradient against finite differences in float64"},
     {"opt", cmd_opt, "run optimization passes and print the result"},
+    {"train", cmd_train, "train a model on a dataset, with checkpoints"},
 };
 
 static void usage(FILE *f) {

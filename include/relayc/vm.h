@@ -1,0 +1,78 @@
+/*
+ * vm.h: the compiled execution engine, a register virtual machine for the
+ * whole language (control flow, recursion, closures, ADTs, refs).
+ *
+ * Why a register VM over A-normal form. ANF (ry_anf) names every
+ * intermediate result, so each let-bound variable becomes one register of a
+ * fixed-size frame and each let value becomes one instruction whose operands
+ * are registers: no expression tree is walked at run time, no variable is
+ * looked up in a hash map, no continuation frame is pushed per
+ * subexpression (the interpreter's costs). Everything that does not depend
+ * on run-time values is settled once, at ry_vm_compile: the operator, its
+ * kernel function pointer and attributes, the result type of every operator
+ * call whose inputs have static shapes (the hot path then only allocates
+ * the outputs and calls the kernel; a cheap shape comparison guards it, and
+ * calls with Any or symbolic dims run the type relation at run time, as
+ * ry_op_run does), the global a call goes to, the registers a closure
+ * captures, and the tests a nested pattern makes. Compared with generating
+ * C per module, a VM costs nothing to compile (training compiles each
+ * model once, in well under a second) and keeps the whole language,
+ * including first-class closures and recursion, in one small machine; the
+ * per-instruction overhead is a switch, small next to a kernel.
+ *
+ * Frames and registers live on heap stacks, so deep recursion in the
+ * program (100,000 calls and more) never grows the C stack; depth is bounded
+ * by opts->max_depth frames with a located error. Calls in tail position
+ * reuse the caller's frame. Values are those of value.h (reference counted),
+ * so results, and closures, are interchangeable with the interpreter's:
+ * a closure the VM makes points at the (ANF) function expression in the
+ * module with its captured variables, as the interpreter's do.
+ */
+#ifndef RELAYC_VM_H
+#define RELAYC_VM_H
+
+#include "relayc/value.h"
+
+typedef struct ry_vm_program ry_vm_program;
+
+typedef struct ry_vm_opts {
+    bool training;        /* nn.dropout active, batch_norm in training mode */
+    uint64_t seed;        /* for dropout's random state (as ry_interp_opts) */
+    long max_depth;       /* frame stack limit; 0: default (10M) */
+} ry_vm_opts;
+
+/* Compiles every global function of the type-checked module m. The program
+ * keeps pointers into m (its nodes, constants and the ANF forms it adds to
+ * m's arena): free it before m, and recompile after changing m. On error
+ * *out is NULL and err is set (located). */
+ry_status ry_vm_compile(ry_module *m, ry_vm_program **out, ry_error *err);
+
+/* Calls global `entry` with args (borrowed). Arguments are checked against
+ * the entry's annotated parameter types as the interpreter checks them. On
+ * success *out is a new reference. Run-time errors (a failed match?, a
+ * shape that disagrees with an Any or symbolic signature, a kernel error, a
+ * frame stack deeper than opts->max_depth) come back located at the
+ * expression that failed, with everything the run held freed. opts may be
+ * NULL. The program may be called any number of times, but not from two
+ * threads at once. */
+ry_status ry_vm_call(ry_vm_program *prog, const char *entry, int nargs, ry_value *const *args,
+                     const ry_vm_opts *opts, ry_value **out, ry_error *err);
+
+/* Applies a closure value (one made by this program, a global of its
+ * module, or a constructor) to args (borrowed). */
+ry_status ry_vm_apply(ry_vm_program *prog, ry_value *fn, int nargs, ry_value *const *args,
+                      const ry_vm_opts *opts, ry_value **out, ry_error *err);
+
+/* Frees the program (not the module). NULL is fine. */
+void ry_vm_free(ry_vm_program *prog);
+
+/* Statistics for tests and reports. */
+typedef struct ry_vm_stats {
+    int nfuncs;       /* compiled functions (globals and nested fns) */
+    int ninsns;       /* instructions in all of them */
+    int nops;         /* operator-call instructions */
+    int nops_static;  /* of those, with the result type fixed at compile time */
+} ry_vm_stats;
+void ry_vm_get_stats(const ry_vm_program *prog, ry_vm_stats *st);
+
+#endif

@@ -1,0 +1,657 @@
+/*
+ * vm_compile.c: compiles a type-checked module to VM code. Each global is
+ * put in A-normal form (ry_anf, new nodes in the module's arena; the
+ * globals themselves are left as they were), then every function, globals
+ * and nested function expressions alike, becomes a vm_fn: one register per
+ * variable and temporary, one instruction per let value. Operators, global
+ * callees, constructors and constants are resolved here, once; so are the
+ * result types of operator calls whose inputs have static shapes.
+ * The machine that runs the code is vm_exec.c.
+ */
+#include <string.h>
+
+#include "relayc/ad.h"
+#include "runtime/vm_impl.h"
+
+/* ---- vmap ---- */
+
+static uint64_t hash_ptr(const void *p) {
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static void vmap_grow(ry_arena *a, vmap *m) {
+    vmap fresh = {0};
+    fresh.cap = m->cap ? m->cap * 2 : 16;
+    fresh.keys = RY_NEW_ARRAY(a, const void *, fresh.cap);
+    fresh.vals = RY_NEW_ARRAY(a, intptr_t, fresh.cap);
+    for (int i = 0; i < m->cap; i++)
+        if (m->keys[i]) vmap_put(a, &fresh, m->keys[i], m->vals[i]);
+    *m = fresh;
+}
+
+void vmap_put(ry_arena *a, vmap *m, const void *key, intptr_t val) {
+    if ((m->n + 1) * 4 > m->cap * 3) vmap_grow(a, m);
+    size_t mask = (size_t)m->cap - 1;
+    for (size_t i = hash_ptr(key) & mask;; i = (i + 1) & mask) {
+        if (m->keys[i] == key) {
+            m->vals[i] = val;
+            return;
+        }
+        if (!m->keys[i]) {
+            m->keys[i] = key;
+            m->vals[i] = val;
+            m->n++;
+            return;
+        }
+    }
+}
+
+bool vmap_get(const vmap *m, const void *key, intptr_t *val) {
+    if (!m->cap) return false;
+    size_t mask = (size_t)m->cap - 1;
+    for (size_t i = hash_ptr(key) & mask; m->keys[i]; i = (i + 1) & mask)
+        if (m->keys[i] == key) {
+            *val = m->vals[i];
+            return true;
+        }
+    return false;
+}
+
+vm_fn *vm_fn_of(const ry_vm_program *prog, const ry_expr *func) {
+    intptr_t got;
+    return vmap_get(&prog->fnmap, func, &got) ? (vm_fn *)got : NULL;
+}
+
+/* ---- the compiler's state ---- */
+
+typedef struct cc {
+    ry_vm_program *p;
+    vm_fn *fn;
+    ry_arena *tmp;   /* per function: the variable map, jump lists */
+    vmap vars;       /* ry_var* -> register */
+    ry_error *err;
+    bool failed;
+} cc;
+
+static void fail(cc *c, ry_span span, const char *what, const char *name) {
+    if (c->failed) return;
+    c->failed = true;
+    ry_error_at(c->err, span, "vm: %s%s", what, name ? name : "");
+}
+
+static ry_value *own(ry_vm_program *p, ry_value *v) {
+    if (!v) return NULL;
+    if (p->nowned == p->capowned) {
+        int ncap = p->capowned ? p->capowned * 2 : 64;
+        ry_value **fresh = ry_realloc(p->owned, sizeof *fresh * (size_t)ncap);
+        if (!fresh) {
+            ry_value_release(v);
+            return NULL;
+        }
+        p->owned = fresh;
+        p->capowned = ncap;
+    }
+    p->owned[p->nowned++] = v;
+    return v;
+}
+
+static int new_reg(cc *c) { return c->fn->nregs++; }
+
+static int emit(cc *c, insn in) {
+    vm_fn *f = c->fn;
+    if (f->ncode == f->capcode) {
+        int ncap = f->capcode ? f->capcode * 2 : 32;
+        insn *fresh = ry_realloc(f->code, sizeof *fresh * (size_t)ncap);
+        if (!fresh) {
+            fail(c, in.span, "out of memory", NULL);
+            return -1;
+        }
+        f->code = fresh;
+        f->capcode = ncap;
+    }
+    f->code[f->ncode] = in;
+    c->p->stats.ninsns++;
+    return f->ncode++;
+}
+
+static insn mk(vm_opcode op, const ry_expr *e, int dst) {
+    return (insn){.op = (uint8_t)op, .dst = dst, .a = -1, .b = -1, .e = e, .span = e->span};
+}
+
+static void patch(cc *c, int at, int target) {
+    if (at >= 0) c->fn->code[at].b = target;
+}
+
+/* ---- functions: free variables and registration ---- */
+
+typedef struct nstack {
+    const ry_expr **items;
+    int n, cap;
+} nstack;
+
+static void push(ry_arena *a, nstack *s, const ry_expr *e) {
+    if (s->n == s->cap) {
+        int ncap = s->cap ? s->cap * 2 : 64;
+        const ry_expr **fresh = RY_NEW_ARRAY(a, const ry_expr *, ncap);
+        if (s->n) memcpy(fresh, s->items, sizeof *fresh * (size_t)s->n);
+        s->items = fresh;
+        s->cap = ncap;
+    }
+    s->items[s->n++] = e;
+}
+
+static void pattern_bound(ry_arena *a, vmap *bound, const ry_pattern *p) {
+    switch (p->kind) {
+    case RY_PAT_WILDCARD: return;
+    case RY_PAT_VAR: vmap_put(a, bound, p->var, 1); return;
+    case RY_PAT_CTOR:
+        for (int i = 0; i < p->ctor.n; i++) pattern_bound(a, bound, p->ctor.args[i]);
+        return;
+    case RY_PAT_TUPLE:
+        for (int i = 0; i < p->tuple.n; i++) pattern_bound(a, bound, p->tuple.fields[i]);
+        return;
+    }
+}
+
+static void push_children(ry_arena *a, nstack *s, const ry_expr *e) {
+    switch (e->kind) {
+    case RY_EXPR_VAR:
+    case RY_EXPR_GLOBAL:
+    case RY_EXPR_CONST:
+    case RY_EXPR_OP:
+    case RY_EXPR_CTOR: break;
+    case RY_EXPR_CALL:
+        push(a, s, e->call.callee);
+        for (int i = 0; i < e->call.nargs; i++) push(a, s, e->call.args[i]);
+        break;
+    case RY_EXPR_LET:
+        push(a, s, e->let.value);
+        push(a, s, e->let.body);
+        break;
+    case RY_EXPR_IF:
+        push(a, s, e->if_.cond);
+        push(a, s, e->if_.then_);
+        push(a, s, e->if_.else_);
+        break;
+    case RY_EXPR_MATCH:
+        push(a, s, e->match.data);
+        for (int i = 0; i < e->match.nclauses; i++) push(a, s, e->match.clauses[i].body);
+        break;
+    case RY_EXPR_FUNC: push(a, s, e->func.body); break;
+    case RY_EXPR_TUPLE:
+        for (int i = 0; i < e->tuple.n; i++) push(a, s, e->tuple.fields[i]);
+        break;
+    case RY_EXPR_PROJ: push(a, s, e->proj.tuple); break;
+    case RY_EXPR_REF: push(a, s, e->ref.value); break;
+    case RY_EXPR_REF_READ: push(a, s, e->ref_read.ref); break;
+    case RY_EXPR_REF_WRITE:
+        push(a, s, e->ref_write.ref);
+        push(a, s, e->ref_write.value);
+        break;
+    }
+}
+
+/* Free variables of fn: used inside it (nested functions included) and
+ * bound by nothing inside it; each variable is bound once in a module. */
+static void find_free(ry_vm_program *p, ry_arena *a, const ry_expr *fn, vm_fn *f) {
+    vmap seen = {0}, bound = {0}, used = {0};
+    nstack st = {0};
+    int nused = 0, capused = 16;
+    const ry_var **uses = RY_NEW_ARRAY(a, const ry_var *, capused);
+    for (int i = 0; i < fn->func.nparams; i++) vmap_put(a, &bound, fn->func.params[i], 1);
+    push(a, &st, fn->func.body);
+    while (st.n > 0) {
+        const ry_expr *e = st.items[--st.n];
+        intptr_t dummy;
+        if (vmap_get(&seen, e, &dummy)) continue;
+        vmap_put(a, &seen, e, 1);
+        if (e->kind == RY_EXPR_VAR && !vmap_get(&used, e->var.var, &dummy)) {
+            vmap_put(a, &used, e->var.var, 1);
+            if (nused == capused) {
+                const ry_var **fresh = RY_NEW_ARRAY(a, const ry_var *, capused * 2);
+                memcpy(fresh, uses, sizeof *fresh * (size_t)nused);
+                uses = fresh;
+                capused *= 2;
+            }
+            uses[nused++] = e->var.var;
+        }
+        if (e->kind == RY_EXPR_LET) vmap_put(a, &bound, e->let.var, 1);
+        if (e->kind == RY_EXPR_FUNC)
+            for (int i = 0; i < e->func.nparams; i++) vmap_put(a, &bound, e->func.params[i], 1);
+        if (e->kind == RY_EXPR_MATCH)
+            for (int i = 0; i < e->match.nclauses; i++)
+                pattern_bound(a, &bound, e->match.clauses[i].pat);
+        push_children(a, &st, e);
+    }
+    f->free = RY_NEW_ARRAY(p->arena, const ry_var *, nused ? nused : 1);
+    for (int i = 0; i < nused; i++) {
+        intptr_t dummy;
+        if (!vmap_get(&bound, uses[i], &dummy)) f->free[f->nfree++] = uses[i];
+    }
+}
+
+/* Whether an annotation leaves something for run time: Any or symbolic
+ * dims (constant dims and dtypes are settled by the type checker). */
+static bool needs_check(const ry_type *t) {
+    if (!t) return false;
+    if (t->kind == RY_TYPE_TUPLE) {
+        for (int i = 0; i < t->tuple.n; i++)
+            if (needs_check(t->tuple.fields[i])) return true;
+        return false;
+    }
+    if (t->kind != RY_TYPE_TENSOR) return false;
+    for (int d = 0; d < t->tensor.ndim; d++)
+        if (t->tensor.dims[d].kind != RY_DIM_CONST) return true;
+    return false;
+}
+
+/* Registers a function expression (compiled later, from the work list). */
+static vm_fn *add_fn(ry_vm_program *p, const ry_expr *fn, const char *name) {
+    vm_fn *got = vm_fn_of(p, fn);
+    if (got) return got;
+    if (p->nfns == p->capfns) {
+        int ncap = p->capfns ? p->capfns * 2 : 32;
+        vm_fn **fresh = RY_NEW_ARRAY(p->arena, vm_fn *, ncap);
+        if (p->nfns) memcpy(fresh, p->fns, sizeof *fresh * (size_t)p->nfns);
+        p->fns = fresh;
+        p->capfns = ncap;
+    }
+    vm_fn *f = RY_NEW(p->arena, vm_fn);
+    f->func = fn;
+    f->name = name;
+    ry_arena *tmp = ry_arena_new();
+    find_free(p, tmp, fn, f);
+    ry_arena_free(tmp);
+    f->nparams = fn->func.nparams;
+    for (int i = 0; i < fn->func.nparams; i++)
+        if (needs_check(fn->func.params[i]->annot)) f->check = true;
+    p->fns[p->nfns++] = f;
+    vmap_put(p->arena, &p->fnmap, fn, (intptr_t)f);
+    return f;
+}
+
+/* ---- operator calls ---- */
+
+static void flatten_types(const ry_type *t, const ry_type **out, int *k) {
+    if (t->kind == RY_TYPE_TUPLE) {
+        for (int i = 0; i < t->tuple.n; i++) flatten_types(t->tuple.fields[i], out, k);
+        return;
+    }
+    if (out) out[*k] = t;
+    (*k)++;
+}
+
+/* Fixes the result type at compile time when every argument's type is a
+ * static tensor (the relation then gives a static result). */
+static vm_opcall *make_opcall(cc *c, const ry_expr *e) {
+    ry_vm_program *p = c->p;
+    const ry_op *op = e->call.callee->op.op;
+    vm_opcall *oc = RY_NEW(p->arena, vm_opcall);
+    oc->call = e;
+    oc->op = op;
+    oc->kernel = op->kernels[RY_TARGET_CPU];
+    p->stats.nops++;
+    if (!oc->kernel || e->call.nargs != op->nargs) return oc; /* the general path reports it */
+    ry_type **in = RY_NEW_ARRAY(p->arena, ry_type *, e->call.nargs ? e->call.nargs : 1);
+    for (int i = 0; i < e->call.nargs; i++) {
+        const ry_type *t = e->call.args[i]->type;
+        if (!t || t->kind != RY_TYPE_TENSOR || !vm_type_static(t)) return oc;
+        in[i] = (ry_type *)t;
+    }
+    ry_error scratch_err;
+    ry_rel_ctx rc = {p->arena, op, &e->call.attrs, e->span, &scratch_err};
+    ry_type *out = NULL;
+    if (op->rel(&rc, e->call.nargs, in, &out) != RY_REL_OK || !vm_type_static(out)) return oc;
+    oc->in_types = (const ry_type **)in;
+    oc->out_type = out;
+    flatten_types(out, NULL, &oc->nout);
+    oc->outs = RY_NEW_ARRAY(p->arena, const ry_type *, oc->nout ? oc->nout : 1);
+    int k = 0;
+    flatten_types(out, oc->outs, &k);
+    oc->fast = true;
+    p->stats.nops_static++;
+    return oc;
+}
+
+/* ---- expressions ----
+ * cexpr(e, dst, tail): code that leaves e's value in register dst, or, in
+ * tail position, returns it (calls there become tail calls). operand(e):
+ * the register holding e's value (a variable's own, else a temporary). In
+ * ANF every operand is atomic, so this recursion is shallow; let chains
+ * are walked by a loop. */
+static void cexpr(cc *c, const ry_expr *e, int dst, bool tail);
+
+static int var_reg(cc *c, const ry_var *v, ry_span span) {
+    intptr_t r;
+    if (vmap_get(&c->vars, v, &r)) return (int)r;
+    fail(c, span, "variable is not bound here: %", v->name);
+    return 0;
+}
+
+static int operand(cc *c, const ry_expr *e) {
+    if (e->kind == RY_EXPR_VAR) return var_reg(c, e->var.var, e->span);
+    int r = new_reg(c);
+    cexpr(c, e, r, false);
+    return r;
+}
+
+static int *operands(cc *c, int n, ry_expr *const *es) {
+    int *regs = RY_NEW_ARRAY(c->p->arena, int, n ? n : 1);
+    for (int i = 0; i < n; i++) regs[i] = operand(c, es[i]);
+    return regs;
+}
+
+static void ret(cc *c, const ry_expr *e, int r) {
+    insn in = mk(I_RET, e, -1);
+    in.a = r;
+    emit(c, in);
+}
+
+static void loadv(cc *c, const ry_expr *e, int dst, ry_value *v) {
+    if (!(v = own(c->p, v))) {
+        fail(c, e->span, "out of memory", NULL);
+        return;
+    }
+    insn in = mk(I_LOADV, e, dst);
+    in.value = v;
+    emit(c, in);
+}
+
+/* fn (...) { ... }: a closure over the registers of its free variables;
+ * self (the let variable it is bound to) is captured as -1: the machine
+ * rebinds it to the closure at each call, so no reference cycle forms. */
+static void closure(cc *c, const ry_expr *e, int dst, const ry_var *self) {
+    vm_fn *f = add_fn(c->p, e, NULL);
+    insn in = mk(I_CLOSURE, e, dst);
+    in.fn = f;
+    in.n = f->nfree;
+    in.args = RY_NEW_ARRAY(c->p->arena, int, f->nfree ? f->nfree : 1);
+    for (int i = 0; i < f->nfree; i++)
+        in.args[i] = f->free[i] == self ? -1 : var_reg(c, f->free[i], e->span);
+    emit(c, in);
+}
+
+static vm_fn *global_fn(cc *c, const ry_expr *e) {
+    const ry_global *g = ry_module_find_global(c->p->m, e->global.name);
+    for (int i = 0; g && i < c->p->m->nglobals; i++)
+        if (c->p->m->globals[i] == g) return c->p->gfns[i];
+    fail(c, e->span, "unknown global @", e->global.name);
+    return NULL;
+}
+
+/* f(a..): an operator runs its kernel; a known global or a constructor is
+ * called directly; anything else is a closure value called at run time. */
+static void call(cc *c, const ry_expr *e, int dst, bool tail) {
+    const ry_expr *f = e->call.callee;
+    insn in = mk(I_CALL, e, dst);
+    if (f->kind == RY_EXPR_OP) {
+        in.op = I_OP;
+        in.opcall = make_opcall(c, e);
+    } else if (f->kind == RY_EXPR_CTOR && e->call.nargs == f->ctor.ctor->nfields) {
+        in.op = I_CTOR;
+        in.ctor = f->ctor.ctor;
+    } else if (f->kind == RY_EXPR_GLOBAL && (in.fn = global_fn(c, f)) &&
+               in.fn->nparams == e->call.nargs) {
+        in.op = tail ? I_TCALLG : I_CALLG;
+    } else { /* (a wrong arity, in an unchecked module, fails at run time) */
+        in.op = tail ? I_TCALL : I_CALL;
+        in.a = operand(c, f);
+    }
+    in.n = e->call.nargs;
+    in.args = operands(c, e->call.nargs, e->call.args);
+    emit(c, in);
+    if (tail && in.op != I_TCALL && in.op != I_TCALLG) ret(c, e, dst);
+}
+
+/* if (c) {t} else {f}: test, then each branch (both tail when e is). */
+static void cif(cc *c, const ry_expr *e, int dst, bool tail) {
+    insn test = mk(I_JMPF, e->if_.cond, -1);
+    test.a = operand(c, e->if_.cond);
+    int at = emit(c, test);
+    cexpr(c, e->if_.then_, dst, tail);
+    int end = tail ? -1 : emit(c, mk(I_JMP, e, -1));
+    patch(c, at, c->fn->ncode);
+    cexpr(c, e->if_.else_, dst, tail);
+    patch(c, end, c->fn->ncode);
+}
+
+/* ---- patterns ----
+ * A pattern on register r compiles to tests that jump to the next clause
+ * on failure, and field loads: _ -> nothing; %x -> %x names r;
+ * C(p..) -> test C, load each field, its pattern; (p..) -> test n-tuple,
+ * load each field, its pattern. */
+typedef struct jumps {
+    int *at;
+    int n, cap;
+} jumps;
+
+static void add_jump(cc *c, jumps *j, int at) {
+    if (j->n == j->cap) {
+        int ncap = j->cap ? j->cap * 2 : 8;
+        int *fresh = RY_NEW_ARRAY(c->tmp, int, ncap);
+        if (j->n) memcpy(fresh, j->at, sizeof *fresh * (size_t)j->n);
+        j->at = fresh;
+        j->cap = ncap;
+    }
+    j->at[j->n++] = at;
+}
+
+static void cpat(cc *c, const ry_expr *m, const ry_pattern *p, int r, jumps *fails) {
+    int n = 0;
+    ry_pattern *const *sub = NULL;
+    insn test = mk(I_TESTCTOR, m, -1);
+    test.span = p->span.src ? p->span : m->span;
+    test.a = r;
+    switch (p->kind) {
+    case RY_PAT_WILDCARD: return;
+    case RY_PAT_VAR: vmap_put(c->tmp, &c->vars, p->var, r); return;
+    case RY_PAT_CTOR:
+        test.ctor = p->ctor.ctor;
+        n = p->ctor.n;
+        sub = p->ctor.args;
+        break;
+    case RY_PAT_TUPLE:
+        test.op = I_TESTTUP;
+        test.n = n = p->tuple.n;
+        sub = p->tuple.fields;
+        break;
+    }
+    add_jump(c, fails, emit(c, test));
+    for (int i = 0; i < n; i++) {
+        if (sub[i]->kind == RY_PAT_WILDCARD) continue;
+        insn ld = mk(I_FIELD, m, new_reg(c));
+        ld.a = r;
+        ld.b = i;
+        emit(c, ld);
+        cpat(c, m, sub[i], ld.dst, fails);
+    }
+}
+
+/* match (d) { p => b, ... }: clauses in order; none matching is an error
+ * located at the match (a complete match never gets there). */
+static void cmatch(cc *c, const ry_expr *e, int dst, bool tail) {
+    int r = operand(c, e->match.data);
+    jumps ends = {0};
+    for (int i = 0; i < e->match.nclauses; i++) {
+        jumps fails = {0};
+        cpat(c, e, e->match.clauses[i].pat, r, &fails);
+        cexpr(c, e->match.clauses[i].body, dst, tail);
+        if (!tail) add_jump(c, &ends, emit(c, mk(I_JMP, e, -1)));
+        for (int k = 0; k < fails.n; k++) patch(c, fails.at[k], c->fn->ncode);
+    }
+    insn mf = mk(I_MATCHFAIL, e, -1);
+    mf.a = r;
+    emit(c, mf);
+    for (int k = 0; k < ends.n; k++) patch(c, ends.at[k], c->fn->ncode);
+}
+
+/* The leaves and the one-instruction forms. */
+static void csimple(cc *c, const ry_expr *e, int dst) {
+    insn in = mk(I_MOVE, e, dst);
+    switch (e->kind) {
+    case RY_EXPR_VAR: in.a = var_reg(c, e->var.var, e->span); break;
+    case RY_EXPR_GLOBAL: {
+        vm_fn *f = global_fn(c, e);
+        if (!f) return;
+        for (int i = 0; i < c->p->m->nglobals; i++)
+            if (c->p->gfns[i] == f) {
+                in.op = I_LOADV;
+                in.value = c->p->gvals[i];
+            }
+        break;
+    }
+    case RY_EXPR_CONST:
+        loadv(c, e, dst, ry_value_tensor(ry_tensor_retain(e->constant.value)));
+        return;
+    case RY_EXPR_OP: in.op = I_OPVALUE; break; /* an error when reached, as in the interpreter */
+    case RY_EXPR_CTOR:
+        loadv(c, e, dst, e->ctor.ctor->nfields == 0 ? ry_value_adt(e->ctor.ctor, 0, NULL)
+                                                     : ry_value_ctor_fn(e->ctor.ctor));
+        return;
+    case RY_EXPR_FUNC: closure(c, e, dst, NULL); return;
+    case RY_EXPR_TUPLE:
+        in.op = I_TUPLE;
+        in.n = e->tuple.n;
+        in.args = operands(c, e->tuple.n, e->tuple.fields);
+        break;
+    case RY_EXPR_PROJ:
+        in.op = I_PROJ;
+        in.a = operand(c, e->proj.tuple);
+        in.b = e->proj.index;
+        break;
+    case RY_EXPR_REF:
+        in.op = I_REFNEW;
+        in.a = operand(c, e->ref.value);
+        break;
+    case RY_EXPR_REF_READ:
+        in.op = I_REFREAD;
+        in.a = operand(c, e->ref_read.ref);
+        break;
+    case RY_EXPR_REF_WRITE:
+        in.op = I_REFWRITE;
+        in.a = operand(c, e->ref_write.ref);
+        in.b = operand(c, e->ref_write.value);
+        break;
+    default: fail(c, e->span, "cannot compile this expression", NULL); return;
+    }
+    emit(c, in);
+}
+
+static void cexpr(cc *c, const ry_expr *e, int dst, bool tail) {
+    /* let %x = v; body: v into %x's register, then the body (a loop, so a
+     * long let chain does not recurse). */
+    while (e->kind == RY_EXPR_LET && !c->failed) {
+        /* let %x = v; %x (how ANF ends a body): v is in e's position, so a
+         * call there stays a tail call */
+        const ry_expr *b = e->let.body;
+        if (b->kind == RY_EXPR_VAR && b->var.var == e->let.var && e->let.value->kind != RY_EXPR_FUNC) {
+            e = e->let.value;
+            continue;
+        }
+        int r = new_reg(c);
+        vmap_put(c->tmp, &c->vars, e->let.var, r);
+        if (e->let.value->kind == RY_EXPR_FUNC) closure(c, e->let.value, r, e->let.var);
+        else cexpr(c, e->let.value, r, false);
+        e = e->let.body;
+    }
+    if (c->failed) return;
+    switch (e->kind) {
+    case RY_EXPR_CALL: call(c, e, dst, tail); return;
+    case RY_EXPR_IF: cif(c, e, dst, tail); return;
+    case RY_EXPR_MATCH: cmatch(c, e, dst, tail); return;
+    case RY_EXPR_VAR:
+        if (tail) { /* return the variable's register directly */
+            ret(c, e, var_reg(c, e->var.var, e->span));
+            return;
+        }
+        break;
+    default: break;
+    }
+    csimple(c, e, dst);
+    if (tail) ret(c, e, dst);
+}
+
+/* Compiles f's body: captured variables, then parameters, get the first
+ * registers. */
+static void compile_fn(ry_vm_program *p, vm_fn *f, ry_error *err, bool *failed) {
+    cc c = {.p = p, .fn = f, .tmp = ry_arena_new(), .err = err};
+    for (int i = 0; i < f->nfree; i++) vmap_put(c.tmp, &c.vars, f->free[i], new_reg(&c));
+    for (int i = 0; i < f->nparams; i++)
+        vmap_put(c.tmp, &c.vars, f->func->func.params[i], new_reg(&c));
+    int r = new_reg(&c);
+    cexpr(&c, f->func->func.body, r, true);
+    f->compiled = true;
+    ry_arena_free(c.tmp);
+    if (c.failed) { /* unreachable now: a later call compiles it afresh */
+        *failed = true;
+        vmap_put(p->arena, &p->fnmap, f->func, 0);
+    }
+}
+
+/* Compiles a function expression met only at run time: a closure made by
+ * an earlier program over the same module, or by the interpreter (whose
+ * functions are not in ANF: a node shared in their DAG is then evaluated
+ * at each use). */
+vm_fn *vm_fn_lazy(ry_vm_program *p, const ry_expr *func, ry_error *err) {
+    vm_fn *f = vm_fn_of(p, func);
+    if (f) return f;
+    f = add_fn(p, func, NULL);
+    bool failed = false;
+    for (int i = 0; i < p->nfns && !failed; i++)
+        if (!p->fns[i]->compiled) compile_fn(p, p->fns[i], err, &failed);
+    p->stats.nfuncs = p->nfns;
+    return failed ? NULL : f;
+}
+
+/* ---- the program ---- */
+
+ry_status ry_vm_compile(ry_module *m, ry_vm_program **out, ry_error *err) {
+    *out = NULL;
+    ry_vm_program *p = ry_calloc(1, sizeof *p);
+    if (!p) return ry_error_at(err, RY_NO_SPAN, "out of memory");
+    p->m = m;
+    p->arena = ry_arena_new();
+    int ng = m->nglobals;
+    p->gfns = RY_NEW_ARRAY(p->arena, vm_fn *, ng ? ng : 1);
+    p->gvals = RY_NEW_ARRAY(p->arena, ry_value *, ng ? ng : 1);
+    for (int i = 0; i < ng; i++) {
+        const ry_global *g = m->globals[i];
+        if (!g->func || g->func->kind != RY_EXPR_FUNC) {
+            ry_vm_free(p);
+            return ry_error_at(err, g->span, "vm: global @%s is not a function", g->name);
+        }
+        const ry_expr *fn = ry_anf(m, g->func);
+        p->gfns[i] = add_fn(p, fn, g->name);
+        /* closures of the original expression (the interpreter's) run here too */
+        vmap_put(p->arena, &p->fnmap, g->func, (intptr_t)p->gfns[i]);
+        if (!(p->gvals[i] = own(p, ry_value_closure(fn, 0, NULL, NULL)))) {
+            ry_vm_free(p);
+            return ry_error_at(err, g->span, "out of memory");
+        }
+    }
+    bool failed = false;
+    for (int i = 0; i < p->nfns && !failed; i++)
+        if (!p->fns[i]->compiled) compile_fn(p, p->fns[i], err, &failed);
+    if (failed) {
+        ry_vm_free(p);
+        return RY_ERR;
+    }
+    p->stats.nfuncs = p->nfns;
+    *out = p;
+    return RY_OK;
+}
+
+void ry_vm_free(ry_vm_program *p) {
+    if (!p) return;
+    for (int i = 0; i < p->nowned; i++) ry_value_release(p->owned[i]);
+    ry_free(p->owned);
+    for (int i = 0; i < p->nfns; i++) ry_free(p->fns[i]->code);
+    ry_arena_free(p->arena);
+    ry_free(p);
+}
+
+void ry_vm_get_stats(const ry_vm_program *p, ry_vm_stats *st) { *st = p->stats; }

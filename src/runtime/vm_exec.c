@@ -1,0 +1,382 @@
+/*
+ * vm_exec.c: the machine that runs VM code. A frame is a function, a
+ * program counter and a window of registers on one heap array; frames live
+ * on a heap stack bounded by max_depth, so the program's recursion never
+ * becomes C recursion. A call in tail position releases the caller's
+ * registers and reuses its frame, so tail recursion runs in constant space.
+ * Each instruction writes its result into its destination register; the
+ * dispatch loop is the one long function here, on purpose.
+ */
+#include <string.h>
+
+#include "runtime/vm_impl.h"
+
+#define DEFAULT_MAX_DEPTH 10000000L
+
+static ry_status oom(vm_machine *mc, ry_span span) {
+    return ry_error_at(mc->err, span, "out of memory in the vm");
+}
+
+/* ---- stacks ---- */
+
+static ry_status grow_regs(vm_machine *mc, long need, ry_span span) {
+    if (need <= mc->capr) return RY_OK;
+    long ncap = mc->capr ? mc->capr : 1024;
+    while (ncap < need) ncap *= 2;
+    ry_value **fresh = ry_realloc(mc->regs, sizeof *fresh * (size_t)ncap);
+    if (!fresh) return oom(mc, span);
+    memset(fresh + mc->capr, 0, sizeof *fresh * (size_t)(ncap - mc->capr));
+    mc->regs = fresh;
+    mc->capr = ncap;
+    return RY_OK;
+}
+
+static void release_regs(vm_machine *mc, long from) {
+    for (long i = from; i < mc->top; i++) {
+        ry_value_release(mc->regs[i]);
+        mc->regs[i] = NULL;
+    }
+    mc->top = from;
+}
+
+/* A new frame for f above the current one; its registers start empty. */
+static ry_status push_frame(vm_machine *mc, vm_fn *f, int ret, ry_span span) {
+    if (mc->nf >= mc->max_depth)
+        return ry_error_at(mc->err, span,
+                           "stack overflow: the program nests deeper than %ld frames "
+                           "(raise ry_vm_opts.max_depth)",
+                           mc->max_depth);
+    if (mc->nf == mc->capf) {
+        long ncap = mc->capf ? mc->capf * 2 : 256;
+        vframe *fresh = ry_realloc(mc->fs, sizeof *fresh * (size_t)ncap);
+        if (!fresh) return oom(mc, span);
+        mc->fs = fresh;
+        mc->capf = ncap;
+    }
+    if (grow_regs(mc, mc->top + f->nregs, span)) return RY_ERR;
+    mc->fs[mc->nf++] = (vframe){.fn = f, .pc = 0, .base = mc->top, .ret = ret};
+    mc->top += f->nregs;
+    return RY_OK;
+}
+
+/* Retains n registers into the argument buffer. */
+static ry_value **gather(vm_machine *mc, int n, const int *regs, ry_value **R, ry_span span) {
+    if (n > mc->capargs || !mc->argbuf) {
+        int ncap = n < 16 ? 16 : n * 2;
+        ry_value **fresh = ry_realloc(mc->argbuf, sizeof *fresh * (size_t)ncap);
+        if (!fresh) {
+            oom(mc, span);
+            return NULL;
+        }
+        mc->argbuf = fresh;
+        mc->capargs = ncap;
+    }
+    for (int i = 0; i < n; i++) mc->argbuf[i] = ry_value_retain(R[regs[i]]);
+    return mc->argbuf;
+}
+
+static void release_all(int n, ry_value **vs) {
+    for (int i = 0; i < n; i++) ry_value_release(vs[i]);
+}
+
+/* ---- calls ----
+ * enter: f's code starts with args (taken over) in its parameter registers
+ * and clos's captured values (clos taken over; NULL for a global) in the
+ * first ones; a captured NULL is the closure itself (a let-bound recursive
+ * function). In tail position the current frame is reused. */
+static ry_status enter(vm_machine *mc, vm_fn *f, ry_value *clos, int nargs, ry_value **args,
+                       int ret, bool tail, bool check, ry_span span) {
+    if ((check || f->check) && vm_check_params(mc, f->func, args, span)) goto fail;
+    if (tail) {
+        vframe *fr = &mc->fs[mc->nf - 1];
+        release_regs(mc, fr->base);
+        if (grow_regs(mc, fr->base + f->nregs, span)) goto fail;
+        fr->fn = f;
+        fr->pc = 0;
+        mc->top = fr->base + f->nregs;
+    } else if (push_frame(mc, f, ret, span)) {
+        goto fail;
+    }
+    ry_value **R = mc->regs + mc->fs[mc->nf - 1].base;
+    if (clos) {
+        int nc = clos->closure.ncaptured;
+        for (int i = 0; i < nc; i++) {
+            int j = i;
+            if (j >= f->nfree || f->free[j] != clos->closure.captured_vars[i])
+                for (j = 0; j < f->nfree && f->free[j] != clos->closure.captured_vars[i]; j++) {}
+            if (j == f->nfree) continue; /* a variable this function does not use */
+            ry_value *x = clos->closure.captured[i];
+            R[j] = ry_value_retain(x ? x : clos);
+        }
+        ry_value_release(clos);
+    }
+    for (int i = 0; i < nargs; i++) R[f->nfree + i] = args[i];
+    return RY_OK;
+fail:
+    ry_value_release(clos);
+    release_all(nargs, args);
+    return RY_ERR;
+}
+
+/* Applies a closure or constructor value (taken over) to args (taken
+ * over). A constructor's value comes back in *v at once. */
+static ry_status apply(vm_machine *mc, ry_value *fn, int nargs, ry_value **args, int ret, bool tail,
+                       bool check, ry_span span, ry_value **v) {
+    *v = NULL;
+    if (fn->kind != RY_VAL_CLOSURE) {
+        ry_error_at(mc->err, span, "cannot call %s", vm_kind_name(fn));
+        goto fail;
+    }
+    if (fn->closure.ctor) {
+        const ry_ctor *c = fn->closure.ctor;
+        if (nargs != c->nfields) {
+            ry_error_at(mc->err, span, "constructor %s takes %d arguments, not %d", c->name,
+                        c->nfields, nargs);
+            goto fail;
+        }
+        ry_value_release(fn);
+        *v = ry_value_adt(c, nargs, args);
+        return *v ? RY_OK : oom(mc, span);
+    }
+    vm_fn *f = vm_fn_of(mc->prog, fn->closure.func);
+    if (!f && !(f = vm_fn_lazy(mc->prog, fn->closure.func, mc->err))) goto fail;
+    if (nargs != f->nparams) {
+        ry_error_at(mc->err, span, "function takes %d arguments, not %d", f->nparams, nargs);
+        goto fail;
+    }
+    return enter(mc, f, fn, nargs, args, ret, tail, check, span);
+fail:
+    ry_value_release(fn);
+    release_all(nargs, args);
+    return RY_ERR;
+}
+
+/* Returns v (taken over) from the top frame. Sets *done when that was the
+ * run's first frame. */
+static void do_return(vm_machine *mc, ry_value *v, ry_value **out, bool *done) {
+    vframe fr = mc->fs[--mc->nf];
+    release_regs(mc, fr.base);
+    if (mc->nf == 0) {
+        *out = v;
+        *done = true;
+        return;
+    }
+    ry_value **R = mc->regs + mc->fs[mc->nf - 1].base;
+    ry_value_release(R[fr.ret]);
+    R[fr.ret] = v;
+}
+
+/* ---- checks with the interpreter's messages ---- */
+
+static ry_status cond_value(vm_machine *mc, const insn *I, const ry_value *x, bool *c) {
+    bool ok = x->kind == RY_VAL_TENSOR && x->tensor->size == 1 && x->tensor->dtype == RY_BOOL;
+    if (ok) {
+        *c = ry_tensor_get(x->tensor, 0) != 0;
+        return RY_OK;
+    }
+    char d[64] = "";
+    if (x->kind == RY_VAL_TENSOR) ry_tensor_describe(x->tensor, d, sizeof d);
+    return ry_error_at(mc->err, I->span, "if: condition must be a bool scalar, not %s",
+                       d[0] ? d : "a non-tensor value");
+}
+
+static ry_status match_error(vm_machine *mc, const insn *I, const ry_value *v) {
+    if (v->kind == RY_VAL_ADT)
+        return ry_error_at(mc->err, I->span, "match failed: no clause matches %s", v->adt.ctor->name);
+    return ry_error_at(mc->err, I->span, "match failed: no clause matches %s", vm_kind_name(v));
+}
+
+static ry_status proj(vm_machine *mc, const insn *I, const ry_value *x, ry_value **v) {
+    if (x->kind == RY_VAL_TUPLE && I->b >= 0 && I->b < x->tuple.n) {
+        *v = ry_value_retain(x->tuple.fields[I->b]);
+        return RY_OK;
+    }
+    if (x->kind == RY_VAL_TUPLE)
+        return ry_error_at(mc->err, I->span, "tuple index %d out of range for a %d-tuple", I->b,
+                           x->tuple.n);
+    return ry_error_at(mc->err, I->span, "projection .%d of %s, not a tuple", I->b,
+                       vm_kind_name(x));
+}
+
+static ry_status make_closure(vm_machine *mc, const insn *I, ry_value **R, ry_value **v) {
+    const vm_fn *f = I->fn;
+    ry_value *inline_caps[16], **caps = inline_caps;
+    if (f->nfree > 16 && !(caps = ry_malloc(sizeof *caps * (size_t)f->nfree)))
+        return oom(mc, I->span);
+    for (int i = 0; i < f->nfree; i++)
+        caps[i] = I->args[i] < 0 ? NULL : ry_value_retain(R[I->args[i]]);
+    *v = ry_value_closure(f->func, f->nfree, f->free, caps);
+    if (caps != inline_caps) ry_free(caps);
+    return *v ? RY_OK : oom(mc, I->span);
+}
+
+/* ---- the dispatch loop ---- */
+
+static ry_status run(vm_machine *mc, ry_value **out) {
+    for (;;) {
+        vframe *fr = &mc->fs[mc->nf - 1];
+        const insn *I = &fr->fn->code[fr->pc++];
+        ry_value **R = mc->regs + fr->base;
+        ry_value *v = NULL, *x, **args;
+        bool c = false, done = false;
+        switch ((vm_opcode)I->op) {
+        case I_MOVE: v = ry_value_retain(R[I->a]); break;
+        case I_LOADV: v = ry_value_retain(I->value); break;
+        case I_CLOSURE:
+            if (make_closure(mc, I, R, &v)) return RY_ERR;
+            break;
+        case I_OP:
+            if (vm_run_op(mc, I, R, &v)) return RY_ERR;
+            break;
+        case I_TUPLE:
+            if (!(args = gather(mc, I->n, I->args, R, I->span))) return RY_ERR;
+            if (!(v = ry_value_tuple(I->n, args))) return oom(mc, I->span);
+            break;
+        case I_PROJ:
+            if (proj(mc, I, R[I->a], &v)) return RY_ERR;
+            break;
+        case I_CTOR:
+            if (!(args = gather(mc, I->n, I->args, R, I->span))) return RY_ERR;
+            if (!(v = ry_value_adt(I->ctor, I->n, args))) return oom(mc, I->span);
+            break;
+        case I_CALL:
+        case I_TCALL: {
+            bool tail = I->op == I_TCALL;
+            x = ry_value_retain(R[I->a]);
+            if (!(args = gather(mc, I->n, I->args, R, I->span))) {
+                ry_value_release(x);
+                return RY_ERR;
+            }
+            if (apply(mc, x, I->n, args, I->dst, tail, false, I->span, &v)) return RY_ERR;
+            if (!v) continue;            /* entered a function */
+            if (tail) {                  /* a constructor in tail position */
+                do_return(mc, v, out, &done);
+                if (done) return RY_OK;
+                continue;
+            }
+            break;
+        }
+        case I_CALLG:
+        case I_TCALLG:
+            if (!(args = gather(mc, I->n, I->args, R, I->span))) return RY_ERR;
+            if (enter(mc, I->fn, NULL, I->n, args, I->dst, I->op == I_TCALLG, false, I->span))
+                return RY_ERR;
+            continue;
+        case I_JMPF:
+            if (cond_value(mc, I, R[I->a], &c)) return RY_ERR;
+            if (!c) fr->pc = I->b;
+            continue;
+        case I_JMP: fr->pc = I->b; continue;
+        case I_TESTCTOR:
+            x = R[I->a];
+            if (x->kind != RY_VAL_ADT || x->adt.ctor != I->ctor) fr->pc = I->b;
+            continue;
+        case I_TESTTUP:
+            x = R[I->a];
+            if (x->kind != RY_VAL_TUPLE || x->tuple.n != I->n) fr->pc = I->b;
+            continue;
+        case I_FIELD:
+            x = R[I->a];
+            v = ry_value_retain(x->kind == RY_VAL_ADT ? x->adt.fields[I->b] : x->tuple.fields[I->b]);
+            break;
+        case I_MATCHFAIL: return match_error(mc, I, R[I->a]);
+        case I_OPVALUE:
+            return ry_error_at(mc->err, I->span,
+                               "operator %s can only be called, not used as a value",
+                               I->e->op.op->name);
+        case I_REFNEW:
+            if (!(v = ry_value_ref(ry_value_retain(R[I->a])))) return oom(mc, I->span);
+            break;
+        case I_REFREAD:
+            x = R[I->a];
+            if (x->kind != RY_VAL_REF)
+                return ry_error_at(mc->err, I->span, "ref_read of %s, not a reference",
+                                   vm_kind_name(x));
+            v = ry_value_retain(x->ref.value);
+            break;
+        case I_REFWRITE:
+            x = R[I->a];
+            if (x->kind != RY_VAL_REF)
+                return ry_error_at(mc->err, I->span, "ref_write to %s, not a reference",
+                                   vm_kind_name(x));
+            ry_value_release(x->ref.value);
+            x->ref.value = ry_value_retain(R[I->b]);
+            if (!(v = ry_value_tuple(0, NULL))) return oom(mc, I->span);
+            break;
+        case I_RET:
+            v = R[I->a];
+            R[I->a] = NULL;
+            do_return(mc, v, out, &done);
+            if (done) return RY_OK;
+            continue;
+        }
+        ry_value_release(R[I->dst]);
+        R[I->dst] = v;
+    }
+}
+
+/* ---- setting up and tearing down ---- */
+
+static void machine_init(vm_machine *mc, ry_vm_program *p, const ry_vm_opts *opts, ry_error *err) {
+    memset(mc, 0, sizeof *mc);
+    mc->prog = p;
+    mc->err = err;
+    mc->training = opts && opts->training;
+    mc->rng = opts ? opts->seed : 0;
+    mc->max_depth = opts && opts->max_depth > 0 ? opts->max_depth : DEFAULT_MAX_DEPTH;
+    mc->scratch = ry_arena_new();
+}
+
+/* Frees everything, including what an error left in the registers. */
+static void machine_free(vm_machine *mc) {
+    release_regs(mc, 0);
+    ry_free(mc->regs);
+    ry_free(mc->fs);
+    ry_free(mc->argbuf);
+    ry_arena_free(mc->scratch);
+}
+
+/* Retains the caller's arguments and applies fn (taken over) as the run's
+ * first frame, checking the arguments against its annotations. */
+static ry_status start(vm_machine *mc, ry_value *fn, int nargs, ry_value *const *args,
+                       ry_value **out) {
+    ry_value *inline_args[16], **own = inline_args;
+    if (nargs > 16 && !(own = ry_malloc(sizeof *own * (size_t)nargs))) {
+        ry_value_release(fn);
+        return oom(mc, RY_NO_SPAN);
+    }
+    for (int i = 0; i < nargs; i++) own[i] = ry_value_retain(args[i]);
+    ry_value *v = NULL;
+    ry_status st = apply(mc, fn, nargs, own, -1, false, true, RY_NO_SPAN, &v);
+    if (own != inline_args) ry_free(own);
+    if (st) return RY_ERR;
+    if (v) {
+        *out = v;
+        return RY_OK;
+    }
+    return run(mc, out);
+}
+
+ry_status ry_vm_apply(ry_vm_program *prog, ry_value *fn, int nargs, ry_value *const *args,
+                      const ry_vm_opts *opts, ry_value **out, ry_error *err) {
+    vm_machine mc;
+    *out = NULL;
+    machine_init(&mc, prog, opts, err);
+    ry_status st = start(&mc, ry_value_retain(fn), nargs, args, out);
+    machine_free(&mc);
+    return st;
+}
+
+ry_status ry_vm_call(ry_vm_program *prog, const char *entry, int nargs, ry_value *const *args,
+                     const ry_vm_opts *opts, ry_value **out, ry_error *err) {
+    *out = NULL;
+    const ry_module *m = prog->m;
+    for (int i = 0; i < m->nglobals; i++) {
+        if (strcmp(m->globals[i]->name, entry) != 0) continue;
+        if (prog->gfns[i]->nparams != nargs)
+            return ry_error_at(err, m->globals[i]->span, "@%s takes %d arguments, not %d", entry,
+                               prog->gfns[i]->nparams, nargs);
+        return ry_vm_apply(prog, prog->gvals[i], nargs, args, opts, out, err);
+    }
+    return ry_error_at(err, RY_NO_SPAN, "no global function @%s", entry);
+}

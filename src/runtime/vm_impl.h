@@ -1,0 +1,146 @@
+/*
+ * vm_impl.h: what the VM's files share (private): the instruction set, a
+ * compiled function, the program and the machine's state. vm_compile.c
+ * turns ANF into instructions; vm_exec.c runs them; vm_ops.c does the leaf
+ * work (operator calls on the fast and the general path, run-time checks of
+ * annotated parameters).
+ */
+#ifndef RELAYC_VM_IMPL_H
+#define RELAYC_VM_IMPL_H
+
+#include "relayc/op.h"
+#include "relayc/vm.h"
+
+/* ---- a pointer-keyed map (open addressing, in an arena) ---- */
+typedef struct vmap {
+    const void **keys;
+    intptr_t *vals;
+    int cap, n;
+} vmap;
+void vmap_put(ry_arena *a, vmap *m, const void *key, intptr_t val);
+bool vmap_get(const vmap *m, const void *key, intptr_t *val);
+
+/* ---- instructions ----
+ * Operands are register numbers within the current frame. Jump targets are
+ * instruction indices within the function. */
+typedef enum vm_opcode {
+    I_MOVE,      /* dst = a */
+    I_LOADV,     /* dst = value (a constant, global closure, ctor value) */
+    I_CLOSURE,   /* dst = closure of fn over args[0..n) (-1: itself) */
+    I_OP,        /* dst = op(args[0..n)) */
+    I_TUPLE,     /* dst = (args[0..n)) */
+    I_PROJ,      /* dst = a.b */
+    I_CTOR,      /* dst = ctor(args[0..n)) */
+    I_CALL,      /* dst = a(args[0..n)): a closure or constructor value */
+    I_TCALL,     /* return a(args[0..n)), reusing this frame */
+    I_CALLG,     /* dst = fn(args[0..n)): a global known at compile time */
+    I_TCALLG,    /* return fn(args[0..n)) */
+    I_JMPF,      /* if a (a bool scalar) is false, go to b */
+    I_JMP,       /* go to b */
+    I_TESTCTOR,  /* unless a is built by ctor, go to b */
+    I_TESTTUP,   /* unless a is an n-tuple, go to b */
+    I_FIELD,     /* dst = field b of a (ADT value or tuple) */
+    I_MATCHFAIL, /* error: no clause matched a */
+    I_REFNEW,    /* dst = ref(a) */
+    I_REFREAD,   /* dst = ref_read(a) */
+    I_REFWRITE,  /* ref_write(a, b); dst = () */
+    I_RET,       /* return a */
+    I_OPVALUE    /* error: an operator used as a value (unchecked modules) */
+} vm_opcode;
+
+typedef struct vm_fn vm_fn;
+
+/* An operator call settled at compile time. When every argument has a
+ * static tensor type (in_types) and so has every result (out_type), the
+ * hot path compares shapes, allocates the outputs and calls the kernel. */
+typedef struct vm_opcall {
+    const ry_expr *call;
+    const ry_op *op;
+    ry_kernel_fn kernel;
+    bool fast;
+    const ry_type **in_types;  /* nargs tensor types, constant dims (fast) */
+    const ry_type *out_type;   /* tensor or tuple of tensors (fast) */
+    int nout;                  /* tensors in out_type */
+    const ry_type **outs;      /* out_type's tensors, depth first */
+    int relearned;             /* times the run time fixed the types anew */
+} vm_opcall;
+
+typedef struct insn {
+    uint8_t op;         /* vm_opcode */
+    int dst, a, b, n;
+    int *args;
+    union {
+        ry_value *value;         /* I_LOADV (owned by the program) */
+        vm_fn *fn;               /* I_CLOSURE, I_CALLG, I_TCALLG */
+        vm_opcall *opcall;       /* I_OP */
+        const ry_ctor *ctor;     /* I_CTOR, I_TESTCTOR */
+    };
+    const ry_expr *e;   /* the expression, for messages */
+    ry_span span;
+} insn;
+
+/* One function: a global or a function expression. Registers 0..nfree-1
+ * hold the captured variables (in `free` order), nparams parameters
+ * follow, then locals and temporaries. */
+struct vm_fn {
+    const ry_expr *func;   /* the ANF function expression closures point to */
+    const char *name;      /* the global's name, or NULL */
+    int nfree;
+    const ry_var **free;
+    int nparams;
+    int nregs;
+    bool check;            /* annotations with Any/symbolic dims: check at entry */
+    bool compiled;
+    insn *code;
+    int ncode, capcode;
+};
+
+struct ry_vm_program {
+    ry_module *m;
+    ry_arena *arena;       /* functions, code, op types */
+    vm_fn **fns;
+    int nfns, capfns;
+    vmap fnmap;            /* function expression (ANF and original) -> vm_fn* */
+    vm_fn **gfns;          /* per global of m, in order */
+    ry_value **gvals;      /* per global: its closure value */
+    ry_value **owned;      /* cached values to release */
+    int nowned, capowned;
+    ry_vm_stats stats;
+};
+
+/* ---- the machine ---- */
+typedef struct vframe {
+    vm_fn *fn;
+    int pc;
+    long base;             /* first register in mc->regs */
+    int ret;               /* caller's register for the result; -1: the run's */
+} vframe;
+
+typedef struct vm_machine {
+    ry_vm_program *prog;
+    ry_error *err;
+    bool training;
+    uint64_t rng;
+    long max_depth;
+    ry_arena *scratch;     /* operator types on the general path */
+    vframe *fs;
+    long nf, capf;
+    ry_value **regs;
+    long top, capr;
+    ry_value **argbuf;     /* a call's arguments in flight */
+    int capargs;
+} vm_machine;
+
+/* vm_ops.c */
+ry_status vm_run_op(vm_machine *mc, const insn *I, ry_value **R, ry_value **out);
+ry_status vm_check_params(vm_machine *mc, const ry_expr *fn, ry_value *const *args,
+                          ry_span span);
+const char *vm_kind_name(const ry_value *v);
+bool vm_type_static(const ry_type *t);
+
+/* vm_compile.c */
+vm_fn *vm_fn_of(const ry_vm_program *prog, const ry_expr *func);
+/* vm_fn_of, compiling func first if this program has not (errors in err). */
+vm_fn *vm_fn_lazy(ry_vm_program *prog, const ry_expr *func, ry_error *err);
+
+#endif

@@ -1,0 +1,716 @@
+/*
+ * test_vm.c: the compiled engine (include/relayc/vm.h) against the
+ * reference interpreter. Every program under tests/run/ (with its inputs
+ * and expected outputs) and every corpus program whose @main takes static
+ * tensors (random inputs) gives bitwise the results ry_interp_call gives;
+ * so do the gradient programs ry_grad makes of mlp, treelstm and lstm_list,
+ * before and after ry_optimize. Closures, refs, ADTs, deep recursion and
+ * located run-time errors are checked on small programs. The last case
+ * times a training step of models/mlp.relay and models/treelstm.relay on
+ * both engines (printed, never asserted).
+ */
+#include <dirent.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "test_util.h"
+#include "relayc/ad.h"
+#include "relayc/pass.h"
+#include "relayc/vm.h"
+
+/* ---- comparing the two engines ---- */
+
+/* Bitwise equality of values: same structure, tensors with the same
+ * dtype, shape and bytes; closures by their function and arity. */
+static void assert_same(const ry_value *a, const ry_value *b) {
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(a->kind, b->kind);
+    switch (a->kind) {
+    case RY_VAL_TENSOR: {
+        char sa[64], sb[64];
+        if (a->tensor->dtype != b->tensor->dtype || !ry_tensor_same_shape(a->tensor, b->tensor))
+            fail_msg("vm gives %s, interpreter %s", ry_tensor_describe(a->tensor, sa, sizeof sa),
+                     ry_tensor_describe(b->tensor, sb, sizeof sb));
+        for (int64_t i = 0; i < a->tensor->size; i++) {
+            size_t w = ry_dtype_size(a->tensor->dtype);
+            if (memcmp((char *)a->tensor->data + i * w, (char *)b->tensor->data + i * w, w) != 0)
+                fail_msg("element %lld: vm %.9g, interpreter %.9g", (long long)i,
+                         ry_tensor_get(a->tensor, i), ry_tensor_get(b->tensor, i));
+        }
+        return;
+    }
+    case RY_VAL_TUPLE:
+        assert_int_equal(a->tuple.n, b->tuple.n);
+        for (int i = 0; i < a->tuple.n; i++) assert_same(a->tuple.fields[i], b->tuple.fields[i]);
+        return;
+    case RY_VAL_ADT:
+        assert_string_equal(a->adt.ctor->name, b->adt.ctor->name);
+        assert_int_equal(a->adt.n, b->adt.n);
+        for (int i = 0; i < a->adt.n; i++) assert_same(a->adt.fields[i], b->adt.fields[i]);
+        return;
+    case RY_VAL_REF: assert_same(a->ref.value, b->ref.value); return;
+    case RY_VAL_CLOSURE: assert_true((a->closure.ctor != NULL) == (b->closure.ctor != NULL)); return;
+    }
+}
+
+static ry_vm_program *compile_ok(ry_module *m) {
+    ry_vm_program *p = NULL;
+    ry_error err;
+    memset(&err, 0, sizeof err);
+    if (ry_vm_compile(m, &p, &err) != RY_OK) {
+        ry_error_print(stderr, &err);
+        fail_msg("vm compile failed: %s", err.msg);
+    }
+    return p;
+}
+
+/* Runs entry on both engines; both must succeed with the same value. Returns
+ * the VM's (a new reference). */
+static ry_value *both_ok_p(ry_module *m, ry_vm_program *p, const char *entry, int nargs,
+                           ry_value **args) {
+    ry_value *iv = NULL, *vv = NULL;
+    ry_error err;
+    memset(&err, 0, sizeof err);
+    if (ry_interp_call(m, entry, nargs, args, NULL, &iv, &err) != RY_OK) {
+        ry_error_print(stderr, &err);
+        fail_msg("interpreter: %s", err.msg);
+    }
+    if (ry_vm_call(p, entry, nargs, args, NULL, &vv, &err) != RY_OK) {
+        ry_error_print(stderr, &err);
+        fail_msg("vm: %s", err.msg);
+    }
+    assert_same(vv, iv);
+    ry_value_release(iv);
+    return vv;
+}
+
+static ry_value *both_ok(ry_module *m, const char *entry, int nargs, ry_value **args) {
+    ry_vm_program *p = compile_ok(m);
+    ry_value *v = both_ok_p(m, p, entry, nargs, args);
+    ry_vm_free(p);
+    return v;
+}
+
+/* Both engines fail, with the same message at the same place. */
+static ry_error both_err(ry_module *m, const char *entry, int nargs, ry_value **args,
+                         const ry_vm_opts *vo, const ry_interp_opts *io) {
+    ry_value *iv = NULL, *vv = NULL;
+    ry_error ie, ve;
+    memset(&ie, 0, sizeof ie);
+    memset(&ve, 0, sizeof ve);
+    ry_vm_program *p = compile_ok(m);
+    assert_int_equal(ry_interp_call(m, entry, nargs, args, io, &iv, &ie), RY_ERR);
+    assert_int_equal(ry_vm_call(p, entry, nargs, args, vo, &vv, &ve), RY_ERR);
+    assert_null(iv);
+    assert_null(vv);
+    assert_int_equal(ve.line, ie.line);
+    if (strstr(ie.msg, "stack overflow")) {
+        /* each names its own options; the interpreter's extra frames
+         * (per subexpression) may overflow at another column */
+        assert_non_null(strstr(ve.msg, "stack overflow"));
+    } else {
+        assert_string_equal(ve.msg, ie.msg);
+        assert_int_equal(ve.col, ie.col);
+    }
+    ry_vm_free(p);
+    return ve;
+}
+
+static ry_module *load(const char *path) {
+    ry_module *m = NULL;
+    ry_error err;
+    memset(&err, 0, sizeof err);
+    if (ry_module_parse_file(path, &m, &err) || ry_module_typecheck(m, &err)) {
+        ry_error_print(stderr, &err);
+        ry_module_free(m);
+        fail_msg("cannot load %s: %s", path, err.msg);
+    }
+    return m;
+}
+
+/* ---- tests/run: committed inputs and expected outputs ---- */
+
+/* Binds @main's parameters to DIR/in_<name>.npy; returns the count. */
+static int bind_inputs(ry_module *m, const char *dir, ry_value **args, int max) {
+    const ry_global *g = ry_module_find_global(m, "main");
+    assert_non_null(g);
+    int n = g->func->func.nparams;
+    assert_true(n <= max);
+    for (int i = 0; i < n; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/in_%s.npy", dir, g->func->func.params[i]->name);
+        args[i] = ry_value_tensor(test_npy(path));
+    }
+    return n;
+}
+
+static void expect_outputs(const ry_value *v, const char *dir) {
+    ry_tensor *ts[64];
+    int n = ry_value_flatten(v, ts, 64);
+    assert_true(n > 0 && n <= 64);
+    for (int i = 0; i < n; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/out_%d.npy", dir, i);
+        ry_tensor *want = test_npy(path);
+        test_assert_close(ts[i], want, 1e-5, 1e-6);
+        ry_tensor_release(want);
+    }
+}
+
+/* The names (without .relay) of the .relay files in dir, sorted. */
+static int relay_files(const char *dir, char names[][128], int max) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 7 || len >= 128 || strcmp(e->d_name + len - 6, ".relay") != 0) continue;
+        assert_true(n < max);
+        memcpy(names[n], e->d_name, len - 6);
+        names[n++][len - 6] = '\0';
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+    return n;
+}
+
+static void run_programs_match(void **state) {
+    (void)state;
+    char names[64][128];
+    int n = relay_files("tests/run", names, 64);
+    assert_true(n >= 8);
+    for (int k = 0; k < n; k++) {
+        char path[512], dir[512];
+        snprintf(path, sizeof path, "tests/run/%s.relay", names[k]);
+        snprintf(dir, sizeof dir, "tests/run/%s", names[k]);
+        ry_module *m = load(path);
+        ry_value *args[32];
+        int na = bind_inputs(m, dir, args, 32);
+        ry_value *v = both_ok(m, "main", na, args);
+        expect_outputs(v, dir);
+        ry_value_release(v);
+        for (int i = 0; i < na; i++) ry_value_release(args[i]);
+        ry_module_free(m);
+    }
+}
+
+/* ---- the corpus, with random inputs ---- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+static double rnd(void) {
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+/* A random tensor of a static tensor type: floats in [-1, 1), integers in
+ * [0, 3), bools. NULL if the type is not a static tensor. */
+static ry_value *random_value(const ry_type *t) {
+    if (!t || t->kind != RY_TYPE_TENSOR) return NULL;
+    int64_t shape[RY_MAX_RANK];
+    for (int d = 0; d < t->tensor.ndim; d++) {
+        if (t->tensor.dims[d].kind != RY_DIM_CONST) return NULL;
+        shape[d] = t->tensor.dims[d].value;
+    }
+    ry_tensor *x = ry_tensor_new(t->tensor.dtype, t->tensor.ndim, shape);
+    for (int64_t i = 0; i < x->size; i++) {
+        double r = rnd();
+        if (ry_dtype_is_float(x->dtype)) ry_tensor_set(x, i, 2 * r - 1);
+        else if (x->dtype == RY_BOOL) ry_tensor_set(x, i, r < 0.5);
+        else ry_tensor_set(x, i, (double)(int)(3 * r));
+    }
+    return ry_value_tensor(x);
+}
+
+static void corpus_programs_match(void **state) {
+    (void)state;
+    char names[64][128];
+    int n = relay_files("tests/corpus", names, 64), ran = 0;
+    for (int k = 0; k < n; k++) {
+        char path[512];
+        snprintf(path, sizeof path, "tests/corpus/%s.relay", names[k]);
+        ry_module *m = load(path);
+        const ry_global *g = ry_module_find_global(m, "main");
+        ry_value *args[32];
+        int na = 0;
+        bool ok = g && g->func->func.nparams <= 32;
+        for (int i = 0; ok && i < g->func->func.nparams; i++) {
+            const ry_var *p = g->func->func.params[i];
+            if (!(args[na] = random_value(p->annot ? p->annot : p->type))) ok = false;
+            else na++;
+        }
+        if (ok) {
+            ry_value *iv = NULL;
+            ry_error ie;
+            if (ry_interp_call(m, "main", na, args, NULL, &iv, &ie) == RY_OK) {
+                ry_value_release(iv);
+                ry_value_release(both_ok(m, "main", na, args));
+            } else {
+                both_err(m, "main", na, args, NULL, NULL);
+            }
+            ran++;
+        }
+        for (int i = 0; i < na; i++) ry_value_release(args[i]);
+        ry_module_free(m);
+    }
+    print_message("corpus: %d of %d programs have a static @main and match\n", ran, n);
+    assert_true(ran >= 10);
+}
+
+/* ---- gradient programs ---- */
+
+static void grad_programs_match(void **state) {
+    (void)state;
+    const char *names[] = {"mlp", "treelstm", "lstm_list"};
+    for (int k = 0; k < 3; k++) {
+        char path[512], dir[512];
+        snprintf(path, sizeof path, "tests/run/%s.relay", names[k]);
+        snprintf(dir, sizeof dir, "tests/run/%s", names[k]);
+        ry_module *m = load(path);
+        ry_value *args[32];
+        int na = bind_inputs(m, dir, args, 32);
+        const char *gname = NULL;
+        ry_error err;
+        memset(&err, 0, sizeof err);
+        if (ry_grad(m, "main", NULL, NULL, &gname, &err) != RY_OK) {
+            ry_error_print(stderr, &err);
+            fail_msg("grad of %s: %s", names[k], err.msg);
+        }
+        ry_value *before = both_ok(m, gname, na, args);
+        if (ry_optimize(m, 2, &err) != RY_OK) {
+            ry_error_print(stderr, &err);
+            fail_msg("optimize %s: %s", names[k], err.msg);
+        }
+        ry_vm_program *p = compile_ok(m);
+        ry_value *after = both_ok_p(m, p, gname, na, args);
+        /* the compiled program is reused across calls (a training step each) */
+        ry_value *again = both_ok_p(m, p, gname, na, args);
+        assert_same(again, after);
+        /* optimization keeps the values (not necessarily the bits) */
+        ry_tensor *tb[64], *ta[64];
+        int nb = ry_value_flatten(before, tb, 64), nta = ry_value_flatten(after, ta, 64);
+        assert_int_equal(nb, nta);
+        for (int i = 0; i < nb; i++) test_assert_close(ta[i], tb[i], 1e-5, 1e-6);
+        ry_value_release(before);
+        ry_value_release(after);
+        ry_value_release(again);
+        ry_vm_free(p);
+        for (int i = 0; i < na; i++) ry_value_release(args[i]);
+        ry_module_free(m);
+    }
+}
+
+/* ---- the language, on small programs ---- */
+
+#define LIST_TYPE "type List[A] { Cons(A, List[A]), Nil }\n"
+
+static ry_value *f32(double x) { return ry_value_tensor(ry_tensor_scalar(RY_FLOAT32, x)); }
+static ry_value *i64(double x) { return ry_value_tensor(ry_tensor_scalar(RY_INT64, x)); }
+
+static double num(const ry_value *v) {
+    assert_int_equal(v->kind, RY_VAL_TENSOR);
+    assert_int_equal(v->tensor->size, 1);
+    return ry_tensor_get(v->tensor, 0);
+}
+
+static int line_of(const char *src, const char *needle) {
+    const char *at = strstr(src, needle);
+    assert_non_null(at);
+    int line = 1;
+    for (const char *s = src; s < at; s++) line += *s == '\n';
+    return line;
+}
+
+static const char *closures_src =
+    "#[version = \"0.0.5\"]\n" LIST_TYPE
+    "def @map[A, B](%f: fn (A) -> B, %l: List[A]) -> List[B] {\n"
+    "  match (%l) { Cons(%h, %t) => Cons(%f(%h), @map(%f, %t)), Nil => Nil }\n"
+    "}\n"
+    "def @adder(%k: float32) -> fn (float32) -> float32 { fn (%x: float32) { add(%x, %k) } }\n"
+    "def @main(%a: float32, %b: float32) -> (List[float32], float32) {\n"
+    "  let %add = @adder(%b);\n"
+    "  let %twice = fn (%g: fn (float32) -> float32, %x: float32) { %g(%g(%x)) };\n"
+    "  let %l = @map(%add, Cons(%a, Cons(%b, Nil)));\n"
+    "  let %fact = fn (%n: float32) -> float32 {\n"
+    "    if (%n <= 1f) { 1f } else { multiply(%n, %fact(subtract(%n, 1f))) }\n"
+    "  };\n"
+    "  (%l, add(%twice(%add, %a), %fact(5f)))\n"
+    "}\n";
+
+static void closures_and_recursive_lets(void **state) {
+    (void)state;
+    ry_module *m = test_parse(closures_src, true);
+    ry_value *args[2] = {f32(1.5), f32(2)};
+    ry_value *v = both_ok(m, "main", 2, args);
+    assert_int_equal(v->tuple.fields[0]->kind, RY_VAL_ADT);
+    assert_true(num(v->tuple.fields[0]->adt.fields[0]) == 3.5);
+    assert_true(num(v->tuple.fields[1]) == 1.5 + 4 + 120);
+    ry_value_release(v);
+    /* a closure the VM returns runs in the interpreter and in the VM */
+    ry_value *k = f32(10);
+    ry_value *clo = both_ok(m, "adder", 1, &k);
+    assert_int_equal(clo->kind, RY_VAL_CLOSURE);
+    ry_vm_program *p = compile_ok(m);
+    ry_value *r1 = NULL, *r2 = NULL;
+    ry_error err;
+    assert_int_equal(ry_interp_apply(m, clo, 1, &args[0], NULL, &r1, &err), RY_OK);
+    assert_int_equal(ry_vm_apply(p, clo, 1, &args[0], NULL, &r2, &err), RY_OK);
+    assert_true(num(r1) == 11.5);
+    assert_same(r2, r1);
+    ry_value_release(r1);
+    ry_value_release(r2);
+    ry_value_release(clo);
+    ry_value_release(k);
+    ry_vm_free(p);
+    for (int i = 0; i < 2; i++) ry_value_release(args[i]);
+    ry_module_free(m);
+}
+
+static const char *refs_src =
+    "#[version = \"0.0.5\"]\n"
+    "def @main(%x: float32) -> (float32, float32) {\n"
+    "  let %r = ref(%x);\n"
+    "  let %inc = fn (%d: float32) { ref_write(%r, add(ref_read(%r), %d)) };\n"
+    "  let %u = %inc(1f);\n"
+    "  let %v = %inc(%x);\n"
+    "  let %c = ref(%inc);\n"
+    "  let %w = ref_read(%c)(2f);\n"
+    "  (ref_read(%r), %x)\n"
+    "}\n";
+
+static void refs_are_cells(void **state) {
+    (void)state;
+    ry_module *m = test_parse(refs_src, true);
+    ry_value *x = f32(3);
+    ry_value *v = both_ok(m, "main", 1, &x);
+    assert_true(num(v->tuple.fields[0]) == 3 + 1 + 3 + 2);
+    assert_true(num(v->tuple.fields[1]) == 3);
+    ry_value_release(v);
+    ry_value_release(x);
+    ry_module_free(m);
+}
+
+static const char *adt_src =
+    "#[version = \"0.0.5\"]\n" LIST_TYPE
+    "type Tree { Leaf(float32), Node(Tree, Tree) }\n"
+    "def @sum(%t: Tree) -> float32 {\n"
+    "  match (%t) {\n"
+    "    Node(Leaf(%a), Leaf(%b)) => add(%a, %b),\n"
+    "    Node(%l, %r) => add(@sum(%l), @sum(%r)),\n"
+    "    Leaf(%x) => %x,\n"
+    "  }\n"
+    "}\n"
+    "def @pairs(%l: List[(float32, float32)]) -> float32 {\n"
+    "  match (%l) {\n"
+    "    Cons((%a, _), Cons((_, %d), _)) => subtract(%a, %d),\n"
+    "    Cons((%a, %b), Nil) => multiply(%a, %b),\n"
+    "    _ => 0f,\n"
+    "  }\n"
+    "}\n"
+    "def @main(%x: float32) -> (float32, float32, float32, float32) {\n"
+    "  let %t = Node(Node(Leaf(%x), Leaf(2f)), Node(Leaf(3f), Node(Leaf(4f), Leaf(5f))));\n"
+    "  let %p = Cons((%x, 7f), Nil);\n"
+    "  let %q = Cons((%x, 7f), Cons((8f, 9f), Nil));\n"
+    "  (@sum(%t), @pairs(%p), @pairs(%q), @pairs(Nil))\n"
+    "}\n";
+
+static void adts_and_nested_patterns(void **state) {
+    (void)state;
+    ry_module *m = test_parse(adt_src, true);
+    ry_value *x = f32(1);
+    ry_value *v = both_ok(m, "main", 1, &x);
+    assert_true(num(v->tuple.fields[0]) == 15);
+    assert_true(num(v->tuple.fields[1]) == 7);
+    assert_true(num(v->tuple.fields[2]) == 1 - 9);
+    assert_true(num(v->tuple.fields[3]) == 0);
+    ry_value_release(v);
+    ry_value_release(x);
+    ry_module_free(m);
+}
+
+static const char *match_fail_src =
+    "#[version = \"0.0.5\"]\n" LIST_TYPE
+    "def @head(%l: List[float32]) -> float32 {\n"
+    "  match? (%l) { Cons(%h, _) => %h }\n"
+    "}\n"
+    "def @main(%x: float32) -> float32 { add(@head(Cons(%x, Nil)), @head(Nil)) }\n";
+
+static void failed_match_is_located(void **state) {
+    (void)state;
+    ry_module *m = test_parse(match_fail_src, true);
+    ry_value *x = f32(1);
+    ry_error err = both_err(m, "main", 1, &x, NULL, NULL);
+    assert_non_null(strstr(err.msg, "match failed: no clause matches Nil"));
+    assert_int_equal(err.line, line_of(match_fail_src, "match?"));
+    ry_value_release(x);
+    ry_module_free(m);
+}
+
+static const char *rec_src =
+    "#[version = \"0.0.5\"]\n" LIST_TYPE
+    "def @sumto(%n: int64) -> int64 {\n"
+    "  if (%n == 0i64) { 0i64 } else { add(%n, @sumto(subtract(%n, 1i64))) }\n"
+    "}\n"
+    "def @loop(%n: int64, %acc: int64) -> int64 {\n"
+    "  if (%n == 0i64) { %acc } else { @loop(subtract(%n, 1i64), add(%acc, %n)) }\n"
+    "}\n"
+    "def @build(%n: int64) -> List[int64] {\n"
+    "  if (%n == 0i64) { Nil } else { Cons(%n, @build(subtract(%n, 1i64))) }\n"
+    "}\n"
+    "def @len(%l: List[int64]) -> int64 {\n"
+    "  match (%l) { Cons(_, %t) => add(@len(%t), 1i64), Nil => 0i64 }\n"
+    "}\n"
+    "def @main(%n: int64) -> (int64, int64, int64) {\n"
+    "  (@sumto(%n), @loop(%n, 0i64), @len(@build(%n)))\n"
+    "}\n";
+
+static void deep_recursion(void **state) {
+    (void)state;
+    ry_module *m = test_parse(rec_src, true);
+    ry_vm_program *p = compile_ok(m);
+    long depths[2] = {100000, 1000000};
+    for (int i = 0; i < 2; i++) {
+        ry_value *n = i64((double)depths[i]), *v = NULL;
+        ry_error err;
+        assert_int_equal(ry_vm_call(p, "main", 1, &n, NULL, &v, &err), RY_OK);
+        int64_t want = depths[i] * (depths[i] + 1) / 2;
+        assert_true(((int64_t *)v->tuple.fields[0]->tensor->data)[0] == want);
+        assert_true(((int64_t *)v->tuple.fields[1]->tensor->data)[0] == want);
+        assert_true(((int64_t *)v->tuple.fields[2]->tensor->data)[0] == depths[i]);
+        ry_value_release(v);
+        ry_value_release(n);
+    }
+    /* the interpreter agrees at 100,000 */
+    ry_value *n = i64(100000);
+    ry_value_release(both_ok_p(m, p, "main", 1, &n));
+    ry_value_release(n);
+    /* bounded: a clear error at the recursive call; tail calls run in
+     * constant frames */
+    n = i64(5000);
+    ry_vm_opts vo = {.max_depth = 2000};
+    ry_interp_opts io = {.max_depth = 2000};
+    ry_error err = both_err(m, "sumto", 1, &n, &vo, &io);
+    assert_non_null(strstr(err.msg, "stack overflow"));
+    assert_int_equal(err.line, line_of(rec_src, "@sumto(subtract"));
+    assert_int_equal(err.col, (int)(strstr(rec_src, "@sumto(subtract") -
+                                    strstr(rec_src, "  if (%n == 0i64) { 0i64 } else { add(%n, @sumto")) + 1);
+    ry_value *two[2] = {n, i64(0)}, *v = NULL;
+    assert_int_equal(ry_vm_call(p, "loop", 2, two, &vo, &v, &err), RY_OK);
+    assert_true(num(v) == 5000.0 * 5001 / 2);
+    ry_value_release(v);
+    ry_value_release(two[1]);
+    ry_value_release(n);
+    ry_vm_free(p);
+    ry_module_free(m);
+}
+
+static const char *shape_src =
+    "#[version = \"0.0.5\"]\n"
+    "def @f(%x: Tensor[(?, 3), float32], %y: Tensor[(2, 3), float32]) { add(%x, %y) }\n"
+    "def @main(%x: Tensor[(?, 3), float32], %y: Tensor[(2, 3), float32]) {\n"
+    "  %0 = @f(%x, %y);\n"
+    "  nn.relu(%0)\n"
+    "}\n"
+    "def @g(%a: Tensor[(n, 3), float32], %b: Tensor[(n, 3), float32]) { add(%a, %b) }\n"
+    "def @h(%a: Tensor[(?, 3), float32]) { @g(%a, %a) }\n"
+    "def @k(%a: Tensor[(?, 3), float32], %b: Tensor[(?, 3), float32]) { @g(%a, %b) }\n";
+
+static ry_value *zeros2(int64_t a, int64_t b) {
+    int64_t s[2] = {a, b};
+    return ry_value_tensor(ry_tensor_zeros(RY_FLOAT32, 2, s));
+}
+
+static void shape_errors_are_located(void **state) {
+    (void)state;
+    ry_module *m = test_parse(shape_src, true);
+    ry_value *ok = zeros2(2, 3), *bad = zeros2(4, 3), *y = zeros2(2, 3);
+    ry_value *a1[2] = {ok, y}, *a2[2] = {bad, y};
+    ry_value_release(both_ok(m, "main", 2, a1));
+    /* a kernel's own error (add cannot broadcast 4 with 2) at the add */
+    ry_error err = both_err(m, "main", 2, a2, NULL, NULL);
+    assert_int_equal(err.line, 2);
+    /* the entry's parameter check */
+    ry_value *a3[2] = {y, bad};
+    err = both_err(m, "main", 2, a3, NULL, NULL);
+    assert_non_null(strstr(err.msg, "%y"));
+    assert_non_null(strstr(err.msg, "float32[4, 3]"));
+    /* a symbolic dim inside the program: checked at the call */
+    ry_value_release(both_ok(m, "h", 1, &bad));
+    ry_value *a4[2] = {ok, bad};
+    err = both_err(m, "k", 2, a4, NULL, NULL);
+    assert_non_null(strstr(err.msg, "n is 2 from parameter %a but 4"));
+    assert_int_equal(err.line, 9);
+    ry_value_release(ok);
+    ry_value_release(bad);
+    ry_value_release(y);
+    ry_module_free(m);
+}
+
+/* Operators with static shapes take the compile-time path. */
+static void static_shapes_fixed_at_compile_time(void **state) {
+    (void)state;
+    ry_module *m = load("tests/run/mlp.relay");
+    ry_vm_program *p = compile_ok(m);
+    ry_vm_stats st;
+    ry_vm_get_stats(p, &st);
+    assert_int_equal(st.nops, 9);
+    assert_int_equal(st.nops_static, 9);
+    assert_true(st.ninsns >= 10);
+    ry_vm_free(p);
+    ry_module_free(m);
+    m = test_parse(shape_src, true);
+    p = compile_ok(m);
+    ry_vm_get_stats(p, &st);
+    /* add(?, 2) is (2, 3) statically, so only main's relu is fixed */
+    assert_int_equal(st.nops, 3);
+    assert_int_equal(st.nops_static, 1);
+    ry_vm_free(p);
+    ry_module_free(m);
+}
+
+/* Every allocation the run makes fails in turn: each failure is an error
+ * (never a crash), and ASan/valgrind see nothing leak. */
+static void out_of_memory_anywhere(void **state) {
+    (void)state;
+    const char *srcs[3] = {closures_src, adt_src, refs_src};
+    for (int k = 0; k < 3; k++) {
+        ry_module *m = test_parse(srcs[k], true);
+        ry_vm_program *p = compile_ok(m);
+        ry_value *args[2] = {f32(1.5), f32(2)};
+        ry_value *want = both_ok_p(m, p, "main", k == 0 ? 2 : 1, args);
+        int failures = 0;
+        for (long n = 0;; n++) {
+            ry_value *out = NULL;
+            ry_error err;
+            ry_alloc_fail_after(n);
+            ry_status st = ry_vm_call(p, "main", k == 0 ? 2 : 1, args, NULL, &out, &err);
+            ry_alloc_fail_after(-1);
+            if (st == RY_OK) {
+                assert_same(out, want);
+                ry_value_release(out);
+                break;
+            }
+            assert_null(out);
+            failures++;
+        }
+        assert_true(failures > 10);
+        ry_value_release(want);
+        for (int i = 0; i < 2; i++) ry_value_release(args[i]);
+        ry_vm_free(p);
+        ry_module_free(m);
+    }
+}
+
+/* ---- timing a training step: interpreter vs VM (printed) ---- */
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Random arguments for the static parameters; the rest given. */
+static void time_engines(ry_module *m, const char *gname, int na, ry_value **args, int reps,
+                         const char *label) {
+    ry_vm_program *p = compile_ok(m);
+    ry_value *first = both_ok_p(m, p, gname, na, args);
+    ry_value_release(first);
+    ry_error err;
+    /* rounds alternate the engines; the best round of each counts (the
+     * machine is shared, so the mean is noise) */
+    double best[2] = {1e30, 1e30};
+    for (int round = 0; round < 5; round++)
+        for (int e = 0; e < 2; e++) {
+            double t0 = now();
+            for (int i = 0; i < reps; i++) {
+                ry_value *v = NULL;
+                ry_status st = e == 0 ? ry_interp_call(m, gname, na, args, NULL, &v, &err)
+                                      : ry_vm_call(p, gname, na, args, NULL, &v, &err);
+                assert_int_equal(st, RY_OK);
+                ry_value_release(v);
+            }
+            double dt = (now() - t0) / reps;
+            if (dt < best[e]) best[e] = dt;
+        }
+    print_message("%s: interpreter %.3f ms/step, vm %.3f ms/step (%.2fx; best of 5 rounds of %d)\n",
+                  label, 1e3 * best[0], 1e3 * best[1], best[0] / best[1], reps);
+    ry_vm_free(p);
+}
+
+static ry_value *random_static(const ry_type *t, int64_t batch) {
+    int64_t shape[RY_MAX_RANK];
+    for (int d = 0; d < t->tensor.ndim; d++)
+        shape[d] = t->tensor.dims[d].kind == RY_DIM_CONST ? t->tensor.dims[d].value : batch;
+    ry_tensor *x = ry_tensor_new(t->tensor.dtype, t->tensor.ndim, shape);
+    for (int64_t i = 0; i < x->size; i++)
+        ry_tensor_set(x, i, ry_dtype_is_float(x->dtype) ? 0.1 * (2 * rnd() - 1) : (int)(10 * rnd()));
+    return ry_value_tensor(x);
+}
+
+/* A balanced tree of 2^depth leaves of models/treelstm.relay's Tree. */
+static ry_value *tree(ry_module *m, int depth, int *word) {
+    ry_value *label = ry_value_tensor(ry_tensor_scalar(RY_INT32, (*word) % 5));
+    if (depth == 0) {
+        ry_value *f[2] = {ry_value_tensor(ry_tensor_scalar(RY_INT32, (*word)++ % 18281)), label};
+        return ry_value_adt(ry_module_find_ctor(m, "Leaf"), 2, f);
+    }
+    ry_value *f[3] = {tree(m, depth - 1, word), tree(m, depth - 1, word), label};
+    return ry_value_adt(ry_module_find_ctor(m, "Node"), 3, f);
+}
+
+static void training_step_times(void **state) {
+    (void)state;
+    /* tests/run/treelstm.relay: small tensors, so the engine's own
+     * overhead shows */
+    ry_module *sm = load("tests/run/treelstm.relay");
+    ry_value *sargs[32];
+    int sna = bind_inputs(sm, "tests/run/treelstm", sargs, 32);
+    const char *sg = NULL;
+    ry_error serr;
+    if (ry_grad(sm, "main", NULL, NULL, &sg, &serr) || ry_optimize(sm, 2, &serr))
+        fail_msg("small treelstm: %s", serr.msg);
+    time_engines(sm, sg, sna, sargs, 100, "tests/run/treelstm gradient (memory 4)");
+    for (int i = 0; i < sna; i++) ry_value_release(sargs[i]);
+    ry_module_free(sm);
+    const char *files[2] = {"models/mlp.relay", "models/treelstm.relay"};
+    for (int k = 0; k < 2; k++) {
+        ry_module *m = load(files[k]);
+        const char *gname = NULL;
+        ry_error err;
+        if (ry_grad(m, "loss", NULL, NULL, &gname, &err) || ry_optimize(m, 2, &err)) {
+            ry_error_print(stderr, &err);
+            fail_msg("%s: %s", files[k], err.msg);
+        }
+        const ry_expr *fn = ry_module_find_global(m, "loss")->func;
+        ry_value *args[32];
+        int na = fn->func.nparams, word = 0;
+        for (int i = 0; i < na; i++) {
+            const ry_var *p = fn->func.params[i];
+            args[i] = p->annot->kind == RY_TYPE_TENSOR ? random_static(p->annot, 64)
+                                                       : tree(m, 3, &word);
+        }
+        time_engines(m, gname, na, args, k == 0 ? 10 : 4,
+                     k == 0 ? "mlp step (batch 64)" : "treelstm step (8 leaves)");
+        for (int i = 0; i < na; i++) ry_value_release(args[i]);
+        ry_module_free(m);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(run_programs_match),
+        cmocka_unit_test(corpus_programs_match),
+        cmocka_unit_test(grad_programs_match),
+        cmocka_unit_test(closures_and_recursive_lets),
+        cmocka_unit_test(refs_are_cells),
+        cmocka_unit_test(adts_and_nested_patterns),
+        cmocka_unit_test(failed_match_is_located),
+        cmocka_unit_test(deep_recursion),
+        cmocka_unit_test(shape_errors_are_located),
+        cmocka_unit_test(static_shapes_fixed_at_compile_time),
+        cmocka_unit_test(out_of_memory_anywhere),
+        cmocka_unit_test(training_step_times),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
