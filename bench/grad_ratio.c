@@ -4,9 +4,10 @@
  * interpreter, @loss (forward), the gradient program ry_grad makes, and the
  * same program after ry_optimize(m, 2): medians over repeated runs on random
  * inputs of the data shapes at --batch, parameters initialized as the
- * model's `// init:` line says. It also times the compile (ry_grad, then
- * the pipeline) and checks that both gradient programs agree. One JSON line
- * per model on stdout.
+ * model's `// init:` line says. The four programs run in interleaved rounds
+ * (the machine is shared: load then falls on all alike). It also times the
+ * compile (ry_grad, then the pipeline) and checks that both gradient
+ * programs agree. One JSON line per model on stdout.
  *   grad_ratio [--threads N] [--seconds S] [--batch B] [MODEL.relay...]
  */
 #include <math.h>
@@ -22,38 +23,43 @@
 #define MAX_ARGS 64
 #define MAX_TENSORS 64
 
-typedef struct timing {
-    double median_ms; /* median of the runs' wall times */
-    int runs;
-    double gemm_share; /* GEMM seconds / wall seconds over all runs */
-} timing;
+/* What is timed: an entry of a module, run on the shared arguments. */
+typedef struct timed {
+    ry_module *m;
+    const char *entry;
+    double ms[1000]; /* one wall time per round */
+    double wall, gemm; /* seconds in all, and inside GEMM */
+    ry_value *last;    /* the last result */
+} timed;
 
-/* Runs entry on args repeatedly: at least 5 runs and until `seconds` have
- * passed (at most 1000), after one warm-up run. *last (if non-NULL) keeps
- * the last result. */
-static ry_status time_entry(ry_module *m, const char *entry, int nargs, ry_value *const *args,
-                            double seconds, timing *t, ry_value **last, ry_error *err) {
-    enum { MAX_RUNS = 1000 };
-    static double ms[MAX_RUNS];
-    ry_value *out = NULL;
-    if (ry_interp_call(m, entry, nargs, args, NULL, &out, err)) return RY_ERR;
-    ry_value_release(out);
-    int n = 0;
-    double start = bench_now(), g0 = bench_gemm_seconds();
-    while (n < MAX_RUNS && (n < 5 || bench_now() - start < seconds)) {
-        double t0 = bench_now();
-        if (ry_interp_call(m, entry, nargs, args, NULL, &out, err)) return RY_ERR;
-        ms[n++] = 1e3 * (bench_now() - t0);
-        if (last && n > 1) ry_value_release(*last);
-        if (last) *last = out;
-        else ry_value_release(out);
-        out = NULL;
+/* Runs the entries in rounds, each once per round, so that the load of the
+ * shared machine falls on all of them alike: one warm-up round, then at
+ * least 5 rounds and until `seconds` have passed per entry on average (at
+ * most 1000 rounds). Returns the number of rounds, or -1 on error. */
+static int time_rounds(timed *t, int nt, int nargs, ry_value *const *args, double seconds,
+                       ry_error *err) {
+    for (int k = 0; k < nt; k++) {
+        ry_value *out = NULL;
+        if (ry_interp_call(t[k].m, t[k].entry, nargs, args, NULL, &out, err)) return -1;
+        ry_value_release(out);
     }
-    double wall = bench_now() - start;
-    t->gemm_share = wall > 0 ? (bench_gemm_seconds() - g0) / wall : 0;
-    t->runs = n;
-    t->median_ms = bench_median(ms, n);
-    return RY_OK;
+    int n = 0;
+    double start = bench_now();
+    while (n < 1000 && (n < 5 || bench_now() - start < seconds * nt)) {
+        for (int k = 0; k < nt; k++) {
+            ry_value *out = NULL;
+            double g0 = bench_gemm_seconds(), t0 = bench_now();
+            if (ry_interp_call(t[k].m, t[k].entry, nargs, args, NULL, &out, err)) return -1;
+            double dt = bench_now() - t0;
+            t[k].ms[n] = 1e3 * dt;
+            t[k].wall += dt;
+            t[k].gemm += bench_gemm_seconds() - g0;
+            ry_value_release(t[k].last);
+            t[k].last = out;
+        }
+        n++;
+    }
+    return n;
 }
 
 /* Largest |a - b| over the tensors of two results of the same structure;
@@ -86,15 +92,16 @@ static ry_status bench_model(const char *path, int threads, double seconds, int6
                              ry_error *err) {
     ry_status st = RY_ERR;
     ry_trainer *tr = NULL;
-    ry_module *m = NULL;
+    ry_module *m = NULL, *mo = NULL; /* gradient as made; gradient optimized */
     char *text = NULL;
     size_t len = 0;
     ry_value *args[MAX_ARGS] = {0};
-    ry_value *out_plain = NULL, *out_opt = NULL;
+    static timed t[4];
+    memset(t, 0, sizeof t);
     int nargs = 0;
 
     /* The trainer parses the model and initializes its parameters from the
-     * `// init:` line; the timed compile runs on a module of our own. */
+     * `// init:` line; the timed compile runs on modules of our own. */
     ry_train_opts o = ry_train_defaults();
     if (ry_trainer_new_file(path, &o, &tr, err)) goto out;
     ry_param_set *ps = ry_trainer_params(tr);
@@ -104,6 +111,7 @@ static ry_status bench_model(const char *path, int threads, double seconds, int6
     double t_parse = bench_now();
     if (ry_module_parse(path, text, len, &m, err) || ry_module_typecheck(m, err)) goto out;
     t_parse = bench_now() - t_parse;
+    if (ry_module_parse(path, text, len, &mo, err) || ry_module_typecheck(mo, err)) goto out;
     ry_global *g = ry_module_find_global(m, "loss");
     if (!g) {
         ry_error_at(err, RY_NO_SPAN, "%s has no @loss", path);
@@ -134,50 +142,55 @@ static ry_status bench_model(const char *path, int threads, double seconds, int6
         nargs++;
     }
 
-    const char *gname = NULL;
-    double t_grad = bench_now();
+    const char *gname = NULL, *goname = NULL;
     if (ry_grad(m, "loss", NULL, NULL, &gname, err)) goto out;
+    double t_grad = bench_now();
+    if (ry_grad(mo, "loss", NULL, NULL, &goname, err)) goto out;
     t_grad = bench_now() - t_grad;
-    timing fwd, grad, fwd_opt, grad_opt;
-    if (time_entry(m, "loss", nargs, args, seconds, &fwd, NULL, err) ||
-        time_entry(m, gname, nargs, args, seconds, &grad, &out_plain, err))
-        goto out;
     double t_opt = bench_now();
-    if (ry_optimize(m, 2, err)) goto out;
+    if (ry_optimize(mo, 2, err)) goto out;
     t_opt = bench_now() - t_opt;
-    if (time_entry(m, "loss", nargs, args, seconds, &fwd_opt, NULL, err) ||
-        time_entry(m, gname, nargs, args, seconds, &grad_opt, &out_opt, err))
-        goto out;
+
+    /* forward, gradient, forward optimized, gradient optimized */
+    t[0].m = m, t[0].entry = "loss";
+    t[1].m = m, t[1].entry = gname;
+    t[2].m = mo, t[2].entry = "loss";
+    t[3].m = mo, t[3].entry = goname;
+    int rounds = time_rounds(t, 4, nargs, args, seconds, err);
+    if (rounds < 0) goto out;
+    double med[4], share[4];
+    for (int k = 0; k < 4; k++) {
+        med[k] = bench_median(t[k].ms, rounds);
+        share[k] = t[k].wall > 0 ? t[k].gemm / t[k].wall : 0;
+    }
 
     int counts[RY_EXPR_REF_WRITE + 1] = {0};
-    ry_expr_count_kinds(ry_module_find_global(m, gname)->func, counts);
+    ry_expr_count_kinds(ry_module_find_global(mo, goname)->func, counts);
     int nref = counts[RY_EXPR_REF] + counts[RY_EXPR_REF_READ] + counts[RY_EXPR_REF_WRITE];
 
     char name[64];
     model_name(path, name, sizeof name);
     printf("{\"bench\": \"grad_ratio\", \"model\": \"%s\", \"engine\": \"interp\", "
-           "\"batch\": %lld, \"threads\": %d, "
+           "\"batch\": %lld, \"threads\": %d, \"rounds\": %d, "
            "\"forward_ms\": %.3f, \"grad_ms\": %.3f, \"forward_opt_ms\": %.3f, "
-           "\"grad_opt_ms\": %.3f, \"runs\": [%d, %d, %d, %d], "
+           "\"grad_opt_ms\": %.3f, "
            "\"ratio_unoptimized\": %.3f, \"ratio_optimized\": %.3f, "
            "\"ratio_optimized_vs_plain_forward\": %.3f, \"target_ratio\": 4, "
            "\"parse_typecheck_ms\": %.3f, \"grad_compile_ms\": %.3f, \"optimize_ms\": %.3f, "
            "\"compile_ms\": %.3f, \"grad_opt_refs\": %d, \"grad_opt_closures\": %d, "
-           "\"gemm_share_forward\": %.3f, \"gemm_share_grad_opt\": %.3f, "
-           "\"max_abs_diff_opt_vs_plain\": %.3g}\n",
-           name, (long long)batch, threads, fwd.median_ms, grad.median_ms, fwd_opt.median_ms,
-           grad_opt.median_ms, fwd.runs, grad.runs, fwd_opt.runs, grad_opt.runs,
-           grad.median_ms / fwd.median_ms, grad_opt.median_ms / fwd_opt.median_ms,
-           grad_opt.median_ms / fwd.median_ms, 1e3 * t_parse, 1e3 * t_grad, 1e3 * t_opt,
-           1e3 * (t_grad + t_opt), nref, counts[RY_EXPR_FUNC] - 1, fwd.gemm_share,
-           grad_opt.gemm_share, max_abs_diff(out_plain, out_opt));
+           "\"gemm_share_forward\": %.3f, \"gemm_share_grad\": %.3f, "
+           "\"gemm_share_grad_opt\": %.3f, \"max_abs_diff_opt_vs_plain\": %.3g}\n",
+           name, (long long)batch, threads, rounds, med[0], med[1], med[2], med[3],
+           med[1] / med[0], med[3] / med[2], med[3] / med[0], 1e3 * t_parse, 1e3 * t_grad,
+           1e3 * t_opt, 1e3 * (t_grad + t_opt), nref, counts[RY_EXPR_FUNC] - 1, share[0],
+           share[1], share[3], max_abs_diff(t[1].last, t[3].last));
     fflush(stdout);
     st = RY_OK;
 out:
-    ry_value_release(out_plain);
-    ry_value_release(out_opt);
+    for (int k = 0; k < 4; k++) ry_value_release(t[k].last);
     bench_release_all(args, MAX_ARGS);
     ry_module_free(m);
+    ry_module_free(mo);
     ry_free(text);
     ry_trainer_free(tr);
     return st;

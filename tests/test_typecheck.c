@@ -315,6 +315,12 @@ static const good_case goods[] = {
        "def @main(%a: Tensor[(2, 5), float64]) { nn.softmax(@double(%a)) }\n",
      {{"@double", "fn (Tensor[(2, 5), float64]) -> Tensor[(2, 5), float64]"},
       {"@main", "fn (Tensor[(2, 5), float64]) -> Tensor[(2, 5), float64]"}}},
+    {"if_branches_join_to_any",
+     V "def @main(%c: bool, %a: Tensor[(2, 3), float32], %b: Tensor[(2, 5), float32]) {\n"
+       "  let %r = if (%c) { (%a, %a) } else { (%b, %a) };\n"
+       "  %r\n"
+       "}\n",
+     {{"%r", "(Tensor[(2, ?), float32], Tensor[(2, 3), float32])"}}},
 };
 #define NGOODS (int)(sizeof goods / sizeof goods[0])
 

@@ -547,6 +547,106 @@ static void shape_errors_are_located(void **state) {
     ry_module_free(m);
 }
 
+/* Errors an operator reports on the fast path (compile-time shapes):
+ * integer division by zero in a kernel, located at the call. */
+static const char *div_src =
+    "#[version = \"0.0.5\"]\n"
+    "def @ratio(%x: int32, %y: int32) -> int32 {\n"
+    "  let %f = fn (%d: int32) -> int32 { divide(%x, %d) };\n"
+    "  add(%f(%y), 1)\n"
+    "}\n";
+
+static ry_value *i32(double x) { return ry_value_tensor(ry_tensor_scalar(RY_INT32, x)); }
+
+static void kernel_errors_are_located(void **state) {
+    (void)state;
+    ry_module *m = test_parse(div_src, true);
+    ry_vm_program *p = compile_ok(m);
+    ry_vm_stats st;
+    ry_vm_get_stats(p, &st);
+    assert_int_equal(st.nops_static, 2);
+    ry_vm_free(p);
+    ry_value *xy[2] = {i32(7), i32(2)};
+    ry_value *r = both_ok(m, "ratio", 2, xy);
+    assert_true(num(r) == 4);
+    ry_value_release(r);
+    ry_value_release(xy[1]);
+    xy[1] = i32(0);
+    ry_error err = both_err(m, "ratio", 2, xy, NULL, NULL);
+    assert_int_equal(err.line, line_of(div_src, "divide("));
+    assert_non_null(strstr(err.msg, "divide"));
+    ry_value_release(xy[0]);
+    ry_value_release(xy[1]);
+    ry_module_free(m);
+}
+
+/* nn.dropout: the same seed gives the same masks on both engines (the
+ * random state advances in the same order). */
+static const char *dropout_src =
+    "#[version = \"0.0.5\"]\n"
+    "def @main(%x: Tensor[(256), float32]) -> (Tensor[(256), float32], Tensor[(256), float32]) {\n"
+    "  %0 = nn.dropout(%x, rate=0.5f);\n"
+    "  %1 = nn.dropout(%x, rate=0.5f);\n"
+    "  (%0.0, %1.0)\n"
+    "}\n";
+
+static void dropout_matches_with_seed(void **state) {
+    (void)state;
+    ry_module *m = test_parse(dropout_src, true);
+    int64_t n = 256;
+    ry_tensor *t = ry_tensor_new(RY_FLOAT32, 1, &n);
+    for (int i = 0; i < n; i++) ry_tensor_set(t, i, i + 1);
+    ry_value *x = ry_value_tensor(t), *iv = NULL, *vv = NULL;
+    ry_vm_program *p = compile_ok(m);
+    ry_error err;
+    ry_interp_opts io = {.training = true, .seed = 7};
+    ry_vm_opts vo = {.training = true, .seed = 7};
+    assert_int_equal(ry_interp_call(m, "main", 1, &x, &io, &iv, &err), RY_OK);
+    assert_int_equal(ry_vm_call(p, "main", 1, &x, &vo, &vv, &err), RY_OK);
+    assert_same(vv, iv);
+    int dropped = 0;
+    for (int i = 0; i < n; i++) dropped += ry_tensor_get(vv->tuple.fields[0]->tensor, i) == 0;
+    assert_true(dropped > 64 && dropped < 192);
+    ry_value_release(iv);
+    ry_value_release(vv);
+    ry_value_release(x);
+    ry_vm_free(p);
+    ry_module_free(m);
+}
+
+/* Programs the type checker would reject still compile and fail at run
+ * time, located, with the interpreter's messages: never a crash. */
+static const char *unchecked_src =
+    "#[version = \"0.0.5\"]\n" LIST_TYPE
+    "def @call_tensor(%x: float32) { %x(1f) }\n"
+    "def @proj(%x: float32) { %x.0 }\n"
+    "def @proj_range() { (1f, 2f).2 }\n"
+    "def @if_float(%x: float32) { if (%x) { 1f } else { 2f } }\n"
+    "def @read(%x: float32) { ref_read(%x) }\n"
+    "def @write(%x: float32) { ref_write(%x, 1f) }\n"
+    "def @op_adt() { add(Nil, 1f) }\n"
+    "def @arity() { let %f = fn (%a: float32) { %a }; %f(1f, 2f) }\n"
+    "def @ctor_arity() { let %c = Cons; %c(1f) }\n"
+    "def @op_value() { let %f = add; %f(1f, 2f) }\n";
+
+static void kind_errors_unchecked(void **state) {
+    (void)state;
+    ry_module *m = test_parse(unchecked_src, false);
+    const char *entries[] = {"call_tensor", "proj", "proj_range", "if_float", "read", "write",
+                             "op_adt", "arity", "ctor_arity", "op_value"};
+    ry_value *x = f32(1);
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+        const ry_global *g = ry_module_find_global(m, entries[i]);
+        ry_error err = both_err(m, entries[i], g->func->func.nparams, &x, NULL, NULL);
+        char def[64];
+        snprintf(def, sizeof def, "def @%s(", entries[i]);
+        assert_int_equal(err.line, line_of(unchecked_src, def));
+        assert_true(err.col > 1);
+    }
+    ry_value_release(x);
+    ry_module_free(m);
+}
+
 /* Operators with static shapes take the compile-time path. */
 static void static_shapes_fixed_at_compile_time(void **state) {
     (void)state;
@@ -709,6 +809,9 @@ int main(void) {
         cmocka_unit_test(deep_recursion),
         cmocka_unit_test(shape_errors_are_located),
         cmocka_unit_test(static_shapes_fixed_at_compile_time),
+        cmocka_unit_test(kernel_errors_are_located),
+        cmocka_unit_test(dropout_matches_with_seed),
+        cmocka_unit_test(kind_errors_unchecked),
         cmocka_unit_test(out_of_memory_anywhere),
         cmocka_unit_test(training_step_times),
     };

@@ -434,13 +434,12 @@ static ry_status infer_if(tc *c, ry_expr *e, ry_type **out) {
     if (infer(c, e->if_.then_, &tt) || infer(c, e->if_.else_, &et)) return RY_ERR;
     ry_expr *tail = e->if_.else_;
     while (tail->kind == RY_EXPR_LET) tail = tail->let.body;
-    if (tc_unify(c, tt, et) != UNIFY_OK) {
+    if (tc_join(c, tt, et, out) != UNIFY_OK) {
         char s1[256], s2[256];
         return ry_error_at(&c->err, pick(tail->span, e->span),
                            "the branches of if differ: then gives %s, else gives %s",
                            tc_str(c, tt, s1, sizeof s1), tc_str(c, et, s2, sizeof s2));
     }
-    *out = tt;
     return RY_OK;
 }
 

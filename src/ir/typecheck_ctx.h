@@ -72,6 +72,8 @@ ry_type *tc_resolve(tc *c, ry_type *t);
 
 typedef enum tc_unify_result { UNIFY_OK, UNIFY_MISMATCH, UNIFY_INFINITE } tc_unify_result;
 tc_unify_result tc_unify(tc *c, ry_type *a, ry_type *b);
+/* Like tc_unify, but different constant dims join to Any (if branches). */
+tc_unify_result tc_join(tc *c, ry_type *a, ry_type *b, ry_type **out);
 
 /* A copy of t in arena dst with every bound unknown replaced by what it
  * stands for. final: unbound dimension unknowns become Any and unbound type

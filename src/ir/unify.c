@@ -215,6 +215,45 @@ tc_unify_result tc_unify(tc *c, ry_type *a, ry_type *b) {
     return UNIFY_MISMATCH;
 }
 
+/* The type of a value that is either an a or a b: unification, except that
+ * two different constant dims join to Any instead of failing (the branches
+ * of an if that the optimizer specialized to different static shapes, under
+ * a declared `?`). */
+tc_unify_result tc_join(tc *c, ry_type *a, ry_type *b, ry_type **out) {
+    a = tc_resolve(c, a);
+    b = tc_resolve(c, b);
+    *out = a;
+    if (a->kind == RY_TYPE_TENSOR && b->kind == RY_TYPE_TENSOR && a->tensor.dtype == b->tensor.dtype &&
+        a->tensor.ndim == b->tensor.ndim) {
+        ry_dim dims[RY_MAX_RANK];
+        bool widened = false;
+        for (int i = 0; i < a->tensor.ndim; i++) {
+            ry_dim x = dres(c, a->tensor.dims[i]), y = dres(c, b->tensor.dims[i]);
+            dims[i] = a->tensor.dims[i];
+            if (x.kind == RY_DIM_CONST && y.kind == RY_DIM_CONST && x.value != y.value) {
+                dims[i] = (ry_dim){RY_DIM_ANY, 0, NULL};
+                widened = true;
+            } else if (!unify_dim(c, x, y)) {
+                return UNIFY_MISMATCH;
+            }
+        }
+        if (widened) *out = ry_type_tensor_arena(c->a, a->tensor.dtype, a->tensor.ndim, dims);
+        return UNIFY_OK;
+    }
+    if (a->kind == RY_TYPE_TUPLE && b->kind == RY_TYPE_TUPLE && a->tuple.n == b->tuple.n) {
+        ry_type **fields = RY_NEW_ARRAY(c->a, ry_type *, a->tuple.n);
+        bool widened = false;
+        for (int i = 0; i < a->tuple.n; i++) {
+            tc_unify_result r = tc_join(c, a->tuple.fields[i], b->tuple.fields[i], &fields[i]);
+            if (r != UNIFY_OK) return r;
+            widened |= fields[i] != tc_resolve(c, a->tuple.fields[i]);
+        }
+        if (widened) *out = ry_type_tuple_arena(c->a, a->tuple.n, fields);
+        return UNIFY_OK;
+    }
+    return tc_unify(c, a, b);
+}
+
 /* ---- copies: zonk, subst, import ----
  * One copier with three jobs, chosen by the fields of `copy`. */
 typedef struct copy {

@@ -575,6 +575,113 @@ static void cexpr(cc *c, const ry_expr *e, int dst, bool tail) {
     if (tail) ret(c, e, dst);
 }
 
+/* ---- liveness ----
+ * Registers die at their last use, so a value is freed as soon as nothing
+ * after it can read it (the interpreter keeps every slot until the call
+ * returns). Jumps only go forward and calls return to the next
+ * instruction, so one backward pass computes exact live sets:
+ *   out(i) = union of in(s) over successors s;  in(i) = uses(i) + (out(i) - def(i)).
+ * A register used or defined at i and not in out(i) is released after i.
+ * (One live on another branch is kept until the frame ends.) */
+static int insn_uses(const insn *I, int *u) {
+    int n = 0;
+    switch ((vm_opcode)I->op) {
+    case I_CALL:
+    case I_TCALL:
+    case I_CLOSURE:
+    case I_OP:
+    case I_TUPLE:
+    case I_CTOR:
+    case I_CALLG:
+    case I_TCALLG:
+        if (I->op == I_CALL || I->op == I_TCALL) u[n++] = I->a;
+        for (int k = 0; k < I->n; k++)
+            if (I->args[k] >= 0) u[n++] = I->args[k];
+        return n;
+    case I_REFWRITE:
+    case I_MOVE:
+    case I_PROJ:
+    case I_JMPF:
+    case I_TESTCTOR:
+    case I_TESTTUP:
+    case I_FIELD:
+    case I_MATCHFAIL:
+    case I_REFNEW:
+    case I_REFREAD:
+    case I_RET:
+        if (I->op == I_REFWRITE) u[n++] = I->b;
+        u[n++] = I->a;
+        return n;
+    case I_LOADV:
+    case I_JMP:
+    case I_OPVALUE: return 0;
+    }
+    return 0;
+}
+
+static bool writes_dst(vm_opcode op) {
+    switch (op) {
+    case I_JMPF:
+    case I_JMP:
+    case I_TESTCTOR:
+    case I_TESTTUP:
+    case I_MATCHFAIL:
+    case I_OPVALUE:
+    case I_RET:
+    case I_TCALL:
+    case I_TCALLG: return false;
+    default: return true;
+    }
+}
+
+static bool falls_through(vm_opcode op) {
+    return op != I_JMP && op != I_RET && op != I_TCALL && op != I_TCALLG && op != I_MATCHFAIL &&
+           op != I_OPVALUE;
+}
+
+static bool has_target(vm_opcode op) {
+    return op == I_JMPF || op == I_JMP || op == I_TESTCTOR || op == I_TESTTUP;
+}
+
+static void liveness(ry_vm_program *p, vm_fn *f) {
+    int n = f->ncode, words = (f->nregs + 63) / 64, maxu = 1;
+    for (int i = 0; i < n; i++)
+        if (f->code[i].n + 2 > maxu) maxu = f->code[i].n + 2;
+    ry_arena *a = ry_arena_new();
+    uint64_t *in = RY_NEW_ARRAY(a, uint64_t, (size_t)(n + 1) * (size_t)words);
+    uint64_t *out = RY_NEW_ARRAY(a, uint64_t, words ? words : 1);
+    int *u = RY_NEW_ARRAY(a, int, maxu), *kill = RY_NEW_ARRAY(a, int, maxu);
+    for (int i = n - 1; i >= 0; i--) {
+        insn *I = &f->code[i];
+        vm_opcode op = (vm_opcode)I->op;
+        memset(out, 0, sizeof *out * (size_t)words);
+        if (falls_through(op) && i + 1 <= n)
+            for (int w = 0; w < words; w++) out[w] |= in[(size_t)(i + 1) * words + w];
+        if (has_target(op) && I->b >= 0 && I->b <= n)
+            for (int w = 0; w < words; w++) out[w] |= in[(size_t)I->b * words + w];
+        uint64_t *li = in + (size_t)i * words;
+        memcpy(li, out, sizeof *out * (size_t)words);
+        bool def = writes_dst(op) && I->dst >= 0;
+        if (def) li[I->dst / 64] &= ~(1ULL << (I->dst % 64));
+        int nu = insn_uses(I, u), nk = 0;
+        for (int k = 0; k < nu; k++) li[u[k] / 64] |= 1ULL << (u[k] % 64);
+        if (op == I_RET || op == I_TCALL || op == I_TCALLG) continue; /* the frame goes */
+        if (def && op != I_CALL && op != I_CALLG) u[nu++] = I->dst;  /* an unused result */
+        for (int k = 0; k < nu; k++) {
+            int r = u[k];
+            bool dup = false;
+            for (int j = 0; j < nk; j++) dup |= kill[j] == r;
+            if (!dup && !(out[r / 64] >> (r % 64) & 1)) kill[nk++] = r;
+        }
+        if (nk) {
+            I->kill = RY_NEW_ARRAY(p->arena, int, nk);
+            memcpy(I->kill, kill, sizeof *kill * (size_t)nk);
+            I->nkill = nk;
+        }
+    }
+    ry_arena_free(a);
+}
+
 /* Compiles f's body: captured variables, then parameters, get the first
  * registers. */
 static void compile_fn(ry_vm_program *p, vm_fn *f, ry_error *err, bool *failed) {
@@ -584,6 +691,7 @@ static void compile_fn(ry_vm_program *p, vm_fn *f, ry_error *err, bool *failed) 
         vmap_put(c.tmp, &c.vars, f->func->func.params[i], new_reg(&c));
     int r = new_reg(&c);
     cexpr(&c, f->func->func.body, r, true);
+    if (!c.failed) liveness(p, f);
     f->compiled = true;
     ry_arena_free(c.tmp);
     if (c.failed) { /* unreachable now: a later call compiles it afresh */

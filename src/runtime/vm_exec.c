@@ -210,6 +210,14 @@ static ry_status make_closure(vm_machine *mc, const insn *I, ry_value **R, ry_va
     return *v ? RY_OK : oom(mc, I->span);
 }
 
+/* Releases the registers that die at I. */
+static inline void kill(const insn *I, ry_value **R) {
+    for (int k = 0; k < I->nkill; k++) {
+        ry_value_release(R[I->kill[k]]);
+        R[I->kill[k]] = NULL;
+    }
+}
+
 /* ---- the dispatch loop ---- */
 
 static ry_status run(vm_machine *mc, ry_value **out) {
@@ -247,6 +255,7 @@ static ry_status run(vm_machine *mc, ry_value **out) {
                 ry_value_release(x);
                 return RY_ERR;
             }
+            kill(I, R);
             if (apply(mc, x, I->n, args, I->dst, tail, false, I->span, &v)) return RY_ERR;
             if (!v) continue;            /* entered a function */
             if (tail) {                  /* a constructor in tail position */
@@ -259,21 +268,25 @@ static ry_status run(vm_machine *mc, ry_value **out) {
         case I_CALLG:
         case I_TCALLG:
             if (!(args = gather(mc, I->n, I->args, R, I->span))) return RY_ERR;
+            kill(I, R);
             if (enter(mc, I->fn, NULL, I->n, args, I->dst, I->op == I_TCALLG, false, I->span))
                 return RY_ERR;
             continue;
         case I_JMPF:
             if (cond_value(mc, I, R[I->a], &c)) return RY_ERR;
             if (!c) fr->pc = I->b;
+            kill(I, R);
             continue;
         case I_JMP: fr->pc = I->b; continue;
         case I_TESTCTOR:
             x = R[I->a];
             if (x->kind != RY_VAL_ADT || x->adt.ctor != I->ctor) fr->pc = I->b;
+            kill(I, R);
             continue;
         case I_TESTTUP:
             x = R[I->a];
             if (x->kind != RY_VAL_TUPLE || x->tuple.n != I->n) fr->pc = I->b;
+            kill(I, R);
             continue;
         case I_FIELD:
             x = R[I->a];
@@ -312,6 +325,7 @@ static ry_status run(vm_machine *mc, ry_value **out) {
         }
         ry_value_release(R[I->dst]);
         R[I->dst] = v;
+        kill(I, R);
     }
 }
 

@@ -69,6 +69,8 @@ typedef struct insn {
     uint8_t op;         /* vm_opcode */
     int dst, a, b, n;
     int *args;
+    int nkill;          /* registers dead after this instruction: released */
+    int *kill;          /* (for calls: before entering the callee) */
     union {
         ry_value *value;         /* I_LOADV (owned by the program) */
         vm_fn *fn;               /* I_CLOSURE, I_CALLG, I_TCALLG */

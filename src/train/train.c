@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "relayc/ad.h"
+#include "relayc/pass.h"
 #include "train/train_impl.h"
 
 ry_train_opts ry_train_defaults(void) {
@@ -213,6 +214,12 @@ static ry_status setup(ry_trainer *tr, const char *name, size_t len, ry_error *e
         return RY_ERR;
     if (ry_grad(tr->m, tr->loss_name, NULL, NULL, &tr->grad_name, err)) {
         ry_error_prefix(err, "differentiating @%s", tr->loss_name);
+        return RY_ERR;
+    }
+    /* the transform's refs and closures, evaluated away where control flow
+     * is static (straight-line code for the MLP and LeNet) */
+    if (ry_optimize(tr->m, 2, err)) {
+        ry_error_prefix(err, "optimizing the gradient of @%s", tr->loss_name);
         return RY_ERR;
     }
     tr->base_lr = tr->opts.optim.lr;
