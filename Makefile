@@ -32,7 +32,7 @@ STATIC := $(BUILD)/librelayc.a
 SHARED := $(BUILD)/librelayc.so
 RELAYC := $(BUILD)/relayc
 
-.PHONY: all debug examples demo train test test-unit test-corpus asan test-asan valgrind test-valgrind install clean help
+.PHONY: all bench debug examples demo train test test-unit test-corpus asan test-asan valgrind test-valgrind install clean help
 
 all: $(STATIC) $(SHARED) $(RELAYC) $(EXAMPLES)
 
@@ -72,6 +72,19 @@ examples: $(EXAMPLES)
 $(BUILD)/models/%: models/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -o $@ $< $(STATIC) $(LDLIBS)
+
+# Benchmarks (JSON lines), each beside its PyTorch mirror (bench/README.md).
+BENCH_THREADS ?= 1
+BENCH_SECONDS ?= 10
+BENCH_BINS := $(BUILD)/bench/grad_ratio $(BUILD)/bench/train_step
+$(BUILD)/bench/%: bench/%.c bench/bench_util.c bench/bench_util.h $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Ibench -o $@ $< bench/bench_util.c $(STATIC) $(LDFLAGS) \
+	  -Wl,--wrap=cblas_sgemm -Wl,--wrap=cblas_dgemm $(LDLIBS)
+bench: $(BENCH_BINS)
+	@for n in mlp lenet charlstm treelstm; do \
+	  BUILD=$(BUILD) bench/run $$n --threads $(BENCH_THREADS) --seconds $(BENCH_SECONDS) --peer || exit 1; done
+	BUILD=$(BUILD) bench/run grad_ratio --threads $(BENCH_THREADS) --seconds 3
 
 # The unit suites, then the .relay corpora through the command line.
 # TEST_WRAP runs each binary under a tool (valgrind).

@@ -1,8 +1,8 @@
 /*
  * train_step.c: training throughput of one model on the interpreter, as
  * issue 5's benchmarks ask: each step runs the gradient program (ry_grad,
- * then ry_optimize level 2 unless --opt 0) and an optimizer update on the
- * trainer's parameter set (train.h: gradients and parameters are one slab
+ * then ry_optimize level 2, both done by ry_trainer_new) and an optimizer
+ * update on the trainer's parameter set (train.h: gradients and parameters are one slab
  * each). Configurations follow the PyTorch mirrors (bench/mirror_*.py):
  *   mlp, lenet  random Fashion-MNIST-shaped batches of 64; SGD 0.05, momentum 0.9
  *   charlstm    random ids, batch 32, sequence 64, state carried; Adam 2e-3,
@@ -14,7 +14,7 @@
  * Prints one JSON line with throughput (samples, sequences or trees per
  * second over the timed steps), its unit, the median step, the compile time
  * and the share of wall time inside cblas_*gemm.
- *   train_step NAME [--threads N] [--seconds S] [--opt 0|2] [--sst DIR]
+ *   train_step NAME [--threads N] [--seconds S] [--sst DIR]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +22,6 @@
 #include <sys/stat.h>
 
 #include "bench_util.h"
-#include "relayc/pass.h"
 #include "relayc/train.h"
 
 #define POOL 8          /* random batches cycled through */
@@ -183,28 +182,16 @@ static void bench_free(bench *b) {
     ry_trainer_free(b->tr);
 }
 
-static ry_status run(const workload *w, int threads, double seconds, int opt, const char *sst,
+static ry_status run(const workload *w, int threads, double seconds, const char *sst,
                      ry_error *err) {
     static double step_s[MAX_STEPS];
     bench b = {.w = w};
     ry_status st = RY_ERR;
     ry_train_opts o = options_for(w);
-    char opt_error[512] = "";
+    /* ry_trainer_new parses, type-checks, initializes, differentiates and
+     * optimizes (ry_optimize level 2): the compile time of the model. */
     double t_compile = bench_now();
     if (ry_trainer_new_file(w->path, &o, &b.tr, err)) goto out;
-    if (opt > 0 && ry_optimize(ry_trainer_module(b.tr), opt, err)) {
-        /* A failed pipeline may leave the module half rewritten: start over
-         * unoptimized, and say so in the JSON line. */
-        snprintf(opt_error, sizeof opt_error, "%s:%d: %s", err->file, err->line, err->msg);
-        for (char *p = opt_error; *p; p++)
-            if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) *p = '\'';
-        fprintf(stderr, "train_step: ry_optimize failed, running unoptimized: %s\n", opt_error);
-        ry_trainer_free(b.tr);
-        b.tr = NULL;
-        opt = 0;
-        t_compile = bench_now();
-        if (ry_trainer_new_file(w->path, &o, &b.tr, err)) goto out;
-    }
     t_compile = bench_now() - t_compile;
     b.ndata = ry_trainer_ndata(b.tr);
     if (b.ndata > RY_TRAIN_MAX_DATA) {
@@ -235,17 +222,16 @@ static ry_status run(const workload *w, int threads, double seconds, int opt, co
     double med = bench_median(step_s, n);
     printf("{\"bench\": \"train_step\", \"name\": \"%s\", \"engine\": \"interp\", "
            "\"throughput\": %.1f, \"unit\": \"%s\", \"threads\": %d, \"batch\": %lld, "
-           "\"seq\": %lld, \"data\": \"%s\", \"optimizer\": \"%s\", \"opt_level\": %d, "
+           "\"seq\": %lld, \"data\": \"%s\", \"optimizer\": \"%s\", \"opt_level\": 2, "
            "\"steps\": %d, \"seconds\": %.3f, \"step_ms_median\": %.3f, "
            "\"throughput_median_step\": %.1f, \"compile_ms\": %.2f, \"gemm_share\": %.3f, "
-           "\"first_loss\": %.5g, \"last_loss\": %.5g%s%s%s}\n",
+           "\"first_loss\": %.5g, \"last_loss\": %.5g}\n",
            w->name, wall > 0 ? (double)total_items / wall : 0, w->unit, threads,
            (long long)w->batch, (long long)w->seq,
            b.tb ? (real ? "sst train" : "random trees") : "random",
-           ry_optim_kind_name(o.optim.kind), opt, n, wall, 1e3 * med,
+           ry_optim_kind_name(o.optim.kind), n, wall, 1e3 * med,
            med > 0 ? (double)items / med : 0, 1e3 * t_compile, wall > 0 ? gemm / wall : 0,
-           first_loss, loss, opt_error[0] ? ", \"opt_error\": \"" : "", opt_error,
-           opt_error[0] ? "\"" : "");
+           first_loss, loss);
     fflush(stdout);
     st = RY_OK;
 out:
@@ -254,14 +240,13 @@ out:
 }
 
 int main(int argc, char **argv) {
-    int threads = 1, opt = 2;
+    int threads = 1;
     double seconds = 10;
     const char *sst = "/work/shared/data/sst", *name = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if ((v = bench_opt(argc, argv, &i, "--threads"))) threads = atoi(v);
         else if ((v = bench_opt(argc, argv, &i, "--seconds"))) seconds = atof(v);
-        else if ((v = bench_opt(argc, argv, &i, "--opt"))) opt = atoi(v);
         else if ((v = bench_opt(argc, argv, &i, "--sst"))) sst = v;
         else if (argv[i][0] != '-' && !name) name = argv[i];
         else name = NULL, i = argc;
@@ -269,14 +254,14 @@ int main(int argc, char **argv) {
     const workload *w = NULL;
     for (size_t k = 0; name && k < sizeof WORKLOADS / sizeof *WORKLOADS; k++)
         if (!strcmp(name, WORKLOADS[k].name)) w = &WORKLOADS[k];
-    if (!w || threads < 1 || !(seconds >= 0) || (opt != 0 && opt != 1 && opt != 2)) {
+    if (!w || threads < 1 || !(seconds >= 0)) {
         fprintf(stderr, "usage: train_step mlp|lenet|charlstm|treelstm [--threads N] "
-                        "[--seconds S] [--opt 0|1|2] [--sst DIR]\n");
+                        "[--seconds S] [--sst DIR]\n");
         return 2;
     }
     bench_set_threads(threads);
     ry_error err;
-    if (run(w, threads, seconds, opt, sst, &err)) {
+    if (run(w, threads, seconds, sst, &err)) {
         ry_error_print(stderr, &err);
         return 1;
     }

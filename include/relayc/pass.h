@@ -63,6 +63,11 @@ ry_status ry_simplify(ry_module *m, ry_error *err);
  * type check of the module. */
 ry_status ry_optimize(ry_module *m, int level, ry_error *err);
 
+/* Whether global `name` calls, directly or through others, a recursive
+ * global (a cycle in the call graph): its control flow then depends on
+ * data, and partial evaluation cannot make it straight-line. */
+bool ry_global_reaches_recursion(const ry_module *m, const char *name);
+
 /* Counts the nodes of each kind in e (a global's function counts itself as
  * one RY_EXPR_FUNC), for tests and reports; counts has RY_EXPR_REF_WRITE + 1
  * entries. A node shared in the DAG counts once per path to it. */

@@ -20,6 +20,15 @@
  * including first-class closures and recursion, in one small machine; the
  * per-instruction overhead is a switch, small next to a kernel.
  *
+ * A register dies at its last use (liveness over the forward-only control
+ * flow, computed at compile time), so intermediate tensors are freed as
+ * early as the program allows rather than when the function returns; large
+ * result buffers go back to a process-wide pool and serve the next request
+ * of the same size (a training step repeats the same sizes), so steps do
+ * not pay for fresh zeroed pages. Operator calls whose shapes are symbolic
+ * learn their result type from the first run and take the fast path while
+ * the shapes repeat.
+ *
  * Frames and registers live on heap stacks, so deep recursion in the
  * program (100,000 calls and more) never grows the C stack; depth is bounded
  * by opts->max_depth frames with a located error. Calls in tail position

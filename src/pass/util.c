@@ -155,3 +155,69 @@ void ry_expr_count_kinds(const ry_expr *e, int *counts) {
     memset(counts, 0, sizeof(int) * (RY_EXPR_REF_WRITE + 1));
     count(e, counts);
 }
+
+/* ---- recursion in the call graph ---- */
+
+/* Calls visit(ctx, name) for every global e mentions (a DAG node shared by
+ * %N bindings is visited once per path: fine for a yes/no question). */
+static void each_global(const ry_expr *e, void (*visit)(void *, const char *), void *ctx) {
+    for (; e->kind == RY_EXPR_LET; e = e->let.body) each_global(e->let.value, visit, ctx);
+    switch (e->kind) {
+    case RY_EXPR_GLOBAL: visit(ctx, e->global.name); break;
+    case RY_EXPR_CALL:
+        each_global(e->call.callee, visit, ctx);
+        for (int i = 0; i < e->call.nargs; i++) each_global(e->call.args[i], visit, ctx);
+        break;
+    case RY_EXPR_IF:
+        each_global(e->if_.cond, visit, ctx);
+        each_global(e->if_.then_, visit, ctx);
+        each_global(e->if_.else_, visit, ctx);
+        break;
+    case RY_EXPR_MATCH:
+        each_global(e->match.data, visit, ctx);
+        for (int i = 0; i < e->match.nclauses; i++) each_global(e->match.clauses[i].body, visit, ctx);
+        break;
+    case RY_EXPR_FUNC: each_global(e->func.body, visit, ctx); break;
+    case RY_EXPR_TUPLE:
+        for (int i = 0; i < e->tuple.n; i++) each_global(e->tuple.fields[i], visit, ctx);
+        break;
+    case RY_EXPR_PROJ: each_global(e->proj.tuple, visit, ctx); break;
+    case RY_EXPR_REF: each_global(e->ref.value, visit, ctx); break;
+    case RY_EXPR_REF_READ: each_global(e->ref_read.ref, visit, ctx); break;
+    case RY_EXPR_REF_WRITE:
+        each_global(e->ref_write.ref, visit, ctx);
+        each_global(e->ref_write.value, visit, ctx);
+        break;
+    default: break;
+    }
+}
+
+/* Depth-first search with three colours: a grey global met again closes a cycle. */
+typedef struct cycle_search {
+    const ry_module *m;
+    char *colour; /* 0 white, 1 grey (on the path), 2 black (done) */
+    bool found;
+} cycle_search;
+
+static void search_from(void *ctx, const char *name) {
+    cycle_search *s = ctx;
+    int i = 0;
+    while (i < s->m->nglobals && strcmp(s->m->globals[i]->name, name) != 0) i++;
+    if (i == s->m->nglobals || s->found || s->colour[i] == 2) return;
+    if (s->colour[i] == 1) {
+        s->found = true;
+        return;
+    }
+    s->colour[i] = 1;
+    each_global(s->m->globals[i]->func, search_from, s);
+    s->colour[i] = 2;
+}
+
+bool ry_global_reaches_recursion(const ry_module *m, const char *name) {
+    char *colour = ry_calloc((size_t)(m->nglobals ? m->nglobals : 1), 1);
+    if (!colour) return true; /* the cautious answer */
+    cycle_search s = {m, colour, false};
+    search_from(&s, name);
+    ry_free(colour);
+    return s.found;
+}

@@ -377,7 +377,7 @@ static void closure(cc *c, const ry_expr *e, int dst, const ry_var *self) {
 
 static vm_fn *global_fn(cc *c, const ry_expr *e) {
     const ry_global *g = ry_module_find_global(c->p->m, e->global.name);
-    for (int i = 0; g && i < c->p->m->nglobals; i++)
+    for (int i = 0; g && i < c->p->nglobals; i++)
         if (c->p->m->globals[i] == g) return c->p->gfns[i];
     fail(c, e->span, "unknown global @", e->global.name);
     return NULL;
@@ -451,7 +451,7 @@ static void cpat(cc *c, const ry_expr *m, const ry_pattern *p, int r, jumps *fai
     case RY_PAT_VAR: vmap_put(c->tmp, &c->vars, p->var, r); return;
     case RY_PAT_CTOR:
         test.ctor = p->ctor.ctor;
-        n = p->ctor.n;
+        test.n = n = p->ctor.n; /* checked too: field loads stay in range */
         sub = p->ctor.args;
         break;
     case RY_PAT_TUPLE:
@@ -497,7 +497,7 @@ static void csimple(cc *c, const ry_expr *e, int dst) {
     case RY_EXPR_GLOBAL: {
         vm_fn *f = global_fn(c, e);
         if (!f) return;
-        for (int i = 0; i < c->p->m->nglobals; i++)
+        for (int i = 0; i < c->p->nglobals; i++)
             if (c->p->gfns[i] == f) {
                 in.op = I_LOADV;
                 in.value = c->p->gvals[i];
@@ -723,7 +723,7 @@ ry_status ry_vm_compile(ry_module *m, ry_vm_program **out, ry_error *err) {
     if (!p) return ry_error_at(err, RY_NO_SPAN, "out of memory");
     p->m = m;
     p->arena = ry_arena_new();
-    int ng = m->nglobals;
+    int ng = p->nglobals = m->nglobals;
     p->gfns = RY_NEW_ARRAY(p->arena, vm_fn *, ng ? ng : 1);
     p->gvals = RY_NEW_ARRAY(p->arena, ry_value *, ng ? ng : 1);
     for (int i = 0; i < ng; i++) {

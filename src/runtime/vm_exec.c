@@ -280,7 +280,7 @@ static ry_status run(vm_machine *mc, ry_value **out) {
         case I_JMP: fr->pc = I->b; continue;
         case I_TESTCTOR:
             x = R[I->a];
-            if (x->kind != RY_VAL_ADT || x->adt.ctor != I->ctor) fr->pc = I->b;
+            if (x->kind != RY_VAL_ADT || x->adt.ctor != I->ctor || x->adt.n != I->n) fr->pc = I->b;
             kill(I, R);
             continue;
         case I_TESTTUP:
@@ -385,7 +385,7 @@ ry_status ry_vm_call(ry_vm_program *prog, const char *entry, int nargs, ry_value
                      const ry_vm_opts *opts, ry_value **out, ry_error *err) {
     *out = NULL;
     const ry_module *m = prog->m;
-    for (int i = 0; i < m->nglobals; i++) {
+    for (int i = 0; i < prog->nglobals && i < m->nglobals; i++) {
         if (strcmp(m->globals[i]->name, entry) != 0) continue;
         if (prog->gfns[i]->nparams != nargs)
             return ry_error_at(err, m->globals[i]->span, "@%s takes %d arguments, not %d", entry,

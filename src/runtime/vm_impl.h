@@ -3,7 +3,7 @@
  * compiled function, the program and the machine's state. vm_compile.c
  * turns ANF into instructions; vm_exec.c runs them; vm_ops.c does the leaf
  * work (operator calls on the fast and the general path, run-time checks of
- * annotated parameters).
+ * annotated parameters); src/backend/cpu/vm_alloc.c gives result buffers.
  */
 #ifndef RELAYC_VM_IMPL_H
 #define RELAYC_VM_IMPL_H
@@ -37,7 +37,7 @@ typedef enum vm_opcode {
     I_TCALLG,    /* return fn(args[0..n)) */
     I_JMPF,      /* if a (a bool scalar) is false, go to b */
     I_JMP,       /* go to b */
-    I_TESTCTOR,  /* unless a is built by ctor, go to b */
+    I_TESTCTOR,  /* unless a is built by ctor (with n fields), go to b */
     I_TESTTUP,   /* unless a is an n-tuple, go to b */
     I_FIELD,     /* dst = field b of a (ADT value or tuple) */
     I_MATCHFAIL, /* error: no clause matched a */
@@ -103,6 +103,7 @@ struct ry_vm_program {
     vm_fn **fns;
     int nfns, capfns;
     vmap fnmap;            /* function expression (ANF and original) -> vm_fn* */
+    int nglobals;          /* m's globals when compiled (m may grow later) */
     vm_fn **gfns;          /* per global of m, in order */
     ry_value **gvals;      /* per global: its closure value */
     ry_value **owned;      /* cached values to release */
@@ -139,6 +140,10 @@ ry_status vm_check_params(vm_machine *mc, const ry_expr *fn, ry_value *const *ar
                           ry_span span);
 const char *vm_kind_name(const ry_value *v);
 bool vm_type_static(const ry_type *t);
+
+/* src/backend/cpu/vm_alloc.c: the allocator for operator results (keeps
+ * large buffers for reuse; process-wide) */
+ry_allocator *vm_cpu_allocator(void);
 
 /* vm_compile.c */
 vm_fn *vm_fn_of(const ry_vm_program *prog, const ry_expr *func);

@@ -86,7 +86,8 @@ static ry_status fast_op(vm_machine *mc, const vm_opcall *oc, int nargs, ry_valu
         const ry_type *t = oc->outs[i];
         int64_t shape[RY_MAX_RANK];
         for (int d = 0; d < t->tensor.ndim; d++) shape[d] = t->tensor.dims[d].value;
-        if (!(res[i] = ry_tensor_new(t->tensor.dtype, t->tensor.ndim, shape))) {
+        res[i] = ry_tensor_new_on(vm_cpu_allocator(), t->tensor.dtype, t->tensor.ndim, shape);
+        if (!res[i]) {
             for (int k = 0; k < i; k++) ry_tensor_release(res[k]);
             return ry_error_at(mc->err, call->span, "%s: out of memory for the result",
                                oc->op->name);

@@ -109,6 +109,14 @@ void ry_params_copy(ry_param_set *dst, const ry_param_set *src) {
     memcpy(dst->slab->data, src->slab->data, ry_tensor_nbytes(src->slab));
 }
 
+/* Zeroing gradients runs every step: a typed loop, not ry_tensor_set. */
 void ry_params_fill(ry_param_set *p, double v) {
-    for (int64_t i = 0; i < p->slab->size; i++) ry_tensor_set(p->slab, i, v);
+    int64_t n = p->slab->size;
+    if (p->dtype == RY_FLOAT32) {
+        float *d = p->slab->data, f = (float)v;
+        for (int64_t i = 0; i < n; i++) d[i] = f;
+    } else {
+        double *d = p->slab->data;
+        for (int64_t i = 0; i < n; i++) d[i] = v;
+    }
 }

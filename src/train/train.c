@@ -216,9 +216,12 @@ static ry_status setup(ry_trainer *tr, const char *name, size_t len, ry_error *e
         ry_error_prefix(err, "differentiating @%s", tr->loss_name);
         return RY_ERR;
     }
-    /* the transform's refs and closures, evaluated away where control flow
-     * is static (straight-line code for the MLP and LeNet) */
-    if (ry_optimize(tr->m, 2, err)) {
+    /* The transform's refs and closures are evaluated away where control
+     * flow is static (straight-line code for the MLP and LeNet). Recursive
+     * models (RNNs over time, trees) keep them: unrolling data-dependent
+     * recursion only grows the program. */
+    bool dynamic = ry_global_reaches_recursion(tr->m, tr->loss_name);
+    if (ry_optimize(tr->m, dynamic ? 1 : 2, err)) {
         ry_error_prefix(err, "optimizing the gradient of @%s", tr->loss_name);
         return RY_ERR;
     }
