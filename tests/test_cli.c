@@ -45,10 +45,10 @@ static void assert_err_contains(const char *what) {
 
 /* Runs tests/run/NAME.relay with every tests/run/NAME/in_*.npy and checks
  * each out_K.npy against the expected one. */
-static void check_program(const char *name, double rtol, double atol) {
+static void check_program_on(const char *name, const char *target, double rtol, double atol) {
     char args[6000], dir[512];
     snprintf(dir, sizeof dir, "tests/run/%s", name);
-    int n = snprintf(args, sizeof args, "run tests/run/%s.relay --out %s/%s", name, tmpdir, name);
+    int n = snprintf(args, sizeof args, "run tests/run/%s.relay --target %s --out %s/%s", name, target, tmpdir, name);
     DIR *d = opendir(dir);
     assert_non_null(d);
     int nexpected = 0;
@@ -82,6 +82,13 @@ static void check_program(const char *name, double rtol, double atol) {
     assert_int_not_equal(access(extra, F_OK), 0); /* no more outputs than expected */
 }
 
+/* Every program on both engines: the compiled one (the default) and the
+ * reference interpreter. */
+static void check_program(const char *name, double rtol, double atol) {
+    check_program_on(name, "cpu", rtol, atol);
+    check_program_on(name, "interp", rtol, atol);
+}
+
 static void test_mlp(void **s) { check_program("mlp", 1e-4, 1e-5); }
 static void test_lenet(void **s) { check_program("lenet", 1e-4, 1e-4); }
 static void test_lstm_list(void **s) { check_program("lstm_list", 1e-4, 1e-5); }
@@ -109,6 +116,8 @@ static void test_bad_command_lines(void **s) {
     assert_err_contains("missing FILE");
     assert_int_equal(run("run tests/run/mlp.relay --bogus"), 1);
     assert_err_contains("unknown option '--bogus'");
+    assert_int_equal(run("run tests/run/mlp.relay --target gpu"), 1);
+    assert_err_contains("--target is cpu or interp");
     assert_int_equal(run("run tests/run/mlp.relay --input"), 1);
     assert_err_contains("needs a value");
     assert_int_equal(run("run tests/run/mlp.relay --input x"), 1);

@@ -10,6 +10,7 @@
 #include "relayc/op.h"
 #include "relayc/value.h"
 #include "relayc/interp.h"
+#include "relayc/vm.h"
 #include "relayc/params.h"
 #include "relayc/optim.h"
 #include "relayc/rng.h"

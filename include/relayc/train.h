@@ -2,7 +2,8 @@
  * train.h: the training loop API. A trainer binds a model's @loss entry to a
  * parameter set (names and shapes from the parameter types, one slab),
  * initializes it, takes the gradient with the AD transform once, and then
- * runs gradient + optimizer steps with the interpreter. ry_train_fit adds
+ * runs gradient + optimizer steps with the compiled engine (vm.h; or the
+ * interpreter, on request). ry_train_fit adds
  * the loop around it: seeded batches, evaluation on held-out data,
  * progress, a CSV of metrics, NaN/Inf detection and HDF5 checkpoints that
  * resume exactly. Data loading is the caller's (datasets.h): the loop only
@@ -45,7 +46,9 @@ typedef struct ry_train_opts {
     int nsyms;
     const char *sym_names[RY_TRAIN_MAX_SYMS];
     int64_t sym_values[RY_TRAIN_MAX_SYMS];
-    bool training;               /* interpreter's training mode (dropout) */
+    bool training;               /* training mode (dropout) */
+    bool use_interp;             /* run with the reference interpreter instead
+                                    of the compiled engine (vm.h) */
 } ry_train_opts;
 
 /* SGD with PyTorch's defaults except lr 0.01, constant schedule, seed 0. */

@@ -1,7 +1,8 @@
 /*
  * cmd_run.c: `relayc run FILE [--entry NAME] [--input NAME=PATH.npy]...
- * [--out DIR] [--grad]`: run a function with the reference interpreter and
- * write its result, flattened depth-first, as DIR/out_0.npy, ...; with
+ * [--out DIR] [--grad] [--target cpu|interp]`: run a function with the
+ * compiled engine (or the reference interpreter) and write its result,
+ * flattened depth-first, as DIR/out_0.npy, ...; with
  * --grad, differentiate it first (seeding the result with ones, as TVM's
  * gradient pass does) and also write DIR/grad_<param>.npy.
  */
@@ -11,12 +12,13 @@
 
 #include "cli/cli.h"
 #include "relayc/ad.h"
+#include "relayc/vm.h"
 
 static const char *help =
     "usage: relayc run FILE [--entry NAME] [--input NAME=PATH.npy]... [--out DIR]\n"
-    "                 [--grad] [--train] [--seed N]\n"
+    "                 [--grad] [--target cpu|interp] [--train] [--seed N]\n"
     "\n"
-    "Runs global @NAME (default main) of FILE with the reference interpreter.\n"
+    "Runs global @NAME (default main) of FILE with the compiled engine.\n"
     "Each tensor parameter %NAME is read from the .npy file given by --input.\n"
     "The result is flattened depth-first (tuple fields, ADT fields) and written\n"
     "as DIR/out_0.npy, DIR/out_1.npy, ... (DIR defaults to the current folder).\n"
@@ -26,6 +28,7 @@ static const char *help =
     "  --out DIR             where to write the outputs (created if missing)\n"
     "  --grad                differentiate @NAME (every output seeded with ones) and\n"
     "                        also write DIR/grad_<param>.npy for each tensor parameter\n"
+    "  --target cpu|interp   the compiled engine (default) or the reference interpreter\n"
     "  --train               training mode: nn.dropout drops, batch_norm uses batch statistics\n"
     "  --seed N              seed of the random state (dropout), default 0\n";
 
@@ -33,7 +36,7 @@ typedef struct run_args {
     const char *path, *entry, *out;
     cli_inputs inputs;
     ry_interp_opts opts;
-    bool grad;
+    bool grad, use_interp;
 } run_args;
 
 static int parse_args(int argc, char **argv, run_args *a) {
@@ -52,6 +55,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
             a->entry = v[0] == '@' ? v + 1 : v;
         } else if (!bad && (v = cli_option(argc, argv, &i, "--out", &bad))) {
             a->out = v;
+        } else if (!bad && (v = cli_option(argc, argv, &i, "--target", &bad))) {
+            if (cli_target("run", v, &a->use_interp)) return 1;
         } else if (!bad && (v = cli_option(argc, argv, &i, "--seed", &bad))) {
             char *end;
             errno = 0;
@@ -93,6 +98,18 @@ static int write_results(const run_args *a, const ry_expr *fn, const ry_value *r
     return 0;
 }
 
+/* Runs entry on the compiled engine, or the interpreter with --target interp. */
+static ry_status call(const run_args *a, ry_module *m, const char *entry, int n, ry_value **args,
+                      ry_value **out, ry_error *err) {
+    if (a->use_interp) return ry_interp_call(m, entry, n, args, &a->opts, out, err);
+    ry_vm_program *prog = NULL;
+    ry_vm_opts vo = {.training = a->opts.training, .seed = a->opts.seed, .max_depth = a->opts.max_depth};
+    ry_status st = ry_vm_compile(m, &prog, err);
+    if (st == RY_OK) st = ry_vm_call(prog, entry, n, args, &vo, out, err);
+    ry_vm_free(prog);
+    return st;
+}
+
 int cmd_run(int argc, char **argv) {
     run_args *a = ry_calloc(1, sizeof *a);
     if (!a) return cli_fail("run", "out of memory");
@@ -118,7 +135,7 @@ int cmd_run(int argc, char **argv) {
     } else if (a->grad && ry_grad(m, a->entry, NULL, NULL, &target, &err) != RY_OK) {
         ry_error_print(stderr, &err);
         rc = 1;
-    } else if (ry_interp_call(m, target, n, args, &a->opts, &result, &err) != RY_OK) {
+    } else if (call(a, m, target, n, args, &result, &err) != RY_OK) {
         ry_error_print(stderr, &err);
         rc = 1;
     } else {

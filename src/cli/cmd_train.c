@@ -45,7 +45,8 @@ static const char *help =
     "  --resume                    continue from the latest checkpoint in DIR\n"
     "  --csv PATH                  metrics, one row per logged step and evaluation\n"
     "  --log-every N               plain log lines every N steps (default 50)\n"
-    "  --quiet                     no progress output\n";
+    "  --quiet                     no progress output\n"
+    "  --target cpu|interp         the compiled engine (default) or the interpreter\n";
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *ckpt_dir, *csv;
@@ -53,6 +54,7 @@ typedef struct train_args {
     int64_t epochs, steps, batch, seq, val, ckpt_every, keep, log_every;
     uint64_t seed;
     bool resume, quiet, drop_last;
+    bool use_interp;
 } train_args;
 
 static bool num(const char *v, double *out) {
@@ -110,6 +112,9 @@ static int parse_args(int argc, char **argv, train_args *a) {
         else if (!bad && (v = cli_option(argc, argv, &i, "--optimizer", &bad))) a->optimizer = v;
         else if (!bad && (v = cli_option(argc, argv, &i, "--checkpoint-dir", &bad))) a->ckpt_dir = v;
         else if (!bad && (v = cli_option(argc, argv, &i, "--csv", &bad))) a->csv = v;
+        else if (!bad && (v = cli_option(argc, argv, &i, "--target", &bad))) {
+            if (cli_target("train", v, &a->use_interp)) return 1;
+        }
         else if (!bad && (v = cli_option(argc, argv, &i, "--seed", &bad))) {
             int64_t s;
             if (!whole(v, &s)) return cli_fail("train", "--seed needs a non-negative integer, got '%s'", v);
@@ -147,6 +152,7 @@ static int make_opts(const train_args *a, ry_train_opts *o) {
     if (!isnan(a->weight_decay)) o->optim.weight_decay = a->weight_decay;
     o->clip_norm = a->clip_norm;
     o->seed = a->seed;
+    o->use_interp = a->use_interp;
     return 0;
 }
 

@@ -48,3 +48,10 @@ int cli_fail(const char *cmd, const char *fmt, ...) {
     va_end(ap);
     return 1;
 }
+
+int cli_target(const char *cmd, const char *v, bool *use_interp) {
+    if (strcmp(v, "cpu") == 0) *use_interp = false;
+    else if (strcmp(v, "interp") == 0) *use_interp = true;
+    else return cli_fail(cmd, "--target is cpu or interp, not '%s'", v);
+    return 0;
+}

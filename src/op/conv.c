@@ -791,7 +791,8 @@ const ry_op ry_ops_conv[] = {
                {"out_dtype", RY_ASTR("")}},
      .rel = conv2d_backward_weight_rel,
      .kernels = {[RY_TARGET_CPU] = ry_cpu_conv2d_backward_weight},
-     .doc = "conv2d_backward_weight: (N, O, OH, OW) x (N, C, H, W) -> (O, C/groups, KH, KW)"},
+     .doc = "conv2d_backward_weight: (N, O, OH, OW) x (N, C, H, W) -> (O, C/groups, KH, KW)",
+     .grad = ry_grad_conv2d_backward_weight},
     {.name = "nn.max_pool2d_grad",
      .nargs = 2,
      .pattern = RY_PAT_OUT_ELEMWISE,
@@ -820,6 +821,7 @@ const ry_op ry_ops_conv[] = {
                {"count_include_pad", RY_ABOOL(false)}},
      .rel = pool2d_grad_rel,
      .kernels = {[RY_TARGET_CPU] = ry_cpu_avg_pool2d_grad},
-     .doc = "avg_pool2d_grad: (N, C, OH, OW) x (N, C, H, W) -> (N, C, H, W), spread evenly"},
+     .doc = "avg_pool2d_grad: (N, C, OH, OW) x (N, C, H, W) -> (N, C, H, W), spread evenly",
+     .grad = ry_grad_avg_pool2d_grad},
 };
 const int ry_ops_conv_count = (int)(sizeof ry_ops_conv / sizeof ry_ops_conv[0]);

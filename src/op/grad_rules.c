@@ -1,115 +1,27 @@
 /*
  * grad_rules.c: the small IR builder that gradient rules and the AD
- * transform share, and the name -> rule table. The table stands in for the
- * `.grad` / `.no_grad` fields of the registry entries while those files are
- * written by others; lookups fall back to the entry's own fields, so moving
- * a rule into its entry needs no change here beyond deleting its line.
+ * transform share, and the lookup of an operator's rule in its registry
+ * entry. Rules build IR for the adjoints of one call; see op.h's
+ * ry_grad_fn and grad_rules.h.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "op/grad_rules.h"
 
-/* ---- the table ---- */
-
-typedef struct rule_entry {
-    const char *name;
-    ry_grad_fn fn;
-} rule_entry;
-
-static const rule_entry rules[] = {
-    {"add", ry_grad_add},
-    {"subtract", ry_grad_subtract},
-    {"multiply", ry_grad_multiply},
-    {"divide", ry_grad_divide},
-    {"power", ry_grad_power},
-    {"maximum", ry_grad_maximum},
-    {"minimum", ry_grad_minimum},
-    {"negative", ry_grad_negative},
-    {"exp", ry_grad_exp},
-    {"log", ry_grad_log},
-    {"sqrt", ry_grad_sqrt},
-    {"rsqrt", ry_grad_rsqrt},
-    {"tanh", ry_grad_tanh},
-    {"sigmoid", ry_grad_sigmoid},
-    {"abs", ry_grad_abs},
-    {"nn.relu", ry_grad_relu},
-    {"nn.leaky_relu", ry_grad_leaky_relu},
-    {"clip", ry_grad_clip},
-    {"where", ry_grad_where},
-    {"cast", ry_grad_cast},
-    {"copy", ry_grad_copy},
-    {"broadcast_to", ry_grad_broadcast_to},
-    {"collapse_sum_like", ry_grad_collapse_sum_like},
-    {"full", ry_grad_full},
-    {"full_like", ry_grad_full_like},
-    {"nn.dense", ry_grad_dense},
-    {"nn.matmul", ry_grad_matmul},
-    {"nn.batch_matmul", ry_grad_batch_matmul},
-    {"nn.bias_add", ry_grad_bias_add},
-    {"nn.softmax", ry_grad_softmax},
-    {"nn.log_softmax", ry_grad_log_softmax},
-    {"nn.batch_flatten", ry_grad_batch_flatten},
-    {"nn.fast_softmax", ry_grad_softmax},
-    {"nn.cross_entropy", ry_grad_cross_entropy},
-    {"nn.cross_entropy_with_logits", ry_grad_cross_entropy_with_logits},
-    {"nn.layer_norm", ry_grad_layer_norm},
-    {"nn.prelu", ry_grad_prelu},
-    {"nn.instance_norm", ry_grad_instance_norm},
-    {"nn.group_norm", ry_grad_group_norm},
-    {"nn.l2_normalize", ry_grad_l2_normalize},
-    {"nn.pad", ry_grad_pad},
-    {"nn.lrn", ry_grad_lrn},
-    {"nn.conv2d_backward_weight", ry_grad_conv2d_backward_weight},
-    {"nn.avg_pool2d_grad", ry_grad_avg_pool2d_grad},
-    {"nn.mirror_pad", ry_grad_mirror_pad},
-    {"nn.dropout", ry_grad_dropout},
-    {"nn.batch_norm", ry_grad_batch_norm},
-    {"sum", ry_grad_sum},
-    {"mean", ry_grad_mean},
-    {"max", ry_grad_max},
-    {"min", ry_grad_max}, /* the same rule: where x equals the result */
-    {"reshape", ry_grad_reshape},
-    {"expand_dims", ry_grad_reshape},
-    {"squeeze", ry_grad_reshape},
-    {"transpose", ry_grad_transpose},
-    {"concatenate", ry_grad_concatenate},
-    {"split", ry_grad_split},
-    {"stack", ry_grad_stack},
-    {"take", ry_grad_take},
-};
-
-/* Operators whose result does not depend differentiably on their inputs:
- * comparisons and logic (boolean results), index results, and the
- * initializers whose value depends only on a shape (full and full_like
- * depend on their fill value: they have rules). */
-static const char *const no_grad_ops[] = {
-    "equal",       "not_equal",  "less",        "less_equal", "greater", "greater_equal",
-    "logical_and", "logical_or", "logical_not", "argmax",     "argmin",  "one_hot",
-    "zeros",       "ones",       "zeros_like",  "ones_like",
-};
-
-#define NRULES (int)(sizeof rules / sizeof rules[0])
-#define NNOGRAD (int)(sizeof no_grad_ops / sizeof no_grad_ops[0])
+/* ---- lookup ----
+ * The rules sit in the registry entries (.grad, .no_grad), next to the
+ * forward definitions; the rule functions themselves are in
+ * grad_elemwise.c, grad_nn.c and grad_transform.c (conv.c keeps its own). */
 
 const ry_grad_fn *ry_grad_rule_find(const char *op_name) {
-    for (int i = 0; i < NRULES; i++)
-        if (strcmp(rules[i].name, op_name) == 0) return &rules[i].fn;
     const ry_op *op = ry_op_find(op_name);
     return op && op->grad ? &op->grad : NULL;
 }
 
 bool ry_grad_rule_lookup(const ry_op *op, ry_grad_rule *out) {
-    const ry_grad_fn *fn = ry_grad_rule_find(op->name);
-    if (fn) {
-        *out = (ry_grad_rule){*fn, false};
-        return true;
-    }
-    bool ng = op->no_grad;
-    for (int i = 0; i < NNOGRAD && !ng; i++)
-        ng = strcmp(no_grad_ops[i], op->name) == 0;
-    *out = (ry_grad_rule){NULL, ng};
-    return ng;
+    *out = (ry_grad_rule){op->grad, !op->grad && op->no_grad};
+    return op->grad || op->no_grad;
 }
 
 /* ---- builder ---- */

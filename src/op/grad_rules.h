@@ -1,18 +1,16 @@
 /*
  * grad_rules.h: gradient rules of the operators (IR-building functions of
- * type ry_grad_fn, see op.h) and the small IR builder they share with the
- * AD transform (ad/). The rules themselves live in grad_elemwise.c,
- * grad_nn.c and grad_transform.c; grad_rules.c holds the builder and the
- * name -> rule table the transform consults until the rules sit in the
- * registry entries themselves.
+ * type ry_grad_fn, see op.h; each registry entry points at its own with
+ * .grad) and the small IR builder they share with the AD transform (ad/).
+ * The rules live in grad_elemwise.c, grad_nn.c and grad_transform.c;
+ * grad_rules.c holds the builder and the lookup.
  */
 #ifndef RELAYC_OP_GRAD_RULES_H
 #define RELAYC_OP_GRAD_RULES_H
 
 #include "relayc/op.h"
 
-/* A rule looked up by operator name: the private table first, then the
- * registry entry's .grad. NULL when the operator has none. */
+/* An operator's rule, from its registry entry. */
 typedef struct ry_grad_rule {
     ry_grad_fn fn; /* NULL with no_grad true: not differentiable */
     bool no_grad;

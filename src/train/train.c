@@ -225,6 +225,10 @@ static ry_status setup(ry_trainer *tr, const char *name, size_t len, ry_error *e
         ry_error_prefix(err, "optimizing the gradient of @%s", tr->loss_name);
         return RY_ERR;
     }
+    if (!tr->opts.use_interp && ry_vm_compile(tr->m, &tr->vm, err)) {
+        ry_error_prefix(err, "compiling %s", name);
+        return RY_ERR;
+    }
     tr->base_lr = tr->opts.optim.lr;
     if (ry_schedule_check(&tr->opts.schedule, err)) return RY_ERR;
     if (tr->opts.clip_norm < 0 || tr->opts.clip_value < 0)
@@ -295,6 +299,7 @@ void ry_trainer_free(ry_trainer *tr) {
     ry_optim_free(tr->optim);
     ry_params_free(tr->params);
     ry_params_free(tr->grads);
+    ry_vm_free(tr->vm); /* before the module it points into */
     ry_module_free(tr->m);
     ry_init_spec_free(tr->spec);
     ry_free(tr->text);

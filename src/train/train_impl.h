@@ -9,9 +9,11 @@
 #include "relayc/init.h"
 #include "relayc/rng.h"
 #include "relayc/train.h"
+#include "relayc/vm.h"
 
 struct ry_trainer {
     ry_module *m;
+    ry_vm_program *vm;          /* m compiled; NULL: run the interpreter */
     char *text;                 /* the model's text, for checkpoints */
     ry_init_spec *spec;         /* its header lines */
     ry_train_opts opts;
@@ -33,5 +35,10 @@ struct ry_trainer {
 /* The loss value of an entry's result (a scalar, or field 0 of a tuple). */
 ry_status train_loss_of(const ry_value *res, double *loss, ry_error *err);
 void train_release_args(int n, ry_value **args);
+/* Calls entry with the compiled program (or the interpreter): in training
+ * mode with the step's dropout seed, or for evaluation (eval) in inference
+ * mode. */
+ry_status train_call(ry_trainer *tr, const char *entry, int n, ry_value **args, bool eval,
+                     ry_value **out, ry_error *err);
 
 #endif

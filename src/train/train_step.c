@@ -109,6 +109,16 @@ ry_status train_loss_of(const ry_value *res, double *loss, ry_error *err) {
     return RY_OK;
 }
 
+static ry_interp_opts interp_opts(const ry_trainer *tr);
+
+ry_status train_call(ry_trainer *tr, const char *entry, int n, ry_value **args, bool eval,
+                     ry_value **out, ry_error *err) {
+    ry_interp_opts io = eval ? (ry_interp_opts){0} : interp_opts(tr);
+    if (!tr->vm) return ry_interp_call(tr->m, entry, n, args, &io, out, err);
+    ry_vm_opts vo = {.training = io.training, .seed = io.seed, .max_depth = io.max_depth};
+    return ry_vm_call(tr->vm, entry, n, args, &vo, out, err);
+}
+
 static ry_interp_opts interp_opts(const ry_trainer *tr) {
     /* dropout masks depend on the seed, the step and the call within it,
      * so a resumed run draws the same ones */
@@ -167,9 +177,8 @@ ry_status ry_trainer_accumulate(ry_trainer *tr, int ndata, ry_value *const *data
     ry_value **a;
     int n;
     if (loss_args(tr, ndata, data, true, &a, &n, err)) return RY_ERR;
-    ry_interp_opts io = interp_opts(tr);
     ry_value *out = NULL;
-    ry_status st = ry_interp_call(tr->m, tr->grad_name, n, a, &io, &out, err);
+    ry_status st = train_call(tr, tr->grad_name, n, a, false, &out, err);
     train_release_args(n, a);
     double l = NAN;
     if (st == RY_OK) st = take_result(tr, out, &l, err);
@@ -223,9 +232,8 @@ ry_status ry_trainer_loss(ry_trainer *tr, int ndata, ry_value *const *data, doub
     ry_value **a;
     int n;
     if (loss_args(tr, ndata, data, false, &a, &n, err)) return RY_ERR;
-    ry_interp_opts io = {0};
     ry_value *out = NULL;
-    ry_status st = ry_interp_call(tr->m, tr->loss_name, n, a, &io, &out, err);
+    ry_status st = train_call(tr, tr->loss_name, n, a, true, &out, err);
     train_release_args(n, a);
     if (st == RY_OK) st = train_loss_of(out, loss, err);
     ry_value_release(out);
@@ -254,8 +262,7 @@ ry_status ry_trainer_predict(ry_trainer *tr, int ndata, ry_value *const *data, r
     }
     for (int i = 0; i < tr->params->n; i++)
         a[tr->npred_data + i] = ry_value_retain(tr->param_vals[i]);
-    ry_interp_opts io = {0};
-    ry_status st = ry_interp_call(tr->m, tr->predict_name, n, a, &io, out, err);
+    ry_status st = train_call(tr, tr->predict_name, n, a, true, out, err);
     train_release_args(n, a);
     return st;
 }
