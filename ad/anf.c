@@ -25,28 +25,9 @@ typedef struct anf {
 } anf;
 
 /* Bindings made in one scope, folded into nested lets at its end. */
-typedef struct block {
-    ry_var **vars;
-    ry_expr **vals;
-    int n, cap;
-} block;
+typedef ry_lets block;
 
-static void push(anf *s, block *b, ry_var *v, ry_expr *val) {
-    if (b->n == b->cap) {
-        int ncap = b->cap ? b->cap * 2 : 8;
-        ry_var **nv = RY_NEW_ARRAY(s->scratch, ry_var *, ncap);
-        ry_expr **ne = RY_NEW_ARRAY(s->scratch, ry_expr *, ncap);
-        if (b->n) {
-            memcpy(nv, b->vars, sizeof *nv * (size_t)b->n);
-            memcpy(ne, b->vals, sizeof *ne * (size_t)b->n);
-        }
-        b->vars = nv;
-        b->vals = ne;
-        b->cap = ncap;
-    }
-    b->vars[b->n] = v;
-    b->vals[b->n++] = val;
-}
+static void push(anf *s, block *b, ry_var *v, ry_expr *val) { ry_lets_push(s->scratch, b, v, val); }
 
 static void remember(anf *s, const ry_expr *e, ry_var *v) {
     if (s->nlog == s->caplog) {

@@ -72,11 +72,7 @@ bool gx_is_float(const ry_type *t);
 ry_type *gx_annot(ry_type *t);
 
 /* ---- blocks: bindings folded into nested lets ---- */
-typedef struct gx_block {
-    ry_var **vars;
-    ry_expr **vals;
-    int n, cap;
-} gx_block;
+typedef ry_lets gx_block;
 
 /* Binds val to a fresh var named name (typed t, may be NULL); returns a use. */
 ry_expr *gx_bind(gx *s, gx_block *b, const char *name, ry_expr *val, ry_type *t);

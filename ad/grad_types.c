@@ -189,22 +189,7 @@ const char *gx_twin_name(gx *s, ry_global *g) {
 
 /* ---- blocks ---- */
 
-void gx_push(gx *s, gx_block *b, ry_var *v, ry_expr *val) {
-    if (b->n == b->cap) {
-        int ncap = b->cap ? b->cap * 2 : 8;
-        ry_var **nv = RY_NEW_ARRAY(s->scratch, ry_var *, ncap);
-        ry_expr **ne = RY_NEW_ARRAY(s->scratch, ry_expr *, ncap);
-        if (b->n) {
-            memcpy(nv, b->vars, sizeof *nv * (size_t)b->n);
-            memcpy(ne, b->vals, sizeof *ne * (size_t)b->n);
-        }
-        b->vars = nv;
-        b->vals = ne;
-        b->cap = ncap;
-    }
-    b->vars[b->n] = v;
-    b->vals[b->n++] = val;
-}
+void gx_push(gx *s, gx_block *b, ry_var *v, ry_expr *val) { ry_lets_push(s->scratch, b, v, val); }
 
 ry_expr *gx_use(gx *s, ry_var *v) {
     ry_expr *e = ry_expr_var(s->m, v, RY_NO_SPAN);

@@ -352,4 +352,14 @@ ry_type *ry_type_tensor_arena(ry_arena *a, ry_dtype dtype, int ndim, const ry_di
 ry_type *ry_type_tuple_arena(ry_arena *a, int n, ry_type **fields);
 bool ry_type_equal(const ry_type *a, const ry_type *b); /* structural */
 
+/* A let chain under construction: transforms and passes emit code binding
+ * by binding, then close the chain into nested lets. The arrays grow in
+ * scratch (an arena). */
+typedef struct ry_lets {
+    ry_var **vars;
+    ry_expr **vals;
+    int n, cap;
+} ry_lets;
+void ry_lets_push(ry_arena *scratch, ry_lets *l, ry_var *v, ry_expr *val);
+
 #endif

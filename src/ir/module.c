@@ -226,3 +226,20 @@ bool ry_type_equal(const ry_type *a, const ry_type *b) {
     }
     return false;
 }
+
+void ry_lets_push(ry_arena *scratch, ry_lets *l, ry_var *v, ry_expr *val) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 16;
+        ry_var **vars = RY_NEW_ARRAY(scratch, ry_var *, cap);
+        ry_expr **vals = RY_NEW_ARRAY(scratch, ry_expr *, cap);
+        if (l->n) {
+            memcpy(vars, l->vars, sizeof *vars * (size_t)l->n);
+            memcpy(vals, l->vals, sizeof *vals * (size_t)l->n);
+        }
+        l->vars = vars;
+        l->vals = vals;
+        l->cap = cap;
+    }
+    l->vars[l->n] = v;
+    l->vals[l->n++] = val;
+}

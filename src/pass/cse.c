@@ -236,7 +236,7 @@ static ry_expr *walk(cse *c, ry_expr *e) {
             }
             push_avail(c, h, val, v);
         }
-        lets_push(c->a, &out, v, val);
+        ry_lets_push(c->a, &out, v, val);
     }
     ry_expr *r = lets_close(c->m, &out, rewrite(c, x));
     while (c->nundo > mark) { /* this scope's bindings are not available outside */

@@ -139,7 +139,7 @@ static ry_expr *sweep_lets(dce *d, ry_expr *e) {
     }
     lets out = {0};
     for (int i = 0; i < n; i++)
-        if (kept[i]) lets_push(d->a, &out, chain[i]->let.var, kept[i]);
+        if (kept[i]) ry_lets_push(d->a, &out, chain[i]->let.var, kept[i]);
     return lets_close(d->m, &out, body);
 }
 

@@ -97,7 +97,7 @@ static ry_expr *emit(pe *p, const char *name, ry_expr *val, ry_type *t) {
     if (pass_is_atom(val)) return val;
     val->type = t;
     ry_var *v = pass_fresh_var(p->m, name, t);
-    lets_push(p->a, p->out, v, val);
+    ry_lets_push(p->a, p->out, v, val);
     return pass_use(p->m, v);
 }
 
@@ -240,7 +240,7 @@ static ps *eval_func(pe *p, const ry_expr *e, env *en, const ry_var *self) {
     p->st = saved;
     f->type = e->type;
     if (sv) {
-        lets_push(p->a, p->out, sv, f);
+        ry_lets_push(p->a, p->out, sv, f);
     } else {
         clo->dyn = emit(p, "f", f, e->type);
     }

@@ -9,15 +9,9 @@
 #include "relayc/op.h"
 #include "relayc/pass.h"
 
-/* A scope under construction: bindings in order, closed by a body. */
-typedef struct lets {
-    ry_var **vars;
-    ry_expr **vals;
-    int n, cap;
-} lets;
-
-/* Appends `let %v = val;` (the arrays grow in the scratch arena). */
-void lets_push(ry_arena *scratch, lets *l, ry_var *v, ry_expr *val);
+/* A scope under construction: bindings in order (ry_lets_push), closed by
+ * a body. */
+typedef ry_lets lets;
 /* Closes the scope: nested lets around body, typed with body's type. */
 ry_expr *lets_close(ry_module *m, const lets *l, ry_expr *body);
 

@@ -109,7 +109,7 @@ static ry_expr *walk(simp *s, ry_expr *e) {
     for (; x->kind == RY_EXPR_LET; x = x->let.body) {
         ry_expr *val = walk_scopes(s, x->let.value);
         if (x->let.var->id < s->nids) s->defs[x->let.var->id] = val;
-        lets_push(s->a, &out, x->let.var, val);
+        ry_lets_push(s->a, &out, x->let.var, val);
     }
     return lets_close(s->m, &out, walk_scopes(s, x));
 }

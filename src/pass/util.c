@@ -7,24 +7,6 @@
 
 #include "pass/pass_impl.h"
 
-void lets_push(ry_arena *scratch, lets *l, ry_var *v, ry_expr *val) {
-    if (l->n == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 16;
-        ry_var **vars = RY_NEW_ARRAY(scratch, ry_var *, cap);
-        ry_expr **vals = RY_NEW_ARRAY(scratch, ry_expr *, cap);
-        if (l->n) {
-            memcpy(vars, l->vars, sizeof *vars * (size_t)l->n);
-            memcpy(vals, l->vals, sizeof *vals * (size_t)l->n);
-        }
-        l->vars = vars;
-        l->vals = vals;
-        l->cap = cap;
-    }
-    l->vars[l->n] = v;
-    l->vals[l->n] = val;
-    l->n++;
-}
-
 ry_expr *lets_close(ry_module *m, const lets *l, ry_expr *body) {
     int n = l->n;
     /* `let %x = v; %x` is just v (not for a function: it may call itself) */
