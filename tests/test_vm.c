@@ -762,101 +762,6 @@ static void out_of_memory_anywhere(void **state) {
     }
 }
 
-/* ---- timing a training step: interpreter vs VM (printed) ---- */
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Random arguments for the static parameters; the rest given. */
-static void time_engines(ry_module *m, const char *gname, int na, ry_value **args, int reps,
-                         const char *label) {
-    ry_vm_program *p = compile_ok(m);
-    ry_value *first = both_ok_p(m, p, gname, na, args);
-    ry_value_release(first);
-    ry_error err;
-    /* rounds alternate the engines; the best round of each counts (the
-     * machine is shared, so the mean is noise) */
-    double best[2] = {1e30, 1e30};
-    for (int round = 0; round < 3; round++)
-        for (int e = 0; e < 2; e++) {
-            double t0 = now();
-            for (int i = 0; i < reps; i++) {
-                ry_value *v = NULL;
-                ry_status st = e == 0 ? ry_interp_call(m, gname, na, args, NULL, &v, &err)
-                                      : ry_vm_call(p, gname, na, args, NULL, &v, &err);
-                assert_int_equal(st, RY_OK);
-                ry_value_release(v);
-            }
-            double dt = (now() - t0) / reps;
-            if (dt < best[e]) best[e] = dt;
-        }
-    print_message("%s: interpreter %.3f ms/step, vm %.3f ms/step (%.2fx; best of 3 rounds of %d)\n",
-                  label, 1e3 * best[0], 1e3 * best[1], best[0] / best[1], reps);
-    ry_vm_free(p);
-}
-
-static ry_value *random_static(const ry_type *t, int64_t batch) {
-    int64_t shape[RY_MAX_RANK];
-    for (int d = 0; d < t->tensor.ndim; d++)
-        shape[d] = t->tensor.dims[d].kind == RY_DIM_CONST ? t->tensor.dims[d].value : batch;
-    ry_tensor *x = ry_tensor_new(t->tensor.dtype, t->tensor.ndim, shape);
-    for (int64_t i = 0; i < x->size; i++)
-        ry_tensor_set(x, i, ry_dtype_is_float(x->dtype) ? 0.1 * (2 * rnd() - 1) : (int)(10 * rnd()));
-    return ry_value_tensor(x);
-}
-
-/* A balanced tree of 2^depth leaves of models/treelstm.relay's Tree. */
-static ry_value *tree(ry_module *m, int depth, int *word) {
-    ry_value *label = ry_value_tensor(ry_tensor_scalar(RY_INT32, (*word) % 5));
-    if (depth == 0) {
-        ry_value *f[2] = {ry_value_tensor(ry_tensor_scalar(RY_INT32, (*word)++ % 18281)), label};
-        return ry_value_adt(ry_module_find_ctor(m, "Leaf"), 2, f);
-    }
-    ry_value *f[3] = {tree(m, depth - 1, word), tree(m, depth - 1, word), label};
-    return ry_value_adt(ry_module_find_ctor(m, "Node"), 3, f);
-}
-
-static void training_step_times(void **state) {
-    (void)state;
-    /* tests/run/treelstm.relay: small tensors, so the engine's own
-     * overhead shows */
-    ry_module *sm = load("tests/run/treelstm.relay");
-    ry_value *sargs[32];
-    int sna = bind_inputs(sm, "tests/run/treelstm", sargs, 32);
-    const char *sg = NULL;
-    ry_error serr;
-    if (ry_grad(sm, "main", NULL, NULL, &sg, &serr) || ry_optimize(sm, 2, &serr))
-        fail_msg("small treelstm: %s", serr.msg);
-    time_engines(sm, sg, sna, sargs, 50, "tests/run/treelstm gradient (memory 4)");
-    for (int i = 0; i < sna; i++) ry_value_release(sargs[i]);
-    ry_module_free(sm);
-    const char *files[2] = {"models/mlp.relay", "models/treelstm.relay"};
-    for (int k = 0; k < 2; k++) {
-        ry_module *m = load(files[k]);
-        const char *gname = NULL;
-        ry_error err;
-        if (ry_grad(m, "loss", NULL, NULL, &gname, &err) || ry_optimize(m, 2, &err)) {
-            ry_error_print(stderr, &err);
-            fail_msg("%s: %s", files[k], err.msg);
-        }
-        const ry_expr *fn = ry_module_find_global(m, "loss")->func;
-        ry_value *args[32];
-        int na = fn->func.nparams, word = 0;
-        for (int i = 0; i < na; i++) {
-            const ry_var *p = fn->func.params[i];
-            args[i] = p->annot->kind == RY_TYPE_TENSOR ? random_static(p->annot, 64)
-                                                       : tree(m, 3, &word);
-        }
-        time_engines(m, gname, na, args, k == 0 ? 5 : 2,
-                     k == 0 ? "mlp step (batch 64)" : "treelstm step (8 leaves)");
-        for (int i = 0; i < na; i++) ry_value_release(args[i]);
-        ry_module_free(m);
-    }
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(run_programs_match),
@@ -874,7 +779,6 @@ int main(void) {
         cmocka_unit_test(kind_errors_unchecked),
         cmocka_unit_test(result_buffers_are_reused),
         cmocka_unit_test(out_of_memory_anywhere),
-        cmocka_unit_test(training_step_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
