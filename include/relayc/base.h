@@ -85,6 +85,16 @@ void ry_arena_reset(ry_arena *a);
 void *ry_arena_alloc(ry_arena *a, size_t n);
 char *ry_arena_strdup(ry_arena *a, const char *s);
 char *ry_arena_strndup(ry_arena *a, const char *s, size_t n);
+/* A map from pointers (IR nodes, vars) to integers, kept in an arena:
+ * open addressing, nothing to free. A zeroed struct is an empty map. */
+typedef struct ry_ptrmap {
+    const void **keys;
+    intptr_t *vals;
+    int cap, n; /* cap is 0 or a power of two */
+} ry_ptrmap;
+void ry_ptrmap_put(ry_arena *a, ry_ptrmap *m, const void *key, intptr_t val);
+bool ry_ptrmap_get(const ry_ptrmap *m, const void *key, intptr_t *val);
+
 #define RY_NEW(arena, T) ((T *)ry_arena_alloc((arena), sizeof(T)))
 #define RY_NEW_ARRAY(arena, T, n) ((T *)ry_arena_alloc((arena), sizeof(T) * (size_t)(n)))
 

@@ -72,7 +72,7 @@ static void act_free(act *a) {
 
 static int slot_of(const act *a, const void *key) {
     intptr_t s;
-    return ptrmap_get(&a->info->slots, key, &s) ? (int)s : -1;
+    return ry_ptrmap_get(&a->info->slots, key, &s) ? (int)s : -1;
 }
 
 /* Stores v (taken over) in a's slot for key. */
@@ -116,12 +116,12 @@ static ry_status make_closure(machine *mc, const ry_expr *fn, const ry_var *self
 
 static ry_status global_value(machine *mc, const ry_expr *e, ry_value **out) {
     intptr_t got;
-    if (!ptrmap_get(&mc->globals, e, &got)) {
+    if (!ry_ptrmap_get(&mc->globals, e, &got)) {
         const ry_global *g = ry_module_find_global(mc->m, e->global.name);
         if (!g || !g->func) return ry_error_at(mc->err, e->span, "unknown global @%s", e->global.name);
         ry_value *c = ry_value_closure(g->func, 0, NULL, NULL);
         if (!c) return oom(mc, e->span);
-        ptrmap_put(mc->info_arena, &mc->globals, e, (intptr_t)c);
+        ry_ptrmap_put(mc->info_arena, &mc->globals, e, (intptr_t)c);
         got = (intptr_t)c;
     }
     *out = ry_value_retain((ry_value *)got);

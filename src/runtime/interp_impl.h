@@ -11,16 +11,6 @@
 #include "relayc/interp.h"
 #include "relayc/op.h"
 
-/* ---- ptrmap: open addressing, keys are node pointers, in an arena ---- */
-typedef struct ptrmap {
-    const void **keys;
-    intptr_t *vals;
-    int cap, n; /* cap is 0 or a power of two */
-} ptrmap;
-
-void ptrmap_put(ry_arena *a, ptrmap *m, const void *key, intptr_t val);
-/* Returns whether key is present; *val is set when it is. */
-bool ptrmap_get(const ptrmap *m, const void *key, intptr_t *val);
 
 /* ---- per-function analysis, computed once per function expression ----
  * Slots 0..nfree-1 hold the captured free variables (in `free` order), the
@@ -31,7 +21,7 @@ typedef struct fninfo {
     int nfree;
     const ry_var **free;
     int nslots;
-    ptrmap slots; /* ry_var* or shared ry_expr* -> slot index */
+    ry_ptrmap slots; /* ry_var* or shared ry_expr* -> slot index */
 } fninfo;
 
 /* ---- the machine ---- */
@@ -76,8 +66,8 @@ typedef struct machine {
     ry_arena *info_arena;  /* fninfos and machine maps */
     ry_arena *tmp;         /* analysis temporaries, reset per function */
     ry_arena *scratch;     /* operator types, reset per operator call */
-    ptrmap infos;          /* RY_EXPR_FUNC -> fninfo* */
-    ptrmap globals;        /* RY_EXPR_GLOBAL node -> ry_value* closure (owned) */
+    ry_ptrmap infos;          /* RY_EXPR_FUNC -> fninfo* */
+    ry_ptrmap globals;        /* RY_EXPR_GLOBAL node -> ry_value* closure (owned) */
     frame *fs;
     long nf, capf;
     ry_value **vs;

@@ -9,54 +9,6 @@
 
 #include "runtime/interp_impl.h"
 
-/* ---- ptrmap ---- */
-
-static uint64_t hash_ptr(const void *p) {
-    uint64_t x = (uint64_t)(uintptr_t)p;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return x;
-}
-
-static void ptrmap_grow(ry_arena *a, ptrmap *m) {
-    ptrmap fresh = {0};
-    fresh.cap = m->cap ? m->cap * 2 : 16;
-    fresh.keys = RY_NEW_ARRAY(a, const void *, fresh.cap);
-    fresh.vals = RY_NEW_ARRAY(a, intptr_t, fresh.cap);
-    for (int i = 0; i < m->cap; i++)
-        if (m->keys[i]) ptrmap_put(a, &fresh, m->keys[i], m->vals[i]);
-    *m = fresh;
-}
-
-void ptrmap_put(ry_arena *a, ptrmap *m, const void *key, intptr_t val) {
-    if ((m->n + 1) * 4 > m->cap * 3) ptrmap_grow(a, m);
-    size_t mask = (size_t)m->cap - 1;
-    for (size_t i = hash_ptr(key) & mask;; i = (i + 1) & mask) {
-        if (m->keys[i] == key) {
-            m->vals[i] = val;
-            return;
-        }
-        if (!m->keys[i]) {
-            m->keys[i] = key;
-            m->vals[i] = val;
-            m->n++;
-            return;
-        }
-    }
-}
-
-bool ptrmap_get(const ptrmap *m, const void *key, intptr_t *val) {
-    if (!m->cap) return false;
-    size_t mask = (size_t)m->cap - 1;
-    for (size_t i = hash_ptr(key) & mask; m->keys[i]; i = (i + 1) & mask)
-        if (m->keys[i] == key) {
-            *val = m->vals[i];
-            return true;
-        }
-    return false;
-}
-
 /* ---- an explicit stack of nodes ---- */
 
 typedef struct nstack {
@@ -135,12 +87,12 @@ static void pattern_vars(const ry_pattern *p, var_fn add, void *ctx) {
 
 typedef struct bind_ctx {
     ry_arena *a;
-    ptrmap *set;
+    ry_ptrmap *set;
 } bind_ctx;
 
 static void mark_bound(void *ctx, const ry_var *v) {
     bind_ctx *b = ctx;
-    ptrmap_put(b->a, b->set, v, 1);
+    ry_ptrmap_put(b->a, b->set, v, 1);
 }
 
 /* Free variables of fn: every variable used anywhere inside it (nested
@@ -148,19 +100,19 @@ static void mark_bound(void *ctx, const ry_var *v) {
  * once each in a well-formed module, so "used minus bound" is exact. */
 static void find_free(machine *mc, const ry_expr *fn, fninfo *info) {
     ry_arena *a = mc->tmp;
-    ptrmap seen = {0}, bound = {0}, used = {0};
+    ry_ptrmap seen = {0}, bound = {0}, used = {0};
     nstack st = {0};
     int nused = 0, capused = 16;
     const ry_var **uses = RY_NEW_ARRAY(a, const ry_var *, capused);
-    for (int i = 0; i < fn->func.nparams; i++) ptrmap_put(a, &bound, fn->func.params[i], 1);
+    for (int i = 0; i < fn->func.nparams; i++) ry_ptrmap_put(a, &bound, fn->func.params[i], 1);
     push(a, &st, fn->func.body);
     while (st.n > 0) {
         const ry_expr *e = st.items[--st.n];
         intptr_t dummy;
-        if (ptrmap_get(&seen, e, &dummy)) continue;
-        ptrmap_put(a, &seen, e, 1);
-        if (e->kind == RY_EXPR_VAR && !ptrmap_get(&used, e->var.var, &dummy)) {
-            ptrmap_put(a, &used, e->var.var, 1);
+        if (ry_ptrmap_get(&seen, e, &dummy)) continue;
+        ry_ptrmap_put(a, &seen, e, 1);
+        if (e->kind == RY_EXPR_VAR && !ry_ptrmap_get(&used, e->var.var, &dummy)) {
+            ry_ptrmap_put(a, &used, e->var.var, 1);
             if (nused == capused) {
                 const ry_var **fresh = RY_NEW_ARRAY(a, const ry_var *, capused * 2);
                 memcpy(fresh, uses, sizeof *fresh * (size_t)nused);
@@ -169,9 +121,9 @@ static void find_free(machine *mc, const ry_expr *fn, fninfo *info) {
             }
             uses[nused++] = e->var.var;
         }
-        if (e->kind == RY_EXPR_LET) ptrmap_put(a, &bound, e->let.var, 1);
+        if (e->kind == RY_EXPR_LET) ry_ptrmap_put(a, &bound, e->let.var, 1);
         if (e->kind == RY_EXPR_FUNC)
-            for (int i = 0; i < e->func.nparams; i++) ptrmap_put(a, &bound, e->func.params[i], 1);
+            for (int i = 0; i < e->func.nparams; i++) ry_ptrmap_put(a, &bound, e->func.params[i], 1);
         if (e->kind == RY_EXPR_MATCH)
             for (int i = 0; i < e->match.nclauses; i++)
                 pattern_vars(e->match.clauses[i].pat, mark_bound, &(bind_ctx){a, &bound});
@@ -180,14 +132,14 @@ static void find_free(machine *mc, const ry_expr *fn, fninfo *info) {
     info->free = RY_NEW_ARRAY(mc->info_arena, const ry_var *, nused);
     for (int i = 0; i < nused; i++) {
         intptr_t dummy;
-        if (!ptrmap_get(&bound, uses[i], &dummy)) info->free[info->nfree++] = uses[i];
+        if (!ry_ptrmap_get(&bound, uses[i], &dummy)) info->free[info->nfree++] = uses[i];
     }
 }
 
 static void add_slot(machine *mc, fninfo *info, const void *key) {
     intptr_t dummy;
-    if (!ptrmap_get(&info->slots, key, &dummy))
-        ptrmap_put(mc->info_arena, &info->slots, key, info->nslots++);
+    if (!ry_ptrmap_get(&info->slots, key, &dummy))
+        ry_ptrmap_put(mc->info_arena, &info->slots, key, info->nslots++);
 }
 
 typedef struct slot_ctx {
@@ -217,7 +169,7 @@ static bool memoizable(const ry_expr *e) {
  * more than one edge (nested function bodies are their own scopes). */
 static void find_slots(machine *mc, const ry_expr *fn, fninfo *info) {
     ry_arena *a = mc->tmp;
-    ptrmap parents = {0};
+    ry_ptrmap parents = {0};
     nstack st = {0};
     for (int i = 0; i < info->nfree; i++) add_slot(mc, info, info->free[i]);
     for (int i = 0; i < fn->func.nparams; i++) add_slot(mc, info, fn->func.params[i]);
@@ -225,8 +177,8 @@ static void find_slots(machine *mc, const ry_expr *fn, fninfo *info) {
     while (st.n > 0) {
         const ry_expr *e = st.items[--st.n];
         intptr_t count = 0;
-        bool again = ptrmap_get(&parents, e, &count);
-        ptrmap_put(a, &parents, e, count + 1);
+        bool again = ry_ptrmap_get(&parents, e, &count);
+        ry_ptrmap_put(a, &parents, e, count + 1);
         if (again) {
             if (count == 1 && memoizable(e)) add_slot(mc, info, e);
             continue;
@@ -241,12 +193,12 @@ static void find_slots(machine *mc, const ry_expr *fn, fninfo *info) {
 
 const fninfo *info_get(machine *mc, const ry_expr *fn) {
     intptr_t got;
-    if (ptrmap_get(&mc->infos, fn, &got)) return (const fninfo *)got;
+    if (ry_ptrmap_get(&mc->infos, fn, &got)) return (const fninfo *)got;
     fninfo *info = RY_NEW(mc->info_arena, fninfo);
     info->fn = fn;
     find_free(mc, fn, info);
     find_slots(mc, fn, info);
     ry_arena_reset(mc->tmp);
-    ptrmap_put(mc->info_arena, &mc->infos, fn, (intptr_t)info);
+    ry_ptrmap_put(mc->info_arena, &mc->infos, fn, (intptr_t)info);
     return info;
 }

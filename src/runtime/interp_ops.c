@@ -116,7 +116,7 @@ void pat_bind(const ry_pattern *p, ry_value *v, act *a) {
     switch (p->kind) {
     case RY_PAT_WILDCARD: return;
     case RY_PAT_VAR:
-        if (ptrmap_get(&a->info->slots, p->var, &slot)) {
+        if (ry_ptrmap_get(&a->info->slots, p->var, &slot)) {
             ry_value_release(a->slot[slot]);
             a->slot[slot] = ry_value_retain(v);
         }

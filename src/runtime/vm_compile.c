@@ -13,57 +13,9 @@
 #include "relayc/ad.h"
 #include "runtime/vm_impl.h"
 
-/* ---- vmap ---- */
-
-static uint64_t hash_ptr(const void *p) {
-    uint64_t x = (uint64_t)(uintptr_t)p;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return x;
-}
-
-static void vmap_grow(ry_arena *a, vmap *m) {
-    vmap fresh = {0};
-    fresh.cap = m->cap ? m->cap * 2 : 16;
-    fresh.keys = RY_NEW_ARRAY(a, const void *, fresh.cap);
-    fresh.vals = RY_NEW_ARRAY(a, intptr_t, fresh.cap);
-    for (int i = 0; i < m->cap; i++)
-        if (m->keys[i]) vmap_put(a, &fresh, m->keys[i], m->vals[i]);
-    *m = fresh;
-}
-
-void vmap_put(ry_arena *a, vmap *m, const void *key, intptr_t val) {
-    if ((m->n + 1) * 4 > m->cap * 3) vmap_grow(a, m);
-    size_t mask = (size_t)m->cap - 1;
-    for (size_t i = hash_ptr(key) & mask;; i = (i + 1) & mask) {
-        if (m->keys[i] == key) {
-            m->vals[i] = val;
-            return;
-        }
-        if (!m->keys[i]) {
-            m->keys[i] = key;
-            m->vals[i] = val;
-            m->n++;
-            return;
-        }
-    }
-}
-
-bool vmap_get(const vmap *m, const void *key, intptr_t *val) {
-    if (!m->cap) return false;
-    size_t mask = (size_t)m->cap - 1;
-    for (size_t i = hash_ptr(key) & mask; m->keys[i]; i = (i + 1) & mask)
-        if (m->keys[i] == key) {
-            *val = m->vals[i];
-            return true;
-        }
-    return false;
-}
-
 vm_fn *vm_fn_of(const ry_vm_program *prog, const ry_expr *func) {
     intptr_t got;
-    return vmap_get(&prog->fnmap, func, &got) ? (vm_fn *)got : NULL;
+    return ry_ptrmap_get(&prog->fnmap, func, &got) ? (vm_fn *)got : NULL;
 }
 
 /* ---- the compiler's state ---- */
@@ -72,7 +24,7 @@ typedef struct cc {
     ry_vm_program *p;
     vm_fn *fn;
     ry_arena *tmp;   /* per function: the variable map, jump lists */
-    vmap vars;       /* ry_var* -> register */
+    ry_ptrmap vars;       /* ry_var* -> register */
     ry_error *err;
     bool failed;
 } cc;
@@ -144,10 +96,10 @@ static void push(ry_arena *a, nstack *s, const ry_expr *e) {
     s->items[s->n++] = e;
 }
 
-static void pattern_bound(ry_arena *a, vmap *bound, const ry_pattern *p) {
+static void pattern_bound(ry_arena *a, ry_ptrmap *bound, const ry_pattern *p) {
     switch (p->kind) {
     case RY_PAT_WILDCARD: return;
-    case RY_PAT_VAR: vmap_put(a, bound, p->var, 1); return;
+    case RY_PAT_VAR: ry_ptrmap_put(a, bound, p->var, 1); return;
     case RY_PAT_CTOR:
         for (int i = 0; i < p->ctor.n; i++) pattern_bound(a, bound, p->ctor.args[i]);
         return;
@@ -198,19 +150,19 @@ static void push_children(ry_arena *a, nstack *s, const ry_expr *e) {
 /* Free variables of fn: used inside it (nested functions included) and
  * bound by nothing inside it; each variable is bound once in a module. */
 static void find_free(ry_vm_program *p, ry_arena *a, const ry_expr *fn, vm_fn *f) {
-    vmap seen = {0}, bound = {0}, used = {0};
+    ry_ptrmap seen = {0}, bound = {0}, used = {0};
     nstack st = {0};
     int nused = 0, capused = 16;
     const ry_var **uses = RY_NEW_ARRAY(a, const ry_var *, capused);
-    for (int i = 0; i < fn->func.nparams; i++) vmap_put(a, &bound, fn->func.params[i], 1);
+    for (int i = 0; i < fn->func.nparams; i++) ry_ptrmap_put(a, &bound, fn->func.params[i], 1);
     push(a, &st, fn->func.body);
     while (st.n > 0) {
         const ry_expr *e = st.items[--st.n];
         intptr_t dummy;
-        if (vmap_get(&seen, e, &dummy)) continue;
-        vmap_put(a, &seen, e, 1);
-        if (e->kind == RY_EXPR_VAR && !vmap_get(&used, e->var.var, &dummy)) {
-            vmap_put(a, &used, e->var.var, 1);
+        if (ry_ptrmap_get(&seen, e, &dummy)) continue;
+        ry_ptrmap_put(a, &seen, e, 1);
+        if (e->kind == RY_EXPR_VAR && !ry_ptrmap_get(&used, e->var.var, &dummy)) {
+            ry_ptrmap_put(a, &used, e->var.var, 1);
             if (nused == capused) {
                 const ry_var **fresh = RY_NEW_ARRAY(a, const ry_var *, capused * 2);
                 memcpy(fresh, uses, sizeof *fresh * (size_t)nused);
@@ -219,9 +171,9 @@ static void find_free(ry_vm_program *p, ry_arena *a, const ry_expr *fn, vm_fn *f
             }
             uses[nused++] = e->var.var;
         }
-        if (e->kind == RY_EXPR_LET) vmap_put(a, &bound, e->let.var, 1);
+        if (e->kind == RY_EXPR_LET) ry_ptrmap_put(a, &bound, e->let.var, 1);
         if (e->kind == RY_EXPR_FUNC)
-            for (int i = 0; i < e->func.nparams; i++) vmap_put(a, &bound, e->func.params[i], 1);
+            for (int i = 0; i < e->func.nparams; i++) ry_ptrmap_put(a, &bound, e->func.params[i], 1);
         if (e->kind == RY_EXPR_MATCH)
             for (int i = 0; i < e->match.nclauses; i++)
                 pattern_bound(a, &bound, e->match.clauses[i].pat);
@@ -230,7 +182,7 @@ static void find_free(ry_vm_program *p, ry_arena *a, const ry_expr *fn, vm_fn *f
     f->free = RY_NEW_ARRAY(p->arena, const ry_var *, nused ? nused : 1);
     for (int i = 0; i < nused; i++) {
         intptr_t dummy;
-        if (!vmap_get(&bound, uses[i], &dummy)) f->free[f->nfree++] = uses[i];
+        if (!ry_ptrmap_get(&bound, uses[i], &dummy)) f->free[f->nfree++] = uses[i];
     }
 }
 
@@ -270,7 +222,7 @@ static vm_fn *add_fn(ry_vm_program *p, const ry_expr *fn, const char *name) {
     for (int i = 0; i < fn->func.nparams; i++)
         if (needs_check(fn->func.params[i]->annot)) f->check = true;
     p->fns[p->nfns++] = f;
-    vmap_put(p->arena, &p->fnmap, fn, (intptr_t)f);
+    ry_ptrmap_put(p->arena, &p->fnmap, fn, (intptr_t)f);
     return f;
 }
 
@@ -327,7 +279,7 @@ static void cexpr(cc *c, const ry_expr *e, int dst, bool tail);
 
 static int var_reg(cc *c, const ry_var *v, ry_span span) {
     intptr_t r;
-    if (vmap_get(&c->vars, v, &r)) return (int)r;
+    if (ry_ptrmap_get(&c->vars, v, &r)) return (int)r;
     fail(c, span, "variable is not bound here: %", v->name);
     return 0;
 }
@@ -448,7 +400,7 @@ static void cpat(cc *c, const ry_expr *m, const ry_pattern *p, int r, jumps *fai
     test.a = r;
     switch (p->kind) {
     case RY_PAT_WILDCARD: return;
-    case RY_PAT_VAR: vmap_put(c->tmp, &c->vars, p->var, r); return;
+    case RY_PAT_VAR: ry_ptrmap_put(c->tmp, &c->vars, p->var, r); return;
     case RY_PAT_CTOR:
         test.ctor = p->ctor.ctor;
         test.n = n = p->ctor.n; /* checked too: field loads stay in range */
@@ -553,7 +505,7 @@ static void cexpr(cc *c, const ry_expr *e, int dst, bool tail) {
             continue;
         }
         int r = new_reg(c);
-        vmap_put(c->tmp, &c->vars, e->let.var, r);
+        ry_ptrmap_put(c->tmp, &c->vars, e->let.var, r);
         if (e->let.value->kind == RY_EXPR_FUNC) closure(c, e->let.value, r, e->let.var);
         else cexpr(c, e->let.value, r, false);
         e = e->let.body;
@@ -686,9 +638,9 @@ static void liveness(ry_vm_program *p, vm_fn *f) {
  * registers. */
 static void compile_fn(ry_vm_program *p, vm_fn *f, ry_error *err, bool *failed) {
     cc c = {.p = p, .fn = f, .tmp = ry_arena_new(), .err = err};
-    for (int i = 0; i < f->nfree; i++) vmap_put(c.tmp, &c.vars, f->free[i], new_reg(&c));
+    for (int i = 0; i < f->nfree; i++) ry_ptrmap_put(c.tmp, &c.vars, f->free[i], new_reg(&c));
     for (int i = 0; i < f->nparams; i++)
-        vmap_put(c.tmp, &c.vars, f->func->func.params[i], new_reg(&c));
+        ry_ptrmap_put(c.tmp, &c.vars, f->func->func.params[i], new_reg(&c));
     int r = new_reg(&c);
     cexpr(&c, f->func->func.body, r, true);
     if (!c.failed) liveness(p, f);
@@ -696,7 +648,7 @@ static void compile_fn(ry_vm_program *p, vm_fn *f, ry_error *err, bool *failed) 
     ry_arena_free(c.tmp);
     if (c.failed) { /* unreachable now: a later call compiles it afresh */
         *failed = true;
-        vmap_put(p->arena, &p->fnmap, f->func, 0);
+        ry_ptrmap_put(p->arena, &p->fnmap, f->func, 0);
     }
 }
 
@@ -735,7 +687,7 @@ ry_status ry_vm_compile(ry_module *m, ry_vm_program **out, ry_error *err) {
         const ry_expr *fn = ry_anf(m, g->func);
         p->gfns[i] = add_fn(p, fn, g->name);
         /* closures of the original expression (the interpreter's) run here too */
-        vmap_put(p->arena, &p->fnmap, g->func, (intptr_t)p->gfns[i]);
+        ry_ptrmap_put(p->arena, &p->fnmap, g->func, (intptr_t)p->gfns[i]);
         if (!(p->gvals[i] = own(p, ry_value_closure(fn, 0, NULL, NULL)))) {
             ry_vm_free(p);
             return ry_error_at(err, g->span, "out of memory");

@@ -12,13 +12,6 @@
 #include "relayc/vm.h"
 
 /* ---- a pointer-keyed map (open addressing, in an arena) ---- */
-typedef struct vmap {
-    const void **keys;
-    intptr_t *vals;
-    int cap, n;
-} vmap;
-void vmap_put(ry_arena *a, vmap *m, const void *key, intptr_t val);
-bool vmap_get(const vmap *m, const void *key, intptr_t *val);
 
 /* ---- instructions ----
  * Operands are register numbers within the current frame. Jump targets are
@@ -102,7 +95,7 @@ struct ry_vm_program {
     ry_arena *arena;       /* functions, code, op types */
     vm_fn **fns;
     int nfns, capfns;
-    vmap fnmap;            /* function expression (ANF and original) -> vm_fn* */
+    ry_ptrmap fnmap;            /* function expression (ANF and original) -> vm_fn* */
     int nglobals;          /* m's globals when compiled (m may grow later) */
     vm_fn **gfns;          /* per global of m, in order */
     ry_value **gvals;      /* per global: its closure value */
