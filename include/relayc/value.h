@@ -68,6 +68,12 @@ ry_value *ry_value_ctor_fn(const ry_ctor *ctor);
 ry_value *ry_value_retain(ry_value *v);
 void ry_value_release(ry_value *v);   /* NULL is fine */
 
+/* A value of type t (a tensor type, or tuples of them) built from the
+ * flat tensors res[*k...] taken depth first; each is taken over (its slot
+ * set to NULL) and *k advanced. NULL on out-of-memory. The inverse of
+ * ry_value_flatten for operator results. */
+ry_value *ry_value_unflatten(const ry_type *t, ry_tensor **res, int *k);
+
 /* Counts the tensors in v, depth first (tuples, ADT fields, ref contents;
  * closures hold none). Returns -1 on out-of-memory. */
 int ry_value_count_tensors(const ry_value *v);

@@ -36,25 +36,6 @@ static ry_type *arg_type(machine *mc, const ry_value *v, const ry_expr *call, in
     return NULL;
 }
 
-/* Rebuilds a value of type t from results res[*k...], taking them over. */
-static ry_value *rebuild(const ry_type *t, ry_tensor **res, int *k) {
-    if (t->kind != RY_TYPE_TUPLE) {
-        ry_tensor *x = res[*k];
-        res[(*k)++] = NULL;
-        return ry_value_tensor(x);
-    }
-    ry_value *inline_fields[8], **fields = inline_fields;
-    if (t->tuple.n > 8 && !(fields = ry_malloc(sizeof *fields * (size_t)t->tuple.n))) return NULL;
-    int made = 0;
-    for (; made < t->tuple.n; made++)
-        if (!(fields[made] = rebuild(t->tuple.fields[made], res, k))) break;
-    ry_value *v = NULL;
-    if (made == t->tuple.n) v = ry_value_tuple(made, fields);
-    else
-        for (int i = 0; i < made; i++) ry_value_release(fields[i]);
-    if (fields != inline_fields) ry_free(fields);
-    return v;
-}
 
 ry_status run_op(machine *mc, const ry_expr *call, int nargs, ry_value *const *args,
                  ry_value **out) {
@@ -81,7 +62,7 @@ ry_status run_op(machine *mc, const ry_expr *call, int nargs, ry_value *const *a
     if (ry_op_run(op, &call->call.attrs, mc->scratch, nargs, types, nin, in, &kc, &rt, &nout, &res))
         return RY_ERR;
     int k = 0;
-    *out = rebuild(rt, res, &k);
+    *out = ry_value_unflatten(rt, res, &k);
     for (int i = 0; i < nout; i++) ry_tensor_release(res[i]); /* those not taken over */
     ry_free(res);
     if (!*out) return ry_error_at(mc->err, call->span, "out of memory");

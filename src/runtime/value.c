@@ -215,3 +215,22 @@ int ry_value_count_tensors(const ry_value *v) { return walk_tensors(v, NULL, 0);
 int ry_value_flatten(const ry_value *v, ry_tensor **out, int max) {
     return walk_tensors(v, out, max);
 }
+
+ry_value *ry_value_unflatten(const ry_type *t, ry_tensor **res, int *k) {
+    if (t->kind != RY_TYPE_TUPLE) {
+        ry_tensor *x = res[*k];
+        res[(*k)++] = NULL;
+        return ry_value_tensor(x);
+    }
+    ry_value *inline_fields[8], **fields = inline_fields;
+    if (t->tuple.n > 8 && !(fields = ry_malloc(sizeof *fields * (size_t)t->tuple.n))) return NULL;
+    int made = 0;
+    for (; made < t->tuple.n; made++)
+        if (!(fields[made] = ry_value_unflatten(t->tuple.fields[made], res, k))) break;
+    ry_value *v = NULL;
+    if (made == t->tuple.n) v = ry_value_tuple(made, fields);
+    else
+        for (int i = 0; i < made; i++) ry_value_release(fields[i]);
+    if (fields != inline_fields) ry_free(fields);
+    return v;
+}

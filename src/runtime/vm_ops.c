@@ -37,25 +37,6 @@ bool vm_type_static(const ry_type *t) {
 
 /* ---- results ---- */
 
-/* Rebuilds a value of type t from res[*k...], taking the tensors over. */
-static ry_value *rebuild(const ry_type *t, ry_tensor **res, int *k) {
-    if (t->kind != RY_TYPE_TUPLE) {
-        ry_tensor *x = res[*k];
-        res[(*k)++] = NULL;
-        return ry_value_tensor(x);
-    }
-    ry_value *inline_fields[8], **fields = inline_fields;
-    if (t->tuple.n > 8 && !(fields = ry_malloc(sizeof *fields * (size_t)t->tuple.n))) return NULL;
-    int made = 0;
-    for (; made < t->tuple.n; made++)
-        if (!(fields[made] = rebuild(t->tuple.fields[made], res, k))) break;
-    ry_value *v = NULL;
-    if (made == t->tuple.n) v = ry_value_tuple(made, fields);
-    else
-        for (int i = 0; i < made; i++) ry_value_release(fields[i]);
-    if (fields != inline_fields) ry_free(fields);
-    return v;
-}
 
 static bool same_type(const ry_tensor *x, const ry_type *t) {
     if (x->dtype != t->tensor.dtype || x->ndim != t->tensor.ndim) return false;
@@ -96,7 +77,7 @@ static ry_status fast_op(vm_machine *mc, const vm_opcall *oc, int nargs, ry_valu
     ry_status st = oc->kernel(&kc, nargs, in, oc->nout, res);
     if (st == RY_OK) {
         int k = 0;
-        *out = rebuild(oc->out_type, res, &k);
+        *out = ry_value_unflatten(oc->out_type, res, &k);
         if (!*out) st = ry_error_at(mc->err, call->span, "out of memory");
     }
     for (int i = 0; i < oc->nout; i++) ry_tensor_release(res[i]); /* those not taken over */
@@ -142,7 +123,7 @@ static ry_status general_op(vm_machine *mc, const vm_opcall *oc, int nargs, ry_v
                   &res))
         return RY_ERR;
     int k = 0;
-    *out = rebuild(rt, res, &k);
+    *out = ry_value_unflatten(rt, res, &k);
     *rtype = rt;
     for (int i = 0; i < nout; i++) ry_tensor_release(res[i]);
     ry_free(res);
