@@ -352,6 +352,12 @@ ry_type *ry_type_tensor_arena(ry_arena *a, ry_dtype dtype, int ndim, const ry_di
 ry_type *ry_type_tuple_arena(ry_arena *a, int n, ry_type **fields);
 bool ry_type_equal(const ry_type *a, const ry_type *b); /* structural */
 
+/* The free variables of the function expression fn: used inside it
+ * (nested functions included) and bound nowhere inside it, each once. The
+ * array (at least one slot) is allocated in out, temporaries in scratch;
+ * *n gets the count. */
+const ry_var **ry_func_free_vars(ry_arena *scratch, ry_arena *out, const ry_expr *fn, int *n);
+
 /* A let chain under construction: transforms and passes emit code binding
  * by binding, then close the chain into nested lets. The arrays grow in
  * scratch (an arena). */

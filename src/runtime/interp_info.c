@@ -85,55 +85,8 @@ static void pattern_vars(const ry_pattern *p, var_fn add, void *ctx) {
     }
 }
 
-typedef struct bind_ctx {
-    ry_arena *a;
-    ry_ptrmap *set;
-} bind_ctx;
-
-static void mark_bound(void *ctx, const ry_var *v) {
-    bind_ctx *b = ctx;
-    ry_ptrmap_put(b->a, b->set, v, 1);
-}
-
-/* Free variables of fn: every variable used anywhere inside it (nested
- * functions included) that nothing inside it binds. Variables are bound
- * once each in a well-formed module, so "used minus bound" is exact. */
 static void find_free(machine *mc, const ry_expr *fn, fninfo *info) {
-    ry_arena *a = mc->tmp;
-    ry_ptrmap seen = {0}, bound = {0}, used = {0};
-    nstack st = {0};
-    int nused = 0, capused = 16;
-    const ry_var **uses = RY_NEW_ARRAY(a, const ry_var *, capused);
-    for (int i = 0; i < fn->func.nparams; i++) ry_ptrmap_put(a, &bound, fn->func.params[i], 1);
-    push(a, &st, fn->func.body);
-    while (st.n > 0) {
-        const ry_expr *e = st.items[--st.n];
-        intptr_t dummy;
-        if (ry_ptrmap_get(&seen, e, &dummy)) continue;
-        ry_ptrmap_put(a, &seen, e, 1);
-        if (e->kind == RY_EXPR_VAR && !ry_ptrmap_get(&used, e->var.var, &dummy)) {
-            ry_ptrmap_put(a, &used, e->var.var, 1);
-            if (nused == capused) {
-                const ry_var **fresh = RY_NEW_ARRAY(a, const ry_var *, capused * 2);
-                memcpy(fresh, uses, sizeof *fresh * (size_t)nused);
-                uses = fresh;
-                capused *= 2;
-            }
-            uses[nused++] = e->var.var;
-        }
-        if (e->kind == RY_EXPR_LET) ry_ptrmap_put(a, &bound, e->let.var, 1);
-        if (e->kind == RY_EXPR_FUNC)
-            for (int i = 0; i < e->func.nparams; i++) ry_ptrmap_put(a, &bound, e->func.params[i], 1);
-        if (e->kind == RY_EXPR_MATCH)
-            for (int i = 0; i < e->match.nclauses; i++)
-                pattern_vars(e->match.clauses[i].pat, mark_bound, &(bind_ctx){a, &bound});
-        push_children(a, &st, e, true);
-    }
-    info->free = RY_NEW_ARRAY(mc->info_arena, const ry_var *, nused);
-    for (int i = 0; i < nused; i++) {
-        intptr_t dummy;
-        if (!ry_ptrmap_get(&bound, uses[i], &dummy)) info->free[info->nfree++] = uses[i];
-    }
+    info->free = ry_func_free_vars(mc->tmp, mc->info_arena, fn, &info->nfree);
 }
 
 static void add_slot(machine *mc, fninfo *info, const void *key) {
