@@ -74,6 +74,15 @@ void ry_value_release(ry_value *v);   /* NULL is fine */
  * ry_value_flatten for operator results. */
 ry_value *ry_value_unflatten(const ry_type *t, ry_tensor **res, int *k);
 
+/* "a tensor", "a tuple", "a function", ... for messages. */
+const char *ry_value_kind_name(const ry_value *v);
+
+/* Checks args against fn's annotated parameter types where the static type
+ * left something for run time: dtype and rank, constant dims, and symbolic
+ * dims that must take one value per call (Any accepts anything). Errors are
+ * located at span (or the parameter) and name it. */
+ry_status ry_value_check_params(const ry_expr *fn, ry_value *const *args, ry_span span, ry_error *err);
+
 /* Counts the tensors in v, depth first (tuples, ADT fields, ref contents;
  * closures hold none). Returns -1 on out-of-memory. */
 int ry_value_count_tensors(const ry_value *v);

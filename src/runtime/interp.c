@@ -138,7 +138,7 @@ static ry_status apply(machine *mc, ry_value *fn, int nargs, ry_value **args, ry
     *body = NULL;
     *out = NULL;
     if (fn->kind != RY_VAL_CLOSURE) {
-        ry_error_at(mc->err, span, "cannot call %s", value_kind_name(fn));
+        ry_error_at(mc->err, span, "cannot call %s", ry_value_kind_name(fn));
         goto done;
     }
     if (fn->closure.ctor) {
@@ -157,7 +157,7 @@ static ry_status apply(machine *mc, ry_value *fn, int nargs, ry_value **args, ry
         ry_error_at(mc->err, span, "function takes %d arguments, not %d", f->func.nparams, nargs);
         goto done;
     }
-    if (check_params(mc, f, args, span)) goto done;
+    if (ry_value_check_params(f, args, span, mc->err)) goto done;
     const fninfo *info = info_get(mc, f);
     act *a = act_new(info);
     if (!a) {
@@ -297,7 +297,7 @@ static ry_status eval(machine *mc, const ry_expr *e, const ry_expr **next, ry_va
 static ry_status match_error(machine *mc, const ry_expr *e, const ry_value *v) {
     if (v->kind == RY_VAL_ADT)
         return ry_error_at(mc->err, e->span, "match failed: no clause matches %s", v->adt.ctor->name);
-    return ry_error_at(mc->err, e->span, "match failed: no clause matches %s", value_kind_name(v));
+    return ry_error_at(mc->err, e->span, "match failed: no clause matches %s", ry_value_kind_name(v));
 }
 
 /* Delivers v (taken over) to the top frame. Sets *next to continue with an
@@ -373,7 +373,7 @@ static ry_status deliver(machine *mc, const ry_expr **next, ry_value **v) {
                             e->proj.index, x->tuple.n);
             else
                 ry_error_at(mc->err, e->span, "projection .%d of %s, not a tuple", e->proj.index,
-                            value_kind_name(x));
+                            ry_value_kind_name(x));
             ry_value_release(x);
             return RY_ERR;
         }
@@ -388,7 +388,7 @@ static ry_status deliver(machine *mc, const ry_expr **next, ry_value **v) {
         mc->nf--;
         *v = NULL;
         if (x->kind != RY_VAL_REF) {
-            ry_error_at(mc->err, e->span, "ref_read of %s, not a reference", value_kind_name(x));
+            ry_error_at(mc->err, e->span, "ref_read of %s, not a reference", ry_value_kind_name(x));
             ry_value_release(x);
             return RY_ERR;
         }
@@ -399,7 +399,7 @@ static ry_status deliver(machine *mc, const ry_expr **next, ry_value **v) {
         *v = NULL;
         if (f->i == 0) {
             if (x->kind != RY_VAL_REF) {
-                ry_error_at(mc->err, e->span, "ref_write to %s, not a reference", value_kind_name(x));
+                ry_error_at(mc->err, e->span, "ref_write to %s, not a reference", ry_value_kind_name(x));
                 ry_value_release(x);
                 return RY_ERR;
             }

@@ -85,7 +85,5 @@ bool pat_matches(const ry_pattern *p, const ry_value *v);
 /* Binds p's variables to parts of v in a (slots looked up in a's info). */
 void pat_bind(const ry_pattern *p, ry_value *v, act *a);
 /* Checks args against fn's annotated parameter types; errors at span. */
-ry_status check_params(machine *mc, const ry_expr *fn, ry_value *const *args, ry_span span);
-const char *value_kind_name(const ry_value *v);
 
 #endif

@@ -234,3 +234,14 @@ ry_value *ry_value_unflatten(const ry_type *t, ry_tensor **res, int *k) {
     if (fields != inline_fields) ry_free(fields);
     return v;
 }
+
+const char *ry_value_kind_name(const ry_value *v) {
+    switch (v->kind) {
+    case RY_VAL_TENSOR: return "a tensor";
+    case RY_VAL_TUPLE: return "a tuple";
+    case RY_VAL_CLOSURE: return "a function";
+    case RY_VAL_REF: return "a reference";
+    case RY_VAL_ADT: return "a constructor value";
+    }
+    return "a value";
+}

@@ -86,7 +86,7 @@ static void release_all(int n, ry_value **vs) {
  * function). In tail position the current frame is reused. */
 static ry_status enter(vm_machine *mc, vm_fn *f, ry_value *clos, int nargs, ry_value **args,
                        int ret, bool tail, bool check, ry_span span) {
-    if ((check || f->check) && vm_check_params(mc, f->func, args, span)) goto fail;
+    if ((check || f->check) && ry_value_check_params(f->func, args, span, mc->err)) goto fail;
     if (tail) {
         vframe *fr = &mc->fs[mc->nf - 1];
         release_regs(mc, fr->base);
@@ -124,7 +124,7 @@ static ry_status apply(vm_machine *mc, ry_value *fn, int nargs, ry_value **args,
                        bool check, ry_span span, ry_value **v) {
     *v = NULL;
     if (fn->kind != RY_VAL_CLOSURE) {
-        ry_error_at(mc->err, span, "cannot call %s", vm_kind_name(fn));
+        ry_error_at(mc->err, span, "cannot call %s", ry_value_kind_name(fn));
         goto fail;
     }
     if (fn->closure.ctor) {
@@ -183,7 +183,7 @@ static ry_status cond_value(vm_machine *mc, const insn *I, const ry_value *x, bo
 static ry_status match_error(vm_machine *mc, const insn *I, const ry_value *v) {
     if (v->kind == RY_VAL_ADT)
         return ry_error_at(mc->err, I->span, "match failed: no clause matches %s", v->adt.ctor->name);
-    return ry_error_at(mc->err, I->span, "match failed: no clause matches %s", vm_kind_name(v));
+    return ry_error_at(mc->err, I->span, "match failed: no clause matches %s", ry_value_kind_name(v));
 }
 
 static ry_status proj(vm_machine *mc, const insn *I, const ry_value *x, ry_value **v) {
@@ -195,7 +195,7 @@ static ry_status proj(vm_machine *mc, const insn *I, const ry_value *x, ry_value
         return ry_error_at(mc->err, I->span, "tuple index %d out of range for a %d-tuple", I->b,
                            x->tuple.n);
     return ry_error_at(mc->err, I->span, "projection .%d of %s, not a tuple", I->b,
-                       vm_kind_name(x));
+                       ry_value_kind_name(x));
 }
 
 static ry_status make_closure(vm_machine *mc, const insn *I, ry_value **R, ry_value **v) {
@@ -304,14 +304,14 @@ static ry_status run(vm_machine *mc, ry_value **out) {
             x = R[I->a];
             if (x->kind != RY_VAL_REF)
                 return ry_error_at(mc->err, I->span, "ref_read of %s, not a reference",
-                                   vm_kind_name(x));
+                                   ry_value_kind_name(x));
             v = ry_value_retain(x->ref.value);
             break;
         case I_REFWRITE:
             x = R[I->a];
             if (x->kind != RY_VAL_REF)
                 return ry_error_at(mc->err, I->span, "ref_write to %s, not a reference",
-                                   vm_kind_name(x));
+                                   ry_value_kind_name(x));
             ry_value_release(x->ref.value);
             x->ref.value = ry_value_retain(R[I->b]);
             if (!(v = ry_value_tuple(0, NULL))) return oom(mc, I->span);

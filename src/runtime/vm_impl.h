@@ -129,9 +129,6 @@ typedef struct vm_machine {
 
 /* vm_ops.c */
 ry_status vm_run_op(vm_machine *mc, const insn *I, ry_value **R, ry_value **out);
-ry_status vm_check_params(vm_machine *mc, const ry_expr *fn, ry_value *const *args,
-                          ry_span span);
-const char *vm_kind_name(const ry_value *v);
 bool vm_type_static(const ry_type *t);
 
 /* src/backend/cpu/vm_alloc.c: the allocator for operator results (keeps

@@ -10,17 +10,6 @@
 
 #include "runtime/vm_impl.h"
 
-const char *vm_kind_name(const ry_value *v) {
-    switch (v->kind) {
-    case RY_VAL_TENSOR: return "a tensor";
-    case RY_VAL_TUPLE: return "a tuple";
-    case RY_VAL_CLOSURE: return "a function";
-    case RY_VAL_REF: return "a reference";
-    case RY_VAL_ADT: return "a constructor value";
-    }
-    return "a value";
-}
-
 /* A tensor type, or tuple of them, with every dimension constant. */
 bool vm_type_static(const ry_type *t) {
     if (!t) return false;
@@ -95,7 +84,7 @@ static ry_type *arg_type(vm_machine *mc, const ry_value *v, const ry_expr *call,
         return ry_type_tuple_arena(mc->scratch, v->tuple.n, fields);
     }
     ry_error_at(mc->err, call->call.args[i]->span, "operator %s: argument %d is %s, not a tensor",
-                call->call.callee->op.op->name, i + 1, vm_kind_name(v));
+                call->call.callee->op.op->name, i + 1, ry_value_kind_name(v));
     return NULL;
 }
 
@@ -192,80 +181,3 @@ ry_status vm_run_op(vm_machine *mc, const insn *I, ry_value **R, ry_value **out)
     return st;
 }
 
-/* ---- run-time checks of annotated parameters ----
- * A tensor argument must have the annotation's dtype and rank; a constant
- * dimension must be equal; a symbolic dimension n takes the first value it
- * meets in this call and must keep it; ? accepts anything. Tuples are
- * checked field by field; other annotations were settled statically. */
-typedef struct symbind {
-    int n;
-    const char *name[64];
-    int64_t value[64];
-    const ry_var *from[64];
-} symbind;
-
-static ry_status param_error(vm_machine *mc, ry_span span, int idx, const ry_var *p,
-                             const ry_type *want, const ry_value *got, const char *why) {
-    char tw[256], tg[128];
-    ry_type_str(want, tw, sizeof tw);
-    if (got->kind == RY_VAL_TENSOR) ry_tensor_describe(got->tensor, tg, sizeof tg);
-    else snprintf(tg, sizeof tg, "%s", vm_kind_name(got));
-    return ry_error_at(mc->err, span, "argument %d (parameter %%%s): expected %s, got %s%s%s",
-                       idx + 1, p->name, tw, tg, why[0] ? ": " : "", why);
-}
-
-static ry_status check_dims(vm_machine *mc, ry_span span, int idx, const ry_var *p,
-                            const ry_type *want, const ry_value *got, symbind *sb) {
-    const ry_tensor *t = got->tensor;
-    for (int d = 0; d < t->ndim; d++) {
-        const ry_dim *w = &want->tensor.dims[d];
-        if (w->kind == RY_DIM_CONST && w->value != t->shape[d])
-            return param_error(mc, span, idx, p, want, got, "");
-        if (w->kind != RY_DIM_SYM) continue;
-        int k = 0;
-        while (k < sb->n && strcmp(sb->name[k], w->name) != 0) k++;
-        if (k < sb->n && sb->value[k] != t->shape[d]) {
-            char why[160];
-            snprintf(why, sizeof why, "%s is %lld from parameter %%%s but %lld here", w->name,
-                     (long long)sb->value[k], sb->from[k]->name, (long long)t->shape[d]);
-            return param_error(mc, span, idx, p, want, got, why);
-        }
-        if (k == sb->n && sb->n < 64) {
-            sb->name[k] = w->name;
-            sb->value[k] = t->shape[d];
-            sb->from[k] = p;
-            sb->n++;
-        }
-    }
-    return RY_OK;
-}
-
-static ry_status check_value(vm_machine *mc, ry_span span, int idx, const ry_var *p,
-                             const ry_type *want, const ry_value *got, symbind *sb) {
-    if (want->kind == RY_TYPE_TUPLE) {
-        if (got->kind != RY_VAL_TUPLE || got->tuple.n != want->tuple.n)
-            return param_error(mc, span, idx, p, want, got, "");
-        for (int i = 0; i < want->tuple.n; i++)
-            if (check_value(mc, span, idx, p, want->tuple.fields[i], got->tuple.fields[i], sb))
-                return RY_ERR;
-        return RY_OK;
-    }
-    if (want->kind != RY_TYPE_TENSOR) return RY_OK;
-    if (got->kind != RY_VAL_TENSOR || got->tensor->dtype != want->tensor.dtype ||
-        got->tensor->ndim != want->tensor.ndim)
-        return param_error(mc, span, idx, p, want, got, "");
-    return check_dims(mc, span, idx, p, want, got, sb);
-}
-
-ry_status vm_check_params(vm_machine *mc, const ry_expr *fn, ry_value *const *args,
-                          ry_span span) {
-    symbind sb;
-    sb.n = 0;
-    for (int i = 0; i < fn->func.nparams; i++) {
-        const ry_var *p = fn->func.params[i];
-        if (!p->annot) continue;
-        ry_span at = span.src ? span : p->span;
-        if (check_value(mc, at, i, p, p->annot, args[i], &sb)) return RY_ERR;
-    }
-    return RY_OK;
-}
