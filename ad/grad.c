@@ -177,7 +177,7 @@ static ry_expr *xop(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
     ry_expr *g = gx_bind(s, &cb, "g", adjoint(s, r, e->type), e->type);
     ry_expr **grads = RY_NEW_ARRAY(s->scratch, ry_expr *, n + 1);
     ry_error rerr = {0}; /* the first failure is the one reported */
-    ry_grad_ctx ctx = {s->m, e, e->span, &rerr};
+    ry_grad_ctx ctx = {s->m, e, e->span, &rerr, s->opts.inference};
     if (rule.fn(&ctx, prim, y, g, grads)) {
         if (!s->failed && s->err) *s->err = rerr;
         s->failed = true;
@@ -441,6 +441,11 @@ static ry_status run(gx *s, const char *fn_name, const ry_expr *fn, const char *
         return RY_ERR;
     if (!fn->type)
         return ry_error_at(s->err, fn->span, "gradient: the function is not in the module");
+    const char *orig = g ? g->name : NULL; /* names the result, not the instance */
+    if (g && fn->func.ntparams) { /* differentiate one instance (grad_outer.c) */
+        if (gx_instantiate(s, &g)) return RY_ERR;
+        fn = g->func;
+    }
     ry_expr *target;
     if (g) {
         target = ry_expr_new(s->m, RY_EXPR_GLOBAL, fn->span);
@@ -456,10 +461,11 @@ static ry_status run(gx *s, const char *fn_name, const ry_expr *fn, const char *
     if (s->nmissing) return missing_error(s);
 
     char base[300];
-    snprintf(base, sizeof base, "%s_gradient", g ? g->name : "");
+    snprintf(base, sizeof base, "%s_gradient", orig ? orig : "");
     const char *name = gx_unique(s, out_name ? out_name : g ? base : "gradient", "");
     if (out_name && strcmp(name, out_name) != 0) /* never replace a global silently */
         return ry_error_at(s->err, RY_NO_SPAN, "gradient: the name @%s is taken", out_name);
+    s->added = true;
     for (int i = 0; i < s->ntds; i++)
         ry_module_add_typedef(s->m, s->tds[i]);
     for (int i = 0; i < s->ntwins; i++)
@@ -475,7 +481,13 @@ static ry_status run(gx *s, const char *fn_name, const ry_expr *fn, const char *
 
 ry_status ry_grad(ry_module *m, const char *fn_name, const ry_expr *fn, const char *out_name,
                   const char **out_name_used, ry_error *err) {
+    return ry_grad_ex(m, fn_name, fn, out_name, NULL, out_name_used, err);
+}
+
+ry_status ry_grad_ex(ry_module *m, const char *fn_name, const ry_expr *fn, const char *out_name,
+                     const ry_grad_opts *opts, const char **out_name_used, ry_error *err) {
     gx s = {.m = m, .scratch = ry_arena_new(), .err = err};
+    if (opts) s.opts = *opts;
     ad_map_init(&s.vars, s.scratch);
     ad_map_init(&s.globals, s.scratch);
     ad_map_init(&s.adts, s.scratch);
@@ -484,6 +496,7 @@ ry_status ry_grad(ry_module *m, const char *fn_name, const ry_expr *fn, const ch
     ad_map_init(&s.primals, s.scratch);
     s.bp_type = make_bp_type(m);
     ry_status st = run(&s, fn_name, fn, out_name, out_name_used);
+    if (st && !s.added) gx_remove_instance(&s);
     ry_arena_free(s.scratch);
     return st;
 }

@@ -17,8 +17,7 @@
 
 static const char *const kind_names[] = {"in", "grad", "primal", "seed"};
 
-/* t with the type variables from[i] replaced by to[i]. */
-static ry_type *subst(gx *s, ry_type *t, int n, ry_type **from, ry_type **to) {
+ry_type *gx_subst(gx *s, ry_type *t, int n, ry_type **from, ry_type **to) {
     if (!t || n == 0) return t;
     ry_type *r;
     switch (t->kind) {
@@ -29,7 +28,7 @@ static ry_type *subst(gx *s, ry_type *t, int n, ry_type **from, ry_type **to) {
     case RY_TYPE_TUPLE: {
         ry_type **f = RY_NEW_ARRAY(s->m->arena, ry_type *, t->tuple.n);
         for (int i = 0; i < t->tuple.n; i++)
-            f[i] = subst(s, t->tuple.fields[i], n, from, to);
+            f[i] = gx_subst(s, t->tuple.fields[i], n, from, to);
         return ry_type_tuple_arena(s->m->arena, t->tuple.n, f);
     }
     case RY_TYPE_CALL:
@@ -37,19 +36,19 @@ static ry_type *subst(gx *s, ry_type *t, int n, ry_type **from, ry_type **to) {
         r->call = t->call;
         r->call.args = RY_NEW_ARRAY(s->m->arena, ry_type *, t->call.nargs);
         for (int i = 0; i < t->call.nargs; i++)
-            r->call.args[i] = subst(s, t->call.args[i], n, from, to);
+            r->call.args[i] = gx_subst(s, t->call.args[i], n, from, to);
         return r;
     case RY_TYPE_REF:
         r = ry_type_new(s->m, RY_TYPE_REF, t->span);
-        r->ref.inner = subst(s, t->ref.inner, n, from, to);
+        r->ref.inner = gx_subst(s, t->ref.inner, n, from, to);
         return r;
     case RY_TYPE_FUNC:
         r = ry_type_new(s->m, RY_TYPE_FUNC, t->span);
         r->func = t->func;
         r->func.args = RY_NEW_ARRAY(s->m->arena, ry_type *, t->func.nargs);
         for (int i = 0; i < t->func.nargs; i++)
-            r->func.args[i] = subst(s, t->func.args[i], n, from, to);
-        r->func.ret = subst(s, t->func.ret, n, from, to);
+            r->func.args[i] = gx_subst(s, t->func.args[i], n, from, to);
+        r->func.ret = gx_subst(s, t->func.ret, n, from, to);
         return r;
     default: return t;
     }
@@ -158,7 +157,7 @@ static ry_expr *adt_convert(gx *s, gx_conv kind, ry_expr *x, ry_type *t) {
             gx_block b = {0};
             ry_expr **f = RY_NEW_ARRAY(s->scratch, ry_expr *, k->nfields + 1);
             for (int j = 0; j < k->nfields; j++) {
-                ry_type *ft = subst(s, k->fields[j], td->ntparams, td->tparams, t->call.args);
+                ry_type *ft = gx_subst(s, k->fields[j], td->ntparams, td->tparams, t->call.args);
                 if (!gx_convertible(s, ft)) {
                     char fb[200];
                     if (!s->failed)

@@ -44,6 +44,9 @@ typedef struct gx {
     int *scopes;                        /* bound in scope id; valid while that id is on */
     int nscopes, capscopes, next_scope; /* the stack of open scopes */
     ry_type *bp_type;                   /* ref(fn () -> ()) */
+    ry_grad_opts opts;                  /* the caller's (zeroed: ry_grad's defaults) */
+    ry_global *inst;                    /* the instance gx_instantiate added, if any */
+    bool added;                         /* the results are in m (run() in grad.c) */
 } gx;
 
 struct gx_primal {
@@ -96,6 +99,8 @@ ry_expr *gx_unit(gx *s);
 void gx_add_global(gx *s, const char *name, ry_expr *fn);
 
 /* ---- grad_convert.c ---- */
+/* t with the type variables from[i] replaced by to[i] (new nodes in m). */
+ry_type *gx_subst(gx *s, ry_type *t, int n, ry_type **from, ry_type **to);
 typedef enum gx_conv { GX_IN, GX_GRAD, GX_PRIMAL, GX_SEED } gx_conv;
 /* Whether values of t can cross the wrapper: tensors, tuples, concrete
  * ADTs, and types the mapping leaves unchanged (not functions or type
@@ -104,6 +109,18 @@ bool gx_convertible(gx *s, const ry_type *t);
 /* in: x : T -> T';  grad: x' : T' -> T (adjoints);  primal: x' : T' -> T;
  * seed: x' : T' -> () adding ones to every adjoint cell. */
 ry_expr *gx_convert(gx *s, gx_conv kind, ry_expr *x, ry_type *t);
+
+/* ---- grad_outer.c: what the outermost function may be beyond tensors ---- */
+/* For a polymorphic global *g: adds the monomorphic instance
+ * `@<name>_inst` (see ry_grad_ex) to m, type-checks m, and points *g at
+ * it; s->inst records it so that an error removes it again. */
+ry_status gx_instantiate(gx *s, ry_global **g);
+void gx_remove_instance(gx *s);
+/* A first-order function type fn(A..) -> R with convertible A and R. */
+bool gx_liftable(gx *s, const ry_type *t);
+/* A primal function value f : t lifted to t': called on the primals of its
+ * arguments, its result paired with zero cells (no gradient through f). */
+ry_expr *gx_lift(gx *s, ry_expr *f, const ry_type *t);
 
 /* ---- grad_wrap.c ---- */
 /* fn (params) { ... } with TVM's gradient signature around a call of the

@@ -152,7 +152,9 @@ static ry_status check_first(ry_module *m, const char *entry, int nargs, ry_valu
     if (nargs != g->func->func.nparams || nargs > RY_GRADCHECK_MAX_PARAMS)
         return ry_error_at(err, g->span, "gradcheck: @%s takes %d arguments, %d given (at most %d)",
                            entry, g->func->func.nparams, nargs, RY_GRADCHECK_MAX_PARAMS);
-    if (ry_grad(m, entry, NULL, NULL, &rep->grad_name, err)) return RY_ERR;
+    /* the gradient is built for the mode the runs are made in */
+    ry_grad_opts go = {.inference = !(o.interp && o.interp->training)};
+    if (ry_grad_ex(m, entry, NULL, NULL, &go, &rep->grad_name, err)) return RY_ERR;
     ry_value *out = NULL;
     if (ry_interp_call(m, rep->grad_name, nargs, args, o.interp, &out, err)) return RY_ERR;
     const ry_value *grads = out->tuple.fields[1];

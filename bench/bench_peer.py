@@ -25,9 +25,13 @@ def mirror_command(name, threads, seconds):
     base = [sys.executable, os.path.join(HERE, f"mirror_{name}.py"), "--threads", str(threads)]
     if name in ("mlp", "lenet"):
         return base + ["--epochs", "1"], lambda r: r["mean_samples_per_s"]
-    if name == "charlstm":
+    if name in ("charlstm", "charlstm-loop"):
+        # nn.LSTM, or the same cell stepped in Python (--cell loop): issue 5
+        # compares the IR cell with both.
         steps = max(20, int(seconds * 14))
-        return base + ["--steps", str(steps)], lambda r: r["sequences_per_s"]
+        cell = "loop" if name == "charlstm-loop" else "lstm"
+        base[1] = os.path.join(HERE, "mirror_charlstm.py")
+        return base + ["--steps", str(steps), "--cell", cell], lambda r: r["sequences_per_s"]
     if name == "treelstm":
         limit = max(100, int(seconds * 80))
         return base + ["--limit", str(limit)], lambda r: r["trees_per_s"]
@@ -42,23 +46,32 @@ def main():
     p.add_argument("--relayc", required=True, help="relayc's JSON line")
     args = p.parse_args()
     ours = json.loads(args.relayc)
-    cmd, read = mirror_command(args.name, args.threads, args.seconds)
+    out = {"name": args.name, "throughput": ours["throughput"], "unit": ours["unit"],
+           "threads": args.threads, "relayc": ours}
+    peers = [args.name] + (["charlstm-loop"] if args.name == "charlstm" else [])
+    for i, peer_name in enumerate(peers):
+        peer = run_peer(peer_name, args.threads, args.seconds, ours["unit"])
+        suffix = "" if i == 0 else "_loop"
+        out["peer" + suffix] = peer
+        tp = peer["throughput"]
+        out["ratio" + suffix] = round(ours["throughput"] / tp, 3) if tp > 0 else None
+    print(json.dumps(out), flush=True)
+
+
+def run_peer(name, threads, seconds, unit):
+    """Runs one mirror and returns its description and throughput."""
+    cmd, read = mirror_command(name, threads, seconds)
     run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if run.returncode != 0:
         sys.stderr.write(run.stderr[-4000:])
         raise SystemExit(f"bench_peer: mirror failed with status {run.returncode}")
     line = [ln for ln in run.stdout.splitlines() if ln.startswith("{")][-1]
     peer = json.loads(line)
-    peer_tp = float(read(peer["results"]))
-    out = {"name": args.name, "throughput": ours["throughput"], "unit": ours["unit"],
-           "threads": args.threads, "relayc": ours,
-           "peer": {"framework": "pytorch", "torch": peer["env"]["torch"],
-                    "throughput": peer_tp, "unit": ours["unit"],
-                    "command": " ".join(["python3"] + [os.path.relpath(c) if c.endswith(".py") else c
-                                                        for c in cmd[1:]]),
-                    "config": peer["config"]},
-           "ratio": round(ours["throughput"] / peer_tp, 3) if peer_tp > 0 else None}
-    print(json.dumps(out), flush=True)
+    return {"framework": "pytorch", "torch": peer["env"]["torch"],
+            "throughput": float(read(peer["results"])), "unit": unit,
+            "command": " ".join(["python3"] + [os.path.relpath(c) if c.endswith(".py") else c
+                                               for c in cmd[1:]]),
+            "config": peer["config"]}
 
 
 if __name__ == "__main__":

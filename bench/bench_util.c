@@ -7,6 +7,7 @@
 #include "bench_util.h"
 
 #include <cblas.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,13 +31,33 @@ double bench_median(double *v, int n) {
 }
 
 /* ---- GEMM accounting ------------------------------------------------------
- * The benchmarks are single-threaded callers (OpenBLAS may use threads
- * inside one call), so plain globals suffice. */
+ * The trainer may call GEMM from several worker threads at once (one call
+ * per tree each), so the totals are kept under a lock; the seconds are
+ * then summed over the calling threads. */
+static pthread_mutex_t gemm_lock = PTHREAD_MUTEX_INITIALIZER;
 static double gemm_seconds;
 static int64_t gemm_calls;
 
-double bench_gemm_seconds(void) { return gemm_seconds; }
-int64_t bench_gemm_calls(void) { return gemm_calls; }
+static void gemm_account(double s) {
+    pthread_mutex_lock(&gemm_lock);
+    gemm_seconds += s;
+    gemm_calls++;
+    pthread_mutex_unlock(&gemm_lock);
+}
+
+double bench_gemm_seconds(void) {
+    pthread_mutex_lock(&gemm_lock);
+    double s = gemm_seconds;
+    pthread_mutex_unlock(&gemm_lock);
+    return s;
+}
+
+int64_t bench_gemm_calls(void) {
+    pthread_mutex_lock(&gemm_lock);
+    int64_t n = gemm_calls;
+    pthread_mutex_unlock(&gemm_lock);
+    return n;
+}
 
 void __real_cblas_sgemm(enum CBLAS_ORDER o, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb,
                         blasint m, blasint n, blasint k, float alpha, const float *a,
@@ -61,8 +82,7 @@ void __wrap_cblas_sgemm(enum CBLAS_ORDER o, enum CBLAS_TRANSPOSE ta, enum CBLAS_
                         blasint ldc) {
     double t0 = bench_now();
     __real_cblas_sgemm(o, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    gemm_seconds += bench_now() - t0;
-    gemm_calls++;
+    gemm_account(bench_now() - t0);
 }
 
 void __wrap_cblas_dgemm(enum CBLAS_ORDER o, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb,
@@ -71,11 +91,11 @@ void __wrap_cblas_dgemm(enum CBLAS_ORDER o, enum CBLAS_TRANSPOSE ta, enum CBLAS_
                         blasint ldc) {
     double t0 = bench_now();
     __real_cblas_dgemm(o, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    gemm_seconds += bench_now() - t0;
-    gemm_calls++;
+    gemm_account(bench_now() - t0);
 }
 
-void bench_set_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
+/* threads.h's knob: relayc's kernel pool and OpenBLAS together. */
+void bench_set_threads(int n) { ry_set_num_threads(n < 1 ? 1 : n); }
 
 ry_tensor *bench_rand_f32(ry_rng *r, int ndim, const int64_t *shape) {
     ry_tensor *t = ry_tensor_new(RY_FLOAT32, ndim, shape);

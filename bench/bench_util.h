@@ -18,12 +18,14 @@ double bench_now(void);
 /* Median of v[0..n) (sorts v in place); 0 for n == 0. */
 double bench_median(double *v, int n);
 
-/* Seconds spent inside cblas_sgemm/cblas_dgemm since the program started,
- * and the number of calls; both only grow. */
+/* Seconds spent inside cblas_sgemm/cblas_dgemm since the program started
+ * (summed over the threads that call them), and the number of calls; both
+ * only grow. */
 double bench_gemm_seconds(void);
 int64_t bench_gemm_calls(void);
 
-/* Sets OpenBLAS's thread count (n >= 1). */
+/* Sets the thread count of relayc's kernels and OpenBLAS (threads.h's
+ * ry_set_num_threads; n >= 1). */
 void bench_set_threads(int n);
 
 /* A float32 tensor of shape filled from U(0, 1), or an int32 tensor filled

@@ -11,6 +11,19 @@
 
 #define RY_OPTIM_MAX_SLOTS 3
 
+/* GCC vectorizes loops only from -O3 (or, at -O2, with a cost model that
+ * rejects loops of unknown length); the update loops are what vectorizing
+ * is for (SGD's; loops calling sqrt stay scalar under errno semantics,
+ * which is cheap next to the models that use Adam or Adagrad). Clang
+ * vectorizes at -O2 already. Vectorizing keeps each element's
+ * arithmetic as written (no reassociation, no contraction), so results
+ * do not change. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define RY_OPTIM_VECTORIZE _Pragma("GCC optimize(\"tree-vectorize\", \"vect-cost-model=dynamic\")")
+#else
+#define RY_OPTIM_VECTORIZE
+#endif
+
 struct ry_optimizer {
     ry_optim_config cfg;     /* cfg.lr is the current learning rate */
     ry_dtype dtype;          /* the layout of the parameters, kept to check */
@@ -27,8 +40,11 @@ struct ry_optimizer {
     int64_t steps;           /* ry_optim_step calls */
 };
 
-/* One parameter's run of the slabs: n elements of param, grad and each slot
- * (slot order as the rule's file names them), in the set's dtype. */
+/* One parameter's run of the slabs (or one run of rows of it): n elements
+ * of param, grad and each slot (slot order as the rule's file names them),
+ * in the set's dtype. The gradient may live anywhere (the gradient
+ * program's own output) but never overlaps the parameter or a slot, so the
+ * kernels take their pointers as restrict and vectorize. */
 typedef struct ry_update_args {
     ry_dtype dtype;
     int64_t n;
@@ -36,6 +52,9 @@ typedef struct ry_update_args {
     const void *grad;
     void *slot[RY_OPTIM_MAX_SLOTS];
     double lr;
+    double scale;            /* every gradient element is multiplied by it as
+                                it is read (clip-by-norm's coefficient); 1:
+                                the product is exact, so no clipping */
     double weight_decay;     /* 0 when the parameter is exempt */
     int64_t step;            /* this parameter's step count, already advanced */
 } ry_update_args;

@@ -223,18 +223,17 @@ static ry_status check_layout(const ry_optimizer *o, const ry_param_set *p, cons
     return RY_OK;
 }
 
-/* One pass: each parameter's run of params, grads and slots goes to the
- * rule once; frozen parameters are passed over. */
-ry_status ry_optim_step(ry_optimizer *o, ry_param_set *params, const ry_param_set *grads,
-                        ry_error *err) {
-    if (check_layout(o, params, "parameters", err) || check_layout(o, grads, "gradients", err))
-        return RY_ERR;
-    void (*update)(const ry_optim_config *, const ry_update_args *) =
-        o->cfg.kind == RY_OPTIM_SGD       ? ry_optim_sgd_update
-        : o->cfg.kind == RY_OPTIM_ADAGRAD ? ry_optim_adagrad_update
-        : o->cfg.kind == RY_OPTIM_RMSPROP ? ry_optim_rmsprop_update
-                                          : ry_optim_adam_update;
-    /* The counts may have been loaded from a file: whole numbers only. */
+typedef void (*update_fn)(const ry_optim_config *, const ry_update_args *);
+
+static update_fn rule_of(const ry_optimizer *o) {
+    return o->cfg.kind == RY_OPTIM_SGD       ? ry_optim_sgd_update
+           : o->cfg.kind == RY_OPTIM_ADAGRAD ? ry_optim_adagrad_update
+           : o->cfg.kind == RY_OPTIM_RMSPROP ? ry_optim_rmsprop_update
+                                             : ry_optim_adam_update;
+}
+
+/* The counts may have been loaded from a file: whole numbers only. */
+static ry_status check_steps(const ry_optimizer *o, ry_error *err) {
     for (int i = 0; i < o->n_params; i++) {
         double t = *step_of(o, i);
         if (!o->frozen[i] && !(t >= 0 && t < 9007199254740992.0 && t == floor(t)))
@@ -242,19 +241,125 @@ ry_status ry_optim_step(ry_optimizer *o, ry_param_set *params, const ry_param_se
                                "optimizer: parameter '%s' has step count %g, not a whole number >= 0",
                                o->names[i], t);
     }
+    return RY_OK;
+}
+
+bool ry_optim_zero_grad_is_identity(const ry_optimizer *o, int i) {
+    if (i < 0 || i >= o->n_params) return false;
+    if (o->frozen[i]) return true;
+    bool decays = o->decay[i] && o->cfg.weight_decay != 0;
+    switch (o->cfg.kind) {
+    case RY_OPTIM_SGD:
+        /* p - lr (0 + 0) = p; a momentum buffer decays instead */
+        return !decays && o->cfg.momentum == 0;
+    case RY_OPTIM_ADAGRAD:
+        /* s + 0 = s, and 0 / (sqrt(s) + eps) = 0 needs eps > 0 (s may be 0) */
+        return !decays && o->cfg.eps > 0;
+    default:
+        /* Adam's and RMSprop's averages decay toward zero */
+        return false;
+    }
+}
+
+/* Whether [a, a + n) and [b, b + m) bytes overlap. */
+static bool overlaps(const void *a, size_t n, const void *b, size_t m) {
+    const char *x = a, *y = b;
+    return x < y + m && y < x + n;
+}
+
+static ry_status check_grad(const ry_optimizer *o, const ry_param_set *params, int i,
+                            const ry_optim_grad *g, ry_error *err) {
+    const ry_tensor *t = g->t, *p = params->views[i];
+    if (!t) return ry_error_at(err, RY_NO_SPAN, "optimizer: no gradient for '%s'", o->names[i]);
+    if (t->dtype != o->dtype || !ry_tensor_same_shape(t, p)) {
+        char buf[64];
+        return ry_error_at(err, RY_NO_SPAN, "optimizer: the gradient of '%s' is %s, not the parameter's",
+                           o->names[i], ry_tensor_describe(t, buf, sizeof buf));
+    }
+    size_t nb = ry_tensor_nbytes(t);
+    bool clash = overlaps(t->data, nb, params->slab->data, ry_tensor_nbytes(params->slab));
+    for (int s = 0; s < o->n_slots; s++)
+        if (o->slots[s])
+            clash |= overlaps(t->data, nb, o->slots[s]->slab->data, ry_tensor_nbytes(o->slots[s]->slab));
+    if (clash)
+        return ry_error_at(err, RY_NO_SPAN,
+                           "optimizer: the gradient of '%s' shares memory with the parameters or "
+                           "the optimizer's state",
+                           o->names[i]);
+    if (!g->rows) return RY_OK;
+    if (!ry_optim_zero_grad_is_identity(o, i))
+        return ry_error_at(err, RY_NO_SPAN,
+                           "optimizer: %s changes rows of '%s' whose gradient is zero: update it densely",
+                           ry_optim_kind_name(o->cfg.kind), o->names[i]);
+    for (int64_t k = 0; k < g->nrows; k++)
+        if (p->ndim < 1 || g->rows[k] < 0 || g->rows[k] >= p->shape[0] ||
+            (k > 0 && g->rows[k] <= g->rows[k - 1]))
+            return ry_error_at(err, RY_NO_SPAN,
+                               "optimizer: the rows of '%s' are not increasing indices below %lld",
+                               o->names[i], (long long)(p->ndim ? p->shape[0] : 0));
+    return RY_OK;
+}
+
+/* Parameter i's update, over all of it or over its listed rows (each row
+ * one run of the slabs: the rules are elementwise). */
+static void update_param(ry_optimizer *o, update_fn update, ry_param_set *params, int i,
+                         const ry_optim_grad *g, double scale) {
+    const ry_tensor *p = params->views[i];
+    size_t es = ry_dtype_size(o->dtype);
+    ry_update_args a;
+    memset(&a, 0, sizeof a);
+    a.dtype = o->dtype;
+    a.lr = o->cfg.lr;
+    a.scale = scale;
+    a.weight_decay = o->decay[i] ? o->cfg.weight_decay : 0;
+    a.step = (int64_t)(*step_of(o, i) += 1);
+    if (!g->rows) {
+        a.n = p->size;
+        a.param = p->data;
+        a.grad = g->t->data;
+        for (int s = 0; s < o->n_slots; s++)
+            a.slot[s] = o->slots[s] ? o->slots[s]->views[i]->data : NULL;
+        update(&o->cfg, &a);
+        return;
+    }
+    int64_t row = p->shape[0] ? p->size / p->shape[0] : 0;
+    a.n = row;
+    for (int64_t k = 0; k < g->nrows; k++) {
+        size_t off = (size_t)(g->rows[k] * row) * es;
+        a.param = (char *)p->data + off;
+        a.grad = (const char *)g->t->data + off;
+        for (int s = 0; s < o->n_slots; s++)
+            a.slot[s] = o->slots[s] ? (char *)o->slots[s]->views[i]->data + off : NULL;
+        update(&o->cfg, &a);
+    }
+}
+
+ry_status ry_optim_step_grads(ry_optimizer *o, ry_param_set *params, const ry_optim_grad *grads,
+                              double scale, ry_error *err) {
+    if (check_layout(o, params, "parameters", err) || check_steps(o, err)) return RY_ERR;
+    for (int i = 0; i < o->n_params; i++)
+        if (!o->frozen[i] && check_grad(o, params, i, &grads[i], err)) return RY_ERR;
+    update_fn update = rule_of(o);
+    for (int i = 0; i < o->n_params; i++)
+        if (!o->frozen[i]) update_param(o, update, params, i, &grads[i], scale);
+    o->steps++;
+    return RY_OK;
+}
+
+/* One pass: each parameter's run of params, grads and slots goes to the
+ * rule once; frozen parameters are passed over. */
+ry_status ry_optim_step(ry_optimizer *o, ry_param_set *params, const ry_param_set *grads,
+                        ry_error *err) {
+    if (check_layout(o, params, "parameters", err) || check_layout(o, grads, "gradients", err) ||
+        check_steps(o, err))
+        return RY_ERR;
+    if (grads->slab->data == params->slab->data)
+        return ry_error_at(err, RY_NO_SPAN, "optimizer: the gradients are the parameters");
+    update_fn update = rule_of(o);
     for (int i = 0; i < o->n_params; i++) {
         if (o->frozen[i]) continue;
-        ry_update_args a;
-        memset(&a, 0, sizeof a);
-        a.dtype = o->dtype;
-        a.n = params->views[i]->size;
-        a.param = params->views[i]->data;
-        a.grad = grads->views[i]->data;
-        for (int s = 0; s < o->n_slots; s++) a.slot[s] = o->slots[s] ? o->slots[s]->views[i]->data : NULL;
-        a.lr = o->cfg.lr;
-        a.weight_decay = o->decay[i] ? o->cfg.weight_decay : 0;
-        a.step = (int64_t)(*step_of(o, i) += 1);
-        update(&o->cfg, &a);
+        ry_optim_grad g = {.t = grads->views[i]};
+        update_param(o, update, params, i, &g, 1.0);
     }
     o->steps++;
     return RY_OK;

@@ -7,11 +7,13 @@
 
 #include "optim_impl.h"
 
+RY_OPTIM_VECTORIZE
+
 /* torch.lerp: start + w (end - start), computed from the nearer end. */
 #define LERP(start, end, w) ((w) < 0.5 ? (start) + (w) * ((end) - (start)) : (end) - ((end) - (start)) * (1 - (w)))
 
 /* Per element, sq, buf, ga the slots square_avg, momentum_buffer, grad_avg:
- *   d = g + wd p
+ *   d = g sc + wd p                      (sc: the clip scale)
  *   sq = alpha sq + (1 - alpha) d d
  *   ga = lerp(ga, d, 1 - alpha)          centered
  *   avg = sqrt(sq - ga ga) + eps         centered; sqrt(sq) + eps otherwise
@@ -23,8 +25,9 @@
         const T *g = a->grad;                                                            \
         const T wd = (T)a->weight_decay, eps = (T)c->eps, neg_lr = (T)(-a->lr);          \
         const T alpha = (T)c->alpha, w = (T)(1 - c->alpha), mom = (T)c->momentum;       \
+        const T sc = (T)a->scale;                                                        \
         for (int64_t i = 0; i < a->n; i++) {                                             \
-            T d = g[i];                                                                  \
+            T d = g[i] * sc;                                                             \
             if (wd != 0) d = d + wd * p[i];                                              \
             sq[i] = sq[i] * alpha + w * d * d;                                           \
             T avg;                                                                       \

@@ -30,7 +30,8 @@ void ry_anf_module(ry_module *m);
 
 /* ---- the gradient transform -----------------------------------------------
  * ry_grad differentiates a function of the module m (type-checked first if
- * it was not: its type errors come back as ry_grad's), given
+ * it was not: its type errors come back as ry_grad's) for training mode,
+ * with respect to every parameter (ry_grad_ex with no options), given
  * either as the name of a global (fn_name) or as an RY_EXPR_FUNC expression
  * of m (fn, when fn_name is NULL). It adds to m:
  *   - a global `out_name` (NULL: "<name>_gradient", or "gradient" for an
@@ -46,9 +47,8 @@ void ry_anf_module(ry_module *m);
  *     type) that pair, unpair and seed its tensors.
  * Then it type-checks the whole module again. Parameters and the result may
  * be tensors, tuples and ADTs of them, and values the transform leaves
- * unchanged (integer tensors: their gradient is zeros); function and
- * type-variable parameters, and polymorphic functions themselves, are
- * rejected at this outer level (inside, the transform handles them). Where
+ * unchanged (integer tensors: their gradient is zeros); for function
+ * parameters and polymorphic functions see ry_grad_ex. Where
  * operators lack a gradient rule, one error lists all of them, located at
  * the first. Annotations that mention ref types are left to inference in
  * monomorphic twins (TVM prints but cannot parse ref types). On success
@@ -58,6 +58,46 @@ void ry_anf_module(ry_module *m);
  * here: the message says so). */
 ry_status ry_grad(ry_module *m, const char *fn_name, const ry_expr *fn, const char *out_name,
                   const char **out_name_used, ry_error *err);
+
+/* How ry_grad_ex differentiates. A zeroed struct (or NULL) is ry_grad's
+ * behaviour: training mode, every parameter. */
+typedef struct ry_grad_opts {
+    /* The mode the gradient program will run in, fixed when it is built
+     * (run it with ry_interp_opts.training / ry_vm_opts.training equal to
+     * !inference). Training (false): nn.dropout's adjoint is g * mask /
+     * (1 - rate) with the mask the forward call returned, nn.batch_norm's
+     * that of batch statistics and the moving-average update. Inference:
+     * dropout is the identity and batch_norm normalizes with its moving
+     * statistics, which pass through unchanged. */
+    bool inference;
+    /* NULL: the gradient of every parameter. Otherwise nwrt (= the number
+     * of parameters) flags: the result tuple holds the gradients of the
+     * parameters whose flag is true, in parameter order, and no other
+     * adjoint is read, so the optimizer removes their computation. */
+    const bool *wrt;
+    int nwrt;
+    /* A polymorphic function (fn [A, ..]) is differentiated at one
+     * instantiation: these types (one per type parameter, concrete), or,
+     * when ntype_args is 0, the one every typed call of it in the module
+     * uses. See ry_grad_ex. */
+    int ntype_args;
+    ry_type *const *type_args;
+} ry_grad_opts;
+
+/* ry_grad with options (opts may be NULL: ry_grad's defaults).
+ *   - Polymorphic functions: the gradient is that of the instance at
+ *     opts->type_args (or the call sites' one): a monomorphic global
+ *     `@<name>_inst` calling @<name> at those types is added and
+ *     differentiated (the twin of @<name> itself stays generic). Tensors in
+ *     type-variable positions then get their gradients like any other.
+ *   - Function-typed parameters (first order: tensors, tuples and ADTs in,
+ *     the same out) are taken as they are and called on primal values:
+ *     their results carry no gradient back into their arguments (a function
+ *     that comes from outside cannot be differentiated; build it inside the
+ *     differentiated function for that), and their slot in the gradient
+ *     tuple is `()`. */
+ry_status ry_grad_ex(ry_module *m, const char *fn_name, const ry_expr *fn, const char *out_name,
+                     const ry_grad_opts *opts, const char **out_name_used, ry_error *err);
 
 /* ---- gradient checking ----------------------------------------------------
  * Central finite differences of sum(f(x)) (every tensor of the result,
@@ -70,7 +110,8 @@ typedef struct ry_gradcheck_opts {
     double rtol;                  /* 0: 1e-5 */
     double atol;                  /* 0: 1e-7 */
     bool second_order;            /* also check the gradient program's own gradient */
-    const ry_interp_opts *interp; /* how every run is made; NULL: inference */
+    const ry_interp_opts *interp; /* how every run is made; NULL: inference. The
+                                   * gradient is built for that mode (ry_grad_opts) */
 } ry_gradcheck_opts;
 
 #define RY_GRADCHECK_MAX_PARAMS 32

@@ -88,6 +88,8 @@ typedef struct ry_grad_ctx {
     const ry_expr *call; /* the typed primal call: its attrs and types */
     ry_span span;
     ry_error *err;
+    bool inference; /* the gradient is for inference mode (ry_grad_opts): dropout is the
+                     * identity, batch_norm normalizes with its moving statistics */
 } ry_grad_ctx;
 
 typedef ry_status (*ry_grad_fn)(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,

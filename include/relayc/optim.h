@@ -64,10 +64,46 @@ void ry_optim_free(ry_optimizer *o); /* NULL is fine */
 /* One update of params from grads, both laid out as at ry_optim_new, in one
  * pass over the slabs. Frozen parameters are skipped entirely (no update, no
  * state change, their step count stays). Errors (nothing is changed): a set
- * whose names, shapes or dtype differ from the optimizer's; a step count
- * (ry_optim_steps) that is not a whole number in [0, 2^53). Borrows both. */
+ * whose names, shapes or dtype differ from the optimizer's, grads being
+ * params itself, a step count (ry_optim_steps) that is not a whole number
+ * in [0, 2^53). Borrows both. */
 ry_status ry_optim_step(ry_optimizer *o, ry_param_set *params, const ry_param_set *grads,
                         ry_error *err);
+
+/* The gradient of one parameter for ry_optim_step_grads. */
+typedef struct ry_optim_grad {
+    /* The parameter's shape and the set's dtype, contiguous, anywhere in
+     * memory (the gradient program's own output: nothing is copied) except
+     * inside the parameters or the optimizer's slots. Borrowed. */
+    const ry_tensor *t;
+    /* NULL: a dense update. Otherwise nrows increasing indices along axis 0:
+     * t is zero outside these rows and only they are updated, which equals
+     * the dense update exactly when ry_optim_zero_grad_is_identity holds
+     * for the parameter (required). */
+    const int64_t *rows;
+    int64_t nrows;
+} ry_optim_grad;
+
+/* ry_optim_step with the gradients given per parameter (grads[i] for
+ * parameter i; frozen ones are not read), each element multiplied by scale
+ * as it is read (clip_grad_norm's coefficient, applied in the same pass;
+ * 1: none, exactly). The result equals copying the gradients into a set,
+ * scaling it in place and calling ry_optim_step, bit for bit. Errors
+ * (nothing changed): as ry_optim_step; a gradient of another shape or
+ * dtype, one that overlaps the parameters or slots, rows out of order or
+ * range, rows for a parameter whose zero-gradient update is not the
+ * identity. */
+ry_status ry_optim_step_grads(ry_optimizer *o, ry_param_set *params, const ry_optim_grad *grads,
+                              double scale, ry_error *err);
+
+/* Whether a step with a zero gradient leaves parameter i and its slots
+ * exactly as they were (so rows with no gradient may be skipped): SGD
+ * without momentum and without weight decay on it, Adagrad without weight
+ * decay on it and eps > 0 (0 / (sqrt(0) + 0) would be NaN), and frozen
+ * parameters; not Adam, AdamW or RMSprop, whose averages decay. The step
+ * count still advances, as it does for a dense step. False for i out of
+ * range. */
+bool ry_optim_zero_grad_is_identity(const ry_optimizer *o, int i);
 
 /* The learning rate the next step uses; a schedule sets it before each step
  * (a finite lr >= 0 is the caller's to keep). */
@@ -171,6 +207,19 @@ ry_status ry_clip_grad_norm(ry_param_set *grads, double max_norm, double norm_ty
 /* torch.nn.utils.clip_grad_value_: every element clamped to [-clip, clip]
  * (NaN stays NaN). RY_ERR for clip < 0. */
 ry_status ry_clip_grad_value(ry_param_set *grads, double clip, ry_error *err);
+/* One read of a gradient t (float32/float64), all of it (rows NULL) or
+ * only rows[0..nrows) along axis 0 (increasing; the other rows are zero):
+ * the flat index of its first NaN/Inf, or -1 when every element is finite.
+ * With norm non-NULL, *norm also gets t's 2-norm exactly as
+ * ry_clip_grad_norm computes a tensor's (squares summed in double in
+ * element order; zero rows add nothing, so reading only rows gives the
+ * same bits). */
+int64_t ry_grad_scan(const ry_tensor *t, const int64_t *rows, int64_t nrows, double *norm);
+/* The coefficient ry_clip_grad_norm(grads, max_norm, 2) scales by, from
+ * each gradient's 2-norm (norms[0..n), as ry_grad_scan gives them):
+ * min(1, max_norm / (total + 1e-6)) rounded as it rounds. *total_norm (if
+ * non-NULL) gets total. max_norm >= 0 is the caller's to check. */
+double ry_clip_coef(ry_dtype dt, const double *norms, int n, double max_norm, double *total_norm);
 /* Index of the first parameter holding a NaN or Inf, or -1 when all are
  * finite; *elem (if non-NULL) gets the flat index of the first bad element. */
 int ry_params_find_nonfinite(const ry_param_set *g, int64_t *elem);

@@ -58,9 +58,20 @@ ry_status ry_cse(ry_module *m, ry_error *err);
  * nn.matmul's transpose flags (the GEMM reads the operand in place). */
 ry_status ry_simplify(ry_module *m, ry_error *err);
 
-/* The pipeline. level 0: nothing; 1: folding, simplification, CSE, DCE;
- * 2 (for gradient programs): partial evaluation and DCE first. Ends with a
- * type check of the module. */
+/* Operator fusion (fuse.c), over A-normal form: in each let chain, groups
+ * of elementwise and broadcasting calls (float32, float64, bool) whose
+ * intermediates are used only inside the group and have the group
+ * result's shape become one call of fused.elemwiseN(inputs..., code=
+ * "program"); a group fed by nn.dense or nn.matmul whose result only it
+ * uses becomes fused.matmulN(a, b, inputs..., code=...), the GEMM's
+ * epilogue. Programs: src/op/fused_prog.h. Fused calls have no gradient:
+ * differentiate first. */
+ry_status ry_fuse(ry_module *m, ry_error *err);
+
+/* The pipeline. level 0: nothing; 1: folding, simplification, CSE, DCE,
+ * then fusion (left out when the environment sets RELAYC_FUSE=0, to
+ * measure it); 2 (for gradient programs): partial evaluation and DCE
+ * first. Ends with a type check of the module. */
 ry_status ry_optimize(ry_module *m, int level, ry_error *err);
 
 /* Whether global `name` calls, directly or through others, a recursive

@@ -17,5 +17,6 @@
 #include "relayc/datasets.h"
 #include "relayc/checkpoint.h"
 #include "relayc/init.h"
+#include "relayc/threads.h"
 
 #endif

@@ -49,6 +49,15 @@ typedef struct ry_train_opts {
     bool training;               /* training mode (dropout) */
     bool use_interp;             /* run with the reference interpreter instead
                                     of the compiled engine (vm.h) */
+    bool dense_grads;            /* never ask the engine for row-sparse
+                                    gradients (RY_VAL_ROWS); the results are
+                                    the same to rounding (train_grad.c) */
+    /* Threads for the independent calls of one step (ry_trainer_accumulate_n:
+     * one per tree, each worker with its own compiled program; the sum is
+     * taken in call order, so any count gives the serial run's bits);
+     * 0: ry_get_num_threads() (threads.h). The kernels' own threads are
+     * threads.h's. */
+    int threads;
 } ry_train_opts;
 
 /* SGD with PyTorch's defaults except lr 0.01, constant schedule, seed 0. */
@@ -73,7 +82,10 @@ void ry_trainer_free(ry_trainer *tr); /* NULL is fine */
 /* Borrowed views of the trainer's state. */
 ry_module *ry_trainer_module(ry_trainer *tr);
 ry_param_set *ry_trainer_params(ry_trainer *tr);
-ry_param_set *ry_trainer_grads(ry_trainer *tr);   /* of the last step */
+/* The gradients of the last step (clipped, as its apply used them), or
+ * the sum so far while a step accumulates. The hot path keeps a lone
+ * call's gradients where the program left them: this call copies them in. */
+ry_param_set *ry_trainer_grads(ry_trainer *tr);
 ry_optimizer *ry_trainer_optim(ry_trainer *tr);
 const char *ry_trainer_text(const ry_trainer *tr);
 /* DATA parameters the caller gives each call: @loss's DATA less its
@@ -88,13 +100,29 @@ int64_t ry_trainer_steps(const ry_trainer *tr); /* optimizer steps taken */
  * the gradient program on data (ndata borrowed values, then the carried
  * state, then the parameter views: no copies) and adds the gradients into
  * the gradient set (summed, as repeated backward() calls in PyTorch sum);
- * *loss gets the loss. ry_trainer_apply checks the gradients, clips them,
- * sets the scheduled lr and updates the parameters, then zeroes the
- * gradients. A NaN or Inf in the loss or a gradient is an error naming the
+ * *loss gets the loss. (A step's first gradients are kept where the program
+ * left them, and may be the data's own tensors: leave data unchanged until
+ * the apply.) ry_trainer_apply checks the gradients, clips them,
+ * sets the scheduled lr and updates the parameters; the next accumulate
+ * starts a new step from zero gradients. A NaN or Inf in the loss or a gradient is an error naming the
  * step and the parameter; the parameters are then unchanged. */
 ry_status ry_trainer_accumulate(ry_trainer *tr, int ndata, ry_value *const *data, double *loss,
                                 ry_error *err);
 ry_status ry_trainer_apply(ry_trainer *tr, ry_error *err);
+/* k independent calls' accumulate (call j's ndata values at
+ * data[j * ndata]; losses[j] gets its loss, losses may be NULL), run on
+ * opts.threads workers; the gradients are summed in call order, so the
+ * result is that of k ry_trainer_accumulate calls, bit for bit, at any
+ * thread count. Models with carried state (whose calls depend on each
+ * other) and the interpreter run them one by one. On error (the first
+ * failing call's, in call order) the step is dropped, as for accumulate. */
+ry_status ry_trainer_accumulate_n(ry_trainer *tr, int k, int ndata, ry_value *const *data,
+                                  double *losses, ry_error *err);
+/* How parameter i's gradient of the current (or last) step is held: the
+ * number of rows along axis 0 that row-sparse gradients touched (only
+ * they are checked, clipped and, when the optimizer allows it exactly,
+ * updated), or -1 when it is dense. For tests and diagnostics. */
+int64_t ry_trainer_grad_rows(const ry_trainer *tr, int i);
 /* accumulate + apply. */
 ry_status ry_trainer_step(ry_trainer *tr, int ndata, ry_value *const *data, double *loss,
                           ry_error *err);

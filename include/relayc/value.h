@@ -1,7 +1,8 @@
 /*
- * value.h: runtime values: tensors, tuples, closures, references and ADT
- * values, all reference counted. Shared by the interpreter and the compiled
- * engine. A value holds the references it was given.
+ * value.h: runtime values: tensors, tuples, closures, references, ADT
+ * values and row-sparse tensors, all reference counted. Shared by the
+ * interpreter and the compiled engine. A value holds the references it
+ * was given.
  *
  * Reference counting cannot free a cycle (a ref holding a closure that
  * captures the same ref): programs that tie such knots leak them.
@@ -16,7 +17,10 @@ typedef enum ry_value_kind {
     RY_VAL_TUPLE,
     RY_VAL_CLOSURE,
     RY_VAL_REF,
-    RY_VAL_ADT
+    RY_VAL_ADT,
+    /* A row-sparse tensor (see rows below): only the compiled engine makes
+     * one, and only when asked (ry_vm_opts.sparse_rows). */
+    RY_VAL_ROWS
 } ry_value_kind;
 
 typedef struct ry_value ry_value;
@@ -50,6 +54,20 @@ struct ry_value {
             const ry_var **captured_vars;
             ry_value **captured;
         } closure;
+        /* The dense tensor of dtype and shape[0..ndim) that is zero except
+         * for n slices along axis 0: slice index[i] holds values[i, ...].
+         * Indices lie in [0, shape[0]) and may repeat; repeated slices add,
+         * in order i = 0, 1, ... (so densifying matches a dense scatter-add
+         * bit for bit). values is (n, shape[1], ..., shape[ndim-1]) of
+         * dtype; ndim >= 1. Embedding gradients take this form. */
+        struct {
+            ry_dtype dtype;
+            int ndim;
+            int64_t shape[RY_MAX_RANK];
+            int64_t n;
+            int64_t *index;
+            ry_tensor *values;
+        } rows;
     };
     /* private: links values whose references are being dropped, so that
      * ry_value_release frees a long list without C recursion. */
@@ -65,6 +83,12 @@ ry_value *ry_value_ref(ry_value *v);
 ry_value *ry_value_closure(const ry_expr *func, int ncaptured, const ry_var **vars,
                            ry_value **captured);
 ry_value *ry_value_ctor_fn(const ry_ctor *ctor);
+/* A RY_VAL_ROWS value of dense shape (dtype of values, ndim, shape): copies
+ * index[0..n) and takes over values (n, shape[1..]). NULL, values released,
+ * on out-of-memory or when the pieces disagree (dtype, ranks, dims, an
+ * index outside [0, shape[0])). */
+ry_value *ry_value_rows(int ndim, const int64_t *shape, int64_t n, const int64_t *index,
+                        ry_tensor *values);
 ry_value *ry_value_retain(ry_value *v);
 void ry_value_release(ry_value *v);   /* NULL is fine */
 
@@ -76,6 +100,22 @@ ry_value *ry_value_unflatten(const ry_type *t, ry_tensor **res, int *k);
 
 /* "a tensor", "a tuple", "a function", ... for messages. */
 const char *ry_value_kind_name(const ry_value *v);
+/* A short description for messages and debugging: "float32[2, 3]",
+ * "rows(4 of float32[10, 3])", "a tuple of 2", ...; truncated to n. */
+const char *ry_value_describe(const ry_value *v, char *buf, size_t n);
+
+/* ---- row-sparse values (rows.c) ----
+ * ry_rows_densify: the dense tensor a RY_VAL_ROWS value stands for (a new
+ * reference; NULL on out-of-memory): zeros, then each slice added in order.
+ * ry_rows_add_into: dst += v, slice by slice in order (dst has v's dtype and
+ * dense shape; false, dst untouched, when it does not). */
+ry_tensor *ry_rows_densify(const ry_value *v);
+bool ry_rows_add_into(ry_tensor *dst, const ry_value *v);
+/* Turns, in place, every RY_VAL_ROWS in v (v itself, tuple and ADT fields,
+ * ref contents; not closure captures) into the RY_VAL_TENSOR it stands
+ * for, so every holder of those values sees dense tensors. false on
+ * out-of-memory (some may be dense already; v stays valid). */
+bool ry_value_densify_rows(ry_value *v);
 
 /* Checks args against fn's annotated parameter types where the static type
  * left something for run time: dtype and rank, constant dims, and symbolic
@@ -84,7 +124,8 @@ const char *ry_value_kind_name(const ry_value *v);
 ry_status ry_value_check_params(const ry_expr *fn, ry_value *const *args, ry_span span, ry_error *err);
 
 /* Counts the tensors in v, depth first (tuples, ADT fields, ref contents;
- * closures hold none). Returns -1 on out-of-memory. */
+ * closures hold none; a RY_VAL_ROWS counts as one and flattens to NULL, as
+ * it holds no dense tensor: densify it first). Returns -1 on out-of-memory. */
 int ry_value_count_tensors(const ry_value *v);
 /* Writes borrowed pointers to v's tensors, depth first, into out[0..max).
  * Returns how many v holds (which may exceed max), -1 on out-of-memory. */

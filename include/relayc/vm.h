@@ -21,13 +21,35 @@
  * per-instruction overhead is a switch, small next to a kernel.
  *
  * A register dies at its last use (liveness over the forward-only control
- * flow, computed at compile time), so intermediate tensors are freed as
- * early as the program allows rather than when the function returns; large
- * result buffers go back to a process-wide pool and serve the next request
- * of the same size (a training step repeats the same sizes), so steps do
- * not pay for fresh zeroed pages. Operator calls whose shapes are symbolic
- * learn their result type from the first run and take the fast path while
- * the shapes repeat.
+ * flow, computed at compile time, including the edges of branches), so
+ * intermediate tensors are released as early as the program allows.
+ *
+ * Memory plan. At compile time each function's operator results get
+ * storage slots: values whose live intervals do not overlap share a slot
+ * (best fit by size class, 64-byte aligned), and a result may be written
+ * over an argument that dies at the call when the operator's kernel allows
+ * out == in (elementwise operators) and the types agree. An activation
+ * takes a set of slots that outlives it (kept by the program for the next
+ * activation), so a training step that repeats its shapes finds its
+ * buffers, tensors and values where the last step left them and allocates
+ * nothing (a static-shape gradient step: zero allocations by the VM). Run
+ * time decides by reference counts whether a buffer is really free: a
+ * value still held (by a tuple, a ref, a closure, the caller) is never
+ * overwritten; the slot takes a new buffer and the old one lives on with
+ * its holders (a Tree-LSTM's forward values, held by the backward pass's
+ * closures, are such: they cost a fresh buffer each). In place applies to a value that only
+ * the dying register (and its slot, or the ref the result is written back
+ * into: AD's adjoint accumulation) holds, whose tensor owns its buffer.
+ * Operator calls whose shapes are symbolic or Any learn their result type
+ * per input shapes (a few per call) and then take the fast path.
+ *
+ * Threads. A program is used by one thread at a time; separate programs
+ * compiled from one module may run in separate threads at once (one per
+ * worker): they share only the module, which ry_vm_compile extends with
+ * ANF forms under a process-wide lock and which running never writes, and
+ * the result allocator, which is locked. Values given to calls in
+ * different threads must be distinct objects (value reference counts are
+ * not atomic; tensors' are, so the tensors may be shared).
  *
  * Frames and registers live on heap stacks, so deep recursion in the
  * program (100,000 calls and more) never grows the C stack; depth is bounded
@@ -48,12 +70,22 @@ typedef struct ry_vm_opts {
     bool training;        /* nn.dropout active, batch_norm in training mode */
     uint64_t seed;        /* for dropout's random state (as ry_interp_opts) */
     long max_depth;       /* frame stack limit; 0: default (10M) */
+    /* Results may hold RY_VAL_ROWS values (value.h) where a row-sparse
+     * gradient (take's along axis 0: a scatter_nd into zeros_like) reaches
+     * the result unconsumed. false: the engine makes none, and results
+     * are dense (a row-sparse argument is densified where an operator
+     * reads it). */
+    bool sparse_rows;
+    /* Memory planning and in-place updates off: every operator result in
+     * a fresh buffer (results are bitwise the same; for tests). */
+    bool no_plan;
 } ry_vm_opts;
 
 /* Compiles every global function of the type-checked module m. The program
  * keeps pointers into m (its nodes, constants and the ANF forms it adds to
- * m's arena): free it before m, and recompile after changing m. On error
- * *out is NULL and err is set (located). */
+ * m's arena): free it before m, and recompile after changing m. Several
+ * threads may compile programs from one m at once (nothing else may change
+ * m meanwhile). On error *out is NULL and err is set (located). */
 ry_status ry_vm_compile(ry_module *m, ry_vm_program **out, ry_error *err);
 
 /* Calls global `entry` with args (borrowed). Arguments are checked against
@@ -63,7 +95,7 @@ ry_status ry_vm_compile(ry_module *m, ry_vm_program **out, ry_error *err);
  * frame stack deeper than opts->max_depth) come back located at the
  * expression that failed, with everything the run held freed. opts may be
  * NULL. The program may be called any number of times, but not from two
- * threads at once. */
+ * threads at once (compile one program per thread). */
 ry_status ry_vm_call(ry_vm_program *prog, const char *entry, int nargs, ry_value *const *args,
                      const ry_vm_opts *opts, ry_value **out, ry_error *err);
 
@@ -81,7 +113,18 @@ typedef struct ry_vm_stats {
     int ninsns;       /* instructions in all of them */
     int nops;         /* operator-call instructions */
     int nops_static;  /* of those, with the result type fixed at compile time */
+    int nslots;       /* storage slots of the memory plan, all functions */
+    int nplanned;     /* operator calls whose result has a slot */
+    int ninplace;     /* of those, that may write over a dying argument */
+    /* counted while running, over all calls: results written over a dying
+     * argument, into a slot's kept buffer, and into a new buffer that the
+     * slot then keeps */
+    long ran_inplace, ran_reused, ran_fresh;
 } ry_vm_stats;
 void ry_vm_get_stats(const ry_vm_program *prog, ry_vm_stats *st);
+
+/* Prints the memory plan: per function its slots (size classes) and per
+ * planned operator call its slot and in-place candidates. */
+void ry_vm_print_plan(const ry_vm_program *prog, FILE *f);
 
 #endif

@@ -14,6 +14,7 @@
 static const char *help =
     "usage: relayc gradcheck FILE [--entry NAME] [--input NAME=PATH.npy]...\n"
     "                       [--eps E] [--rtol R] [--atol A] [--seed N] [--second-order]\n"
+    "                       [--train]\n"
     "\n"
     "Converts FILE to float64, then checks the gradient of @NAME (default main)\n"
     "against central finite differences of the sum of its outputs. Parameters\n"
@@ -24,7 +25,9 @@ static const char *help =
     "  --rtol R         relative tolerance (default 1e-5)\n"
     "  --atol A         absolute tolerance (default 1e-7)\n"
     "  --seed N         seed of the random inputs (default 0)\n"
-    "  --second-order   also check the gradient program's own gradient\n";
+    "  --second-order   also check the gradient program's own gradient\n"
+    "  --train          training mode: nn.dropout drops (the same mask in every run),\n"
+    "                   batch_norm uses batch statistics; the gradient is built for it\n";
 
 static int number(const char *opt, const char *v, double *out) {
     char *end;
@@ -50,6 +53,7 @@ int cmd_gradcheck(int argc, char **argv) {
     const char *path = NULL, *entry = "main";
     cli_inputs *in = ry_calloc(1, sizeof *in);
     ry_gradcheck_opts opts = {0};
+    ry_interp_opts io = {.seed = 1}; /* every run draws the same dropout masks */
     uint64_t seed = 0;
     if (!in) return cli_fail("gradcheck", "out of memory");
     int rc = 0;
@@ -80,6 +84,9 @@ int cmd_gradcheck(int argc, char **argv) {
             rc = 1;
         } else if (strcmp(argv[i], "--second-order") == 0) {
             opts.second_order = true;
+        } else if (strcmp(argv[i], "--train") == 0) {
+            io.training = true;
+            opts.interp = &io;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             rc = cli_fail("gradcheck", "unknown option '%s' (see relayc gradcheck --help)", argv[i]);
         } else if (path) {

@@ -16,8 +16,8 @@ static const char *help =
     "Type-checks FILE, runs the passes and prints the module.\n"
     "\n"
     "  --passes=LIST   passes to run in this order, comma-separated:\n"
-    "                  anf, inline, partial-eval, dce, fold, cse, simplify, verify\n"
-    "  --level N       the whole pipeline at level N (0 none, 1 folding/CSE/DCE,\n"
+    "                  anf, inline, partial-eval, dce, fold, cse, simplify, fuse, verify\n"
+    "  --level N       the whole pipeline at level N (0 none, 1 folding/CSE/DCE/fusion,\n"
     "                  2 partial evaluation first; default 2) when --passes is absent\n";
 
 static ry_status anf_pass(ry_module *m, ry_error *err) {
@@ -35,7 +35,7 @@ typedef struct pass {
 static const pass passes[] = {
     {"anf", anf_pass},      {"inline", ry_inline}, {"partial-eval", ry_partial_eval},
     {"dce", ry_dce},        {"fold", ry_fold_constants}, {"cse", ry_cse},
-    {"simplify", ry_simplify}, {"verify", verify_pass},
+    {"simplify", ry_simplify}, {"fuse", ry_fuse}, {"verify", verify_pass},
 };
 #define NPASSES (int)(sizeof passes / sizeof passes[0])
 

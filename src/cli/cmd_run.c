@@ -16,7 +16,7 @@
 
 static const char *help =
     "usage: relayc run FILE [--entry NAME] [--input NAME=PATH.npy]... [--out DIR]\n"
-    "                 [--grad] [--target cpu|interp] [--train] [--seed N]\n"
+    "                 [--grad] [--target cpu|interp] [--train] [--seed N] [--plan]\n"
     "\n"
     "Runs global @NAME (default main) of FILE with the compiled engine.\n"
     "Each tensor parameter %NAME is read from the .npy file given by --input.\n"
@@ -30,13 +30,16 @@ static const char *help =
     "                        also write DIR/grad_<param>.npy for each tensor parameter\n"
     "  --target cpu|interp   the compiled engine (default) or the reference interpreter\n"
     "  --train               training mode: nn.dropout drops, batch_norm uses batch statistics\n"
-    "  --seed N              seed of the random state (dropout), default 0\n";
+    "  --seed N              seed of the random state (dropout), default 0\n"
+    "  --plan                print the compiled engine's memory plan (per function its\n"
+    "                        storage slots, per operator call its slot and whether it\n"
+    "                        may write over a dying argument) on stdout first\n";
 
 typedef struct run_args {
     const char *path, *entry, *out;
     cli_inputs inputs;
     ry_interp_opts opts;
-    bool grad, use_interp;
+    bool grad, use_interp, plan;
 } run_args;
 
 static int parse_args(int argc, char **argv, run_args *a) {
@@ -69,6 +72,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
             a->opts.training = true;
         } else if (strcmp(argv[i], "--grad") == 0) {
             a->grad = true;
+        } else if (strcmp(argv[i], "--plan") == 0) {
+            a->plan = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_fail("run", "unknown option '%s' (see relayc run --help)", argv[i]);
         } else if (a->path) {
@@ -105,6 +110,7 @@ static ry_status call(const run_args *a, ry_module *m, const char *entry, int n,
     ry_vm_program *prog = NULL;
     ry_vm_opts vo = {.training = a->opts.training, .seed = a->opts.seed, .max_depth = a->opts.max_depth};
     ry_status st = ry_vm_compile(m, &prog, err);
+    if (st == RY_OK && a->plan) ry_vm_print_plan(prog, stdout);
     if (st == RY_OK) st = ry_vm_call(prog, entry, n, args, &vo, out, err);
     ry_vm_free(prog);
     return st;
@@ -132,7 +138,9 @@ int cmd_run(int argc, char **argv) {
     } else if (!(args = ry_calloc((size_t)(n ? n : 1), sizeof *args))) {
         rc = cli_fail("run", "out of memory");
     } else if ((rc = cli_bind_params("run", a->entry, &a->inputs, g->func, NULL, false, args)) != 0) {
-    } else if (a->grad && ry_grad(m, a->entry, NULL, NULL, &target, &err) != RY_OK) {
+    } else if (a->grad && ry_grad_ex(m, a->entry, NULL, NULL,
+                                     &(ry_grad_opts){.inference = !a->opts.training}, &target,
+                                     &err) != RY_OK) {
         ry_error_print(stderr, &err);
         rc = 1;
     } else if (call(a, m, target, n, args, &result, &err) != RY_OK) {

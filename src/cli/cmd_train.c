@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "relayc/threads.h"
 #include "relayc/train.h"
 
 static const char *help =
@@ -46,12 +47,15 @@ static const char *help =
     "  --csv PATH                  metrics, one row per logged step and evaluation\n"
     "  --log-every N               plain log lines every N steps (default 50)\n"
     "  --quiet                     no progress output\n"
-    "  --target cpu|interp         the compiled engine (default) or the interpreter\n";
+    "  --target cpu|interp         the compiled engine (default) or the interpreter\n"
+    "  --threads N                 cores for the kernels and for a step's independent\n"
+    "                              calls (trees); results do not depend on it\n"
+    "                              (default: RELAYC_NUM_THREADS, else 1)\n";
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *ckpt_dir, *csv;
     double lr, momentum, weight_decay, clip_norm;
-    int64_t epochs, steps, batch, seq, val, ckpt_every, keep, log_every;
+    int64_t epochs, steps, batch, seq, val, ckpt_every, keep, log_every, threads;
     uint64_t seed;
     bool resume, quiet, drop_last;
     bool use_interp;
@@ -88,6 +92,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
         {"--batch", NULL, &a->batch},      {"--seq", NULL, &a->seq},
         {"--val", NULL, &a->val},          {"--checkpoint-every", NULL, &a->ckpt_every},
         {"--keep", NULL, &a->keep},        {"--log-every", NULL, &a->log_every},
+        {"--threads", NULL, &a->threads},
     };
     bool bad = false;
     for (int i = 1; i < argc && !bad; i++) {
@@ -136,6 +141,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (!a->model) return cli_fail("train", "no model file (relayc train --help)");
     if (!a->data) return cli_fail("train", "no --data (relayc train --help)");
     if (a->resume && !a->ckpt_dir) return cli_fail("train", "--resume needs --checkpoint-dir");
+    if (a->threads > 64) return cli_fail("train", "--threads %lld: at most 64", (long long)a->threads);
     return 0;
 }
 
@@ -153,6 +159,9 @@ static int make_opts(const train_args *a, ry_train_opts *o) {
     o->clip_norm = a->clip_norm;
     o->seed = a->seed;
     o->use_interp = a->use_interp;
+    /* kernels and OpenBLAS (threads.h), and the trainer's workers */
+    if (a->threads > 0) ry_set_num_threads((int)a->threads);
+    o->threads = (int)a->threads;
     return 0;
 }
 

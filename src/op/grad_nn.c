@@ -2,8 +2,9 @@
  * grad_nn.c: gradient rules of the neural-network operators (dense, the
  * matrix products, bias_add, softmax, log_softmax, batch_flatten), as IR.
  * Legend: N = rows (batch), K = input features, M = output features;
- * g is the adjoint of the result y. Convolution and pooling need backward
- * operators the registry does not have yet, so they have no rule here.
+ * g is the adjoint of the result y. Also the norms, pad, lrn, dropout and
+ * batch_norm (whose rules depend on the mode, c->inference). Convolution
+ * and the pools keep their rules in conv.c and grad_pool.c.
  */
 #include <string.h>
 
@@ -596,36 +597,29 @@ ry_status ry_grad_avg_pool2d_grad(ry_grad_ctx *c, ry_expr *const *args, ry_expr 
     return RY_OK;
 }
 
-/* ---- operators whose result depends on the interpreter's mode ----
+/* ---- operators whose result depends on the mode ----
  * nn.dropout and nn.batch_norm compute differently in training and at
- * inference, and a rule cannot know which mode will run. Their rules
- * therefore build both adjoints and pick one at run time from the primal
- * results themselves: at inference dropout's output equals its input and
- * batch_norm's running statistics come back unchanged; in training they
- * differ (except in degenerate cases where both adjoints coincide or the
- * data is all zeros). The test is a scalar bool, changed(a, b) =
- * max(|a - b|) > 0. */
-static ry_expr *changed(ry_grad_ctx *c, ry_expr *a, ry_expr *b) {
-    ry_expr *d = OP1("max", OP1("abs", OP2("subtract", a, b)));
-    return OP2("greater", d, ry_gb_scalar(M_, ry_gb_dtype(b), 0));
-}
-
-static ry_expr *pick(ry_grad_ctx *c, ry_expr *t, ry_expr *a, ry_expr *b) {
-    return ry_gb_op3(M_, "where", t, a, b);
-}
+ * inference. The mode is a property of the gradient program, chosen when
+ * it is built (ry_grad_opts.inference, here c->inference): each rule emits
+ * the adjoint of that one mode, statically, and the program is to be run in
+ * the same mode. */
 
 /* dropout: (out, mask) = dropout(x); training: out = x * mask / (1 - rate)
- *   training: dx = g.0 * mask / (1 - rate)   (0 when rate is 1)
+ *   training: dx = g.0 * mask / (1 - rate)   (0 when rate is 1), with the
+ *             mask the forward call returned, so it is the forward's exactly
  *   inference: dx = g.0                       (out = x, mask all ones) */
 ry_status ry_grad_dropout(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
                           ry_expr **grads) {
     ry_expr *x = args[0];
+    ry_expr *g0 = ry_expr_proj(M_, g, 0, RY_NO_SPAN);
+    if (c->inference) {
+        grads[0] = g0;
+        return RY_OK;
+    }
     double rate = ry_attr_float(call_op(c), call_attrs(c), "rate");
-    ry_expr *g0 = ry_expr_proj(M_, g, 0, RY_NO_SPAN), *out = ry_expr_proj(M_, y, 0, RY_NO_SPAN);
     ry_expr *mask = ry_expr_proj(M_, y, 1, RY_NO_SPAN);
     ry_expr *scale = ry_gb_scalar(M_, ry_gb_dtype(x), rate < 1 ? 1 / (1 - rate) : 0);
-    ry_expr *train = OP2("multiply", g0, OP2("multiply", mask, scale));
-    grads[0] = pick(c, changed(c, out, x), train, g0);
+    grads[0] = OP2("multiply", g0, OP2("multiply", mask, scale));
     return RY_OK;
 }
 
@@ -666,38 +660,37 @@ ry_status ry_grad_batch_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
     ry_expr *mm = args[3], *mv = args[4], *eps = K(ry_attr_float(op, at, "epsilon"));
     bool scale = ry_attr_bool(op, at, "scale"), center = ry_attr_bool(op, at, "center");
     ry_expr *dxhat = scale ? OP2("multiply", g0, ALONG(args[1])) : g0;
-    /* training */
-    ry_expr *xc = OP2("subtract", x, reduce_keep(c, "mean", x, nd, red));
-    ry_expr *rstd =
-        OP1("rsqrt", OP2("add", reduce_keep(c, "mean", OP2("multiply", xc, xc), nd, red), eps));
-    ry_expr *xhat_t = OP2("multiply", xc, rstd);
-    ry_expr *m1 = reduce_keep(c, "mean", dxhat, nd, red);
-    ry_expr *m2 = reduce_keep(c, "mean", OP2("multiply", dxhat, xhat_t), nd, red);
-    ry_expr *dx_t = OP2("multiply", rstd,
-                        OP2("subtract", OP2("subtract", dxhat, m1), OP2("multiply", xhat_t, m2)));
-    dx_t = OP2("add", dx_t, ALONG(OP2("multiply", g1, K(0.1 / n))));
-    if (n > 1)
-        dx_t = OP2("add", dx_t, OP2("multiply", OP2("multiply", xc, ALONG(g2)), K(0.2 / (n - 1))));
-    /* inference */
-    ry_expr *xm = OP2("subtract", x, ALONG(mm));
-    ry_expr *rstd_i = OP1("rsqrt", OP2("add", ALONG(mv), eps));
-    ry_expr *xhat_i = OP2("multiply", xm, rstd_i);
-    ry_expr *dx_i = OP2("multiply", dxhat, rstd_i);
-    ry_expr *dmm_i = OP2("subtract", g1, sum_axis(c, dx_i, axis, false, true));
-    ry_expr *r3 = OP2("multiply", rstd_i, OP2("multiply", rstd_i, rstd_i));
-    ry_expr *dmv_i =
-        OP2("subtract", g2,
+    ry_expr *xhat;
+    if (!c->inference) {
+        ry_expr *xc = OP2("subtract", x, reduce_keep(c, "mean", x, nd, red));
+        ry_expr *rstd = OP1(
+            "rsqrt", OP2("add", reduce_keep(c, "mean", OP2("multiply", xc, xc), nd, red), eps));
+        xhat = OP2("multiply", xc, rstd);
+        ry_expr *m1 = reduce_keep(c, "mean", dxhat, nd, red);
+        ry_expr *m2 = reduce_keep(c, "mean", OP2("multiply", dxhat, xhat), nd, red);
+        ry_expr *dx = OP2("multiply", rstd,
+                          OP2("subtract", OP2("subtract", dxhat, m1), OP2("multiply", xhat, m2)));
+        dx = OP2("add", dx, ALONG(OP2("multiply", g1, K(0.1 / n))));
+        if (n > 1)
+            dx = OP2("add", dx, OP2("multiply", OP2("multiply", xc, ALONG(g2)), K(0.2 / (n - 1))));
+        grads[0] = dx;
+        grads[3] = OP2("multiply", g1, K(0.9));
+        grads[4] = OP2("multiply", g2, K(0.9));
+    } else {
+        ry_expr *xm = OP2("subtract", x, ALONG(mm));
+        ry_expr *rstd = OP1("rsqrt", OP2("add", ALONG(mv), eps));
+        xhat = OP2("multiply", xm, rstd);
+        ry_expr *dx = OP2("multiply", dxhat, rstd);
+        ry_expr *r3 = OP2("multiply", rstd, OP2("multiply", rstd, rstd));
+        grads[0] = dx;
+        grads[3] = OP2("subtract", g1, sum_axis(c, dx, axis, false, true));
+        grads[4] = OP2(
+            "subtract", g2,
             OP2("multiply", K(0.5),
                 sum_axis(c, OP2("multiply", OP2("multiply", dxhat, xm), r3), axis, false, true)));
-    ry_expr *y1 = ry_expr_proj(M_, y, 1, RY_NO_SPAN), *y2 = ry_expr_proj(M_, y, 2, RY_NO_SPAN);
-    ry_expr *train = OP2("logical_or", changed(c, y1, mm), changed(c, y2, mv));
-    grads[0] = pick(c, train, dx_t, dx_i);
-    grads[1] =
-        scale ? sum_axis(c, OP2("multiply", g0, pick(c, train, xhat_t, xhat_i)), axis, false, true)
-              : NULL;
+    }
+    grads[1] = scale ? sum_axis(c, OP2("multiply", g0, xhat), axis, false, true) : NULL;
     grads[2] = center ? sum_axis(c, g0, axis, false, true) : NULL;
-    grads[3] = pick(c, train, OP2("multiply", g1, K(0.9)), dmm_i);
-    grads[4] = pick(c, train, OP2("multiply", g2, K(0.9)), dmv_i);
 #undef K
 #undef ALONG
     return RY_OK;

@@ -2,7 +2,8 @@
  * grad_rules.h: gradient rules of the operators (IR-building functions of
  * type ry_grad_fn, see op.h; each registry entry points at its own with
  * .grad) and the small IR builder they share with the AD transform (ad/).
- * The rules live in grad_elemwise.c, grad_nn.c and grad_transform.c;
+ * The rules live in grad_elemwise.c, grad_nn.c, grad_pool.c and
+ * grad_transform.c;
  * grad_rules.c holds the builder and the lookup.
  */
 #ifndef RELAYC_OP_GRAD_RULES_H
@@ -18,6 +19,11 @@ typedef struct ry_grad_rule {
 
 /* Returns false when op has neither a rule nor a no_grad mark. */
 bool ry_grad_rule_lookup(const ry_op *op, ry_grad_rule *out);
+/* For tests of the missing-rule error (every registered operator has a
+ * rule or a no_grad mark today): until the next call, ry_grad_rule_lookup
+ * treats the n operators named (borrowed strings) as having neither. n = 0
+ * restores the registry's view. Process-wide and not thread-safe. */
+void ry_grad_rules_hide_for_test(int n, const char *const *names);
 /* The rule function alone (NULL if none), as the lead's brief names it. */
 const ry_grad_fn *ry_grad_rule_find(const char *op_name);
 
@@ -112,6 +118,13 @@ ry_status ry_grad_lrn(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_
 ry_status ry_grad_mirror_pad(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_dropout(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_batch_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+/* grad_pool.c */
+ry_status ry_grad_adaptive_avg_pool2d(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *,
+                                      ry_expr **);
+ry_status ry_grad_adaptive_max_pool2d(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *,
+                                      ry_expr **);
+ry_status ry_grad_max_pool2d_grad(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *,
+                                  ry_expr **);
 /* grad_transform.c */
 ry_status ry_grad_sum(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_mean(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);

@@ -188,15 +188,70 @@ ry_status ry_grad_stack(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_exp
     return RY_OK;
 }
 
-/* take(data, indices, axis): scatter-add of g into data along axis
- * (ry_gb_scatter). Legend: data is (P, V, Q) around axis (P, Q the products
- * of the dims before and after it; axis=None flattens data: P = Q = 1).
- * mode="clip" clips the indices first, as the forward does; with "fast" or
- * "wrap" an index out of [0, V) contributes nothing. */
+/* take(data, indices, axis), batch_dims=0: the adjoint scatter-adds g
+ * back into zeros shaped like data (scatter_nd, mode="add"): no one-hot
+ * matrix, no GEMM, no transposes, and the compiled engine can keep the
+ * result row-sparse (rows_ops.c). Legend: data (P, V, Q) around axis (P, Q
+ * the products of the dims before and after it; axis=None flattens data:
+ * P = Q = 1), indices (K...) with N = prod(K), g (P, K..., Q).
+ *   axis 0: scatter_nd(zeros_like(data), i as (1, N), g as (N, data[1:]))
+ *   P = 1:  the same into zeros (V, Q), reshaped back to data's shape
+ *   P > 1:  indices (2, P, N) pair every p with every i[n]; into (P, V, Q)
+ * mode="clip" clips the indices first and "wrap" wraps them (a take of
+ * arange(V) with mode="wrap"), as the forward does; "fast" indices are in
+ * range (the forward checked them). */
 static ry_expr *reshape_to(ry_grad_ctx *c, ry_expr *x, int n, const int64_t *shape) {
     ry_expr *r = OP1("reshape", x);
     ry_gb_attr_ints(M_, r, "newshape", n, shape);
     return r;
+}
+
+/* The flat indices (N) the forward used along an axis of extent v. */
+static ry_status take_indices(ry_grad_ctx *c, ry_expr *ind, int64_t v, ry_expr **out) {
+    const ry_op *op = call_op(c);
+    const char *mode = ry_attr_str(op, call_attrs(c), "mode");
+    const int64_t flat[1] = {-1};
+    ry_expr *idx = rank_of(ind) == 1 ? ind : reshape_to(c, ind, 1, flat);
+    if (strcmp(mode, "clip") == 0) {
+        ry_expr *cl = OP1("clip", idx);
+        ry_gb_attr_float(M_, cl, "a_min", 0); /* TVM's clip bounds are doubles */
+        ry_gb_attr_float(M_, cl, "a_max", (double)(v - 1));
+        idx = cl;
+    } else if (strcmp(mode, "wrap") == 0) {
+        if (v > INT32_MAX) return ry_error_at(c->err, c->span, "gradient of take: axis too long to wrap");
+        int64_t *ar = RY_NEW_ARRAY(M_->arena, int64_t, v > 0 ? v : 1);
+        for (int64_t i = 0; i < v; i++) ar[i] = i;
+        ry_expr *w = OP2("take", ry_gb_index_const(M_, (int)v, ar), idx);
+        ry_gb_attr_int(M_, w, "axis", 0);
+        ry_gb_attr_str(M_, w, "mode", "wrap");
+        idx = w;
+    }
+    *out = idx;
+    return RY_OK;
+}
+
+static ry_expr *scatter_add(ry_grad_ctx *c, ry_expr *zeros, ry_expr *idx, ry_expr *upd) {
+    ry_expr *s = ry_gb_op3(M_, "scatter_nd", zeros, idx, upd);
+    ry_gb_attr_str(M_, s, "mode", "add");
+    return s;
+}
+
+/* indices (2, P, N): row 0 holds p, row 1 holds idx[n], each broadcast
+ * over the other's axis by adding a zero of the other. */
+static ry_expr *pair_indices(ry_grad_ctx *c, ry_expr *idx, int64_t p) {
+    const int64_t one_one_n[3] = {1, 1, -1}, one_p_one[3] = {1, p, 1};
+    int64_t *ar = RY_NEW_ARRAY(M_->arena, int64_t, p);
+    for (int64_t i = 0; i < p; i++) ar[i] = i;
+    ry_expr *ci = OP1("cast", idx);
+    ry_gb_attr_str(M_, ci, "dtype", "int32");
+    ry_expr *in3 = reshape_to(c, ci, 3, one_one_n);
+    ry_expr *p3 = reshape_to(c, ry_gb_index_const(M_, (int)p, ar), 3, one_p_one);
+    ry_expr *zero = ry_gb_scalar(M_, RY_INT32, 0);
+    ry_expr *rows[2] = {OP2("add", p3, OP2("multiply", in3, zero)),
+                        OP2("add", in3, OP2("multiply", p3, zero))};
+    ry_expr *cat = OP1("concatenate", ry_expr_tuple(M_, 2, rows, RY_NO_SPAN));
+    ry_gb_attr_int(M_, cat, "axis", 0);
+    return cat;
 }
 
 ry_status ry_grad_take(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
@@ -211,25 +266,37 @@ ry_status ry_grad_take(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr
         return ry_error_at(c->err, c->span,
                            "gradient of take is written for batch_dims=0 and a data tensor of "
                            "known shape");
-    int64_t p = 1, v = 1, q = 1;
+    int64_t p = 1, v = 1, q = 1, axis = -1;
     if (ry_attr_is_none(op, at, "axis")) {
         for (int i = 0; i < nd; i++)
             v *= shape[i];
     } else {
-        int64_t axis = ry_attr_int(op, at, "axis");
+        axis = ry_attr_int(op, at, "axis");
         if (axis < 0) axis += nd;
         if (axis < 0 || axis >= nd) return ry_error_at(c->err, c->span, "take: axis out of range");
         for (int i = 0; i < nd; i++)
             *(i < axis ? &p : i == axis ? &v : &q) *= shape[i];
     }
-    const int64_t flat[1] = {-1};
-    ry_expr *idx = reshape_to(c, ind, 1, flat);
-    if (strcmp(ry_attr_str(op, at, "mode"), "clip") == 0) {
-        ry_expr *cl = OP1("clip", idx);
-        ry_gb_attr_float(M_, cl, "a_min", 0); /* TVM's clip bounds are doubles */
-        ry_gb_attr_float(M_, cl, "a_max", (double)(v - 1));
-        idx = cl;
+    if (p > INT32_MAX) return ry_error_at(c->err, c->span, "gradient of take: data too large");
+    ry_expr *idx = NULL;
+    if (take_indices(c, ind, v, &idx)) return RY_ERR;
+    const int64_t one_n[2] = {1, -1};
+    ry_expr *zeros = OP1("zeros_like", data);
+    if (axis == 0) { /* embeddings: no reshape of data-sized tensors at all */
+        int64_t us[RY_MAX_RANK] = {-1};
+        for (int i = 1; i < nd; i++) us[i] = shape[i];
+        ry_expr *upd = rank_of(ind) == 1 ? g : reshape_to(c, g, nd, us);
+        grads[0] = scatter_add(c, zeros, reshape_to(c, idx, 2, one_n), upd);
+        return RY_OK;
     }
-    grads[0] = reshape_to(c, ry_gb_scatter(M_, g, idx, p, v, q, ry_gb_dtype(data)), nd, shape);
+    const int64_t vq[2] = {v, q}, nq[2] = {-1, q}, pvq[3] = {p, v, q}, pnq[3] = {p, -1, q};
+    ry_expr *s;
+    if (p == 1)
+        s = scatter_add(c, reshape_to(c, zeros, 2, vq), reshape_to(c, idx, 2, one_n),
+                        reshape_to(c, g, 2, nq));
+    else
+        s = scatter_add(c, reshape_to(c, zeros, 3, pvq), pair_indices(c, idx, p),
+                        reshape_to(c, g, 3, pnq));
+    grads[0] = reshape_to(c, s, nd, shape);
     return RY_OK;
 }

@@ -6,7 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/scatter_kernels.h"
 #include "relayc/op.h"
+
+/* the fused operators (src/op/fused.c), written by the fusion pass */
+extern const ry_op ry_ops_fused[];
+extern const int ry_ops_fused_count;
 
 typedef struct family {
     const ry_op *ops;
@@ -18,6 +23,8 @@ static const family families[] = {
     {ry_ops_nn, &ry_ops_nn_count},
     {ry_ops_conv, &ry_ops_conv_count},
     {ry_ops_transform, &ry_ops_transform_count},
+    {ry_ops_scatter, &ry_ops_scatter_count},
+    {ry_ops_fused, &ry_ops_fused_count},
 };
 #define NFAMILIES (int)(sizeof families / sizeof families[0])
 

@@ -5,6 +5,9 @@
  * at the end (the passes copy types, and inlined polymorphic code is
  * re-instantiated there).
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "pass/pass_impl.h"
 
 typedef ry_status (*pass_fn)(ry_module *m, ry_error *err);
@@ -23,6 +26,12 @@ static ry_status step(ry_module *m, pass_fn pass, const char *name, ry_error *er
     return RY_OK;
 }
 
+/* RELAYC_FUSE=0 in the environment leaves fusion out, to measure it. */
+static bool fusion_on(void) {
+    const char *v = getenv("RELAYC_FUSE");
+    return !v || strcmp(v, "0") != 0;
+}
+
 #define STEP(pass) if (step(m, pass, #pass, err) != RY_OK) return RY_ERR
 
 ry_status ry_optimize(ry_module *m, int level, ry_error *err) {
@@ -35,6 +44,7 @@ ry_status ry_optimize(ry_module *m, int level, ry_error *err) {
     STEP(ry_simplify);         /* transposes into GEMM flags */
     STEP(ry_cse);
     STEP(ry_dce);
+    if (fusion_on()) STEP(ry_fuse); /* last: fused calls have no gradient */
     if (ry_module_typecheck(m, err) != RY_OK) {
         ry_error_prefix(err, "type check after optimization");
         return RY_ERR;

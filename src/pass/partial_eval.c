@@ -13,72 +13,33 @@
  * through an unknown ref, a dynamic branch), and then is forgotten (reads
  * become residual ref_reads). Inputs are normalized with ry_anf first, so a
  * node shared in the DAG is evaluated once.
+ *
+ * Recursion unrolls only while its control is static. A recursive call
+ * reached through a dynamic `if`/`match` of the activation above it stays
+ * a call (of a specialization when it receives known functions: pe_spec.c),
+ * and the first call of a recursive global is inlined only tentatively:
+ * undone when the recursion inside it had to stay a call. So a loop over
+ * time steps against a run-time length or a walk over a received tree
+ * costs one pass over its body, which is still evaluated: refs, tuples and
+ * the calls of non-recursive globals inside one step are resolved there.
  */
 #include <string.h>
 
 #include "relayc/ad.h"
-#include "pass/pass_impl.h"
-
-#define MAX_INLINE_DEPTH 4000  /* nested inlined calls (each a few C frames) */
-#define MAX_RECURSION 1000     /* one function inlined inside itself */
-#define FUEL 200000            /* inlined calls per global */
-
-typedef enum { PS_DYN, PS_TUPLE, PS_REF, PS_CLOSURE, PS_ADT, PS_CONST } ps_kind;
-
-typedef struct env env;
-typedef struct ps ps;
-struct ps {
-    ps_kind kind;
-    ry_expr *dyn;       /* residual atom computing the value */
-    bool zero;          /* a tensor known to be all zeros */
-    int n;
-    ps **fields;        /* PS_TUPLE, PS_ADT */
-    const ry_ctor *ctor;
-    int cell;           /* PS_REF */
-    const ry_expr *fn;  /* PS_CLOSURE: an RY_EXPR_FUNC */
-    env *env;
-    int level;          /* PS_CLOSURE: residual-function nesting where made */
-};
-
-struct env {
-    int id;
-    ps *v;
-    env *next;
-};
-
-typedef struct store {
-    ps **v;   /* cell - base -> content, NULL when unknown */
-    int base; /* cells made before (outside a residual function) are unknown */
-    int n;
-} store;
-
-typedef struct pe {
-    ry_module *m;
-    ry_arena *a;      /* scratch: ps, env, stores, builders */
-    lets *out;        /* current scope */
-    store st;
-    int ncells;
-    const void **stack; /* what is being inlined (a global's function or a
-                         * closure value), innermost last */
-    int depth;
-    int level;        /* residual function bodies being built around us */
-    long fuel;
-    bool inline_only; /* ry_inline: calls of known functions, nothing else */
-    ry_expr **orig;   /* global i's function before the pass (normalized) */
-    ry_error *err;
-} pe;
+#include "pass/pe_impl.h"
 
 static ps *eval(pe *p, const ry_expr *e, env *en);
 
+
 /* ---- values ---- */
-static ps *mk(pe *p, ps_kind k, ry_expr *dyn) {
+ps *pe_mk(pe *p, ps_kind k, ry_expr *dyn) {
     ps *v = RY_NEW(p->a, ps);
     v->kind = k;
     v->dyn = dyn;
     return v;
 }
 
-static env *bind(pe *p, const ry_var *var, ps *v, env *next) {
+env *pe_bind(pe *p, const ry_var *var, ps *v, env *next) {
     env *en = RY_NEW(p->a, env);
     en->id = var->id;
     en->v = v;
@@ -93,7 +54,7 @@ static ps *lookup(const env *en, int id) {
 }
 
 /* Emits `let %x = val;` in the current scope, returns the use of %x. */
-static ry_expr *emit(pe *p, const char *name, ry_expr *val, ry_type *t) {
+ry_expr *pe_emit(pe *p, const char *name, ry_expr *val, ry_type *t) {
     if (pass_is_atom(val)) return val;
     val->type = t;
     ry_var *v = pass_fresh_var(p->m, name, t);
@@ -137,18 +98,45 @@ static void store_join(store *acc, const store *s) {
         if (i >= s->n || acc->v[i] != s->v[i]) acc->v[i] = NULL;
 }
 
-static void store_forget(pe *p) {
+void pe_store_forget(pe *p) {
     if (p->st.n) memset(p->st.v, 0, sizeof *p->st.v * (size_t)p->st.n);
 }
 
 /* ---- scopes ----
- * Evaluates e in a scope of its own (a branch, a function body) and closes
- * it around the residual atom of its value. */
-static ry_expr *eval_scope(pe *p, const ry_expr *e, env *en) {
+ * Scopes carry serial numbers (a let chain lives on the C stack, so its
+ * address is reused) to tell whether one is still open. */
+static void scope_push(pe *p, lets *l) {
+    if (p->nscopes == p->cap_scopes) {
+        int cap = p->cap_scopes ? 2 * p->cap_scopes : 64;
+        int *ns = RY_NEW_ARRAY(p->a, int, cap);
+        lets **nl = RY_NEW_ARRAY(p->a, lets *, cap);
+        if (p->nscopes) {
+            memcpy(ns, p->scopes, sizeof *ns * (size_t)p->nscopes);
+            memcpy(nl, p->scope_lets, sizeof *nl * (size_t)p->nscopes);
+        }
+        p->scopes = ns;
+        p->scope_lets = nl;
+        p->cap_scopes = cap;
+    }
+    p->scope_lets[p->nscopes] = l;
+    p->scopes[p->nscopes++] = ++p->serial;
+    p->out = l;
+}
+
+int pe_scope_index(const pe *p, int serial) {
+    for (int i = p->nscopes - 1; i >= 0; i--)
+        if (p->scopes[i] == serial) return i;
+    return -1;
+}
+
+/* e in a scope of its own (a branch, a function body), closed around the
+ * residual atom of its value. */
+ry_expr *pe_eval_scope(pe *p, const ry_expr *e, env *en) {
     lets inner = {0};
     lets *saved = p->out;
-    p->out = &inner;
+    scope_push(p, &inner);
     ps *v = eval(p, e, en);
+    p->nscopes--;
     p->out = saved;
     ry_expr *body = v->dyn;
     return lets_close(p->m, &inner, body);
@@ -172,32 +160,32 @@ static bool static_control(const ps *v, int depth) {
 /* Types mentioning type variables or unknowns are not valid outside the
  * polymorphic function they came from: inlined code leaves them out and
  * lets the final type check infer them again. */
-static bool portable(const ry_type *t) {
+bool pe_portable(const ry_type *t) {
     if (!t) return false;
     switch (t->kind) {
     case RY_TYPE_TENSOR: return true;
     case RY_TYPE_VAR: case RY_TYPE_INCOMPLETE: return false;
     case RY_TYPE_TUPLE:
         for (int i = 0; i < t->tuple.n; i++)
-            if (!portable(t->tuple.fields[i])) return false;
+            if (!pe_portable(t->tuple.fields[i])) return false;
         return true;
     case RY_TYPE_FUNC:
         if (t->func.ntparams) return false;
         for (int i = 0; i < t->func.nargs; i++)
-            if (!portable(t->func.args[i])) return false;
-        return portable(t->func.ret);
+            if (!pe_portable(t->func.args[i])) return false;
+        return pe_portable(t->func.ret);
     case RY_TYPE_CALL:
         for (int i = 0; i < t->call.nargs; i++)
-            if (!portable(t->call.args[i])) return false;
+            if (!pe_portable(t->call.args[i])) return false;
         return true;
-    case RY_TYPE_REF: return portable(t->ref.inner);
+    case RY_TYPE_REF: return pe_portable(t->ref.inner);
     }
     return false;
 }
 
 static void drop_local_type_args(ry_expr *c) {
     for (int i = 0; i < c->call.ntype_args; i++)
-        if (!portable(c->call.type_args[i])) {
+        if (!pe_portable(c->call.type_args[i])) {
             c->call.ntype_args = 0;
             c->call.type_args = NULL;
             return;
@@ -210,14 +198,15 @@ static void drop_local_type_args(ry_expr *c) {
  * any later time). self, when set, is the let-bound name of a recursive
  * function: its residual is bound to that var, which the body may call. */
 static ps *eval_func(pe *p, const ry_expr *e, env *en, const ry_var *self) {
-    ps *clo = mk(p, PS_CLOSURE, NULL);
+    ps *clo = pe_mk(p, PS_CLOSURE, NULL);
     clo->fn = e;
     clo->level = p->level;
+    clo->scope = p->scopes[p->nscopes - 1];
     ry_var *sv = NULL;
     if (self) {
         sv = pass_fresh_var(p->m, self->name, e->type);
         clo->dyn = pass_use(p->m, sv);
-        en = bind(p, self, clo, en);
+        en = pe_bind(p, self, clo, en);
     }
     clo->env = en;
     ry_expr *f = ry_expr_new(p->m, RY_EXPR_FUNC, e->span);
@@ -228,43 +217,72 @@ static ps *eval_func(pe *p, const ry_expr *e, env *en, const ry_var *self) {
     for (int i = 0; i < e->func.nparams; i++) {
         const ry_var *old = e->func.params[i];
         ry_var *nv = pass_fresh_var(p->m, old->name, old->type);
-        if (portable(old->type)) nv->annot = old->type;
+        if (pe_portable(old->type)) nv->annot = old->type;
         f->func.params[i] = nv;
-        body_env = bind(p, old, mk(p, PS_DYN, pass_use(p->m, nv)), body_env);
+        body_env = pe_bind(p, old, pe_mk(p, PS_DYN, pass_use(p->m, nv)), body_env);
     }
     store saved = p->st;
     p->st = (store){NULL, p->ncells, 0};
     p->level++;
-    f->func.body = eval_scope(p, e->func.body, body_env);
+    f->func.body = pe_eval_scope(p, e->func.body, body_env);
     p->level--;
     p->st = saved;
     f->type = e->type;
     if (sv) {
         ry_lets_push(p->a, p->out, sv, f);
     } else {
-        clo->dyn = emit(p, "f", f, e->type);
+        clo->dyn = pe_emit(p, "f", f, e->type);
     }
     return clo;
 }
 
 /* Applies a known function: inlines its body in the current scope when
  * within the limits (recursion only with static control). Returns NULL
- * when it declines, and the caller emits a residual call. */
-static ps *apply(pe *p, const void *who, const ry_expr *fn, env *en, int nargs, ps **args) {
+ * when it declines, and the caller emits a residual call. With tentative
+ * set (the first call of a recursive global), the inlining is undone when
+ * the recursion inside it had to stay a call: the copy of one step would
+ * only grow the program. */
+static ps *apply(pe *p, const void *who, const ry_expr *fn, env *en, int nargs, ps **args,
+                 bool tentative) {
     if (fn->func.nparams != nargs || p->fuel <= 0 || p->depth >= MAX_INLINE_DEPTH) return NULL;
-    int rec = 0;
-    for (int i = 0; i < p->depth; i++) rec += p->stack[i] == who;
+    int rec = 0, last = -1;
+    for (int i = 0; i < p->depth; i++)
+        if (p->stack[i] == who) rec++, last = i;
     if (rec) {
-        bool ok = rec < MAX_RECURSION && !p->inline_only;
+        /* Unrolling continues only while the test that ends the recursion
+         * is decided at compile time: a call reached through a dynamic
+         * branch of the activation above it (`if (%i == %t)` with %t known
+         * at run time only, `match` on a tree the program receives) stays
+         * a call, or the unrolling would run to the limits and only grow
+         * the program. */
+        bool ok = rec < MAX_RECURSION && !p->inline_only && p->dyn_branches == p->stack_dyn[last];
         bool ctl = false;
         for (int i = 0; i < nargs && ok && !ctl; i++) ctl = static_control(args[i], 0);
-        if (!ok || !ctl) return NULL;
+        if (!ok || !ctl) {
+            p->stack_cut[last] = true;
+            return NULL;
+        }
     }
     p->fuel--;
-    for (int i = 0; i < nargs; i++) en = bind(p, fn->func.params[i], args[i], en);
+    tentative = tentative && !rec; /* deeper steps were entered with static control */
+    int mark = p->out->n;
+    store saved = tentative ? store_dup(p, p->st) : p->st;
+    spec *specs = p->specs;
+    for (int i = 0; i < nargs; i++) en = pe_bind(p, fn->func.params[i], args[i], en);
+    int frame = p->depth;
+    p->stack_dyn[frame] = p->dyn_branches;
+    p->stack_cut[frame] = false;
     p->stack[p->depth++] = who;
     ps *r = eval(p, fn->func.body, en);
     p->depth--;
+    if (tentative && p->stack_cut[frame]) {
+        /* undone: what it emitted here, what it learnt of the store, the
+         * specializations it bound here (others stay, unused, for ry_dce) */
+        p->out->n = mark;
+        p->st = saved;
+        p->specs = specs;
+        return NULL;
+    }
     return r;
 }
 
@@ -285,7 +303,7 @@ static bool const_is_zero(const ry_tensor *t) {
 static ps *const_ps(pe *p, ry_tensor *t, ry_span span) {
     ry_expr *c = ry_expr_const(p->m, t, span);
     c->type = ry_type_of_tensor(p->m->arena, t);
-    ps *v = mk(p, PS_CONST, c);
+    ps *v = pe_mk(p, PS_CONST, c);
     v->zero = const_is_zero(t);
     return v;
 }
@@ -349,7 +367,7 @@ static ps *eval_op_call(pe *p, const ry_expr *e, ps **args) {
     c->call.args = RY_NEW_ARRAY(p->m->arena, ry_expr *, n);
     for (int i = 0; i < n; i++) c->call.args[i] = args[i]->dyn;
     drop_local_type_args(c);
-    ps *v = mk(p, PS_DYN, emit(p, "v", c, e->type));
+    ps *v = pe_mk(p, PS_DYN, pe_emit(p, "v", c, e->type));
     const char *name = e->call.callee->op.op->name;
     v->zero = strcmp(name, "zeros_like") == 0 || strcmp(name, "zeros") == 0;
     return v;
@@ -364,8 +382,14 @@ static ps *residual_call(pe *p, const ry_expr *e, ry_expr *callee, ps **args) {
     c->call.args = RY_NEW_ARRAY(p->m->arena, ry_expr *, n ? n : 1);
     for (int i = 0; i < n; i++) c->call.args[i] = args[i]->dyn;
     drop_local_type_args(c);
-    store_forget(p); /* the callee may write any cell it can reach */
-    return mk(p, PS_DYN, emit(p, "r", c, e->type));
+    pe_store_forget(p); /* the callee may write any cell it can reach */
+    return pe_mk(p, PS_DYN, pe_emit(p, "r", c, e->type));
+}
+
+static bool any_static_control(ps **args, int n) {
+    for (int i = 0; i < n; i++)
+        if (static_control(args[i], 0)) return true;
+    return false;
 }
 
 static int global_index(const ry_module *m, const char *name) {
@@ -388,7 +412,7 @@ static ps *eval_call(pe *p, const ry_expr *e, env *en) {
         c->call.args = RY_NEW_ARRAY(p->m->arena, ry_expr *, n ? n : 1);
         for (int i = 0; i < n; i++) c->call.args[i] = args[i]->dyn;
         drop_local_type_args(c);
-        ps *v = mk(p, PS_ADT, emit(p, "c", c, e->type));
+        ps *v = pe_mk(p, PS_ADT, pe_emit(p, "c", c, e->type));
         v->ctor = callee->ctor.ctor;
         v->n = n;
         v->fields = args;
@@ -401,10 +425,16 @@ static ps *eval_call(pe *p, const ry_expr *e, env *en) {
              * called, not inlined: the store is unknown there anyway, and
              * inlining a chain of backpropagators into each of them would
              * make the residual code quadratic. */
-            if (f->level == p->level) r = apply(p, f, f->fn, f->env, n, args);
+            if (f->level == p->level) r = apply(p, f, f->fn, f->env, n, args, false);
         } else if (f->dyn->kind == RY_EXPR_GLOBAL) {
             int gi = global_index(p->m, f->dyn->global.name);
-            if (gi >= 0) r = apply(p, p->orig[gi], p->orig[gi], NULL, n, args);
+            /* a recursive global is entered only with static control:
+             * otherwise its body would be copied here once more (a
+             * peeled first step) before the call it ends in anyway */
+            bool rec = gi >= 0 && p->recursive[gi];
+            bool enter = gi >= 0 && !(rec && !p->inline_only && !any_static_control(args, n));
+            if (enter) r = apply(p, p->orig[gi], p->orig[gi], NULL, n, args, rec);
+            if (gi >= 0 && !r) r = pe_specialize(p, e, gi, args);
         }
         if (r) return r;
     }
@@ -418,7 +448,7 @@ static ps *eval_call(pe *p, const ry_expr *e, env *en) {
 static int match_pat(pe *p, const ry_pattern *pat, ps *v, env **en) {
     switch (pat->kind) {
     case RY_PAT_WILDCARD: return 1;
-    case RY_PAT_VAR: *en = bind(p, pat->var, v, *en); return 1;
+    case RY_PAT_VAR: *en = pe_bind(p, pat->var, v, *en); return 1;
     case RY_PAT_CTOR:
         if (v->kind != PS_ADT) return -1;
         if (v->ctor != pat->ctor.ctor) return 0;
@@ -436,7 +466,7 @@ static int match_pat(pe *p, const ry_pattern *pat, ps *v, env **en) {
                 ry_expr *pr = ry_expr_proj(p->m, v->dyn, i, pat->span);
                 ry_type *t = v->dyn->type && v->dyn->type->kind == RY_TYPE_TUPLE
                                  ? v->dyn->type->tuple.fields[i] : NULL;
-                fi = mk(p, PS_DYN, emit(p, "p", pr, t));
+                fi = pe_mk(p, PS_DYN, pe_emit(p, "p", pr, t));
             }
             int r = match_pat(p, pat->tuple.fields[i], fi, en);
             if (r != 1) return r;
@@ -454,7 +484,7 @@ static ry_pattern *fresh_pat(pe *p, const ry_pattern *pat, env **en) {
     case RY_PAT_WILDCARD: break;
     case RY_PAT_VAR:
         q->var = pass_fresh_var(p->m, pat->var->name, pat->var->type);
-        *en = bind(p, pat->var, mk(p, PS_DYN, pass_use(p->m, q->var)), *en);
+        *en = pe_bind(p, pat->var, pe_mk(p, PS_DYN, pass_use(p->m, q->var)), *en);
         break;
     case RY_PAT_CTOR:
         q->ctor.args = RY_NEW_ARRAY(p->m->arena, ry_pattern *, pat->ctor.n ? pat->ctor.n : 1);
@@ -483,16 +513,20 @@ static ps *eval_match(pe *p, const ry_expr *e, env *en) {
     mt->match.data = d->dyn;
     mt->match.clauses = RY_NEW_ARRAY(p->m->arena, ry_clause, e->match.nclauses);
     store before = store_dup(p, p->st), joined = before;
+    p->dyn_branches++;
     for (int i = 0; i < e->match.nclauses; i++) {
         env *ce = en;
         mt->match.clauses[i].pat = fresh_pat(p, e->match.clauses[i].pat, &ce);
         p->st = store_dup(p, before);
-        mt->match.clauses[i].body = eval_scope(p, e->match.clauses[i].body, ce);
+        mt->match.clauses[i].body = pe_eval_scope(p, e->match.clauses[i].body, ce);
         if (i == 0) joined = p->st;
         else store_join(&joined, &p->st);
     }
+    p->dyn_branches--;
+    /* one clause: what it made itself must not outlive its scope */
+    if (e->match.nclauses == 1) store_join(&joined, &before);
     p->st = joined;
-    return mk(p, PS_DYN, emit(p, "m", mt, e->type));
+    return pe_mk(p, PS_DYN, pe_emit(p, "m", mt, e->type));
 }
 
 static ps *eval_if(pe *p, const ry_expr *e, env *en) {
@@ -504,18 +538,20 @@ static ps *eval_if(pe *p, const ry_expr *e, env *en) {
     *r = *e;
     r->if_.cond = c->dyn;
     store before = store_dup(p, p->st);
-    r->if_.then_ = eval_scope(p, e->if_.then_, en);
+    p->dyn_branches++;
+    r->if_.then_ = pe_eval_scope(p, e->if_.then_, en);
     store after_then = p->st;
     p->st = before;
-    r->if_.else_ = eval_scope(p, e->if_.else_, en);
+    r->if_.else_ = pe_eval_scope(p, e->if_.else_, en);
+    p->dyn_branches--;
     store_join(&p->st, &after_then);
-    return mk(p, PS_DYN, emit(p, "i", r, e->type));
+    return pe_mk(p, PS_DYN, pe_emit(p, "i", r, e->type));
 }
 
 /* ---- the rest ---- */
 static ps *eval_tuple(pe *p, const ry_expr *e, env *en) {
     int n = e->tuple.n;
-    ps *v = mk(p, PS_TUPLE, NULL);
+    ps *v = pe_mk(p, PS_TUPLE, NULL);
     v->n = n;
     v->fields = RY_NEW_ARRAY(p->a, ps *, n ? n : 1);
     ry_expr *t = ry_expr_new(p->m, RY_EXPR_TUPLE, e->span);
@@ -526,7 +562,7 @@ static ps *eval_tuple(pe *p, const ry_expr *e, env *en) {
         t->tuple.fields[i] = v->fields[i]->dyn;
     }
     t->type = e->type;
-    v->dyn = emit(p, "t", t, e->type);
+    v->dyn = pe_emit(p, "t", t, e->type);
     return v;
 }
 
@@ -534,7 +570,7 @@ static ps *eval_ref(pe *p, const ry_expr *e, env *en) {
     ps *x = eval(p, e->ref.value, en);
     ry_expr *r = ry_expr_new(p->m, RY_EXPR_REF, e->span);
     r->ref.value = x->dyn;
-    ps *v = mk(p, PS_REF, emit(p, "r", r, e->type));
+    ps *v = pe_mk(p, PS_REF, pe_emit(p, "r", r, e->type));
     v->cell = p->ncells++;
     store_set(p, v->cell, x);
     return v;
@@ -548,7 +584,7 @@ static ps *eval_ref_read(pe *p, const ry_expr *e, env *en) {
     }
     ry_expr *rd = ry_expr_new(p->m, RY_EXPR_REF_READ, e->span);
     rd->ref_read.ref = r->dyn;
-    ps *v = mk(p, PS_DYN, emit(p, "g", rd, e->type));
+    ps *v = pe_mk(p, PS_DYN, pe_emit(p, "g", rd, e->type));
     if (r->kind == PS_REF) store_set(p, r->cell, v); /* later reads share it */
     return v;
 }
@@ -559,34 +595,40 @@ static ps *eval_ref_write(pe *p, const ry_expr *e, env *en) {
     ry_expr *w = ry_expr_new(p->m, RY_EXPR_REF_WRITE, e->span);
     w->ref_write.ref = r->dyn;
     w->ref_write.value = x->dyn;
-    emit(p, "u", w, e->type);
+    pe_emit(p, "u", w, e->type);
     if (r->kind == PS_REF) store_set(p, r->cell, x);
-    else store_forget(p); /* it may alias any cell */
+    else pe_store_forget(p); /* it may alias any cell */
     ry_expr *unit = ry_expr_tuple(p->m, 0, NULL, e->span);
     unit->type = e->type;
-    ps *v = mk(p, PS_TUPLE, unit);
+    ps *v = pe_mk(p, PS_TUPLE, unit);
     return v;
+}
+
+/* A copy of a global or constructor atom: the type checker records a type
+ * per node, and one node used in two functions (a polymorphic one and the
+ * code it was inlined into) would get one type for both. */
+static ry_expr *fresh_atom(pe *p, const ry_expr *e) {
+    ry_expr *c = ry_expr_new(p->m, e->kind, e->span);
+    *c = *e;
+    return c;
 }
 
 static ps *eval(pe *p, const ry_expr *e, env *en) {
     switch (e->kind) {
     case RY_EXPR_VAR: {
         ps *v = lookup(en, e->var.var->id);
-        return v ? v : mk(p, PS_DYN, (ry_expr *)e);
+        return v ? v : pe_mk(p, PS_DYN, (ry_expr *)e);
     }
-    case RY_EXPR_GLOBAL: {
-        ps *v = mk(p, PS_CLOSURE, (ry_expr *)e);
-        return v;
-    }
+    case RY_EXPR_GLOBAL: return pe_mk(p, PS_CLOSURE, fresh_atom(p, e));
     case RY_EXPR_CONST: {
-        ps *v = mk(p, PS_CONST, (ry_expr *)e);
+        ps *v = pe_mk(p, PS_CONST, (ry_expr *)e);
         v->zero = const_is_zero(e->constant.value);
         return v;
     }
-    case RY_EXPR_OP: return mk(p, PS_DYN, (ry_expr *)e);
+    case RY_EXPR_OP: return pe_mk(p, PS_DYN, (ry_expr *)e);
     case RY_EXPR_CTOR: {
-        if (e->ctor.ctor->nfields) return mk(p, PS_DYN, (ry_expr *)e);
-        ps *v = mk(p, PS_ADT, (ry_expr *)e);
+        if (e->ctor.ctor->nfields) return pe_mk(p, PS_DYN, fresh_atom(p, e));
+        ps *v = pe_mk(p, PS_ADT, fresh_atom(p, e));
         v->ctor = e->ctor.ctor;
         return v;
     }
@@ -596,7 +638,7 @@ static ps *eval(pe *p, const ry_expr *e, env *en) {
             ps *v = e->let.value->kind == RY_EXPR_FUNC
                         ? eval_func(p, e->let.value, en, e->let.var)
                         : eval(p, e->let.value, en);
-            en = bind(p, e->let.var, v, en);
+            en = pe_bind(p, e->let.var, v, en);
         }
         return eval(p, e, en);
     case RY_EXPR_IF: return eval_if(p, e, en);
@@ -607,27 +649,31 @@ static ps *eval(pe *p, const ry_expr *e, env *en) {
         ps *t = eval(p, e->proj.tuple, en);
         if (t->kind == PS_TUPLE && e->proj.index < t->n) return t->fields[e->proj.index];
         ry_expr *pr = ry_expr_proj(p->m, t->dyn, e->proj.index, e->span);
-        return mk(p, PS_DYN, emit(p, "p", pr, e->type));
+        return pe_mk(p, PS_DYN, pe_emit(p, "p", pr, e->type));
     }
     case RY_EXPR_REF: return eval_ref(p, e, en);
     case RY_EXPR_REF_READ: return eval_ref_read(p, e, en);
     case RY_EXPR_REF_WRITE: return eval_ref_write(p, e, en);
     }
-    return mk(p, PS_DYN, (ry_expr *)e);
+    return pe_mk(p, PS_DYN, (ry_expr *)e);
 }
 
 /* One global: parameters dynamic (the same vars), body evaluated. */
 static ry_expr *eval_global(pe *p, const ry_expr *fn) {
     env *en = NULL;
     for (int i = 0; i < fn->func.nparams; i++)
-        en = bind(p, fn->func.params[i], mk(p, PS_DYN, pass_use(p->m, fn->func.params[i])), en);
+        en = pe_bind(p, fn->func.params[i],
+                     pe_mk(p, PS_DYN, pass_use(p->m, fn->func.params[i])), en);
     p->st = (store){NULL, p->ncells, 0};
     p->depth = 0;
     p->fuel = FUEL;
+    p->specs = NULL;
+    p->nspecs = 0;
     ry_expr *f = ry_expr_new(p->m, RY_EXPR_FUNC, fn->span);
     *f = *fn;
+    p->stack_dyn[p->depth] = p->dyn_branches;
     p->stack[p->depth++] = fn;
-    f->func.body = eval_scope(p, fn->func.body, en);
+    f->func.body = pe_eval_scope(p, fn->func.body, en);
     p->depth--;
     return f;
 }
@@ -638,7 +684,11 @@ static ry_status run(ry_module *m, bool inline_only, ry_error *err) {
     int n = m->nglobals;
     p.orig = RY_NEW_ARRAY(p.a, ry_expr *, n ? n : 1);
     p.stack = RY_NEW_ARRAY(p.a, const void *, MAX_INLINE_DEPTH + 1);
+    p.stack_dyn = RY_NEW_ARRAY(p.a, int, MAX_INLINE_DEPTH + 1);
+    p.stack_cut = RY_NEW_ARRAY(p.a, bool, MAX_INLINE_DEPTH + 1);
+    p.recursive = RY_NEW_ARRAY(p.a, bool, n ? n : 1);
     for (int i = 0; i < n; i++) {
+        p.recursive[i] = pass_global_recursive(m, i);
         ry_expr *f = ry_anf(m, m->globals[i]->func);
         f->type = m->globals[i]->func->type;
         p.orig[i] = f;

@@ -203,3 +203,33 @@ bool ry_global_reaches_recursion(const ry_module *m, const char *name) {
     ry_free(colour);
     return s.found;
 }
+
+/* Whether global i calls itself, directly or through others. */
+typedef struct self_search {
+    const ry_module *m;
+    char *seen;
+    int target;
+    bool found;
+} self_search;
+
+static void self_from(void *ctx, const char *name) {
+    self_search *s = ctx;
+    int i = 0;
+    while (i < s->m->nglobals && strcmp(s->m->globals[i]->name, name) != 0) i++;
+    if (i == s->m->nglobals || s->found || s->seen[i]) return;
+    if (i == s->target) {
+        s->found = true;
+        return;
+    }
+    s->seen[i] = 1;
+    each_global(s->m->globals[i]->func, self_from, s);
+}
+
+bool pass_global_recursive(const ry_module *m, int i) {
+    char *seen = ry_calloc((size_t)(m->nglobals ? m->nglobals : 1), 1);
+    if (!seen) return true; /* the cautious answer */
+    self_search s = {m, seen, i, false};
+    each_global(m->globals[i]->func, self_from, &s);
+    ry_free(seen);
+    return s.found;
+}

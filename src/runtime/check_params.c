@@ -40,26 +40,39 @@ static ry_status check_value(ry_error *err, ry_span span, int idx, const ry_var 
         return RY_OK;
     }
     if (want->kind != RY_TYPE_TENSOR) return RY_OK;
-    if (got->kind != RY_VAL_TENSOR) return param_error(err, span, idx, p, want, got, "");
-    const ry_tensor *t = got->tensor;
-    if (t->dtype != want->tensor.dtype || t->ndim != want->tensor.ndim)
+    /* a row-sparse value (the VM's embedding gradients) stands for a dense
+     * tensor of its dtype and shape */
+    ry_dtype dtype;
+    int ndim;
+    const int64_t *shape;
+    if (got->kind == RY_VAL_TENSOR) {
+        dtype = got->tensor->dtype;
+        ndim = got->tensor->ndim;
+        shape = got->tensor->shape;
+    } else if (got->kind == RY_VAL_ROWS) {
+        dtype = got->rows.dtype;
+        ndim = got->rows.ndim;
+        shape = got->rows.shape;
+    } else
         return param_error(err, span, idx, p, want, got, "");
-    for (int d = 0; d < t->ndim; d++) {
+    if (dtype != want->tensor.dtype || ndim != want->tensor.ndim)
+        return param_error(err, span, idx, p, want, got, "");
+    for (int d = 0; d < ndim; d++) {
         const ry_dim *w = &want->tensor.dims[d];
-        if (w->kind == RY_DIM_CONST && w->value != t->shape[d])
+        if (w->kind == RY_DIM_CONST && w->value != shape[d])
             return param_error(err, span, idx, p, want, got, "");
         if (w->kind != RY_DIM_SYM) continue;
         int k = 0;
         while (k < sb->n && strcmp(sb->name[k], w->name) != 0) k++;
-        if (k < sb->n && sb->value[k] != t->shape[d]) {
+        if (k < sb->n && sb->value[k] != shape[d]) {
             char why[160];
             snprintf(why, sizeof why, "%s is %lld from parameter %%%s but %lld here", w->name,
-                     (long long)sb->value[k], sb->from[k]->name, (long long)t->shape[d]);
+                     (long long)sb->value[k], sb->from[k]->name, (long long)shape[d]);
             return param_error(err, span, idx, p, want, got, why);
         }
         if (k == sb->n && sb->n < 64) {
             sb->name[k] = w->name;
-            sb->value[k] = t->shape[d];
+            sb->value[k] = shape[d];
             sb->from[k] = p;
             sb->n++;
         }

@@ -1,12 +1,14 @@
 /*
  * value.c: reference-counted runtime values (tensors, tuples, closures,
- * refs, ADT values), shared by the interpreter and the compiled engine.
+ * refs, ADT values, row-sparse tensors), shared by the interpreter and the
+ * compiled engine.
  *
  * Releasing and flattening never recurse in C: a million-element List is
  * freed by threading dead values through their dead_next links, and walked
  * with an explicit stack. Cycles (a ref holding a closure that captures the
  * ref) are not collected; see value.h.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "relayc/value.h"
@@ -117,6 +119,43 @@ ry_value *ry_value_ctor_fn(const ry_ctor *ctor) {
     return v;
 }
 
+/* Checks that values is (n, shape[1..]) of a rank-ndim dense shape and
+ * that every index lies in [0, shape[0]). */
+static bool rows_consistent(int ndim, const int64_t *shape, int64_t n, const int64_t *index,
+                            const ry_tensor *values) {
+    if (ndim < 1 || ndim > RY_MAX_RANK || n < 0 || (n > 0 && !index) || !values ||
+        values->ndim != ndim || values->shape[0] != n)
+        return false;
+    for (int d = 0; d < ndim; d++)
+        if (shape[d] < 0 || (d > 0 && values->shape[d] != shape[d])) return false;
+    for (int64_t i = 0; i < n; i++)
+        if (index[i] < 0 || index[i] >= shape[0]) return false;
+    return true;
+}
+
+ry_value *ry_value_rows(int ndim, const int64_t *shape, int64_t n, const int64_t *index,
+                        ry_tensor *values) {
+    if (!rows_consistent(ndim, shape, n, index, values)) {
+        ry_tensor_release(values);
+        return NULL;
+    }
+    ry_value *v = new_value(RY_VAL_ROWS);
+    int64_t *ix = v ? ry_malloc(sizeof *ix * (size_t)(n > 0 ? n : 1)) : NULL;
+    if (!ix) {
+        ry_free(v);
+        ry_tensor_release(values);
+        return NULL;
+    }
+    if (n > 0) memcpy(ix, index, sizeof *ix * (size_t)n);
+    v->rows.dtype = values->dtype;
+    v->rows.ndim = ndim;
+    memcpy(v->rows.shape, shape, sizeof *shape * (size_t)ndim);
+    v->rows.n = n;
+    v->rows.index = ix;
+    v->rows.values = values;
+    return v;
+}
+
 ry_value *ry_value_retain(ry_value *v) {
     if (v) v->refcount++;
     return v;
@@ -129,6 +168,10 @@ static void drop_children(ry_value *d, ry_value **dead) {
     ry_value **kids = NULL;
     switch (d->kind) {
     case RY_VAL_TENSOR: ry_tensor_release(d->tensor); return;
+    case RY_VAL_ROWS:
+        ry_tensor_release(d->rows.values);
+        ry_free(d->rows.index);
+        return;
     case RY_VAL_TUPLE: n = d->tuple.n, kids = d->tuple.fields; break;
     case RY_VAL_ADT: n = d->adt.n, kids = d->adt.fields; break;
     case RY_VAL_REF: n = 1, kids = &d->ref.value; break;
@@ -198,6 +241,12 @@ static int walk_tensors(const ry_value *v, ry_tensor **out, int max) {
             if (out && count < max) out[count] = x->tensor;
             count++;
             break;
+        case RY_VAL_ROWS:
+            /* Stands for one dense tensor that does not exist yet: counted,
+             * flattened to NULL (value.h). */
+            if (out && count < max) out[count] = NULL;
+            count++;
+            break;
         case RY_VAL_TUPLE: n = x->tuple.n, kids = x->tuple.fields; break;
         case RY_VAL_ADT: n = x->adt.n, kids = x->adt.fields; break;
         case RY_VAL_REF: n = 1, kids = &x->ref.value; break;
@@ -242,6 +291,25 @@ const char *ry_value_kind_name(const ry_value *v) {
     case RY_VAL_CLOSURE: return "a function";
     case RY_VAL_REF: return "a reference";
     case RY_VAL_ADT: return "a constructor value";
+    case RY_VAL_ROWS: return "a row-sparse tensor";
     }
     return "a value";
+}
+
+const char *ry_value_describe(const ry_value *v, char *buf, size_t n) {
+    char t[96];
+    switch (v->kind) {
+    case RY_VAL_TENSOR: return ry_tensor_describe(v->tensor, buf, n);
+    case RY_VAL_ROWS: {
+        int k = snprintf(t, sizeof t, "%s[", ry_dtype_name(v->rows.dtype));
+        for (int d = 0; d < v->rows.ndim && k > 0 && (size_t)k < sizeof t; d++)
+            k += snprintf(t + k, sizeof t - (size_t)k, "%s%lld", d ? ", " : "",
+                          (long long)v->rows.shape[d]);
+        snprintf(buf, n, "rows(%lld of %s])", (long long)v->rows.n, t);
+        return buf;
+    }
+    case RY_VAL_TUPLE: snprintf(buf, n, "a tuple of %d", v->tuple.n); return buf;
+    case RY_VAL_ADT: snprintf(buf, n, "%s(...)", v->adt.ctor->name); return buf;
+    default: snprintf(buf, n, "%s", ry_value_kind_name(v)); return buf;
+    }
 }

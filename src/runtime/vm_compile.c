@@ -5,13 +5,20 @@
  * and nested function expressions alike, becomes a vm_fn: one register per
  * variable and temporary, one instruction per let value. Operators, global
  * callees, constructors and constants are resolved here, once; so are the
- * result types of operator calls whose inputs have static shapes.
+ * result types of operator calls whose inputs have static shapes. Register
+ * liveness (here) then gives each function its memory plan (vm_plan.c).
  * The machine that runs the code is vm_exec.c.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "relayc/ad.h"
 #include "runtime/vm_impl.h"
+
+/* ry_anf allocates the ANF forms in the module's arena: programs compiled
+ * from one module in several threads at once (one VM per worker) take
+ * turns there. Nothing else of the module is written. */
+static pthread_mutex_t anf_lock = PTHREAD_MUTEX_INITIALIZER;
 
 vm_fn *vm_fn_of(const ry_vm_program *prog, const ry_expr *func) {
     intptr_t got;
@@ -71,7 +78,8 @@ static int emit(cc *c, insn in) {
 }
 
 static insn mk(vm_opcode op, const ry_expr *e, int dst) {
-    return (insn){.op = (uint8_t)op, .dst = dst, .a = -1, .b = -1, .e = e, .span = e->span};
+    return (insn){.op = (uint8_t)op, .dst = dst, .a = -1, .b = -1, .slot = -1, .refacc = -1,
+                  .e = e, .span = e->span};
 }
 
 static void patch(cc *c, int at, int target) {
@@ -156,13 +164,14 @@ static vm_opcall *make_opcall(cc *c, const ry_expr *e) {
     ry_rel_ctx rc = {p->arena, op, &e->call.attrs, e->span, &scratch_err};
     ry_type *out = NULL;
     if (op->rel(&rc, e->call.nargs, in, &out) != RY_REL_OK || !vm_type_static(out)) return oc;
-    oc->in_types = (const ry_type **)in;
-    oc->out_type = out;
-    flatten_types(out, NULL, &oc->nout);
-    oc->outs = RY_NEW_ARRAY(p->arena, const ry_type *, oc->nout ? oc->nout : 1);
+    vm_sig *sg = &oc->sig[0];
+    sg->in_types = (const ry_type **)in;
+    sg->out_type = out;
+    flatten_types(out, NULL, &sg->nout);
+    sg->outs = RY_NEW_ARRAY(p->arena, const ry_type *, sg->nout ? sg->nout : 1);
     int k = 0;
-    flatten_types(out, oc->outs, &k);
-    oc->fast = true;
+    flatten_types(out, sg->outs, &k);
+    oc->nsig = 1;
     p->stats.nops_static++;
     return oc;
 }
@@ -493,6 +502,29 @@ static bool has_target(vm_opcode op) {
     return op == I_JMPF || op == I_JMP || op == I_TESTCTOR || op == I_TESTTUP;
 }
 
+/* Registers live after a branch but not into one of its successors die on
+ * that edge: released when the branch goes that way (so a value used on
+ * one side only does not live on the other side to the frame's end). */
+static int *edge_list(ry_vm_program *p, const uint64_t *out, const uint64_t *succ, int words,
+                      int *n) {
+    int k = 0;
+    for (int w = 0; w < words; w++) k += __builtin_popcountll(out[w] & ~succ[w]);
+    *n = 0;
+    if (!k) return NULL;
+    int *l = RY_NEW_ARRAY(p->arena, int, k);
+    for (int w = 0; w < words; w++)
+        for (uint64_t bits = out[w] & ~succ[w]; bits; bits &= bits - 1)
+            l[(*n)++] = w * 64 + __builtin_ctzll(bits);
+    return l;
+}
+
+static void edge_kills(ry_vm_program *p, insn *I, int i, int n, int words, const uint64_t *in,
+                       const uint64_t *out) {
+    if (I->b >= 0 && I->b <= n)
+        I->kill_jump = edge_list(p, out, in + (size_t)I->b * words, words, &I->nkill_jump);
+    if (i + 1 <= n) I->kill_fall = edge_list(p, out, in + (size_t)(i + 1) * words, words, &I->nkill_fall);
+}
+
 static void liveness(ry_vm_program *p, vm_fn *f) {
     int n = f->ncode, words = (f->nregs + 63) / 64, maxu = 1;
     for (int i = 0; i < n; i++)
@@ -528,7 +560,9 @@ static void liveness(ry_vm_program *p, vm_fn *f) {
             memcpy(I->kill, kill, sizeof *kill * (size_t)nk);
             I->nkill = nk;
         }
+        if (op == I_JMPF || op == I_TESTCTOR || op == I_TESTTUP) edge_kills(p, I, i, n, words, in, out);
     }
+    vm_plan_fn(p, f, in, words);
     ry_arena_free(a);
 }
 
@@ -582,7 +616,9 @@ ry_status ry_vm_compile(ry_module *m, ry_vm_program **out, ry_error *err) {
             ry_vm_free(p);
             return ry_error_at(err, g->span, "vm: global @%s is not a function", g->name);
         }
+        pthread_mutex_lock(&anf_lock);
         const ry_expr *fn = ry_anf(m, g->func);
+        pthread_mutex_unlock(&anf_lock);
         p->gfns[i] = add_fn(p, fn, g->name);
         /* closures of the original expression (the interpreter's) run here too */
         ry_ptrmap_put(p->arena, &p->fnmap, g->func, (intptr_t)p->gfns[i]);
@@ -605,6 +641,8 @@ ry_status ry_vm_compile(ry_module *m, ry_vm_program **out, ry_error *err) {
 
 void ry_vm_free(ry_vm_program *p) {
     if (!p) return;
+    vm_machine_drop(p);
+    for (int i = 0; i < p->nfns; i++) vm_fn_free_slots(p->fns[i]);
     for (int i = 0; i < p->nowned; i++) ry_value_release(p->owned[i]);
     ry_free(p->owned);
     for (int i = 0; i < p->nfns; i++) ry_free(p->fns[i]->code);

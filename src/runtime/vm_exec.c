@@ -5,7 +5,10 @@
  * becomes C recursion. A call in tail position releases the caller's
  * registers and reuses its frame, so tail recursion runs in constant space.
  * Each instruction writes its result into its destination register; the
- * dispatch loop is the one long function here, on purpose.
+ * dispatch loop is the one long function here, on purpose. Each frame also
+ * holds its activation's storage slots (the memory plan, vm_plan.c), and a
+ * program keeps its machine and slot sets between calls, so a repeated
+ * step reuses them instead of allocating.
  */
 #include <string.h>
 
@@ -39,6 +42,68 @@ static void release_regs(vm_machine *mc, long from) {
     mc->top = from;
 }
 
+/* ---- storage slot sets ----
+ * An activation of f takes a set of f->nslots slots (vm_plan.c) and gives
+ * it back when it returns; the values in it stay for the next activation,
+ * so a repeated step finds its buffers where it left them. Frames deeper
+ * than SLOT_DEPTH run without slots (their results are fresh buffers, as
+ * without a plan), and at most MAX_SPARE sets wait per function: deep
+ * recursion then costs no more memory than it did before planning. */
+#define SLOT_DEPTH 1024
+#define MAX_SPARE 256
+
+static void free_set(int n, ry_value **S) {
+    if (!S) return;
+    for (int i = 0; i < n; i++) ry_value_release(S[i]);
+    ry_free(S);
+}
+
+/* A cached tuple that only its slot still holds lets go of its fields, so
+ * that the buffers it held are free for this activation's results. */
+static void scrub_tuples(const vm_fn *f, ry_value **S) {
+    for (int k = 0; k < f->ntupslots; k++) {
+        ry_value *t = S[f->tupslots[k]];
+        if (!t || t->refcount != 1 || t->kind != RY_VAL_TUPLE) continue;
+        for (int i = 0; i < t->tuple.n; i++) {
+            ry_value_release(t->tuple.fields[i]);
+            t->tuple.fields[i] = NULL;
+        }
+    }
+}
+
+static ry_status take_set(vm_machine *mc, vm_fn *f, ry_value ***S, ry_span span) {
+    *S = NULL;
+    if (!mc->plan || f->nslots == 0 || mc->nf >= SLOT_DEPTH) return RY_OK;
+    if (f->nspare > 0) {
+        *S = f->spare[--f->nspare];
+        scrub_tuples(f, *S);
+        return RY_OK;
+    }
+    if (!(*S = ry_calloc((size_t)f->nslots, sizeof **S))) return oom(mc, span);
+    return RY_OK;
+}
+
+static void give_set(vm_fn *f, ry_value **S) {
+    if (!S) return;
+    if (f->nspare == f->capspare && f->capspare < MAX_SPARE) {
+        int ncap = f->capspare ? f->capspare * 2 : 4;
+        ry_value ***fresh = ry_realloc(f->spare, sizeof *fresh * (size_t)ncap);
+        if (fresh) {
+            f->spare = fresh;
+            f->capspare = ncap;
+        }
+    }
+    if (f->nspare < f->capspare) f->spare[f->nspare++] = S;
+    else free_set(f->nslots, S);
+}
+
+void vm_fn_free_slots(vm_fn *f) {
+    for (int i = 0; i < f->nspare; i++) free_set(f->nslots, f->spare[i]);
+    ry_free(f->spare);
+    f->spare = NULL;
+    f->nspare = f->capspare = 0;
+}
+
 /* A new frame for f above the current one; its registers start empty. */
 static ry_status push_frame(vm_machine *mc, vm_fn *f, int ret, ry_span span) {
     if (mc->nf >= mc->max_depth)
@@ -54,7 +119,9 @@ static ry_status push_frame(vm_machine *mc, vm_fn *f, int ret, ry_span span) {
         mc->capf = ncap;
     }
     if (grow_regs(mc, mc->top + f->nregs, span)) return RY_ERR;
-    mc->fs[mc->nf++] = (vframe){.fn = f, .pc = 0, .base = mc->top, .ret = ret};
+    ry_value **S;
+    if (take_set(mc, f, &S, span)) return RY_ERR;
+    mc->fs[mc->nf++] = (vframe){.fn = f, .pc = 0, .base = mc->top, .ret = ret, .S = S};
     mc->top += f->nregs;
     return RY_OK;
 }
@@ -91,6 +158,15 @@ static ry_status enter(vm_machine *mc, vm_fn *f, ry_value *clos, int nargs, ry_v
         vframe *fr = &mc->fs[mc->nf - 1];
         release_regs(mc, fr->base);
         if (grow_regs(mc, fr->base + f->nregs, span)) goto fail;
+        if (fr->fn != f) {
+            give_set(fr->fn, fr->S);
+            mc->nf--; /* take_set counts frames below this one */
+            ry_status st = take_set(mc, f, &fr->S, span);
+            mc->nf++;
+            if (st) goto fail;
+        } else if (fr->S) {
+            scrub_tuples(f, fr->S);
+        }
         fr->fn = f;
         fr->pc = 0;
         mc->top = fr->base + f->nregs;
@@ -156,6 +232,7 @@ fail:
 static void do_return(vm_machine *mc, ry_value *v, ry_value **out, bool *done) {
     vframe fr = mc->fs[--mc->nf];
     release_regs(mc, fr.base);
+    give_set(fr.fn, fr.S);
     if (mc->nf == 0) {
         *out = v;
         *done = true;
@@ -210,12 +287,46 @@ static ry_status make_closure(vm_machine *mc, const insn *I, ry_value **R, ry_va
     return *v ? RY_OK : oom(mc, I->span);
 }
 
-/* Releases the registers that die at I. */
-static inline void kill(const insn *I, ry_value **R) {
-    for (int k = 0; k < I->nkill; k++) {
-        ry_value_release(R[I->kill[k]]);
-        R[I->kill[k]] = NULL;
+static inline void kill_list(int n, const int *regs, ry_value **R) {
+    for (int k = 0; k < n; k++) {
+        ry_value_release(R[regs[k]]);
+        R[regs[k]] = NULL;
     }
+}
+
+/* Releases the registers that die at I. */
+static inline void kill(const insn *I, ry_value **R) { kill_list(I->nkill, I->kill, R); }
+
+/* A conditional jump: what dies at I, then what dies on the edge taken. */
+static inline void branch(vframe *fr, const insn *I, ry_value **R, bool jump) {
+    kill(I, R);
+    if (jump) {
+        fr->pc = I->b;
+        kill_list(I->nkill_jump, I->kill_jump, R);
+    } else {
+        kill_list(I->nkill_fall, I->kill_fall, R);
+    }
+}
+
+/* (a..) into the tuple cached in I's slot when only the slot holds it
+ * (its fields are replaced), else a new tuple that the slot caches. The
+ * fields (args) are taken over. */
+static ry_status tuple_slot(vm_machine *mc, const insn *I, ry_value **S, ry_value **args,
+                            ry_value **v) {
+    ry_value *t = S[I->slot];
+    if (t && t->refcount == 1 && t->kind == RY_VAL_TUPLE && t->tuple.n == I->n) {
+        for (int i = 0; i < I->n; i++) {
+            ry_value_release(t->tuple.fields[i]);
+            t->tuple.fields[i] = args[i];
+        }
+        *v = ry_value_retain(t);
+        return RY_OK;
+    }
+    if (!(t = ry_value_tuple(I->n, args))) return oom(mc, I->span);
+    ry_value_release(S[I->slot]);
+    S[I->slot] = t;
+    *v = ry_value_retain(t);
+    return RY_OK;
 }
 
 /* ---- the dispatch loop ---- */
@@ -234,11 +345,15 @@ static ry_status run(vm_machine *mc, ry_value **out) {
             if (make_closure(mc, I, R, &v)) return RY_ERR;
             break;
         case I_OP:
-            if (vm_run_op(mc, I, R, &v)) return RY_ERR;
+            if (vm_run_op(mc, I, R, fr->S, &v)) return RY_ERR;
             break;
         case I_TUPLE:
             if (!(args = gather(mc, I->n, I->args, R, I->span))) return RY_ERR;
-            if (!(v = ry_value_tuple(I->n, args))) return oom(mc, I->span);
+            if (fr->S && I->slot >= 0) {
+                if (tuple_slot(mc, I, fr->S, args, &v)) return RY_ERR;
+            } else if (!(v = ry_value_tuple(I->n, args))) {
+                return oom(mc, I->span);
+            }
             break;
         case I_PROJ:
             if (proj(mc, I, R[I->a], &v)) return RY_ERR;
@@ -274,19 +389,16 @@ static ry_status run(vm_machine *mc, ry_value **out) {
             continue;
         case I_JMPF:
             if (cond_value(mc, I, R[I->a], &c)) return RY_ERR;
-            if (!c) fr->pc = I->b;
-            kill(I, R);
+            branch(fr, I, R, !c);
             continue;
         case I_JMP: fr->pc = I->b; continue;
         case I_TESTCTOR:
             x = R[I->a];
-            if (x->kind != RY_VAL_ADT || x->adt.ctor != I->ctor || x->adt.n != I->n) fr->pc = I->b;
-            kill(I, R);
+            branch(fr, I, R, x->kind != RY_VAL_ADT || x->adt.ctor != I->ctor || x->adt.n != I->n);
             continue;
         case I_TESTTUP:
             x = R[I->a];
-            if (x->kind != RY_VAL_TUPLE || x->tuple.n != I->n) fr->pc = I->b;
-            kill(I, R);
+            branch(fr, I, R, x->kind != RY_VAL_TUPLE || x->tuple.n != I->n);
             continue;
         case I_FIELD:
             x = R[I->a];
@@ -329,25 +441,52 @@ static ry_status run(vm_machine *mc, ry_value **out) {
     }
 }
 
-/* ---- setting up and tearing down ---- */
+/* ---- setting up and tearing down ----
+ * A program keeps the machine of its last call (register and frame
+ * stacks, argument buffer, scratch arena) for the next one, so a call
+ * allocates nothing of its own once the stacks have grown. */
 
-static void machine_init(vm_machine *mc, ry_vm_program *p, const ry_vm_opts *opts, ry_error *err) {
-    memset(mc, 0, sizeof *mc);
+static vm_machine *machine_get(ry_vm_program *p, const ry_vm_opts *opts, ry_error *err) {
+    vm_machine *mc = p->idle;
+    p->idle = NULL;
+    if (!mc) {
+        if (!(mc = ry_calloc(1, sizeof *mc))) return NULL;
+        mc->scratch = ry_arena_new();
+    }
     mc->prog = p;
     mc->err = err;
     mc->training = opts && opts->training;
+    mc->plan = !(opts && opts->no_plan);
+    mc->sparse_rows = opts && opts->sparse_rows;
     mc->rng = opts ? opts->seed : 0;
     mc->max_depth = opts && opts->max_depth > 0 ? opts->max_depth : DEFAULT_MAX_DEPTH;
-    mc->scratch = ry_arena_new();
+    return mc;
 }
 
-/* Frees everything, including what an error left in the registers. */
 static void machine_free(vm_machine *mc) {
-    release_regs(mc, 0);
     ry_free(mc->regs);
     ry_free(mc->fs);
     ry_free(mc->argbuf);
     ry_arena_free(mc->scratch);
+    ry_free(mc);
+}
+
+/* Releases what an error left in the registers and frames, then keeps the
+ * machine for the program's next call. */
+static void machine_put(ry_vm_program *p, vm_machine *mc) {
+    release_regs(mc, 0);
+    while (mc->nf > 0) {
+        vframe *fr = &mc->fs[--mc->nf];
+        give_set(fr->fn, fr->S);
+    }
+    mc->err = NULL;
+    if (p->idle) machine_free(mc);
+    else p->idle = mc;
+}
+
+void vm_machine_drop(ry_vm_program *p) {
+    if (p->idle) machine_free(p->idle);
+    p->idle = NULL;
 }
 
 /* Retains the caller's arguments and applies fn (taken over) as the run's
@@ -373,11 +512,11 @@ static ry_status start(vm_machine *mc, ry_value *fn, int nargs, ry_value *const 
 
 ry_status ry_vm_apply(ry_vm_program *prog, ry_value *fn, int nargs, ry_value *const *args,
                       const ry_vm_opts *opts, ry_value **out, ry_error *err) {
-    vm_machine mc;
     *out = NULL;
-    machine_init(&mc, prog, opts, err);
-    ry_status st = start(&mc, ry_value_retain(fn), nargs, args, out);
-    machine_free(&mc);
+    vm_machine *mc = machine_get(prog, opts, err);
+    if (!mc) return ry_error_at(err, RY_NO_SPAN, "out of memory in the vm");
+    ry_status st = start(mc, ry_value_retain(fn), nargs, args, out);
+    machine_put(prog, mc);
     return st;
 }
 

@@ -1,9 +1,10 @@
 /*
  * vm_impl.h: what the VM's files share (private): the instruction set, a
  * compiled function, the program and the machine's state. vm_compile.c
- * turns ANF into instructions; vm_exec.c runs them; vm_ops.c does the leaf
- * work (operator calls on the fast and the general path, run-time checks of
- * annotated parameters); src/backend/cpu/vm_alloc.c gives result buffers.
+ * turns ANF into instructions; vm_plan.c gives each function its memory
+ * plan; vm_exec.c runs them; vm_ops.c does the operator calls (fast and
+ * general path, results in planned storage); src/backend/cpu/vm_alloc.c
+ * gives result buffers.
  */
 #ifndef RELAYC_VM_IMPL_H
 #define RELAYC_VM_IMPL_H
@@ -46,16 +47,25 @@ typedef struct vm_fn vm_fn;
 /* An operator call settled at compile time. When every argument has a
  * static tensor type (in_types) and so has every result (out_type), the
  * hot path compares shapes, allocates the outputs and calls the kernel. */
+typedef struct vm_sig {
+    const ry_type **in_types;  /* nargs tensor types, constant dims */
+    const ry_type *out_type;   /* tensor or tuple of tensors */
+    int nout;                  /* tensors in out_type */
+    const ry_type **outs;      /* out_type's tensors, depth first */
+} vm_sig;
+
+/* Result types by input shapes: the compile-time one, and those the run
+ * time learned for symbolic or Any dims (a few, replaced in turn). */
+#define VM_SIGS 16
+
 typedef struct vm_opcall {
     const ry_expr *call;
     const ry_op *op;
     ry_kernel_fn kernel;
-    bool fast;
-    const ry_type **in_types;  /* nargs tensor types, constant dims (fast) */
-    const ry_type *out_type;   /* tensor or tuple of tensors (fast) */
-    int nout;                  /* tensors in out_type */
-    const ry_type **outs;      /* out_type's tensors, depth first */
-    int relearned;             /* times the run time fixed the types anew */
+    int nsig;                  /* 0: every call takes the general path */
+    int hit;                   /* the signature the last call matched */
+    int relearned;             /* times the run time learned one */
+    vm_sig sig[VM_SIGS];
 } vm_opcall;
 
 typedef struct insn {
@@ -64,6 +74,19 @@ typedef struct insn {
     int *args;
     int nkill;          /* registers dead after this instruction: released */
     int *kill;          /* (for calls: before entering the callee) */
+    int nkill_jump;     /* branches: registers dead on the taken edge only */
+    int *kill_jump;
+    int nkill_fall;     /* ... and on the fall-through edge only */
+    int *kill_fall;
+    /* memory plan (vm_plan.c): the storage slot of an I_OP's tensor result
+     * or of an I_TUPLE (-1: none); for I_OP, the arguments whose buffer
+     * the result may take over (bit k: argument k dies here and has the
+     * result's type), and the register of a ref this result is written
+     * back into by the next instruction (-1: none), whose old value may
+     * then be updated in place (the adjoint accumulation of AD). */
+    int slot;
+    uint8_t inplace;
+    int refacc;
     union {
         ry_value *value;         /* I_LOADV (owned by the program) */
         vm_fn *fn;               /* I_CLOSURE, I_CALLG, I_TCALLG */
@@ -88,6 +111,16 @@ struct vm_fn {
     bool compiled;
     insn *code;
     int ncode, capcode;
+    /* memory plan: nslots storage slots per activation; slot_bytes[s] the
+     * size class (0: not known at compile time); the tuple slots, last
+     * built first (emptied when an activation starts, see vm_exec.c).
+     * Slot sets of finished activations wait in spare[] for the next. */
+    int nslots;
+    size_t *slot_bytes;
+    int ntupslots;
+    int *tupslots;
+    ry_value ***spare;
+    int nspare, capspare;
 };
 
 struct ry_vm_program {
@@ -102,6 +135,7 @@ struct ry_vm_program {
     ry_value **owned;      /* cached values to release */
     int nowned, capowned;
     ry_vm_stats stats;
+    struct vm_machine *idle; /* the machine of the last call, kept for the next */
 };
 
 /* ---- the machine ---- */
@@ -110,12 +144,15 @@ typedef struct vframe {
     int pc;
     long base;             /* first register in mc->regs */
     int ret;               /* caller's register for the result; -1: the run's */
+    ry_value **S;          /* the activation's storage slots (fn->nslots) */
 } vframe;
 
 typedef struct vm_machine {
     ry_vm_program *prog;
     ry_error *err;
     bool training;
+    bool plan;             /* use the memory plan (ry_vm_opts.no_plan unset) */
+    bool sparse_rows;      /* ry_vm_opts.sparse_rows: row-sparse values (rows_ops.h) */
     uint64_t rng;
     long max_depth;
     ry_arena *scratch;     /* operator types on the general path */
@@ -128,12 +165,28 @@ typedef struct vm_machine {
 } vm_machine;
 
 /* vm_ops.c */
-ry_status vm_run_op(vm_machine *mc, const insn *I, ry_value **R, ry_value **out);
+ry_status vm_run_op(vm_machine *mc, const insn *I, ry_value **R, ry_value **S, ry_value **out);
 bool vm_type_static(const ry_type *t);
+
+/* vm_plan.c: storage slots and in-place decisions for a compiled function
+ * (after liveness; live_in: per instruction, the registers live on entry,
+ * words 64-bit words each). */
+void vm_plan_fn(ry_vm_program *p, vm_fn *f, const uint64_t *live_in, int words);
+/* Whether op's CPU kernel may write its result over an argument of the
+ * same shape and dtype (out == in). */
+bool vm_op_inplace_ok(const ry_op *op);
 
 /* src/backend/cpu/vm_alloc.c: the allocator for operator results (keeps
  * large buffers for reuse; process-wide) */
 ry_allocator *vm_cpu_allocator(void);
+/* The bytes t's buffer holds (at least its nbytes) when t owns a buffer of
+ * vm_cpu_allocator; 0 otherwise. */
+size_t vm_alloc_capacity(const ry_tensor *t);
+
+/* vm_exec.c: frees the machine a program keeps between calls, and the
+ * slot sets a function keeps between activations */
+void vm_machine_drop(ry_vm_program *prog);
+void vm_fn_free_slots(vm_fn *f);
 
 /* vm_compile.c */
 vm_fn *vm_fn_of(const ry_vm_program *prog, const ry_expr *func);

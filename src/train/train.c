@@ -201,6 +201,28 @@ static ry_status bind_predict(ry_trainer *tr, ry_error *err) {
     return RY_OK;
 }
 
+/* The gradient of @loss with respect to PARAMS only: the data's and the
+ * carried state's adjoints are never read, so the optimizer removes their
+ * computation (the MLP's first-layer input gradient, a fifth of its
+ * FLOPs). The gradient tuple then holds PARAM i's at field i. */
+static ry_status differentiate(ry_trainer *tr, const ry_expr *fn, ry_error *err) {
+    int n = fn->func.nparams;
+    bool *wrt = ry_calloc((size_t)n, sizeof *wrt);
+    if (!wrt) return ry_error_at(err, RY_NO_SPAN, "out of memory");
+    for (int i = tr->nloss_data; i < n; i++) wrt[i] = true;
+    /* the gradient's mode follows the runs' (dropout, batch_norm) */
+    ry_grad_opts go = {.inference = !tr->opts.training, .wrt = wrt, .nwrt = n};
+    ry_status st = ry_grad_ex(tr->m, tr->loss_name, NULL, NULL, &go, &tr->grad_name, err);
+    ry_free(wrt);
+    if (st) {
+        ry_error_prefix(err, "differentiating @%s", tr->loss_name);
+        return RY_ERR;
+    }
+    tr->grad_base = 0;
+    tr->ngrad_fields = tr->params->n;
+    return RY_OK;
+}
+
 static ry_status setup(ry_trainer *tr, const char *name, size_t len, ry_error *err) {
     if (ry_module_parse(name, tr->text, len, &tr->m, err)) return RY_ERR;
     if (ry_module_typecheck(tr->m, err)) return RY_ERR;
@@ -212,16 +234,12 @@ static ry_status setup(ry_trainer *tr, const char *name, size_t len, ry_error *e
     if (find_ndata(tr, g->func, err) || find_state(tr, g->func, err) ||
         bind_params(tr, g->func, err) || init_params(tr, err) || bind_predict(tr, err))
         return RY_ERR;
-    if (ry_grad(tr->m, tr->loss_name, NULL, NULL, &tr->grad_name, err)) {
-        ry_error_prefix(err, "differentiating @%s", tr->loss_name);
-        return RY_ERR;
-    }
+    if (train_grad_init(tr, err) || differentiate(tr, g->func, err)) return RY_ERR;
     /* The transform's refs and closures are evaluated away where control
-     * flow is static (straight-line code for the MLP and LeNet). Recursive
-     * models (RNNs over time, trees) keep them: unrolling data-dependent
-     * recursion only grows the program. */
-    bool dynamic = ry_global_reaches_recursion(tr->m, tr->loss_name);
-    if (ry_optimize(tr->m, dynamic ? 1 : 2, err)) {
+     * flow is static (straight-line code for the MLP and LeNet); recursion
+     * whose stopping test depends on data (RNNs over time, trees) stays
+     * recursion, its steps specialized (partial_eval.c). */
+    if (ry_optimize(tr->m, 2, err)) {
         ry_error_prefix(err, "optimizing the gradient of @%s", tr->loss_name);
         return RY_ERR;
     }
@@ -296,6 +314,8 @@ void ry_trainer_free(ry_trainer *tr) {
     if (tr->param_vals && tr->params)
         for (int i = 0; i < tr->params->n; i++) ry_value_release(tr->param_vals[i]);
     ry_free(tr->param_vals);
+    train_pool_free(tr->pool); /* its VMs before the module */
+    train_grad_free(tr);
     ry_optim_free(tr->optim);
     ry_params_free(tr->params);
     ry_params_free(tr->grads);
@@ -308,7 +328,6 @@ void ry_trainer_free(ry_trainer *tr) {
 
 ry_module *ry_trainer_module(ry_trainer *tr) { return tr->m; }
 ry_param_set *ry_trainer_params(ry_trainer *tr) { return tr->params; }
-ry_param_set *ry_trainer_grads(ry_trainer *tr) { return tr->grads; }
 ry_optimizer *ry_trainer_optim(ry_trainer *tr) { return tr->optim; }
 const char *ry_trainer_text(const ry_trainer *tr) { return tr->text; }
 int ry_trainer_ndata(const ry_trainer *tr) { return tr->nloss_data - tr->nstate; }

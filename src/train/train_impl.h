@@ -11,6 +11,35 @@
 #include "relayc/train.h"
 #include "relayc/vm.h"
 
+/* Where each parameter's gradient of the current step lives (train_grad.c).
+ * A step's only call leaves its gradients where the program put them
+ * (pending, direct[i]) and the optimizer reads them there; a second call
+ * adds both into the gradient set, whose per-parameter state says what
+ * its slab holds, so that nothing is zeroed or read that need not be:
+ *   ZERO   all zeros                STALE  last step's, logically zero
+ *   ROWS   zero but for rows[i]     DENSE  the sum so far */
+enum { TRAIN_G_ZERO, TRAIN_G_STALE, TRAIN_G_ROWS, TRAIN_G_DENSE };
+
+typedef struct train_rows {
+    uint8_t *mark;              /* per row along axis 0: touched */
+    int64_t *list;              /* the touched rows, first touch first */
+    int64_t n;
+} train_rows;
+
+typedef struct train_grad_state {
+    ry_value *pending;          /* the step's first gradient tuple, kept */
+    bool *direct;               /* per param: its gradient is pending's field */
+    uint8_t *state;             /* per param: TRAIN_G_* */
+    bool *bad;                  /* per param: a NaN/Inf went into the slab */
+    train_rows *rows;           /* per param */
+    ry_optim_grad *ograds;      /* per param, for the optimizer */
+    double *norms;              /* per param, for clip-by-norm */
+    bool no_keep;               /* results belong to other threads' programs:
+                                   add them, never keep them (train_par.c) */
+    bool applied;               /* the last apply consumed this step's */
+    double last_scale;          /* the clip coefficient it used */
+} train_grad_state;
+
 struct ry_trainer {
     ry_module *m;
     ry_vm_program *vm;          /* m compiled; NULL: run the interpreter */
@@ -30,6 +59,10 @@ struct ry_trainer {
     ry_value *state[RY_TRAIN_MAX_DATA]; /* carried state; NULL: zeros */
     int64_t naccum;             /* accumulate calls since the last apply */
     double base_lr;
+    int grad_base;              /* field of the gradient tuple holding PARAM 0's */
+    int ngrad_fields;           /* fields the gradient tuple has */
+    train_grad_state g;         /* train_grad.c */
+    struct train_pool *pool;    /* train_par.c: worker VMs; NULL until needed */
 };
 
 /* The loss value of an entry's result (a scalar, or field 0 of a tuple). */
@@ -40,5 +73,23 @@ void train_release_args(int n, ry_value **args);
  * mode. */
 ry_status train_call(ry_trainer *tr, const char *entry, int n, ry_value **args, bool eval,
                      ry_value **out, ry_error *err);
+
+/* train_grad.c: the gradient set of a step. init after the parameters
+ * are bound; begin when a step's first call starts; take a call's
+ * gradient tuple (borrowed; kept when it is the step's first). */
+ry_status train_grad_init(ry_trainer *tr, ry_error *err);
+void train_grad_free(ry_trainer *tr);
+void train_grad_begin(ry_trainer *tr);
+ry_status train_grad_take(ry_trainer *tr, ry_value *grads, ry_error *err);
+
+/* The gradient tuple of a gradient program's result, checked; the loss
+ * and the carried state taken (train_step.c). */
+ry_status train_take_result(ry_trainer *tr, ry_value *out, double *loss, ry_error *err);
+
+/* The dropout seed of the step's call number call (train_step.c). */
+uint64_t train_seed(const ry_trainer *tr, int64_t call);
+
+/* train_par.c: the worker pool. */
+void train_pool_free(struct train_pool *p);
 
 #endif

@@ -93,22 +93,36 @@ ry_status ry_train_evaluate(ry_trainer *tr, const ry_train_data *d, int64_t batc
 }
 
 /* One optimizer step on the batch idx[0..k): one call, or one per example
- * with the gradients summed. *loss: the batch's mean loss. */
+ * with the gradients summed (in example order, on the trainer's threads).
+ * *loss: the batch's mean loss. */
 static ry_status fit_step(ry_trainer *tr, const ry_train_data *d, const int64_t *idx, int64_t k,
                           double *loss, ry_error *err) {
-    ry_value *args[RY_TRAIN_MAX_DATA];
-    int64_t calls = d->per_example ? k : 1;
-    double sum = 0;
-    for (int64_t j = 0; j < calls; j++) {
-        double l;
-        if (d->fetch(d, d->per_example ? &idx[j] : idx, d->per_example ? 1 : k, args, err))
-            return RY_ERR;
-        ry_status st = ry_trainer_accumulate(tr, d->nargs, args, &l, err);
+    if (!d->per_example) {
+        ry_value *args[RY_TRAIN_MAX_DATA];
+        if (d->fetch(d, idx, k, args, err)) return RY_ERR;
+        ry_status st = ry_trainer_accumulate(tr, d->nargs, args, loss, err);
         release_n(d->nargs, args);
-        if (st) return RY_ERR;
-        sum += l;
+        return st ? RY_ERR : ry_trainer_apply(tr, err);
     }
-    *loss = sum / (double)calls;
+    if (k > INT32_MAX / RY_TRAIN_MAX_DATA)
+        return ry_error_at(err, RY_NO_SPAN, "a batch of %lld examples is too large", (long long)k);
+    ry_value **args = ry_calloc((size_t)k * (size_t)d->nargs + 1, sizeof *args);
+    double *losses = ry_calloc((size_t)k, sizeof *losses);
+    ry_status st = args && losses ? RY_OK : ry_error_at(err, RY_NO_SPAN, "out of memory");
+    int64_t got = 0;
+    for (; st == RY_OK && got < k; got++)
+        if (d->fetch(d, &idx[got], 1, args + got * d->nargs, err)) {
+            st = RY_ERR; /* a failed fetch holds nothing */
+            break;
+        }
+    if (st == RY_OK) st = ry_trainer_accumulate_n(tr, (int)k, d->nargs, args, losses, err);
+    if (args) release_n((int)(got * d->nargs), args);
+    double sum = 0;
+    for (int64_t j = 0; st == RY_OK && j < k; j++) sum += losses[j];
+    ry_free(args);
+    ry_free(losses);
+    if (st) return RY_ERR;
+    *loss = sum / (double)k;
     return ry_trainer_apply(tr, err);
 }
 

@@ -1,9 +1,9 @@
 /*
  * train_step.c: one training step and the evaluation calls. A step runs
- * the gradient program of @loss in the interpreter on the data, the carried
- * state and the parameter views (values wrapping views of the slab, so
- * nothing is copied), sums its parameter gradients into the gradient set,
- * checks them for NaN/Inf, clips them and hands them to the optimizer.
+ * the gradient program of @loss on the data, the carried state and the
+ * parameter views (values wrapping views of the slab, so nothing is
+ * copied) and hands its parameter gradients to train_grad.c, which checks,
+ * clips and applies them.
  */
 #include <math.h>
 #include <string.h>
@@ -115,55 +115,41 @@ ry_status train_call(ry_trainer *tr, const char *entry, int n, ry_value **args, 
                      ry_value **out, ry_error *err) {
     ry_interp_opts io = eval ? (ry_interp_opts){0} : interp_opts(tr);
     if (!tr->vm) return ry_interp_call(tr->m, entry, n, args, &io, out, err);
-    ry_vm_opts vo = {.training = io.training, .seed = io.seed, .max_depth = io.max_depth};
+    /* row-sparse gradients only from the gradient program, which the
+     * trainer takes apart itself */
+    ry_vm_opts vo = {.training = io.training, .seed = io.seed, .max_depth = io.max_depth,
+                     .sparse_rows = !eval && !tr->opts.dense_grads};
     return ry_vm_call(tr->vm, entry, n, args, &vo, out, err);
 }
 
-static ry_interp_opts interp_opts(const ry_trainer *tr) {
+uint64_t train_seed(const ry_trainer *tr, int64_t call) {
     /* dropout masks depend on the seed, the step and the call within it,
      * so a resumed run draws the same ones */
-    ry_interp_opts o = {.training = tr->opts.training,
-                        .seed = tr->opts.seed * 0x9E3779B97F4A7C15ull +
-                                (uint64_t)ry_optim_step_count(tr->optim) * 1000003u +
-                                (uint64_t)tr->naccum};
+    return tr->opts.seed * 0x9E3779B97F4A7C15ull +
+           (uint64_t)ry_optim_step_count(tr->optim) * 1000003u + (uint64_t)call;
+}
+
+static ry_interp_opts interp_opts(const ry_trainer *tr) {
+    ry_interp_opts o = {.training = tr->opts.training, .seed = train_seed(tr, tr->naccum)};
     return o;
 }
 
-/* grads[i] += g, elementwise in the set's dtype. */
-static ry_status add_grad(ry_tensor *dst, const ry_value *g, const char *name, ry_error *err) {
-    if (g->kind != RY_VAL_TENSOR || g->tensor->size != dst->size)
-        return ry_error_at(err, RY_NO_SPAN, "gradient of %%%s has the wrong shape", name);
-    const ry_tensor *s = g->tensor;
-    if (dst->dtype == RY_FLOAT32 && s->dtype == RY_FLOAT32) {
-        float *d = dst->data;
-        const float *x = s->data;
-        for (int64_t i = 0; i < dst->size; i++) d[i] += x[i];
-    } else if (dst->dtype == RY_FLOAT64 && s->dtype == RY_FLOAT64) {
-        double *d = dst->data;
-        const double *x = s->data;
-        for (int64_t i = 0; i < dst->size; i++) d[i] += x[i];
-    } else
-        for (int64_t i = 0; i < dst->size; i++)
-            ry_tensor_set(dst, i, ry_tensor_get(dst, i) + ry_tensor_get(s, i));
-    return RY_OK;
-}
-
-static ry_status take_result(ry_trainer *tr, const ry_value *out, double *loss, ry_error *err) {
+/* The gradient program's result: (loss or (loss, state...), gradients),
+ * where the gradients are a tuple of ngrad_fields holding PARAM i's at
+ * grad_base + i. Takes the loss and the carried state; returns the
+ * gradient tuple's checks. */
+ry_status train_take_result(ry_trainer *tr, ry_value *out, double *loss, ry_error *err) {
     int64_t step = ry_optim_step_count(tr->optim) + 1;
     if (out->kind != RY_VAL_TUPLE || out->tuple.n != 2 ||
         out->tuple.fields[1]->kind != RY_VAL_TUPLE ||
-        out->tuple.fields[1]->tuple.n != tr->nloss_data + tr->params->n)
+        out->tuple.fields[1]->tuple.n != tr->ngrad_fields)
         return ry_error_at(err, RY_NO_SPAN, "the gradient program returned an unexpected value");
     const ry_value *res = out->tuple.fields[0];
     if (train_loss_of(res, loss, err)) return RY_ERR;
     if (!isfinite(*loss))
         return ry_error_at(err, RY_NO_SPAN, "step %lld: the loss is %s; training stopped",
                            (long long)step, isnan(*loss) ? "NaN" : "Inf");
-    const ry_value *g = out->tuple.fields[1];
-    for (int i = 0; i < tr->params->n; i++)
-        if (add_grad(tr->grads->views[i], g->tuple.fields[tr->nloss_data + i],
-                     tr->params->names[i], err))
-            return RY_ERR;
+    if (train_grad_take(tr, out->tuple.fields[1], err)) return RY_ERR;
     for (int k = 0; k < tr->nstate; k++) {
         ry_value_release(tr->state[k]);
         tr->state[k] = ry_value_retain(res->tuple.fields[1 + k]);
@@ -173,7 +159,9 @@ static ry_status take_result(ry_trainer *tr, const ry_value *out, double *loss, 
 
 ry_status ry_trainer_accumulate(ry_trainer *tr, int ndata, ry_value *const *data, double *loss,
                                 ry_error *err) {
-    if (tr->naccum == 0) ry_params_fill(tr->grads, 0);
+    /* a step's first call: last step's gradients go (their buffers back
+     * to the engine's pool before it runs) */
+    if (tr->naccum == 0) train_grad_begin(tr);
     ry_value **a;
     int n;
     if (loss_args(tr, ndata, data, true, &a, &n, err)) return RY_ERR;
@@ -181,7 +169,7 @@ ry_status ry_trainer_accumulate(ry_trainer *tr, int ndata, ry_value *const *data
     ry_status st = train_call(tr, tr->grad_name, n, a, false, &out, err);
     train_release_args(n, a);
     double l = NAN;
-    if (st == RY_OK) st = take_result(tr, out, &l, err);
+    if (st == RY_OK) st = train_take_result(tr, out, &l, err);
     ry_value_release(out);
     if (st) {
         tr->naccum = 0; /* a failed call poisons the whole step */
@@ -190,28 +178,6 @@ ry_status ry_trainer_accumulate(ry_trainer *tr, int ndata, ry_value *const *data
     tr->naccum++;
     if (loss) *loss = l;
     return RY_OK;
-}
-
-ry_status ry_trainer_apply(ry_trainer *tr, ry_error *err) {
-    int64_t step = ry_optim_step_count(tr->optim) + 1;
-    if (tr->naccum == 0) return ry_error_at(err, RY_NO_SPAN, "apply without a gradient");
-    tr->naccum = 0;
-    int64_t elem = 0;
-    int bad = ry_params_find_nonfinite(tr->grads, &elem);
-    if (bad >= 0) {
-        double v = ry_tensor_get(tr->grads->views[bad], elem);
-        return ry_error_at(err, RY_NO_SPAN,
-                           "step %lld: the gradient of parameter %%%s is %s at element %lld; "
-                           "training stopped",
-                           (long long)step, tr->params->names[bad], isnan(v) ? "NaN" : "Inf",
-                           (long long)elem);
-    }
-    if (tr->opts.clip_value > 0 && ry_clip_grad_value(tr->grads, tr->opts.clip_value, err))
-        return RY_ERR;
-    if (tr->opts.clip_norm > 0 && ry_clip_grad_norm(tr->grads, tr->opts.clip_norm, 2.0, NULL, err))
-        return RY_ERR;
-    ry_optim_set_lr(tr->optim, ry_schedule_lr(&tr->opts.schedule, tr->base_lr, step - 1));
-    return ry_optim_step(tr->optim, tr->params, tr->grads, err);
 }
 
 ry_status ry_trainer_step(ry_trainer *tr, int ndata, ry_value *const *data, double *loss,

@@ -1,18 +1,28 @@
 /*
- * conv.c (cpu): nn.conv2d as im2col + one GEMM per (image, group);
- * nn.conv2d_transpose as one GEMM per (image, group) + col2im; and
- * nn.conv2d_backward_weight (conv2d's weight adjoint) as im2col + GEMM
- * accumulating over images. NCHW data, OIHW / IOHW weights. float32 and
- * float64 go through OpenBLAS (cblas_sgemm / cblas_dgemm); float16 is
+ * conv.c (cpu): nn.conv2d as im2col + GEMM; nn.conv2d_transpose (conv2d's
+ * data gradient) as GEMM + col2im; nn.conv2d_backward_weight (its weight
+ * gradient) as im2col + GEMM accumulating. Images go in blocks whose columns
+ * sit side by side, so one GEMM per (block, group) covers a whole batch of
+ * LeNet-sized images; im2col, col2im and the layout copies run in parallel
+ * over images (parallel.h), the GEMMs on OpenBLAS's threads. NCHW data,
+ * OIHW / IOHW weights. float32 and float64 go through OpenBLAS; float16 is
  * widened to float32 and integers to int64 (a plain loop), then narrowed
  * into the output dtype. Shapes were checked by the type relations
  * (src/op/conv.c). Also holds the widening helpers the pool kernels share.
  */
+/* the copy and add loops are what vectorization is for (clang does at -O2);
+ * and gcc must not turn the short copy loops back into memmove calls */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", \
+                     "no-tree-loop-distribute-patterns")
+#endif
+
 #include <cblas.h>
 #include <limits.h>
 #include <string.h>
 
 #include "backend/cpu/conv_kernels.h"
+#include "backend/cpu/parallel.h"
 
 /* ---- widening and narrowing ---- */
 
@@ -114,18 +124,54 @@ static geom conv_geom(const ry_conv2d_params *p, const ry_tensor *x, const ry_te
 }
 
 /* ---- im2col / col2im, once per compute type ----
+ * Images are processed in blocks of nb; a block's columns sit side by side,
+ * so one GEMM covers the block: col is (rows x L), L = nb * (pixels per
+ * image), image j's columns at [j*pix, (j+1)*pix), row stride ld = L.
  * im2col: col[(c*KH + kh)*KW + kw][oh*OW + ow] = x[c][oh*sh - pt + kh*dh][ow*sw - pl + kw*dw],
  *   zero outside the image; x is one group's (Cg, H, W) slice.
  * col2im: the adjoint:
  *   y[o][ih*sh - pt + kh*dh][iw*sw - pl + kw*dw] += col[(o*KH + kh)*KW + kw][ih*W + iw],
- *   in a fixed order, so results are deterministic. */
-#define DEFINE_IM2COL(T, SUF, ADD)                                                                  \
-    static void im2col_##SUF(const geom *g, int64_t Cg, const T *x, T *col) {                    \
-        int64_t ohw = g->OH * g->OW;                                                             \
+ *   in a fixed order (o, kh, kw, ih, iw), so results are deterministic.
+ * The range of ow (iw) whose tap lands inside the image is computed once per
+ * (kh, kw), so the interior loop has no bounds checks and, at stride 1, is
+ * a plain copy (im2col) or a vectorizable add (col2im). */
+
+/* ceil(a / b) for b > 0 and any a */
+static int64_t cdiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
+/* [lo, hi) of o in [0, n) with 0 <= o*s - pad + k*d < len */
+static void tap_range(int64_t pad, int64_t k, int64_t d, int64_t s, int64_t len, int64_t n,
+                      int64_t *lo, int64_t *hi) {
+    int64_t a = cdiv(pad - k * d, s), b = cdiv(len + pad - k * d, s);
+    *lo = a < 0 ? 0 : a > n ? n : a;
+    *hi = b > n ? n : b < *lo ? *lo : b;
+}
+
+/* Rows are short (LeNet's conv2: 10 elements), so a memcpy call costs more
+ * than the copy; restrict spares the vectorized loop its aliasing checks. */
+#define DEFINE_COPY(T, SUF)                                                                      \
+    static inline void copy_##SUF(T *restrict d, const T *restrict s, int64_t n) {               \
+        for (int64_t i = 0; i < n; i++) d[i] = s[i];                                             \
+    }                                                                                            \
+    static inline void add_##SUF(T *restrict d, const T *restrict s, int64_t n) {                \
+        for (int64_t i = 0; i < n; i++) d[i] = ADD_##SUF(d[i], s[i]);                            \
+    }
+#define ADD_f32(a, b) ((a) + (b))
+#define ADD_f64(a, b) ((a) + (b))
+#define ADD_i64(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))
+DEFINE_COPY(float, f32)
+DEFINE_COPY(double, f64)
+DEFINE_COPY(int64_t, i64)
+
+#define DEFINE_IM2COL(T, SUF, ADD)                                                               \
+    static void im2col_##SUF(const geom *g, int64_t Cg, const T *x, T *col, int64_t ld) {        \
         for (int64_t c = 0; c < Cg; c++)                                                         \
             for (int64_t kh = 0; kh < g->KH; kh++)                                               \
                 for (int64_t kw = 0; kw < g->KW; kw++) {                                         \
-                    T *row = col + ((c * g->KH + kh) * g->KW + kw) * ohw;                        \
+                    T *row = col + ((c * g->KH + kh) * g->KW + kw) * ld;                         \
+                    int64_t lo, hi;                                                              \
+                    tap_range(g->pl, kw, g->dw, g->sw, g->W, g->OW, &lo, &hi);                   \
+                    int64_t off = lo * g->sw - g->pl + kw * g->dw;                               \
                     for (int64_t oh = 0; oh < g->OH; oh++) {                                     \
                         int64_t ih = oh * g->sh - g->pt + kh * g->dh;                            \
                         T *dst = row + oh * g->OW;                                               \
@@ -133,28 +179,35 @@ static geom conv_geom(const ry_conv2d_params *p, const ry_tensor *x, const ry_te
                             memset(dst, 0, sizeof(T) * (size_t)g->OW);                           \
                             continue;                                                            \
                         }                                                                        \
-                        const T *src = x + (c * g->H + ih) * g->W;                               \
-                        for (int64_t ow = 0; ow < g->OW; ow++) {                                 \
-                            int64_t iw = ow * g->sw - g->pl + kw * g->dw;                        \
-                            dst[ow] = iw >= 0 && iw < g->W ? src[iw] : (T)0;                     \
+                        const T *src = x + (c * g->H + ih) * g->W + off;                         \
+                        for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;                         \
+                        if (g->sw == 1) {                                                        \
+                            copy_##SUF(dst + lo, src, hi - lo);                                  \
+                        } else {                                                                 \
+                            for (int64_t i = 0; i < hi - lo; i++) dst[lo + i] = src[i * g->sw];  \
                         }                                                                        \
+                        for (int64_t ow = hi; ow < g->OW; ow++) dst[ow] = 0;                     \
                     }                                                                            \
                 }                                                                                \
     }                                                                                            \
-    static void col2im_##SUF(const geom *g, int64_t Og, const T *col, T *y) {                    \
-        int64_t hw = g->H * g->W;                                                                \
+    static void col2im_##SUF(const geom *g, int64_t Og, const T *col, int64_t ld, T *y) {        \
         for (int64_t o = 0; o < Og; o++)                                                         \
             for (int64_t kh = 0; kh < g->KH; kh++)                                               \
                 for (int64_t kw = 0; kw < g->KW; kw++) {                                         \
-                    const T *row = col + ((o * g->KH + kh) * g->KW + kw) * hw;                   \
+                    const T *row = col + ((o * g->KH + kh) * g->KW + kw) * ld;                   \
+                    int64_t lo, hi;                                                              \
+                    tap_range(g->pl, kw, g->dw, g->sw, g->OW, g->W, &lo, &hi);                   \
+                    int64_t off = lo * g->sw - g->pl + kw * g->dw;                               \
                     for (int64_t ih = 0; ih < g->H; ih++) {                                      \
                         int64_t oh = ih * g->sh - g->pt + kh * g->dh;                            \
                         if (oh < 0 || oh >= g->OH) continue;                                     \
-                        T *dst = y + (o * g->OH + oh) * g->OW;                                   \
-                        const T *src = row + ih * g->W;                                          \
-                        for (int64_t iw = 0; iw < g->W; iw++) {                                  \
-                            int64_t ow = iw * g->sw - g->pl + kw * g->dw;                        \
-                            if (ow >= 0 && ow < g->OW) dst[ow] = ADD(dst[ow], src[iw]);          \
+                        T *dst = y + (o * g->OH + oh) * g->OW + off;                             \
+                        const T *src = row + ih * g->W + lo;                                     \
+                        if (g->sw == 1) {                                                        \
+                            add_##SUF(dst, src, hi - lo);                                        \
+                        } else {                                                                 \
+                            for (int64_t i = 0; i < hi - lo; i++)                                \
+                                dst[i * g->sw] = ADD(dst[i * g->sw], src[i]);                    \
                         }                                                                        \
                     }                                                                            \
                 }                                                                                \
@@ -166,6 +219,64 @@ static geom conv_geom(const ry_conv2d_params *p, const ry_tensor *x, const ry_te
 DEFINE_IM2COL(float, f32, ADD_F)
 DEFINE_IM2COL(double, f64, ADD_F)
 DEFINE_IM2COL(int64_t, i64, ADD_I)
+
+/* ---- per-block work, split over images with ry_parallel_for ----
+ * A job covers images [n0, n0 + nb) of group gi. */
+typedef enum { J_IM2COL, J_COL2IM, J_GATHER, J_SCATTER } job_kind;
+
+typedef struct job {
+    job_kind kind;
+    const geom *g;
+    ry_conv_ctype ct;
+    size_t es;
+    int64_t n0, gi, ch;      /* ch: channels per group of the tensor walked */
+    int64_t chans, pix;      /* the NCHW tensor's channel count and pixels per plane */
+    int64_t cpix, ld;        /* the block matrix: pixels per image, row length nb * cpix */
+    const char *src;
+    char *dst;
+} job;
+
+/* J_IM2COL: src x (N, C, H, W) -> dst col; J_COL2IM: src col -> dst y
+ * (N, O, OH, OW), zeroed first; J_GATHER: src (N, chans, pix) -> dst
+ * (ch x ld), channels gi*ch.. of each image side by side; J_SCATTER: the
+ * inverse of gather. */
+static void run_job(void *ctx, int64_t lo, int64_t hi) {
+    const job *b = ctx;
+    const geom *g = b->g;
+    size_t es = b->es;
+    for (int64_t j = lo; j < hi; j++) {
+        int64_t n = b->n0 + j;
+        size_t plane = (size_t)((n * b->chans + b->gi * b->ch) * b->pix) * es;
+        size_t colj = (size_t)(j * b->cpix) * es;
+        if (b->kind == J_IM2COL) {
+            const void *x = b->src + plane;
+            void *col = b->dst + colj;
+            if (b->ct == RY_CT_F32) im2col_f32(g, b->ch, x, col, b->ld);
+            else if (b->ct == RY_CT_F64) im2col_f64(g, b->ch, x, col, b->ld);
+            else im2col_i64(g, b->ch, x, col, b->ld);
+        } else if (b->kind == J_COL2IM) {
+            void *y = b->dst + plane;
+            const void *col = b->src + colj;
+            memset(y, 0, (size_t)(b->ch * b->pix) * es);
+            if (b->ct == RY_CT_F32) col2im_f32(g, b->ch, col, b->ld, y);
+            else if (b->ct == RY_CT_F64) col2im_f64(g, b->ch, col, b->ld, y);
+            else col2im_i64(g, b->ch, col, b->ld, y);
+        } else {
+            for (int64_t c = 0; c < b->ch; c++) {
+                size_t t = plane + (size_t)(c * b->pix) * es, m = colj + (size_t)(c * b->ld) * es;
+                size_t len = (size_t)b->pix * es;
+                if (b->kind == J_GATHER) memcpy(b->dst + m, b->src + t, len);
+                else memcpy(b->dst + t, b->src + m, len);
+            }
+        }
+    }
+}
+
+/* Runs one job over nb images, split when each image's share is big enough. */
+static void run_split(job *b, int64_t nb, int64_t work_per_image) {
+    int64_t grain = work_per_image >= 16384 ? 1 : 16384 / (work_per_image + 1) + 1;
+    ry_parallel_for(nb, grain, run_job, b);
+}
 
 /* C (M x N) = op(A) (M x K) * op(B) (K x N) (+ C when accumulate), row-major.
  * transA: A is stored (K x M); transB: B is stored (N x K). Integers: a
@@ -189,6 +300,7 @@ static void gemm(ry_conv_ctype ct, bool transA, bool transB, bool acc, int64_t M
     enum CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
     enum CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
     int lda = (int)(transA ? M : K), ldb = (int)(transB ? K : N);
+    (void)ry_get_num_threads(); /* the first call settles OpenBLAS's threads (threads.h) */
     if (ct == RY_CT_F32)
         cblas_sgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, 1.0f, A, lda, B, ldb,
                     acc ? 1.0f : 0.0f, Cm, (int)N);
@@ -197,6 +309,7 @@ static void gemm(ry_conv_ctype ct, bool transA, bool transB, bool acc, int64_t M
                     acc ? 1.0 : 0.0, Cm, (int)N);
     else
         gemm_i64(transA, transB, acc, M, N, K, A, B, Cm);
+    ry_cpu_after_blas();
 }
 
 static ry_status too_big(ry_kernel_ctx *c, int64_t a, int64_t b, int64_t k) {
@@ -204,9 +317,10 @@ static ry_status too_big(ry_kernel_ctx *c, int64_t a, int64_t b, int64_t k) {
     return ry_error_at(c->err, c->span, "%s: problem too large for one GEMM", c->op->name);
 }
 
-/* Widened inputs and output of one call; freed together. */
+/* Widened inputs and output of one call, and the block buffers; freed
+ * together. */
 typedef struct bufs {
-    void *x, *w, *y, *col;
+    void *x, *w, *y, *col, *stage;
     bool own_x, own_w, own_y;
 } bufs;
 
@@ -215,10 +329,12 @@ static void bufs_free(bufs *b) {
     if (b->own_w) ry_free(b->w);
     if (b->own_y) ry_free(b->y);
     ry_free(b->col);
+    ry_free(b->stage);
 }
 
 static ry_status bufs_load(ry_kernel_ctx *c, ry_conv_ctype ct, const ry_tensor *x,
-                           const ry_tensor *w, ry_tensor *y, int64_t col_elems, bufs *b) {
+                           const ry_tensor *w, ry_tensor *y, int64_t col_elems,
+                           int64_t stage_elems, bufs *b) {
     memset(b, 0, sizeof *b);
     b->x = ry_conv_load(x, ct, &b->own_x);
     b->w = b->x ? ry_conv_load(w, ct, &b->own_w) : NULL;
@@ -231,14 +347,41 @@ static ry_status bufs_load(ry_kernel_ctx *c, ry_conv_ctype ct, const ry_tensor *
         b->own_y = b->y != NULL;
     }
     b->col = b->y ? ry_malloc((size_t)(col_elems ? col_elems : 1) * ct_size(ct)) : NULL;
-    if (b->col) return RY_OK;
+    b->stage = b->col && stage_elems ? ry_malloc((size_t)stage_elems * ct_size(ct)) : NULL;
+    if (b->col && (b->stage || !stage_elems)) return RY_OK;
     bufs_free(b);
     return ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
 }
 
-/* nn.conv2d: for each image n and group g,
- *   y[n, g*Og:(g+1)*Og] (Og x OH*OW) =
- *     W[g*Og:(g+1)*Og] (Og x Cg*KH*KW) * im2col(x[n, g*Cg:(g+1)*Cg]). */
+/* Images per block: the largest block matrix (rows x nb*pix, rows the
+ * tallest of the block's matrices) within 64K elements (256 KB in float32)
+ * per thread, at least 1. The matrices are written once and read once by the GEMM's
+ * packing: kept within L2 that costs a third of what a whole batch's
+ * matrix costs from memory (measured on LeNet's shapes). */
+static int64_t block_images(int64_t N, int64_t rows, int64_t pix, bool per_thread) {
+    /* with threads, 64K elements each: every thread's share stays in its
+     * L2, and a parallel region has enough work to pay for its wake-up.
+     * Not where the block is the GEMM's reduction dimension (the weight
+     * gradient): the sums' order, so their rounding, would then depend on
+     * the thread count. */
+    int64_t threads = !per_thread || ry_parallel_serial() ? 1 : ry_get_num_threads();
+    int64_t per = (rows > 0 ? rows : 1) * (pix > 0 ? pix : 1);
+    int64_t nb = ((int64_t)1 << 16) * threads / per;
+    if (nb > INT_MAX / (pix > 0 ? pix : 1)) nb = INT_MAX / (pix > 0 ? pix : 1);
+    return nb < 1 ? 1 : nb > N ? N : nb;
+}
+
+static job make_job(job_kind k, const geom *g, ry_conv_ctype ct, int64_t n0, int64_t nb,
+                    int64_t gi, int64_t ch, int64_t chans, int64_t pix, int64_t cpix,
+                    const void *src, void *dst) {
+    job b = {k, g, ct, ct_size(ct), n0, gi, ch, chans, pix, cpix, nb * cpix, src, dst};
+    return b;
+}
+
+/* nn.conv2d: per block of nb images and group g, with L = nb*OH*OW,
+ *   col (K x L) = im2col of the block's images (K = Cg*KH*KW), side by side,
+ *   Y (Og x L) = W[g*Og:(g+1)*Og] (Og x K) * col,
+ *   y[n, g*Og:(g+1)*Og] = Y's columns of image n (directly when nb = 1). */
 ry_status ry_cpu_conv2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                         ry_tensor *const *out) {
     ry_conv2d_params p;
@@ -254,28 +397,36 @@ ry_status ry_cpu_conv2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nou
         memset(y->data, 0, ry_tensor_nbytes(y));
         return RY_OK;
     }
+    int64_t NB = block_images(g.N, K > Og ? K : Og, ohw, true);
     bufs b;
-    if (bufs_load(c, ct, x, w, y, K * ohw, &b)) return RY_ERR;
+    if (bufs_load(c, ct, x, w, y, K * NB * ohw, NB > 1 ? Og * NB * ohw : 0, &b)) return RY_ERR;
     size_t es = ct_size(ct);
-    for (int64_t n = 0; n < g.N; n++)
+    for (int64_t n0 = 0; n0 < g.N; n0 += NB) {
+        int64_t nb = g.N - n0 < NB ? g.N - n0 : NB;
         for (int64_t gi = 0; gi < g.G; gi++) {
-            const char *xs = (const char *)b.x + (size_t)((n * g.C + gi * Cg) * g.H * g.W) * es;
+            job im = make_job(J_IM2COL, &g, ct, n0, nb, gi, Cg, g.C, g.H * g.W, ohw, b.x, b.col);
+            run_split(&im, nb, K * ohw);
             const char *ws = (const char *)b.w + (size_t)(gi * Og * K) * es;
-            char *ys = (char *)b.y + (size_t)((n * g.O + gi * Og) * ohw) * es;
-            if (ct == RY_CT_F32) im2col_f32(&g, Cg, (const float *)xs, b.col);
-            else if (ct == RY_CT_F64) im2col_f64(&g, Cg, (const double *)xs, b.col);
-            else im2col_i64(&g, Cg, (const int64_t *)xs, b.col);
-            gemm(ct, false, false, false, Og, ohw, K, ws, b.col, ys);
+            if (nb == 1) {
+                char *ys = (char *)b.y + (size_t)((n0 * g.O + gi * Og) * ohw) * es;
+                gemm(ct, false, false, false, Og, ohw, K, ws, b.col, ys);
+                continue;
+            }
+            gemm(ct, false, false, false, Og, nb * ohw, K, ws, b.col, b.stage);
+            job sc = make_job(J_SCATTER, &g, ct, n0, nb, gi, Og, g.O, ohw, ohw, b.stage, b.y);
+            run_split(&sc, nb, Og * ohw);
         }
+    }
     if (b.own_y) ry_conv_store(y, b.y, ct);
     bufs_free(&b);
     return RY_OK;
 }
 
-/* nn.conv2d_transpose: for each image n and group g,
- *   col (Og*KH*KW x H*W) =
- *     W[g*Cg:(g+1)*Cg]^T (stored Cg x Og*KH*KW) * x[n, g*Cg:(g+1)*Cg] (Cg x H*W),
- *   y[n, g*Og:(g+1)*Og] = col2im(col) (zero where nothing lands; output_padding rows included). */
+/* nn.conv2d_transpose: per block of nb images and group g, with L = nb*H*W,
+ *   X (Cg x L) = x[n, g*Cg:(g+1)*Cg] of the block's images side by side,
+ *   col (Og*KH*KW x L) = W[g*Cg:(g+1)*Cg]^T (stored Cg x Og*KH*KW) * X,
+ *   y[n, g*Og:(g+1)*Og] = col2im(col's columns of image n) (zero where
+ *   nothing lands; output_padding rows included). */
 ry_status ry_cpu_conv2d_transpose(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                                   ry_tensor *const *out) {
     ry_conv2d_params p;
@@ -291,28 +442,34 @@ ry_status ry_cpu_conv2d_transpose(ry_kernel_ctx *c, int nin, ry_tensor *const *i
         memset(y->data, 0, ry_tensor_nbytes(y));
         return RY_OK;
     }
+    int64_t NB = block_images(g.N, M > Cg ? M : Cg, hw, true);
     bufs b;
-    if (bufs_load(c, ct, x, w, y, M * hw, &b)) return RY_ERR;
+    if (bufs_load(c, ct, x, w, y, M * NB * hw, NB > 1 ? Cg * NB * hw : 0, &b)) return RY_ERR;
     size_t es = ct_size(ct);
-    memset(b.y, 0, (size_t)y->size * es);
-    for (int64_t n = 0; n < g.N; n++)
+    for (int64_t n0 = 0; n0 < g.N; n0 += NB) {
+        int64_t nb = g.N - n0 < NB ? g.N - n0 : NB;
         for (int64_t gi = 0; gi < g.G; gi++) {
-            const char *xs = (const char *)b.x + (size_t)((n * g.C + gi * Cg) * hw) * es;
             const char *ws = (const char *)b.w + (size_t)(gi * Cg * M) * es;
-            char *ys = (char *)b.y + (size_t)((n * g.O + gi * Og) * g.OH * g.OW) * es;
-            gemm(ct, true, false, false, M, hw, Cg, ws, xs, b.col);
-            if (ct == RY_CT_F32) col2im_f32(&g, Og, b.col, (float *)ys);
-            else if (ct == RY_CT_F64) col2im_f64(&g, Og, b.col, (double *)ys);
-            else col2im_i64(&g, Og, b.col, (int64_t *)ys);
+            const void *xs = (const char *)b.x + (size_t)((n0 * g.C + gi * Cg) * hw) * es;
+            if (nb > 1) {
+                job ga = make_job(J_GATHER, &g, ct, n0, nb, gi, Cg, g.C, hw, hw, b.x, b.stage);
+                run_split(&ga, nb, Cg * hw);
+                xs = b.stage;
+            }
+            gemm(ct, true, false, false, M, nb * hw, Cg, ws, xs, b.col);
+            job ci = make_job(J_COL2IM, &g, ct, n0, nb, gi, Og, g.O, g.OH * g.OW, hw, b.col, b.y);
+            run_split(&ci, nb, M * hw);
         }
+    }
     if (b.own_y) ry_conv_store(y, b.y, ct);
     bufs_free(&b);
     return RY_OK;
 }
 
-/* nn.conv2d_backward_weight: in = (dy (N, O, OH, OW), x (N, C, H, W)); for each
- * group g, summed over images n in order,
- *   dw[g*Og:(g+1)*Og] (Og x Cg*KH*KW) += dy[n, g*Og:(g+1)*Og] (Og x OH*OW) * im2col(x[n, g])^T. */
+/* nn.conv2d_backward_weight: in = (dy (N, O, OH, OW), x (N, C, H, W)); per
+ * group g, summed over blocks in order, with L = nb*OH*OW,
+ *   dw[g*Og:(g+1)*Og] (Og x K) += DY (Og x L) * col^T (col = im2col of the block, K x L),
+ *   DY the block's dy[n, g*Og:(g+1)*Og] side by side. */
 ry_status ry_cpu_conv2d_backward_weight(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                                         ry_tensor *const *out) {
     ry_conv2d_params p;
@@ -330,20 +487,26 @@ ry_status ry_cpu_conv2d_backward_weight(ry_kernel_ctx *c, int nin, ry_tensor *co
         memset(dw->data, 0, ry_tensor_nbytes(dw));
         return RY_OK;
     }
+    int64_t NB = block_images(g.N, K > Og ? K : Og, ohw, false);
     bufs b; /* b.x holds dy and b.w holds x */
-    if (bufs_load(c, ct, dy, x, dw, K * ohw, &b)) return RY_ERR;
+    if (bufs_load(c, ct, dy, x, dw, K * NB * ohw, NB > 1 ? Og * NB * ohw : 0, &b)) return RY_ERR;
     size_t es = ct_size(ct);
     memset(b.y, 0, (size_t)dw->size * es);
-    for (int64_t n = 0; n < g.N; n++)
+    for (int64_t n0 = 0; n0 < g.N; n0 += NB) {
+        int64_t nb = g.N - n0 < NB ? g.N - n0 : NB;
         for (int64_t gi = 0; gi < g.G; gi++) {
-            const char *xs = (const char *)b.w + (size_t)((n * g.C + gi * Cg) * g.H * g.W) * es;
-            const char *dys = (const char *)b.x + (size_t)((n * g.O + gi * Og) * ohw) * es;
+            job im = make_job(J_IM2COL, &g, ct, n0, nb, gi, Cg, g.C, g.H * g.W, ohw, b.w, b.col);
+            run_split(&im, nb, K * ohw);
+            const void *dys = (const char *)b.x + (size_t)((n0 * g.O + gi * Og) * ohw) * es;
+            if (nb > 1) {
+                job ga = make_job(J_GATHER, &g, ct, n0, nb, gi, Og, g.O, ohw, ohw, b.x, b.stage);
+                run_split(&ga, nb, Og * ohw);
+                dys = b.stage;
+            }
             char *dws = (char *)b.y + (size_t)(gi * Og * K) * es;
-            if (ct == RY_CT_F32) im2col_f32(&g, Cg, (const float *)xs, b.col);
-            else if (ct == RY_CT_F64) im2col_f64(&g, Cg, (const double *)xs, b.col);
-            else im2col_i64(&g, Cg, (const int64_t *)xs, b.col);
-            gemm(ct, false, true, true, Og, K, ohw, dys, b.col, dws);
+            gemm(ct, false, true, true, Og, K, nb * ohw, dys, b.col, dws);
         }
+    }
     if (b.own_y) ry_conv_store(dw, b.y, ct);
     bufs_free(&b);
     return RY_OK;

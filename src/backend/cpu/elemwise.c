@@ -3,6 +3,7 @@
  * (numpy rules, stride-0 broadcasting, dimension merging so same-shape and
  * scalar operands become flat loops), float16 widening around a kernel, and
  * conversion between dtypes (used by cast, the fill ops and accumulators).
+ * Large float maps are split over threads (parallel.h).
  * The per-op loops live in elemwise_binary.c, elemwise_unary.c and
  * elemwise_init.c.
  */
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "backend/cpu/elemwise_kernels.h"
+#include "backend/cpu/parallel.h"
 
 /* GCC vectorizes loops only from -O3 (or with its cheapest cost model at
  * -O2, which rejects loops of unknown length); these loops are what
@@ -87,6 +89,54 @@ bool ry_ew_fits(int ndim, const int64_t *shape, int iter_ndim, const int64_t *it
     return true;
 }
 
+/* ry_ew_iterate split over the first dimension of extent > 1 (the batch,
+ * usually) with ry_parallel_for: chunk [lo, hi) of that dimension walks
+ * operands offset to row lo with the dimension shortened to hi - lo.
+ * Every output element is written once, by one chunk, so the result does
+ * not depend on the split. */
+typedef struct ew_split {
+    int ndim, nops, d;
+    const int64_t *shape;
+    const ry_ew_operand *ops;
+    ry_ew_inner fn;
+    void *ctx;
+} ew_split;
+
+static void ew_chunk(void *arg, int64_t lo, int64_t hi) {
+    const ew_split *e = arg;
+    int64_t shapes[RY_EW_MAX_OPS + 1][RY_MAX_RANK];
+    ry_ew_operand ops[RY_EW_MAX_OPS];
+    memcpy(shapes[RY_EW_MAX_OPS], e->shape, sizeof(int64_t) * (size_t)e->ndim);
+    shapes[RY_EW_MAX_OPS][e->d] = hi - lo;
+    for (int k = 0; k < e->nops; k++) {
+        ops[k] = e->ops[k];
+        int j = e->d - (e->ndim - ops[k].ndim);
+        if (j < 0 || ops[k].shape[j] == 1) continue; /* broadcast along d */
+        memcpy(shapes[k], ops[k].shape, sizeof(int64_t) * (size_t)ops[k].ndim);
+        shapes[k][j] = hi - lo;
+        ops[k].data = (char *)ops[k].data + lo * stride_of(&ops[k], j) * (int64_t)ops[k].esize;
+        ops[k].shape = shapes[k];
+    }
+    ry_ew_iterate(e->ndim, shapes[RY_EW_MAX_OPS], e->nops, ops, e->fn, e->ctx);
+}
+
+static void iterate_parallel(int ndim, const int64_t *shape, int nops, const ry_ew_operand *ops,
+                             ry_ew_inner fn, void *ctx) {
+    int64_t total = 1;
+    int d = -1;
+    for (int i = 0; i < ndim; i++) {
+        total *= shape[i];
+        if (d < 0 && shape[i] > 1) d = i;
+    }
+    if (d < 0 || total < 2 * RY_PAR_GRAIN_EW || ry_get_num_threads() < 2 || ry_parallel_serial()) {
+        ry_ew_iterate(ndim, shape, nops, ops, fn, ctx);
+        return;
+    }
+    int64_t row = total / shape[d];
+    ew_split e = {ndim, nops, d, shape, ops, fn, ctx};
+    ry_parallel_for(shape[d], RY_PAR_GRAIN_EW / row + 1, ew_chunk, &e);
+}
+
 static ry_ew_operand operand(const ry_tensor *t) {
     return (ry_ew_operand){t->data, ry_dtype_size(t->dtype), t->ndim, t->shape};
 }
@@ -124,7 +174,12 @@ ry_status ry_ew_map(ry_kernel_ctx *c, ry_tensor *out, int nin, ry_tensor *const 
     if (!oom) {
         ry_ew_operand ops[RY_EW_MAX_OPS];
         for (int k = 0; k <= nin; k++) ops[k] = operand(t[k]);
-        ry_ew_iterate(out->ndim, out->shape, nin + 1, ops, fn, ctx);
+        /* not integer binary ops: integer divide and power report errors
+         * through ctx, which parallel chunks would write at once (the other
+         * loops only read ctx, or get none) */
+        bool par = nin > 0 && (ctx == NULL || ry_dtype_is_float(in[0]->dtype));
+        if (par) iterate_parallel(out->ndim, out->shape, nin + 1, ops, fn, ctx);
+        else ry_ew_iterate(out->ndim, out->shape, nin + 1, ops, fn, ctx);
         if (tmp[0]) ry_ew_convert(out->data, RY_FLOAT16, tmp[0]->data, RY_FLOAT32, out->size);
     }
     for (int k = 0; k <= nin; k++) ry_tensor_release(tmp[k]);
@@ -247,7 +302,12 @@ void ry_ew_fill(ry_tensor *t, const void *v, ry_dtype vdt) {
     union { uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64; } e;
     int64_t n = t->size;
     if (n == 0) return;
+    e.u64 = 0;
     ry_ew_convert(&e, t->dtype, v, vdt, 1);
+    if (e.u64 == 0) { /* zeros (the common fill): memset is the fastest loop */
+        memset(t->data, 0, (size_t)n * ry_dtype_size(t->dtype));
+        return;
+    }
     switch (ry_dtype_size(t->dtype)) {
     case 1: memset(t->data, e.u8, (size_t)n); break;
     case 2: for (int64_t i = 0; i < n; i++) ((uint16_t *)t->data)[i] = e.u16; break;

@@ -17,9 +17,10 @@
 
 /* GCC vectorizes loops only from -O3 (or with its cheapest cost model at
  * -O2, which rejects loops of unknown length); these loops are what
- * vectorization is for. Clang vectorizes at -O2 already. */
+ * vectorization is for. Clang vectorizes at -O2 already. no-trapping-math
+ * lets the NaN-propagating maximum/minimum selects become blends. */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
 #endif
 
 /* Shape legend: n = elements in the inner loop; p[0] = out, p[1] = x,

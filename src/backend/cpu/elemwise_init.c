@@ -64,6 +64,13 @@ RY_EW_KERNEL(full_like) {
         T *o = (T *)p[0];                                                            \
         const uint8_t *cond = (const uint8_t *)p[1];                                 \
         const T *x = (const T *)p[2], *y = (const T *)p[3];                          \
+        if (s[1] && s[2] && s[3]) { /* all walk: both loads, then a select, */       \
+            for (int64_t i = 0; i < n; i++) { /* which vectorizes as a blend */      \
+                T a = x[i], b = y[i];                                                \
+                o[i] = cond[i] ? a : b;                                              \
+            }                                                                        \
+            return;                                                                  \
+        }                                                                            \
         for (int64_t i = 0, ic = 0, ix = 0, iy = 0; i < n;                           \
              i++, ic += s[1], ix += s[2], iy += s[3])                                \
             o[i] = cond[ic] ? x[ix] : y[iy];                                         \

@@ -2,22 +2,29 @@
  * elemwise_unary.c: CPU kernels of the unary operators: negative, abs,
  * nn.relu and clip (floats and integers), exp, log, sqrt, rsqrt, tanh,
  * sigmoid and nn.leaky_relu (floats), logical_not (bool), cast and copy.
+ * exp, log, tanh and sigmoid use vmath.h (vectorized; within 3 ulp).
  * float16 is widened to float32 around the loop (elemwise.c). Integer
  * negative and abs wrap (abs(INT_MIN) = INT_MIN, as numpy); relu and clip
  * propagate NaN. clip is TVM's max(min(x, a_max), a_min) with the bounds
  * cast to the tensor's dtype first.
  */
+/* GCC vectorizes loops only from -O3 (or with its cheapest cost model at
+ * -O2, which rejects loops of unknown length); these loops are what
+ * vectorization is for. Clang vectorizes at -O2 already. no-math-errno
+ * lets sqrt vectorize (nothing here reads errno); no-trapping-math
+ * lets gcc turn vmath.h's selects into blends; the pragma comes before the
+ * includes so vmath.h's inline functions get the same options (gcc inlines
+ * only between functions with equal options). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math", \
+                     "no-math-errno")
+#endif
+
 #include <math.h>
 #include <string.h>
 
 #include "backend/cpu/elemwise_kernels.h"
-
-/* GCC vectorizes loops only from -O3 (or with its cheapest cost model at
- * -O2, which rejects loops of unknown length); these loops are what
- * vectorization is for. Clang vectorizes at -O2 already. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
-#endif
+#include "backend/cpu/vmath.h"
 
 /* Shape legend: n = elements; p[0] = out, p[1] = x, both walking (s = 1),
  * or x a single element (s[1] = 0). ctx: the op's parameters, already in
@@ -29,8 +36,14 @@
         const T *a = (const T *)p[1];                                                \
         const T *prm = (const T *)ctx;                                               \
         (void)prm;                                                                   \
-        for (int64_t i = 0, k = 0; i < n; i++, k += s[1]) {                          \
-            T x = a[k];                                                              \
+        if (s[1] == 0) { /* one input element: compute once, fill */                 \
+            T x = a[0];                                                              \
+            TO v = (TO)(EXPR);                                                       \
+            for (int64_t i = 0; i < n; i++) o[i] = v;                                \
+            return;                                                                  \
+        }                                                                            \
+        for (int64_t i = 0; i < n; i++) { /* contiguous: vectorizes */               \
+            T x = a[i];                                                              \
             o[i] = (TO)(EXPR);                                                       \
         }                                                                            \
     }
@@ -66,12 +79,17 @@ NUMERIC(abs, M(fabs, x), IABS, x)
 NUMERIC(relu, x > 0 ? x : (x != x ? x : 0), IRELU, x)
 NUMERIC(clip, x != x ? x : ICLIP(T, UT), ICLIP, ICLIP(uint8_t, uint8_t))
 
-FLOATS(exp, M(exp, x))
-FLOATS(log, M(log, x))
+/* exp, log, tanh, sigmoid: vmath.h's vectorizable forms (a few ulp; float64
+ * tanh stays libm's) */
+#define VM(fn, x) _Generic((x), float: ry_##fn##_f32, double: ry_##fn##_f64)(x)
+#define VTANH(x) _Generic((x), float: ry_tanh_f32, double: tanh)(x)
+
+FLOATS(exp, VM(exp, x))
+FLOATS(log, VM(log, x))
 FLOATS(sqrt, M(sqrt, x))
 FLOATS(rsqrt, 1 / M(sqrt, x))
-FLOATS(tanh, M(tanh, x))
-FLOATS(sigmoid, 1 / (1 + M(exp, -x)))
+FLOATS(tanh, VTANH(x))
+FLOATS(sigmoid, VM(sigmoid, x))
 FLOATS(leaky, x > 0 ? x : x * prm[0])
 
 UNARY(not_b, uint8_t, uint8_t, x == 0)

@@ -5,13 +5,16 @@
  * converted; integers use a plain loop accumulating in 64-bit unsigned
  * arithmetic (so overflow wraps as in a narrower integer, never UB) and are
  * converted to out_dtype. Deterministic: OpenBLAS with fixed shapes and
- * fixed loop orders.
+ * fixed loop orders. Every OpenBLAS call is followed by
+ * ry_cpu_after_blas() (parallel.h): without it the SSE code of the kernels
+ * that follow runs several times slower.
  */
 #include <cblas.h>
 #include <limits.h>
 #include <string.h>
 
 #include "backend/cpu/nn_kernels.h"
+#include "backend/cpu/parallel.h"
 
 typedef enum { K_F32, K_F64, K_I64 } kind;
 
@@ -122,6 +125,7 @@ static void gemm(kind k, bool ta, bool tb, int64_t M, int64_t N, int64_t K, cons
                  int64_t aoff, int64_t lda, const void *B, int64_t boff, int64_t ldb, void *C,
                  int64_t coff, int64_t ldc) {
     if (M == 0 || N == 0) return;
+    (void)ry_get_num_threads(); /* the first call settles OpenBLAS's threads (threads.h) */
     if (k == K_F32) {
         float *c = (float *)C + coff;
         if (K == 0)
@@ -131,6 +135,7 @@ static void gemm(kind k, bool ta, bool tb, int64_t M, int64_t N, int64_t K, cons
                         tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0f,
                         (const float *)A + aoff, (int)lda, (const float *)B + boff, (int)ldb, 0.0f,
                         c, (int)ldc);
+        ry_cpu_after_blas();
     } else if (k == K_F64) {
         double *c = (double *)C + coff;
         if (K == 0)
@@ -140,6 +145,7 @@ static void gemm(kind k, bool ta, bool tb, int64_t M, int64_t N, int64_t K, cons
                         tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0,
                         (const double *)A + aoff, (int)lda, (const double *)B + boff, (int)ldb, 0.0,
                         c, (int)ldc);
+        ry_cpu_after_blas();
     } else {
         /* integer: with B transposed (dense) each C[i, j] is a dot product
          * of two contiguous rows; otherwise row i of C accumulates

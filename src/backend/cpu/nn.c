@@ -5,6 +5,11 @@
  * in gemm.c, softmax and cross-entropy in softmax.c, normalizations in
  * norm.c. Shapes were checked by the type relations in src/op/nn.c.
  */
+/* the bias and copy loops are what vectorization is for (clang: at -O2) */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
+
 #include <string.h>
 
 #include "backend/cpu/nn_kernels.h"
@@ -82,6 +87,12 @@ ry_status ry_cpu_nn_via_f32(ry_kernel_fn f, ry_kernel_ctx *c, int nin, ry_tensor
     do {                                                                                           \
         const T *x = in[0]->data, *b = in[1]->data;                                                \
         T *y = out[0]->data;                                                                       \
+        if (I == 1) { /* bias along the last axis (dense layers): rows of C */                     \
+            for (int64_t o = 0; o < O; o++)                                                        \
+                for (int64_t ch = 0; ch < C; ch++)                                                 \
+                    y[o * C + ch] = (T)((U)x[o * C + ch] + (U)b[ch]);                              \
+            break;                                                                                 \
+        }                                                                                          \
         for (int64_t o = 0; o < O; o++)                                                            \
             for (int64_t ch = 0; ch < C; ch++) {                                                   \
                 const T *xs = x + (o * C + ch) * I;                                                \

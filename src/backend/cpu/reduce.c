@@ -3,14 +3,23 @@
  * argmin over any set of axes (keepdims and exclude only change the result's
  * shape, not its C-order layout, so the kernels ignore them).
  *
- * Deterministic: every output element accumulates its inputs in C order.
+ * Deterministic: every output element accumulates its inputs in a fixed
+ * order (C order, or four interleaved partial sums along a summed row),
+ * the same at any thread count (large float sums are split over threads
+ * only where each output's terms stay on one thread, in that order).
  * Floats (float16 and float32 widened) accumulate in double; integers in
  * 64 bits, wrapping to the result dtype as TVM's own arithmetic does.
  */
+/* the row conversions and strided accumulations vectorize (clang: at -O2) */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
+
 #include <assert.h>
 #include <math.h>
 #include <string.h>
 
+#include "backend/cpu/parallel.h"
 #include "backend/cpu/transform_kernels.h"
 
 bool ry_reduce_mask(const ry_op *op, const ry_attrs *attrs, int ndim, bool mask[RY_MAX_RANK]) {
@@ -187,6 +196,94 @@ static int64_t wrap_to(ry_dtype d, int64_t v) {
     }
 }
 
+/* sum of row[0..n): four interleaved partial sums, combined in a fixed
+ * order, so the result is deterministic and the adds do not wait on each
+ * other (a single chain runs at one add per 4 cycles). */
+static double sum_row(const double *row, int64_t n) {
+    double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        a0 += row[j];
+        a1 += row[j + 1];
+        a2 += row[j + 2];
+        a3 += row[j + 3];
+    }
+    for (; j < n; j++) a0 += row[j];
+    return (a0 + a1) + (a2 + a3);
+}
+
+/* ---- large float sums, split over threads ----
+ * Two shapes of sum split cleanly, each output's terms still added in the
+ * serial loop's order (so the bits do not depend on the thread count):
+ * the last axis kept (bias gradients: sum over the batch), split over the
+ * last axis's columns; and only the last axis reduced (one output per row),
+ * split over rows. float32/float64 inputs read directly. */
+typedef struct rsplit {
+    const ry_tensor *x;
+    const walk *w;
+    double *acc;
+} rsplit;
+
+static double sum_row_f32(const float *row, int64_t n) {
+    double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        a0 += row[j];
+        a1 += row[j + 1];
+        a2 += row[j + 2];
+        a3 += row[j + 3];
+    }
+    for (; j < n; j++) a0 += row[j];
+    return (a0 + a1) + (a2 + a3);
+}
+
+static void sum_cols(void *ctx, int64_t j0, int64_t j1) {
+    const rsplit *r = ctx;
+    const walk *w = r->w;
+    int64_t idx[RY_MAX_RANK] = {0}, o = 0, rr = 0;
+    for (int64_t q = 0; q < w->rows; q++) {
+        double *a = r->acc + o;
+        if (r->x->dtype == RY_FLOAT32) {
+            const float *src = (const float *)r->x->data + q * w->len;
+            for (int64_t j = j0; j < j1; j++) a[j] += src[j];
+        } else {
+            const double *src = (const double *)r->x->data + q * w->len;
+            for (int64_t j = j0; j < j1; j++) a[j] += src[j];
+        }
+        walk_next(w, idx, &o, &rr);
+    }
+}
+
+static double sum_row(const double *row, int64_t n);
+
+static void sum_rows(void *ctx, int64_t q0, int64_t q1) {
+    const rsplit *r = ctx;
+    int64_t len = r->w->len;
+    for (int64_t q = q0; q < q1; q++) {
+        if (r->x->dtype == RY_FLOAT32)
+            r->acc[q] += sum_row_f32((const float *)r->x->data + q * len, len);
+        else
+            r->acc[q] += sum_row((const double *)r->x->data + q * len, len);
+    }
+}
+
+/* Whether the sum was done here (in parallel). */
+static bool sum_parallel(const ry_tensor *x, const walk *w, double *acc) {
+    if ((x->dtype != RY_FLOAT32 && x->dtype != RY_FLOAT64) || x->size < 2 * RY_PAR_GRAIN_EW ||
+        w->ndim == 0 || w->len == 0 || ry_get_num_threads() < 2 || ry_parallel_serial())
+        return false;
+    rsplit r = {x, w, acc};
+    if (w->os[w->ndim - 1] == 1) { /* last axis kept */
+        ry_parallel_for(w->len, RY_PAR_GRAIN_EW / w->rows + 1, sum_cols, &r);
+        return true;
+    }
+    if (w->count == w->len) { /* only the last axis reduced: output q is row q */
+        ry_parallel_for(w->rows, RY_PAR_GRAIN_EW / w->len + 1, sum_rows, &r);
+        return true;
+    }
+    return false;
+}
+
 static ry_status reduce_float(ry_kernel_ctx *c, const ry_tensor *x, ry_tensor *y, const walk *w,
                               red_kind k) {
     double *acc = ry_malloc(sizeof(double) * (size_t)(y->size ? y->size : 1));
@@ -201,9 +298,12 @@ static ry_status reduce_float(ry_kernel_ctx *c, const ry_tensor *x, ry_tensor *y
     int64_t idx[RY_MAX_RANK] = {0}, o = 0, r = 0;
     int64_t step = w->ndim ? w->os[w->ndim - 1] : 0;
     bool add = k == RED_SUM || k == RED_MEAN; /* the common case, without branches */
-    for (int64_t q = 0; q < w->rows; q++) {
+    bool done = add && sum_parallel(x, w, acc);
+    for (int64_t q = 0; q < w->rows && !done; q++) {
         row_f64(x, q * w->len, w->len, row);
-        if (step == 0) { /* the row reduces into one output */
+        if (step == 0 && add) { /* the row sums into one output: four lanes */
+            acc[o] += sum_row(row, w->len); /* break the add chain */
+        } else if (step == 0) { /* the row reduces into one output */
             double a = acc[o];
             if (add)
                 for (int64_t j = 0; j < w->len; j++) a += row[j];

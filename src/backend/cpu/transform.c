@@ -295,12 +295,22 @@ ry_status ry_cpu_one_hot(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int no
         memcpy(off, in[2]->data, es);
     else
         store_as(y->dtype, off, ry_tensor_get(in[2], 0));
+    /* everything off, then on where an index lands (out of range: nowhere) */
+    int64_t n = y->size;
+    uint16_t o2;
+    uint32_t o4;
+    uint64_t o8;
+    switch (es) {
+    case 1: memset(y->data, off[0], (size_t)n); break;
+    case 2: memcpy(&o2, off, 2); for (int64_t i = 0; i < n; i++) ((uint16_t *)y->data)[i] = o2; break;
+    case 4: memcpy(&o4, off, 4); for (int64_t i = 0; i < n; i++) ((uint32_t *)y->data)[i] = o4; break;
+    default: memcpy(&o8, off, 8); for (int64_t i = 0; i < n; i++) ((uint64_t *)y->data)[i] = o8; break;
+    }
     char *dst = y->data;
     for (int64_t p = 0; p < P; p++)
-        for (int64_t d = 0; d < depth; d++)
-            for (int64_t q = 0; q < Q; q++) {
-                memcpy(dst, read_index(ind, p * Q + q) == d ? on : off, es);
-                dst += es;
-            }
+        for (int64_t q = 0; q < Q; q++) {
+            int64_t d = read_index(ind, p * Q + q);
+            if (d >= 0 && d < depth) memcpy(dst + (size_t)((p * depth + d) * Q + q) * es, on, es);
+        }
     return RY_OK;
 }

@@ -6,6 +6,8 @@
  * Tree-LSTM step). Small buffers go straight to the default allocator.
  * Process-wide and locked: tensors may outlive the program that made them.
  * What is kept stays reachable (from this file) until the process ends.
+ * The header before each block records its size, so the VM's storage
+ * slots (vm_plan.c) can reuse a buffer for any result that fits.
  */
 #include <pthread.h>
 
@@ -77,4 +79,9 @@ static void vm_free(ry_allocator *self, void *ptr) {
 ry_allocator *vm_cpu_allocator(void) {
     static ry_allocator a = {.device = {RY_DEVICE_CPU, 0}, .alloc = vm_alloc, .free = vm_free};
     return &a;
+}
+
+size_t vm_alloc_capacity(const ry_tensor *t) {
+    if (!t || t->alloc != vm_cpu_allocator() || !t->data) return 0;
+    return *(const size_t *)((const char *)t->data - HDR);
 }

@@ -1,0 +1,32 @@
+/*
+ * threads.h: how many cores relayc's CPU kernels use. One knob sets both our
+ * own thread pool (src/backend/cpu/parallel.c: im2col, pooling, large
+ * elementwise loops and reductions) and OpenBLAS's threads, so the GEMMs and
+ * everything around them scale together. The default is 1 thread, or the
+ * value of the environment variable RELAYC_NUM_THREADS when it is set
+ * (without either, OpenBLAS is also set to 1 thread at the first kernel
+ * call, unless OPENBLAS_NUM_THREADS says otherwise).
+ *
+ * Kernels called from inside a parallel region, or from a thread that the
+ * caller itself runs in parallel (a trainer's workers), must run serially:
+ * such a thread brackets its work with ry_threads_serial_begin/end.
+ */
+#ifndef RELAYC_THREADS_H
+#define RELAYC_THREADS_H
+
+/* Sets the number of threads (n < 1 means 1; capped at 64) for our pool and
+ * for OpenBLAS. Call it from the main thread, outside any parallel work:
+ * the pool is resized when the next parallel loop starts. */
+void ry_set_num_threads(int n);
+
+/* The number set (or taken from RELAYC_NUM_THREADS), >= 1. */
+int ry_get_num_threads(void);
+
+/* Within begin/end on the calling thread, every relayc kernel runs serially
+ * on that thread (ry_parallel_for calls its function once, inline). Calls
+ * nest (a depth counter); end without begin does nothing. Thread-local:
+ * other threads are unaffected. */
+void ry_threads_serial_begin(void);
+void ry_threads_serial_end(void);
+
+#endif

@@ -1,0 +1,277 @@
+/*
+ * parallel.c: the persistent thread pool behind ry_parallel_for and the
+ * thread-count knob of include/relayc/threads.h.
+ *
+ * A loop is cut into chunks (up to 4 per thread) that the caller and the
+ * workers claim one at a time from a shared counter, so when a worker is
+ * late (asleep, or descheduled on a busy machine) the caller simply runs
+ * its chunks itself instead of waiting for it. Workers are started lazily
+ * (only ever grown), wait for a new job (a short spin, then a condition
+ * variable) and are joined by an atexit handler, so nothing leaks at exit.
+ * One caller uses the pool at a time; another thread arriving meanwhile,
+ * and any call from inside a region, runs its loop inline.
+ */
+#include <cblas.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "backend/cpu/parallel.h"
+
+/* Helgrind does not model C11 atomics: it would call every atomic load of
+ * the job word a race, and cannot see the happens-before edges they make.
+ * The annotations tell it (no-ops outside valgrind). */
+#if defined(__has_include)
+#if __has_include(<valgrind/helgrind.h>)
+#include <valgrind/helgrind.h>
+#endif
+#endif
+#ifndef ANNOTATE_HAPPENS_BEFORE
+#define ANNOTATE_HAPPENS_BEFORE(obj) ((void)(obj))
+#define ANNOTATE_HAPPENS_AFTER(obj) ((void)(obj))
+#define VALGRIND_HG_DISABLE_CHECKING(addr, len) ((void)(addr), (void)(len))
+#endif
+
+#define MAX_THREADS 64
+#define CHUNKS_PER_THREAD 4
+/* Polls of the job word before sleeping, each a pause, with a yield every
+ * 64 so that runnable threads (OpenBLAS's workers, on a machine with as
+ * many threads as cores) are not held off by our spinning: ~30 us. */
+#define SPIN 512
+
+/* The job word: generation (32 bits) | workers taking part (8) | chunk
+ * count (8) | next chunk (8). A claim is one CAS on it, so a claim can only
+ * succeed for the job that is current, and the job's fields cannot change
+ * until every claimed chunk has finished (the owner waits for that).
+ * Workers beyond the thread count set now (the pool only grows) sit out. */
+#define GEN(s) ((uint32_t)((s) >> 32))
+#define ACTIVE(s) ((int)(((s) >> 16) & 0xff))
+#define NCHUNKS(s) ((int)(((s) >> 8) & 0xff))
+#define NEXT(s) ((int)((s)&0xff))
+
+typedef struct pool {
+    pthread_mutex_t mu;
+    pthread_cond_t wake, done;
+    pthread_t tids[MAX_THREADS];
+    uint32_t start_gen[MAX_THREADS]; /* the generation when each worker was made */
+    int nworkers;                    /* started (under mu) */
+    bool exit_registered;
+    _Atomic uint64_t state; /* the job word; a new generation is published under mu */
+    atomic_int finished;    /* chunks of the current job finished */
+    atomic_bool busy;       /* a caller owns the pool */
+    atomic_bool quit;
+    /* the current job, written by the owner before its generation is published */
+    ry_parallel_fn fn;
+    void *ctx;
+    int64_t n;
+} pool;
+
+static pool P = {.mu = PTHREAD_MUTEX_INITIALIZER,
+                 .wake = PTHREAD_COND_INITIALIZER,
+                 .done = PTHREAD_COND_INITIALIZER};
+
+static atomic_int nthreads; /* 0: not yet read from the environment */
+static _Thread_local int serial_depth;
+static _Thread_local bool in_region;
+
+static inline void cpu_relax(int i) {
+    if ((i & 63) == 63) {
+        sched_yield();
+        return;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void chunk_bounds(int64_t n, int chunks, int k, int64_t *lo, int64_t *hi) {
+    *lo = n / chunks * k + (k < n % chunks ? k : n % chunks);
+    *hi = *lo + n / chunks + (k < n % chunks ? 1 : 0);
+}
+
+/* Claims and runs chunks of job generation g until none are left. */
+static void run_chunks(uint32_t g) {
+    uint64_t s = atomic_load_explicit(&P.state, memory_order_acquire);
+    for (;;) {
+        if (GEN(s) != g || NEXT(s) >= NCHUNKS(s)) return;
+        if (!atomic_compare_exchange_weak_explicit(&P.state, &s, s + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue; /* s now holds the current word */
+        ANNOTATE_HAPPENS_AFTER(&P.state);
+        int chunks = NCHUNKS(s);
+        int64_t lo, hi;
+        chunk_bounds(P.n, chunks, NEXT(s), &lo, &hi);
+        P.fn(P.ctx, lo, hi);
+        ANNOTATE_HAPPENS_BEFORE(&P.finished);
+        if (atomic_fetch_add_explicit(&P.finished, 1, memory_order_acq_rel) + 1 == chunks) {
+            pthread_mutex_lock(&P.mu);
+            pthread_cond_signal(&P.done);
+            pthread_mutex_unlock(&P.mu);
+        }
+        s = atomic_load_explicit(&P.state, memory_order_acquire);
+    }
+}
+
+static void *worker(void *arg) {
+    int w = (int)(intptr_t)arg;
+    in_region = true; /* whatever a worker runs is inside a region */
+    uint32_t seen = P.start_gen[w]; /* not the generation now: a job may have started */
+    for (;;) {
+        uint32_t g = GEN(atomic_load_explicit(&P.state, memory_order_acquire));
+        for (int i = 0; i < SPIN && g == seen; i++) {
+            cpu_relax(i);
+            g = GEN(atomic_load_explicit(&P.state, memory_order_acquire));
+        }
+        if (g == seen) {
+            pthread_mutex_lock(&P.mu);
+            while ((g = GEN(atomic_load(&P.state))) == seen) pthread_cond_wait(&P.wake, &P.mu);
+            pthread_mutex_unlock(&P.mu);
+        }
+        seen = g;
+        if (atomic_load(&P.quit)) return NULL;
+        if (w < ACTIVE(atomic_load_explicit(&P.state, memory_order_acquire))) run_chunks(g);
+    }
+}
+
+/* Publishes a new generation (under mu, so sleeping workers cannot miss it). */
+static void publish(uint64_t word) {
+    pthread_mutex_lock(&P.mu);
+    atomic_store_explicit(&P.state, word, memory_order_release);
+    pthread_cond_broadcast(&P.wake);
+    pthread_mutex_unlock(&P.mu);
+}
+
+static void shutdown_pool(void) {
+    atomic_store(&P.quit, true);
+    uint32_t g = GEN(atomic_load(&P.state)) + 1;
+    publish((uint64_t)g << 32); /* no chunks: workers wake, see quit, return */
+    pthread_mutex_lock(&P.mu);
+    int n = P.nworkers;
+    pthread_mutex_unlock(&P.mu);
+    for (int i = 0; i < n; i++) pthread_join(P.tids[i], NULL);
+    P.nworkers = 0;
+}
+
+/* Starts workers up to want (the caller owns the pool, so no job runs);
+ * returns how many there are (fewer when pthread_create fails). */
+static int grow(int want) {
+    pthread_mutex_lock(&P.mu);
+    if (!P.exit_registered) {
+        P.exit_registered = atexit(shutdown_pool) == 0;
+        VALGRIND_HG_DISABLE_CHECKING(&P.state, sizeof P.state);
+        VALGRIND_HG_DISABLE_CHECKING(&P.finished, sizeof P.finished);
+        VALGRIND_HG_DISABLE_CHECKING(&P.busy, sizeof P.busy);
+        VALGRIND_HG_DISABLE_CHECKING(&P.quit, sizeof P.quit);
+    }
+    while (P.exit_registered && P.nworkers < want) {
+        P.start_gen[P.nworkers] = GEN(atomic_load(&P.state));
+        if (pthread_create(&P.tids[P.nworkers], NULL, worker, (void *)(intptr_t)P.nworkers))
+            break;
+        P.nworkers++;
+    }
+    int n = P.nworkers;
+    pthread_mutex_unlock(&P.mu);
+    return n;
+}
+
+static int clamp_threads(int n) { return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n; }
+
+int ry_get_num_threads(void) {
+    int n = atomic_load(&nthreads);
+    if (n) return n;
+    const char *env = getenv("RELAYC_NUM_THREADS");
+    if (env && *env) {
+        n = clamp_threads(atoi(env));
+        openblas_set_num_threads(n);
+    } else {
+        n = 1;
+        /* OpenBLAS would use every core; an explicit OPENBLAS_NUM_THREADS
+         * is the user's and stays */
+        if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
+    }
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&nthreads, &expected, n)) n = expected;
+    return n;
+}
+
+void ry_set_num_threads(int n) {
+    n = clamp_threads(n);
+    atomic_store(&nthreads, n);
+    openblas_set_num_threads(n);
+}
+
+void ry_threads_serial_begin(void) { serial_depth++; }
+void ry_threads_serial_end(void) {
+    if (serial_depth > 0) serial_depth--;
+}
+
+bool ry_parallel_serial(void) { return in_region || serial_depth > 0; }
+
+void ry_parallel_for(int64_t n, int64_t grain, ry_parallel_fn fn, void *ctx) {
+    if (n <= 0) return;
+    if (grain < 1) grain = 1;
+    int threads = ry_get_num_threads();
+    int64_t most = n / grain;
+    if (threads < 2 || most < 2 || ry_parallel_serial() || atomic_load(&P.quit)) {
+        fn(ctx, 0, n);
+        return;
+    }
+    bool free_ = false;
+    if (!atomic_compare_exchange_strong(&P.busy, &free_, true)) {
+        fn(ctx, 0, n); /* another thread has the pool */
+        return;
+    }
+    ANNOTATE_HAPPENS_AFTER(&P.busy);
+    int workers = grow(threads - 1);
+    if (workers > threads - 1) workers = threads - 1;
+    int64_t cap = (int64_t)(workers + 1) * CHUNKS_PER_THREAD;
+    int chunks = (int)(most < cap ? most : cap);
+    if (workers < 1 || chunks < 2) {
+        ANNOTATE_HAPPENS_BEFORE(&P.busy);
+        atomic_store(&P.busy, false);
+        fn(ctx, 0, n);
+        return;
+    }
+    P.fn = fn;
+    P.ctx = ctx;
+    P.n = n;
+    atomic_store_explicit(&P.finished, 0, memory_order_relaxed);
+    uint32_t g = GEN(atomic_load(&P.state)) + 1;
+    ANNOTATE_HAPPENS_BEFORE(&P.state);
+    publish((uint64_t)g << 32 | (uint64_t)workers << 16 | (uint64_t)chunks << 8);
+
+    in_region = true;
+    run_chunks(g);
+    in_region = false;
+
+    /* chunks still running were claimed by workers that are running them */
+    for (int i = 0; i < SPIN && atomic_load_explicit(&P.finished, memory_order_acquire) < chunks;
+         i++)
+        cpu_relax(i);
+    if (atomic_load_explicit(&P.finished, memory_order_acquire) < chunks) {
+        pthread_mutex_lock(&P.mu);
+        while (atomic_load(&P.finished) < chunks) pthread_cond_wait(&P.done, &P.mu);
+        pthread_mutex_unlock(&P.mu);
+    }
+    ANNOTATE_HAPPENS_AFTER(&P.finished);
+    ANNOTATE_HAPPENS_BEFORE(&P.busy);
+    atomic_store(&P.busy, false);
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+__attribute__((target("avx"))) static void vzeroupper(void) { __builtin_ia32_vzeroupper(); }
+static bool have_avx(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx");
+}
+void ry_cpu_after_blas(void) {
+    static atomic_int avx = -1; /* every thread computes the same value */
+    int a = atomic_load_explicit(&avx, memory_order_relaxed);
+    if (a < 0) atomic_store_explicit(&avx, a = have_avx(), memory_order_relaxed);
+    if (a) vzeroupper();
+}
+#else
+void ry_cpu_after_blas(void) {}
+#endif

@@ -1,0 +1,143 @@
+/*
+ * scatter.c: CPU kernels of scatter_nd and gather_nd. Both move whole
+ * slices: indices (M, Y...) pick, per position y, one slice of data's
+ * trailing dims (S elements) through its first M dims. gather_nd copies
+ * bytes, so every dtype works alike; scatter_nd with mode="add" adds in
+ * index order y = 0, 1, ... (deterministic, and the order the row-sparse
+ * path of the compiled engine reproduces bit for bit).
+ */
+#include <assert.h>
+#include <string.h>
+
+#include "backend/cpu/scatter_kernels.h"
+
+static int64_t prod(const int64_t *s, int from, int to) {
+    int64_t p = 1;
+    for (int i = from; i < to; i++) p *= s[i];
+    return p;
+}
+
+int64_t ry_scatter_read_index(const ry_tensor *t, int64_t i) {
+    switch (t->dtype) {
+    case RY_INT8: return ((const int8_t *)t->data)[i];
+    case RY_UINT8: return ((const uint8_t *)t->data)[i];
+    case RY_INT32: return ((const int32_t *)t->data)[i];
+    case RY_INT64: return ((const int64_t *)t->data)[i];
+    default: return (int64_t)ry_tensor_get(t, i);
+    }
+}
+
+void ry_scatter_add_slice(ry_dtype d, void *dst, const void *src, int64_t count) {
+    switch (d) {
+    case RY_FLOAT32: {
+        float *y = dst;
+        const float *x = src;
+        for (int64_t j = 0; j < count; j++) y[j] += x[j];
+        return;
+    }
+    case RY_FLOAT64: {
+        double *y = dst;
+        const double *x = src;
+        for (int64_t j = 0; j < count; j++) y[j] += x[j];
+        return;
+    }
+    case RY_INT32: {
+        int32_t *y = dst;
+        const int32_t *x = src;
+        /* wraps like the dense integer kernels, without signed overflow */
+        for (int64_t j = 0; j < count; j++) y[j] = (int32_t)((uint32_t)y[j] + (uint32_t)x[j]);
+        return;
+    }
+    case RY_INT64: {
+        int64_t *y = dst;
+        const int64_t *x = src;
+        for (int64_t j = 0; j < count; j++) y[j] = (int64_t)((uint64_t)y[j] + (uint64_t)x[j]);
+        return;
+    }
+    default: break;
+    }
+    /* float16, int8, uint8, bool: the converting path (slow, rare) */
+    ry_tensor ty = {.dtype = d, .ndim = 1, .shape = {count}, .size = count, .data = dst};
+    ry_tensor tx = {.dtype = d, .ndim = 1, .shape = {count}, .size = count, .data = (void *)src};
+    for (int64_t j = 0; j < count; j++) ry_tensor_set(&ty, j, ry_tensor_get(&ty, j) + ry_tensor_get(&tx, j));
+}
+
+/* The element offset (in slices) of index tuple y: idx[0, y], ...,
+ * idx[M-1, y] into dims[0..M) (K tuples in all). Fails on an index out of
+ * range. */
+static ry_status slice_of(ry_kernel_ctx *c, const ry_tensor *ind, int64_t K, int64_t y,
+                          const int64_t *dims, int M, int64_t *out) {
+    int64_t off = 0;
+    for (int m = 0; m < M; m++) {
+        int64_t j = ry_scatter_read_index(ind, (int64_t)m * K + y);
+        if (j < 0 || j >= dims[m])
+            return ry_error_at(c->err, c->span, "%s: index %lld out of range [0, %lld) in dim %d",
+                               c->op->name, (long long)j, (long long)dims[m], m);
+        off = off * dims[m] + j;
+    }
+    *out = off;
+    return RY_OK;
+}
+
+/* Shape legend: data (X0..Xn-1), indices (M, Y...), updates (Y..., S...)
+ * with K = prod(Y), S = prod(X[M:]); out = data, then for y < K:
+ * out[idx[:, y], :] (+)= updates[y, :]. */
+ry_status ry_cpu_scatter_nd(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                            ry_tensor *const *out) {
+    assert(nin == 3 && nout == 1);
+    const ry_tensor *x = in[0], *ind = in[1], *up = in[2];
+    ry_tensor *y = out[0];
+    bool add = strcmp(ry_attr_str(c->op, c->attrs, "mode"), "add") == 0;
+    int M = (int)ind->shape[0], n = x->ndim, k = ind->ndim - 1;
+    int64_t K = prod(ind->shape, 1, ind->ndim), S = prod(x->shape, M, n);
+    /* symbolic dims were left to run time by the relation */
+    bool fits = up->ndim == k + n - M;
+    for (int i = 0; fits && i < up->ndim; i++)
+        fits = up->shape[i] == (i < k ? ind->shape[1 + i] : x->shape[M + i - k]);
+    if (!fits) {
+        char su[64], sx[64], si[64];
+        return ry_error_at(c->err, c->span, "scatter_nd: updates %s do not fit data %s and indices %s",
+                           ry_tensor_describe(up, su, sizeof su), ry_tensor_describe(x, sx, sizeof sx),
+                           ry_tensor_describe(ind, si, sizeof si));
+    }
+    size_t es = ry_dtype_size(x->dtype), row = (size_t)S * es;
+    if (y->data != x->data && ry_tensor_nbytes(x)) memcpy(y->data, x->data, ry_tensor_nbytes(x));
+    char *dst = y->data;
+    const char *src = up->data;
+    for (int64_t t = 0; t < K; t++) {
+        int64_t off;
+        if (slice_of(c, ind, K, t, x->shape, M, &off)) return RY_ERR;
+        if (add) ry_scatter_add_slice(x->dtype, dst + (size_t)off * row, src + (size_t)t * row, S);
+        else memcpy(dst + (size_t)off * row, src + (size_t)t * row, row);
+    }
+    return RY_OK;
+}
+
+/* Shape legend: data (B..., X...), indices (M, B..., Y...), out
+ * (B..., Y..., S...) with S = prod(X[M:]): out[b, y, :] = data[b,
+ * idx[:, b, y], :]. */
+ry_status ry_cpu_gather_nd(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                           ry_tensor *const *out) {
+    assert(nin == 2 && nout == 1);
+    const ry_tensor *x = in[0], *ind = in[1];
+    ry_tensor *y = out[0];
+    int b = (int)ry_attr_int(c->op, c->attrs, "batch_dims");
+    int M = (int)ind->shape[0], n = x->ndim;
+    for (int i = 0; i < b; i++)
+        if (ind->shape[1 + i] != x->shape[i])
+            return ry_error_at(c->err, c->span, "gather_nd: batch dim %d is %lld in data, %lld in indices",
+                               i, (long long)x->shape[i], (long long)ind->shape[1 + i]);
+    int64_t BY = prod(ind->shape, 1, ind->ndim), Bn = prod(x->shape, 0, b);
+    int64_t S = prod(x->shape, b + M, n), batch = prod(x->shape, b, n);
+    if (BY == 0 || S == 0) return RY_OK;
+    int64_t Yn = BY / Bn;
+    size_t es = ry_dtype_size(x->dtype), row = (size_t)S * es;
+    char *dst = y->data;
+    const char *src = x->data;
+    for (int64_t j = 0; j < BY; j++) {
+        int64_t off;
+        if (slice_of(c, ind, BY, j, x->shape + b, M, &off)) return RY_ERR;
+        memcpy(dst + (size_t)j * row, src + (size_t)((j / Yn) * batch) * es + (size_t)off * row, row);
+    }
+    return RY_OK;
+}

@@ -1,0 +1,268 @@
+/*
+ * test_kernels_parallel.c: the CPU kernels' thread pool (parallel.h) and
+ * the thread knob (threads.h): every index is visited once, chunks are
+ * contiguous and no shorter than the grain, nested calls and calls inside
+ * ry_threads_serial_begin/end run inline, concurrent callers both finish,
+ * and the parallel kernels (conv2d and its gradients, pooling, large
+ * elementwise maps, sums) give the same results at 1 and 2 threads.
+ */
+#include "test_util.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "backend/cpu/parallel.h"
+
+typedef struct visit {
+    int64_t n;
+    atomic_int *count;
+    atomic_int chunks;
+    int64_t shortest;
+    pthread_mutex_t mu;
+    bool saw_serial_inside;
+    int inner_chunks;
+} visit;
+
+static void mark(void *ctx, int64_t lo, int64_t hi) {
+    visit *v = ctx;
+    for (int64_t i = lo; i < hi; i++) atomic_fetch_add(&v->count[i], 1);
+    atomic_fetch_add(&v->chunks, 1);
+    pthread_mutex_lock(&v->mu);
+    if (hi - lo < v->shortest) v->shortest = hi - lo;
+    pthread_mutex_unlock(&v->mu);
+}
+
+static void check_cover(int64_t n, int64_t grain, int threads, int max_chunks) {
+    ry_set_num_threads(threads);
+    visit v = {.n = n, .shortest = INT64_MAX, .mu = PTHREAD_MUTEX_INITIALIZER};
+    v.count = calloc((size_t)(n ? n : 1), sizeof *v.count);
+    assert_non_null(v.count);
+    ry_parallel_for(n, grain, mark, &v);
+    for (int64_t i = 0; i < n; i++) assert_int_equal(atomic_load(&v.count[i]), 1);
+    int chunks = atomic_load(&v.chunks);
+    assert_true(chunks <= max_chunks);
+    if (n == 0) assert_int_equal(chunks, 0);
+    if (chunks > 1) assert_true(v.shortest >= grain);
+    free(v.count);
+    pthread_mutex_destroy(&v.mu);
+}
+
+static void covers_once(void **state) {
+    (void)state;
+    /* at most 4 chunks per thread, each at least grain long */
+    check_cover(0, 1, 2, 0);
+    check_cover(1, 1, 2, 1);
+    check_cover(1000, 10, 2, 8);
+    check_cover(1001, 500, 2, 2);
+    check_cover(999, 500, 2, 1); /* below 2 * grain: inline */
+    check_cover(100000, 1, 1, 1); /* one thread: inline */
+    check_cover(100000, 7, 4, 16);
+    check_cover(5, 1, 8, 5);
+    ry_set_num_threads(1);
+}
+
+static void knob(void **state) {
+    (void)state;
+    ry_set_num_threads(0);
+    assert_int_equal(ry_get_num_threads(), 1);
+    ry_set_num_threads(-5);
+    assert_int_equal(ry_get_num_threads(), 1);
+    ry_set_num_threads(1000);
+    assert_int_equal(ry_get_num_threads(), 64);
+    ry_set_num_threads(2);
+    assert_int_equal(ry_get_num_threads(), 2);
+    ry_set_num_threads(1);
+}
+
+/* The inner loop of a nested call must run inline: one chunk, serial. */
+static void inner(void *ctx, int64_t lo, int64_t hi) {
+    visit *v = ctx;
+    (void)lo;
+    (void)hi;
+    atomic_fetch_add(&v->chunks, 1);
+}
+
+static void outer(void *ctx, int64_t lo, int64_t hi) {
+    visit *v = ctx;
+    for (int64_t i = lo; i < hi; i++) {
+        visit w = {.n = 1000};
+        assert_true(ry_parallel_serial());
+        ry_parallel_for(1000, 1, inner, &w);
+        atomic_fetch_add(&v->count[i], atomic_load(&w.chunks));
+    }
+}
+
+static void nested_runs_inline(void **state) {
+    (void)state;
+    ry_set_num_threads(2);
+    visit v = {.n = 64};
+    v.count = calloc(64, sizeof *v.count);
+    assert_non_null(v.count);
+    assert_false(ry_parallel_serial());
+    ry_parallel_for(64, 1, outer, &v);
+    for (int i = 0; i < 64; i++) assert_int_equal(atomic_load(&v.count[i]), 1);
+    assert_false(ry_parallel_serial());
+    free(v.count);
+    ry_set_num_threads(1);
+}
+
+static void serial_bracket(void **state) {
+    (void)state;
+    ry_set_num_threads(2);
+    visit v = {.n = 1000};
+    ry_threads_serial_begin();
+    ry_threads_serial_begin();
+    assert_true(ry_parallel_serial());
+    ry_parallel_for(1000, 1, inner, &v);
+    ry_threads_serial_end();
+    assert_true(ry_parallel_serial());
+    ry_parallel_for(1000, 1, inner, &v);
+    ry_threads_serial_end();
+    ry_threads_serial_end(); /* unbalanced end: ignored */
+    assert_false(ry_parallel_serial());
+    assert_int_equal(atomic_load(&v.chunks), 2);
+    ry_parallel_for(1000, 1, inner, &v); /* split again: 2 threads, up to 8 chunks */
+    assert_true(atomic_load(&v.chunks) >= 4 && atomic_load(&v.chunks) <= 10);
+    ry_set_num_threads(1);
+}
+
+/* Two threads of the caller's own use the pool at once: one gets it, the
+ * other runs inline; both results are complete. */
+static void *caller(void *arg) {
+    visit *v = arg;
+    for (int r = 0; r < 200; r++) ry_parallel_for(v->n, 16, mark, v);
+    return NULL;
+}
+
+static void concurrent_callers(void **state) {
+    (void)state;
+    ry_set_num_threads(2);
+    visit a = {.n = 4096, .shortest = INT64_MAX, .mu = PTHREAD_MUTEX_INITIALIZER};
+    visit b = {.n = 4096, .shortest = INT64_MAX, .mu = PTHREAD_MUTEX_INITIALIZER};
+    a.count = calloc(4096, sizeof *a.count);
+    b.count = calloc(4096, sizeof *b.count);
+    assert_non_null(a.count);
+    assert_non_null(b.count);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, caller, &b), 0);
+    caller(&a);
+    pthread_join(t, NULL);
+    for (int i = 0; i < 4096; i++) {
+        assert_int_equal(atomic_load(&a.count[i]), 200);
+        assert_int_equal(atomic_load(&b.count[i]), 200);
+    }
+    free(a.count);
+    free(b.count);
+    pthread_mutex_destroy(&a.mu);
+    pthread_mutex_destroy(&b.mu);
+    ry_set_num_threads(1);
+}
+
+/* ---- kernels at 1 and 2 threads ---- */
+
+typedef struct kcall {
+    const char *op;
+    int nin;
+    int64_t in_shape[3][4];
+    int in_rank[3];
+    int64_t out_shape[4];
+    int out_rank;
+    const char *attr[2];
+    int64_t attr_val[2][4];
+    int attr_len[2];
+} kcall;
+
+static ry_tensor *run_kernel(const kcall *k, ry_tensor *const *in) {
+    const ry_op *op = ry_op_find(k->op);
+    assert_non_null(op);
+    ry_attr attrs[2];
+    ry_attr_value items[2][4];
+    int na = 0;
+    for (int i = 0; i < 2 && k->attr[i]; i++, na++) {
+        for (int j = 0; j < k->attr_len[i]; j++)
+            items[i][j] = (ry_attr_value){.kind = RY_AV_INT, .i = k->attr_val[i][j]};
+        attrs[i] = (ry_attr){.name = k->attr[i]};
+        attrs[i].value = (ry_attr_value){.kind = RY_AV_LIST, .list = {k->attr_len[i], items[i]}};
+    }
+    ry_attrs as = {na, attrs};
+    ry_tensor *out = ry_tensor_new(RY_FLOAT32, k->out_rank, k->out_shape);
+    assert_non_null(out);
+    ry_error err;
+    memset(&err, 0, sizeof err);
+    ry_kernel_ctx c = {.op = op, .attrs = &as, .err = &err};
+    if (op->kernels[RY_TARGET_CPU](&c, k->nin, in, 1, &out)) fail_msg("%s: %s", k->op, err.msg);
+    return out;
+}
+
+static void same_at_two_threads(const kcall *k, double rtol) {
+    ry_tensor *in[3] = {NULL, NULL, NULL};
+    uint64_t seed = 12345;
+    for (int i = 0; i < k->nin; i++) {
+        in[i] = ry_tensor_new(RY_FLOAT32, k->in_rank[i], k->in_shape[i]);
+        assert_non_null(in[i]);
+        float *p = in[i]->data;
+        for (int64_t j = 0; j < in[i]->size; j++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            p[j] = (float)((double)(seed >> 40) / (double)(1ull << 24)) - 0.5f;
+        }
+    }
+    ry_set_num_threads(1);
+    ry_tensor *one = run_kernel(k, in);
+    ry_set_num_threads(2);
+    ry_tensor *two = run_kernel(k, in);
+    ry_set_num_threads(1);
+    if (rtol == 0) {
+        assert_memory_equal(one->data, two->data, ry_tensor_nbytes(one));
+    } else {
+        test_assert_close(two, one, rtol, rtol); /* sums of up to 6400 terms of +-0.5 */
+    }
+    ry_tensor_release(one);
+    ry_tensor_release(two);
+    for (int i = 0; i < k->nin; i++) ry_tensor_release(in[i]);
+}
+
+static void kernels_match(void **state) {
+    (void)state;
+    const kcall calls[] = {
+        {"nn.conv2d", 2, {{16, 3, 20, 20}, {8, 3, 3, 3}}, {4, 4}, {16, 8, 20, 20}, 4,
+         {"padding", "kernel_size"}, {{1, 1, 1, 1}, {3, 3}}, {4, 2}},
+        {"nn.conv2d_transpose", 2, {{16, 8, 20, 20}, {8, 3, 3, 3}}, {4, 4}, {16, 3, 20, 20}, 4,
+         {"padding", "kernel_size"}, {{1, 1, 1, 1}, {3, 3}}, {4, 2}},
+        {"nn.conv2d_backward_weight", 2, {{16, 8, 20, 20}, {16, 3, 20, 20}}, {4, 4}, {8, 3, 3, 3},
+         4, {"padding", "kernel_size"}, {{1, 1, 1, 1}, {3, 3}}, {4, 2}},
+        {"nn.max_pool2d", 1, {{16, 8, 20, 20}}, {4}, {16, 8, 10, 10}, 4,
+         {"pool_size", "strides"}, {{2, 2}, {2, 2}}, {2, 2}},
+        {"nn.max_pool2d_grad", 2, {{16, 8, 10, 10}, {16, 8, 20, 20}}, {4, 4}, {16, 8, 20, 20}, 4,
+         {"pool_size", "strides"}, {{2, 2}, {2, 2}}, {2, 2}},
+        {"nn.avg_pool2d", 1, {{16, 8, 20, 20}}, {4}, {16, 8, 6, 6}, 4,
+         {"pool_size", "strides"}, {{3, 3}, {3, 3}}, {2, 2}},
+        {"add", 2, {{256, 512}, {512}}, {2, 1}, {256, 512}, 2, {NULL, NULL}, {{0}}, {0}},
+        {"multiply", 2, {{256, 1}, {256, 512}}, {2, 2}, {256, 512}, 2, {NULL, NULL}, {{0}}, {0}},
+        {"tanh", 1, {{256, 512}}, {2}, {256, 512}, 2, {NULL, NULL}, {{0}}, {0}},
+        {"sigmoid", 1, {{3, 256, 300}}, {3}, {3, 256, 300}, 3, {NULL, NULL}, {{0}}, {0}},
+        /* sums: over the batch (split over columns), over rows (split over rows) */
+        {"sum", 1, {{512, 300}}, {2}, {300}, 1, {"axis", NULL}, {{0}}, {1}},
+        {"sum", 1, {{300, 512}}, {2}, {300}, 1, {"axis", NULL}, {{-1}}, {1}},
+        {"mean", 1, {{4, 128, 300}}, {3}, {4, 128}, 2, {"axis", NULL}, {{2}}, {1}},
+        {"sum", 1, {{4, 128, 300}}, {3}, {300}, 1, {"axis", NULL}, {{0, 1}}, {2}},
+    };
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+        /* GEMM results may round differently when OpenBLAS splits them
+         * (or picks other kernels, as under valgrind) */
+        bool gemm = strncmp(calls[i].op, "nn.conv2d", 9) == 0;
+        same_at_two_threads(&calls[i], gemm ? 1e-4 : 0);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(covers_once),        cmocka_unit_test(knob),
+        cmocka_unit_test(nested_runs_inline), cmocka_unit_test(serial_bracket),
+        cmocka_unit_test(concurrent_callers), cmocka_unit_test(kernels_match),
+    };
+    /* e.g. RY_TEST_FILTER='*' minus OpenBLAS: helgrind runs "c*" "n*" "s*" */
+    const char *filter = getenv("RY_TEST_FILTER");
+    if (filter) cmocka_set_test_filter(filter);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
