@@ -96,7 +96,8 @@ static ry_status bench_model(const char *path, int threads, double seconds, int6
     char *text = NULL;
     size_t len = 0;
     ry_value *args[MAX_ARGS] = {0};
-    static timed t[4];
+    static timed t[5];
+    bool *wrt = NULL;
     memset(t, 0, sizeof t);
     int nargs = 0;
 
@@ -147,19 +148,30 @@ static ry_status bench_model(const char *path, int threads, double seconds, int6
     double t_grad = bench_now();
     if (ry_grad(mo, "loss", NULL, NULL, &goname, err)) goto out;
     t_grad = bench_now() - t_grad;
+    /* the trainer's gradient: with respect to the parameters only */
+    const char *gpname = NULL;
+    if (!(wrt = calloc((size_t)fn->func.nparams, sizeof *wrt))) {
+        ry_error_at(err, RY_NO_SPAN, "out of memory");
+        goto out;
+    }
+    for (int i = ndata; i < fn->func.nparams; i++) wrt[i] = true;
+    ry_grad_opts go = {.wrt = wrt, .nwrt = fn->func.nparams};
+    if (ry_grad_ex(mo, "loss", NULL, "loss_grad_params", &go, &gpname, err)) goto out;
     double t_opt = bench_now();
     if (ry_optimize(mo, 2, err)) goto out;
     t_opt = bench_now() - t_opt;
 
-    /* forward, gradient, forward optimized, gradient optimized */
+    /* forward, gradient, forward optimized, gradient optimized, gradient
+     * of the parameters only optimized */
     t[0].m = m, t[0].entry = "loss";
     t[1].m = m, t[1].entry = gname;
     t[2].m = mo, t[2].entry = "loss";
     t[3].m = mo, t[3].entry = goname;
-    int rounds = time_rounds(t, 4, nargs, args, seconds, err);
+    t[4].m = mo, t[4].entry = gpname;
+    int rounds = time_rounds(t, 5, nargs, args, seconds, err);
     if (rounds < 0) goto out;
-    double med[4], share[4];
-    for (int k = 0; k < 4; k++) {
+    double med[5], share[5];
+    for (int k = 0; k < 5; k++) {
         med[k] = bench_median(t[k].ms, rounds);
         share[k] = t[k].wall > 0 ? t[k].gemm / t[k].wall : 0;
     }
@@ -176,18 +188,21 @@ static ry_status bench_model(const char *path, int threads, double seconds, int6
            "\"grad_opt_ms\": %.3f, "
            "\"ratio_unoptimized\": %.3f, \"ratio_optimized\": %.3f, "
            "\"ratio_optimized_vs_plain_forward\": %.3f, \"target_ratio\": 4, "
+           "\"grad_params_opt_ms\": %.3f, \"ratio_params_optimized\": %.3f, "
            "\"parse_typecheck_ms\": %.3f, \"grad_compile_ms\": %.3f, \"optimize_ms\": %.3f, "
            "\"compile_ms\": %.3f, \"grad_opt_refs\": %d, \"grad_opt_closures\": %d, "
            "\"gemm_share_forward\": %.3f, \"gemm_share_grad\": %.3f, "
            "\"gemm_share_grad_opt\": %.3f, \"max_abs_diff_opt_vs_plain\": %.3g}\n",
            name, (long long)batch, threads, rounds, med[0], med[1], med[2], med[3],
-           med[1] / med[0], med[3] / med[2], med[3] / med[0], 1e3 * t_parse, 1e3 * t_grad,
+           med[1] / med[0], med[3] / med[2], med[3] / med[0], med[4], med[4] / med[2],
+           1e3 * t_parse, 1e3 * t_grad,
            1e3 * t_opt, 1e3 * (t_grad + t_opt), nref, counts[RY_EXPR_FUNC] - 1, share[0],
            share[1], share[3], max_abs_diff(t[1].last, t[3].last));
     fflush(stdout);
     st = RY_OK;
 out:
-    for (int k = 0; k < 4; k++) ry_value_release(t[k].last);
+    for (int k = 0; k < 5; k++) ry_value_release(t[k].last);
+    free(wrt);
     bench_release_all(args, MAX_ARGS);
     ry_module_free(m);
     ry_module_free(mo);

@@ -3,8 +3,10 @@
  * the thread knob (threads.h): every index is visited once, chunks are
  * contiguous and no shorter than the grain, nested calls and calls inside
  * ry_threads_serial_begin/end run inline, concurrent callers both finish,
- * and the parallel kernels (conv2d and its gradients, pooling, large
- * elementwise maps, sums) give the same results at 1 and 2 threads.
+ * the parallel kernels (conv2d and its gradients, pooling, large
+ * elementwise maps, sums, dense) give the same results at 1 and 2 threads,
+ * and ry_cpu_gemm (blas.h) splits only what it should, into blocks that
+ * give the unsplit GEMM's bits.
  */
 #include "test_util.h"
 
@@ -12,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "backend/cpu/blas.h"
 #include "backend/cpu/parallel.h"
 
 typedef struct visit {
@@ -159,6 +162,117 @@ static void concurrent_callers(void **state) {
     ry_set_num_threads(1);
 }
 
+/* ---- ry_cpu_gemm: the split of one GEMM over the pool ---- */
+
+/* Valgrind runs OpenBLAS's kernels for an older CPU (no AVX-512): their
+ * bits under a split are not the ones checked here. */
+static bool on_valgrind(void) {
+    const char *p = getenv("LD_PRELOAD");
+    return p && strstr(p, "valgrind");
+}
+
+static void fill(float *p, int64_t n, uint64_t seed) {
+    for (int64_t j = 0; j < n; j++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        p[j] = (float)((double)(seed >> 40) / (double)(1ull << 24)) - 0.5f;
+    }
+}
+
+/* C = op(A) op(B) + beta C at 1 and at `threads` threads (split into
+ * `parts` blocks): the same bits, and within rounding of a float64 sum. */
+static void gemm_split_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double beta,
+                            int threads, int parts) {
+    float *A = malloc(sizeof(float) * (size_t)(M * K)), *B = malloc(sizeof(float) * (size_t)(K * N));
+    float *C1 = malloc(sizeof(float) * (size_t)(M * N)), *C2 = malloc(sizeof(float) * (size_t)(M * N));
+    assert_true(A && B && C1 && C2);
+    fill(A, M * K, (uint64_t)(M * 31 + K));
+    fill(B, K * N, (uint64_t)(N * 17 + K));
+    fill(C1, M * N, 7);
+    memcpy(C2, C1, sizeof(float) * (size_t)(M * N));
+    int64_t lda = ta ? M : K, ldb = tb ? K : N;
+    ry_set_num_threads(1);
+    assert_int_equal(ry_cpu_gemm_parts(false, M, N, K), 1);
+    ry_cpu_gemm(false, ta, tb, M, N, K, 1.0, A, lda, B, ldb, beta, C1, N);
+    ry_set_num_threads(threads);
+    assert_int_equal(ry_cpu_gemm_parts(false, M, N, K), parts);
+    float *C0 = malloc(sizeof(float) * (size_t)(M * N));
+    assert_non_null(C0);
+    memcpy(C0, C2, sizeof(float) * (size_t)(M * N));
+    ry_cpu_gemm(false, ta, tb, M, N, K, 1.0, A, lda, B, ldb, beta, C2, N);
+    ry_set_num_threads(1);
+    if (on_valgrind()) {
+        for (int64_t i = 0; i < M * N; i++) assert_float_equal(C1[i], C2[i], 1e-4);
+    } else {
+        assert_memory_equal(C1, C2, sizeof(float) * (size_t)(M * N));
+    }
+    /* and it is the product: spot rows and columns across the blocks */
+    for (int64_t i = 0; i < M; i += M / 7 + 1)
+        for (int64_t j = 0; j < N; j += N / 5 + 1) {
+            double s = beta * C0[i * N + j];
+            for (int64_t p = 0; p < K; p++)
+                s += (double)(ta ? A[p * lda + i] : A[i * lda + p]) *
+                     (tb ? B[j * ldb + p] : B[p * ldb + j]);
+            assert_float_equal(C2[i * N + j], s, 1e-4 * (1 + fabs(s)));
+        }
+    free(A);
+    free(B);
+    free(C0);
+    free(C1);
+    free(C2);
+}
+
+static void gemm_split_same_bits(void **state) {
+    (void)state;
+    for (int t = 0; t < 4; t++) {
+        bool ta = t & 1, tb = t & 2;
+        gemm_split_case(ta, tb, 64, 256, 784, 0.0, 2, 2);  /* MLP layer 1: by columns */
+        gemm_split_case(ta, tb, 256, 784, 64, 1.0, 2, 2);  /* its weight gradient */
+        gemm_split_case(ta, tb, 32, 1024, 256, 0.0, 2, 2); /* char-LSTM gates */
+        gemm_split_case(ta, tb, 333, 211, 97, 1.0, 2, 2);  /* odd: by rows, unaligned tails */
+        gemm_split_case(ta, tb, 91, 517, 263, 0.0, 3, 3);
+        gemm_split_case(ta, tb, 200, 300, 180, 0.0, 4, 4);
+    }
+}
+
+static void gemm_parts_rules(void **state) {
+    (void)state;
+    ry_set_num_threads(2);
+    assert_int_equal(ry_cpu_gemm_parts(false, 64, 256, 784), 2);
+    assert_int_equal(ry_cpu_gemm_parts(true, 64, 256, 784), 1); /* float64: never */
+    assert_int_equal(ry_cpu_gemm_parts(false, 100, 100, 100), 1); /* small */
+    /* blocks must keep > RY_GEMM_PART_MIN multiply-adds: 2 x 1e6 is not enough */
+    assert_int_equal(ry_cpu_gemm_parts(false, 100, 200, 100), 1);
+    assert_int_equal(ry_cpu_gemm_parts(false, 100, 224, 100), 2);
+    assert_int_equal(ry_cpu_gemm_parts(false, 16, 16, 100000), 1); /* blocks under 16 wide */
+    assert_int_equal(ry_cpu_gemm_parts(false, 0, 256, 784), 1);
+    ry_threads_serial_begin();
+    assert_int_equal(ry_cpu_gemm_parts(false, 64, 256, 784), 1);
+    ry_threads_serial_end();
+    ry_set_num_threads(8);
+    assert_int_equal(ry_cpu_gemm_parts(false, 64, 256, 784), 8);
+    /* 64 rows: 2 blocks of 32; 4 of 16 would be too small */
+    assert_int_equal(ry_cpu_gemm_parts(false, 64, 40, 784), 2);
+    ry_set_num_threads(1);
+    assert_int_equal(ry_cpu_gemm_parts(false, 64, 256, 784), 1);
+}
+
+/* K = 0: an empty sum, C = beta C (beta 0 overwrites, even NaN). */
+static void gemm_empty_k(void **state) {
+    (void)state;
+    float c[6] = {NAN, 1, 2, 3, 4, 5};
+    ry_cpu_gemm(false, false, false, 2, 3, 0, 1.0, c, 1, c, 3, 0.0, c, 3);
+    for (int i = 0; i < 6; i++) assert_true(c[i] == 0.0f);
+    double d[4] = {1, 2, 3, 4};
+    ry_cpu_gemm(true, false, false, 2, 2, 0, 1.0, d, 1, d, 2, 1.0, d, 2);
+    assert_true(d[0] == 1 && d[3] == 4);
+    ry_cpu_gemm(true, false, false, 2, 2, 0, 1.0, d, 1, d, 2, 0.5, d, 2);
+    assert_true(d[0] == 0.5 && d[3] == 2);
+    /* ldc larger than N: the gap is left alone */
+    float e[8] = {1, 1, 9, 9, 1, 1, 9, 9};
+    ry_cpu_gemm(false, false, false, 2, 2, 0, 1.0, e, 1, e, 2, 0.0, e, 4);
+    assert_true(e[0] == 0 && e[1] == 0 && e[2] == 9 && e[3] == 9 && e[4] == 0 && e[7] == 9);
+}
+
 /* ---- kernels at 1 and 2 threads ---- */
 
 typedef struct kcall {
@@ -246,11 +360,16 @@ static void kernels_match(void **state) {
         {"sum", 1, {{300, 512}}, {2}, {300}, 1, {"axis", NULL}, {{-1}}, {1}},
         {"mean", 1, {{4, 128, 300}}, {3}, {4, 128}, 2, {"axis", NULL}, {{2}}, {1}},
         {"sum", 1, {{4, 128, 300}}, {3}, {300}, 1, {"axis", NULL}, {{0, 1}}, {2}},
+        /* GEMMs that ry_cpu_gemm splits: columns (N > M), then rows */
+        {"nn.dense", 2, {{64, 784}, {256, 784}}, {2, 2}, {64, 256}, 2, {NULL, NULL}, {{0}}, {0}},
+        {"nn.dense", 2, {{300, 200}, {40, 200}}, {2, 2}, {300, 40}, 2, {NULL, NULL}, {{0}}, {0}},
+        {"nn.batch_matmul", 2, {{2, 96, 300}, {2, 300, 80}}, {3, 3}, {2, 96, 80}, 3,
+         {NULL, NULL}, {{0}}, {0}},
     };
     for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
         /* GEMM results may round differently when OpenBLAS splits them
          * (or picks other kernels, as under valgrind) */
-        bool gemm = strncmp(calls[i].op, "nn.conv2d", 9) == 0;
+        bool gemm = strncmp(calls[i].op, "nn.conv2d", 9) == 0 || on_valgrind();
         same_at_two_threads(&calls[i], gemm ? 1e-4 : 0);
     }
 }
@@ -260,6 +379,8 @@ int main(void) {
         cmocka_unit_test(covers_once),        cmocka_unit_test(knob),
         cmocka_unit_test(nested_runs_inline), cmocka_unit_test(serial_bracket),
         cmocka_unit_test(concurrent_callers), cmocka_unit_test(kernels_match),
+        cmocka_unit_test(gemm_split_same_bits), cmocka_unit_test(gemm_parts_rules),
+        cmocka_unit_test(gemm_empty_k),
     };
     /* e.g. RY_TEST_FILTER='*' minus OpenBLAS: helgrind runs "c*" "n*" "s*" */
     const char *filter = getenv("RY_TEST_FILTER");

@@ -28,13 +28,17 @@ ry_status ry_ir_verify(const ry_module *m, bool typed, ry_error *err);
  * `if` on constants and `match` on known constructors resolve; operators on
  * constants are folded; recursion unrolls only while an argument carries
  * static control (a known constructor or an integer/bool constant), within
- * a depth and a fuel limit. The residual program still allocates and
- * writes every ref it did: ry_dce removes the ones no one reads. */
+ * a depth and a fuel limit. A recursive call under a dynamic `if`/`match`
+ * (a stopping test on data) stays a call, specialized once per set of
+ * known function arguments (memoized per global). The residual program
+ * still allocates and writes every ref it did: ry_dce removes the ones no
+ * one reads. */
 ry_status ry_partial_eval(ry_module *m, ry_error *err);
 
 /* Inlining only: calls of non-recursive globals and of known closures
  * (let-bound, or passed to an inlined function) are replaced by their
- * bodies with fresh variables; operators, branches and refs are left alone
+ * bodies with fresh variables (recursive globals are never inlined);
+ * operators, branches and refs are left alone
  * (ry_partial_eval does all of this and more). */
 ry_status ry_inline(ry_module *m, ry_error *err);
 

@@ -1,11 +1,13 @@
 /*
- * threads.h: how many cores relayc's CPU kernels use. One knob sets both our
- * own thread pool (src/backend/cpu/parallel.c: im2col, pooling, large
- * elementwise loops and reductions) and OpenBLAS's threads, so the GEMMs and
- * everything around them scale together. The default is 1 thread, or the
- * value of the environment variable RELAYC_NUM_THREADS when it is set
- * (without either, OpenBLAS is also set to 1 thread at the first kernel
- * call, unless OPENBLAS_NUM_THREADS says otherwise).
+ * threads.h: how many cores relayc's CPU kernels use. One knob sets relayc's
+ * own thread pool (src/backend/cpu/parallel.c), which runs im2col, pooling,
+ * large elementwise loops and reductions, and the GEMMs: a large float32
+ * GEMM is split into blocks of its result, each one single-threaded
+ * OpenBLAS call (src/backend/cpu/blas.h). OpenBLAS itself is set to one
+ * thread at the first kernel call or ry_set_num_threads, whatever
+ * OPENBLAS_NUM_THREADS says (its busy-waiting workers and ours would fight
+ * over the cores); RELAYC_NUM_THREADS is the variable to set. The default
+ * is 1 thread, or RELAYC_NUM_THREADS when it is set.
  *
  * Kernels called from inside a parallel region, or from a thread that the
  * caller itself runs in parallel (a trainer's workers), must run serially:
@@ -14,9 +16,9 @@
 #ifndef RELAYC_THREADS_H
 #define RELAYC_THREADS_H
 
-/* Sets the number of threads (n < 1 means 1; capped at 64) for our pool and
- * for OpenBLAS. Call it from the main thread, outside any parallel work:
- * the pool is resized when the next parallel loop starts. */
+/* Sets the number of threads (n < 1 means 1; capped at 64) for relayc's
+ * kernels, GEMMs included. Call it from the main thread, outside any
+ * parallel work: the pool is resized when the next parallel loop starts. */
 void ry_set_num_threads(int n);
 
 /* The number set (or taken from RELAYC_NUM_THREADS), >= 1. */

@@ -225,14 +225,9 @@ static ry_status run_parallel(ry_trainer *tr, int nthreads, int k, int ndata,
     }
     pthread_mutex_init(&b.mu, NULL);
     pthread_cond_init(&b.cv, NULL);
-    /* Serial mode (threads.h) covers relayc's kernels; OpenBLAS has one
-     * process-wide thread count (no per-thread one in the versions we
-     * link), and its threads, shared by every caller, contend when two
-     * workers call GEMM at once (exec_blas_async spinning: a fifth of a
-     * two-worker Tree-LSTM step). So the workers' GEMMs run one-threaded:
-     * the count is lowered for the batch and restored after it. */
-    int kernel_threads = ry_get_num_threads();
-    if (kernel_threads > 1) ry_set_num_threads(1);
+    /* The workers and this thread run their kernels serially (threads.h),
+     * GEMMs included: OpenBLAS is one-threaded and ry_cpu_gemm does not
+     * split in serial mode, so the calls cannot contend for threads. */
     pthread_t th[MAX_WORKERS];
     worker wk[MAX_WORKERS];
     int started = 0;
@@ -247,8 +242,6 @@ static ry_status run_parallel(ry_trainer *tr, int nthreads, int k, int ndata,
     tr->g.no_keep = false;
     ry_threads_serial_end();
     for (int w = 1; w <= started; w++) pthread_join(th[w], NULL);
-    /* every worker has stopped: the rest can go from here */
-    if (kernel_threads > 1) ry_set_num_threads(kernel_threads);
     for (int j = 0; j < k; j++) ry_value_release(b.out[j]);
     pthread_cond_destroy(&b.cv);
     pthread_mutex_destroy(&b.mu);

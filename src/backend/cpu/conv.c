@@ -4,7 +4,7 @@
  * gradient) as im2col + GEMM accumulating. Images go in blocks whose columns
  * sit side by side, so one GEMM per (block, group) covers a whole batch of
  * LeNet-sized images; im2col, col2im and the layout copies run in parallel
- * over images (parallel.h), the GEMMs on OpenBLAS's threads. NCHW data,
+ * over images (parallel.h), the GEMMs through ry_cpu_gemm (blas.h). NCHW data,
  * OIHW / IOHW weights. float32 and float64 go through OpenBLAS; float16 is
  * widened to float32 and integers to int64 (a plain loop), then narrowed
  * into the output dtype. Shapes were checked by the type relations
@@ -17,10 +17,10 @@
                      "no-tree-loop-distribute-patterns")
 #endif
 
-#include <cblas.h>
 #include <limits.h>
 #include <string.h>
 
+#include "backend/cpu/blas.h"
 #include "backend/cpu/conv_kernels.h"
 #include "backend/cpu/parallel.h"
 
@@ -297,19 +297,12 @@ static void gemm_i64(bool transA, bool transB, bool acc, int64_t M, int64_t N, i
 
 static void gemm(ry_conv_ctype ct, bool transA, bool transB, bool acc, int64_t M, int64_t N,
                  int64_t K, const void *A, const void *B, void *Cm) {
-    enum CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
-    enum CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
-    int lda = (int)(transA ? M : K), ldb = (int)(transB ? K : N);
-    (void)ry_get_num_threads(); /* the first call settles OpenBLAS's threads (threads.h) */
-    if (ct == RY_CT_F32)
-        cblas_sgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, 1.0f, A, lda, B, ldb,
-                    acc ? 1.0f : 0.0f, Cm, (int)N);
-    else if (ct == RY_CT_F64)
-        cblas_dgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, 1.0, A, lda, B, ldb,
-                    acc ? 1.0 : 0.0, Cm, (int)N);
-    else
+    if (ct == RY_CT_I64) {
         gemm_i64(transA, transB, acc, M, N, K, A, B, Cm);
-    ry_cpu_after_blas();
+        return;
+    }
+    ry_cpu_gemm(ct == RY_CT_F64, transA, transB, M, N, K, 1.0, A, transA ? M : K, B,
+                transB ? K : N, acc ? 1.0 : 0.0, Cm, N);
 }
 
 static ry_status too_big(ry_kernel_ctx *c, int64_t a, int64_t b, int64_t k) {

@@ -5,13 +5,14 @@
  * into the result's own buffer when it has the result's shape and dtype;
  * an epilogue that starts by adding a tensor to the GEMM's result (a bias,
  * an accumulated gradient) is folded into the GEMM itself: the result is
- * first filled with that tensor and OpenBLAS accumulates into it (beta 1).
+ * first filled with that tensor and OpenBLAS accumulates into it (beta 1,
+ * through ry_cpu_gemm: blas.h).
  */
-#include <cblas.h>
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "backend/cpu/blas.h"
 #include "backend/cpu/fused_kernels.h"
 #include "backend/cpu/nn_kernels.h"
 
@@ -105,13 +106,8 @@ static ry_status gemm_accumulate(ry_kernel_ctx *c, const ry_tensor *a, const ry_
     if (M > INT_MAX || N > INT_MAX || K > INT_MAX)
         return ry_error_at(c->err, c->span, "%s: dimension too large for BLAS", c->op->name);
     if (M == 0 || N == 0 || K == 0) return RY_OK;
-    CBLAS_TRANSPOSE A = ta ? CblasTrans : CblasNoTrans, B = tb ? CblasTrans : CblasNoTrans;
-    if (out->dtype == RY_FLOAT32)
-        cblas_sgemm(CblasRowMajor, A, B, (int)M, (int)N, (int)K, 1.0f, a->data, (int)a->shape[1],
-                    b->data, (int)b->shape[1], 1.0f, out->data, (int)N);
-    else
-        cblas_dgemm(CblasRowMajor, A, B, (int)M, (int)N, (int)K, 1.0, a->data, (int)a->shape[1],
-                    b->data, (int)b->shape[1], 1.0, out->data, (int)N);
+    ry_cpu_gemm(out->dtype == RY_FLOAT64, ta, tb, M, N, K, 1.0, a->data, a->shape[1], b->data,
+                b->shape[1], 1.0, out->data, N);
     return RY_OK;
 }
 

@@ -1,18 +1,19 @@
 /*
- * gemm.c (cpu): dense, matmul and batch_matmul. float32 and float64 go
- * straight to OpenBLAS (cblas_sgemm / cblas_dgemm); other float mixes
- * (float16, an out_dtype unlike the inputs) are computed in float64 and
- * converted; integers use a plain loop accumulating in 64-bit unsigned
- * arithmetic (so overflow wraps as in a narrower integer, never UB) and are
- * converted to out_dtype. Deterministic: OpenBLAS with fixed shapes and
- * fixed loop orders. Every OpenBLAS call is followed by
- * ry_cpu_after_blas() (parallel.h): without it the SSE code of the kernels
- * that follow runs several times slower.
+ * gemm.c (cpu): dense, matmul and batch_matmul, and ry_cpu_gemm (blas.h),
+ * the split of one large float32 GEMM across relayc's thread pool that the
+ * conv and fused kernels share. float32 and float64 go to OpenBLAS (always
+ * one-threaded: threads.h); other float mixes (float16, an out_dtype unlike
+ * the inputs) are computed in float64 and converted; integers use a plain
+ * loop accumulating in 64-bit unsigned arithmetic (so overflow wraps as in
+ * a narrower integer, never UB) and are converted to out_dtype.
+ * Deterministic: every C element comes from one OpenBLAS call over the
+ * whole of K, at any thread count (blas.h says when a GEMM is split).
  */
 #include <cblas.h>
 #include <limits.h>
 #include <string.h>
 
+#include "backend/cpu/blas.h"
 #include "backend/cpu/nn_kernels.h"
 #include "backend/cpu/parallel.h"
 
@@ -118,6 +119,110 @@ static void operands_finish(operands *o, ry_tensor *out) {
     operands_free(o);
 }
 
+/* ---- ry_cpu_gemm: one GEMM split into blocks of C over the pool ----
+ * Blocks are rows of C (rows of op(A)) or, when N > M, columns of C
+ * (columns of op(B)): the larger side, so each block re-packs only the
+ * smaller operand. Inner block boundaries fall on multiples of ALIGN
+ * elements: whole micro-kernel tiles (16 x 4 in OpenBLAS's AVX-512 sgemm)
+ * and, for column blocks, whole cache lines of C, so two threads never
+ * write one line. */
+#define ALIGN 16
+
+typedef struct gemm_split {
+    bool f64, ta, tb, by_n;
+    int64_t M, N, K, lda, ldb, ldc, D; /* D: the side split (N or M) */
+    int parts;
+    double alpha, beta;
+    const void *A, *B;
+    void *C;
+} gemm_split;
+
+static int64_t part_bound(int64_t D, int parts, int p) {
+    if (p <= 0) return 0;
+    if (p >= parts) return D;
+    return (D * p / parts + ALIGN / 2) / ALIGN * ALIGN;
+}
+
+/* Block [lo, hi) of the split side, as one OpenBLAS call. */
+static void blas_block(const gemm_split *s, int64_t lo, int64_t hi) {
+    int64_t m = s->by_n ? s->M : hi - lo, n = s->by_n ? hi - lo : s->N;
+    size_t es = s->f64 ? sizeof(double) : sizeof(float);
+    const char *a = s->A, *b = s->B;
+    char *c = s->C;
+    if (s->by_n) {
+        b += (size_t)(s->tb ? lo * s->ldb : lo) * es;
+        c += (size_t)lo * es;
+    } else {
+        a += (size_t)(s->ta ? lo : lo * s->lda) * es;
+        c += (size_t)(lo * s->ldc) * es;
+    }
+    CBLAS_TRANSPOSE ta = s->ta ? CblasTrans : CblasNoTrans, tb = s->tb ? CblasTrans : CblasNoTrans;
+    if (s->f64)
+        cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)s->K, s->alpha,
+                    (const double *)a, (int)s->lda, (const double *)b, (int)s->ldb, s->beta,
+                    (double *)c, (int)s->ldc);
+    else
+        cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)s->K, (float)s->alpha,
+                    (const float *)a, (int)s->lda, (const float *)b, (int)s->ldb,
+                    (float)s->beta, (float *)c, (int)s->ldc);
+    ry_cpu_after_blas();
+}
+
+static void run_blocks(void *ctx, int64_t lo, int64_t hi) {
+    const gemm_split *s = ctx;
+    for (int64_t p = lo; p < hi; p++)
+        blas_block(s, part_bound(s->D, s->parts, (int)p), part_bound(s->D, s->parts, (int)p + 1));
+}
+
+/* The most blocks (<= threads) whose smallest keeps ALIGN elements of the
+ * split side and more than RY_GEMM_PART_MIN multiply-adds; 1 when none. */
+static int count_parts(int64_t D, int64_t other, int64_t K, int threads) {
+    for (int parts = threads; parts > 1; parts--) {
+        int64_t least = D;
+        for (int p = 0; p < parts; p++) {
+            int64_t len = part_bound(D, parts, p + 1) - part_bound(D, parts, p);
+            if (len < least) least = len;
+        }
+        if (least >= ALIGN && (double)least * (double)other * (double)K > RY_GEMM_PART_MIN)
+            return parts;
+    }
+    return 1;
+}
+
+int ry_cpu_gemm_parts(bool f64, int64_t M, int64_t N, int64_t K) {
+    int threads = ry_get_num_threads();
+    if (f64 || threads < 2 || ry_parallel_serial() || M <= 0 || N <= 0 || K <= 0) return 1;
+    return N > M ? count_parts(N, M, K, threads) : count_parts(M, N, K, threads);
+}
+
+void ry_cpu_gemm(bool f64, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                 const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
+                 int64_t ldc) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) { /* an empty sum: C = beta * C */
+        for (int64_t i = 0; i < M && beta != 1.0; i++)
+            for (int64_t j = 0; j < N; j++) {
+                if (f64) {
+                    double *c = (double *)C + i * ldc + j;
+                    *c = beta == 0.0 ? 0.0 : beta * *c; /* beta 0: C may hold NaN */
+                } else {
+                    float *c = (float *)C + i * ldc + j;
+                    *c = beta == 0.0 ? 0.0f : (float)beta * *c;
+                }
+            }
+        return;
+    }
+    gemm_split s = {f64, ta, tb, N > M, M, N, K, lda, ldb, ldc, N > M ? N : M, 1,
+                    alpha, beta, A, B, C};
+    s.parts = ry_cpu_gemm_parts(f64, M, N, K);
+    if (s.parts < 2) {
+        blas_block(&s, 0, s.D);
+        return;
+    }
+    /* one pool chunk per block: n = parts, grain 1 */
+    ry_parallel_for(s.parts, 1, run_blocks, &s);
+}
+
 /* C[M, N] = op(A)[M, K] * op(B)[K, N], row-major, with leading dimensions
  * lda, ldb, ldc; op(X) is X or X^T. Elements of the operands' kind; the
  * offsets (in elements) select one matrix of a batch. */
@@ -125,27 +230,11 @@ static void gemm(kind k, bool ta, bool tb, int64_t M, int64_t N, int64_t K, cons
                  int64_t aoff, int64_t lda, const void *B, int64_t boff, int64_t ldb, void *C,
                  int64_t coff, int64_t ldc) {
     if (M == 0 || N == 0) return;
-    (void)ry_get_num_threads(); /* the first call settles OpenBLAS's threads (threads.h) */
-    if (k == K_F32) {
-        float *c = (float *)C + coff;
-        if (K == 0)
-            memset(c, 0, sizeof(float) * (size_t)(M * N));
-        else
-            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                        tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0f,
-                        (const float *)A + aoff, (int)lda, (const float *)B + boff, (int)ldb, 0.0f,
-                        c, (int)ldc);
-        ry_cpu_after_blas();
-    } else if (k == K_F64) {
-        double *c = (double *)C + coff;
-        if (K == 0)
-            memset(c, 0, sizeof(double) * (size_t)(M * N));
-        else
-            cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                        tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0,
-                        (const double *)A + aoff, (int)lda, (const double *)B + boff, (int)ldb, 0.0,
-                        c, (int)ldc);
-        ry_cpu_after_blas();
+    if (k != K_I64) {
+        size_t es = k == K_F32 ? sizeof(float) : sizeof(double);
+        ry_cpu_gemm(k == K_F64, ta, tb, M, N, K, 1.0, (const char *)A + (size_t)aoff * es, lda,
+                    (const char *)B + (size_t)boff * es, ldb, 0.0,
+                    (char *)C + (size_t)coff * es, ldc);
     } else {
         /* integer: with B transposed (dense) each C[i, j] is a dot product
          * of two contiguous rows; otherwise row i of C accumulates

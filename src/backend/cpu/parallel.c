@@ -9,7 +9,8 @@
  * (only ever grown), wait for a new job (a short spin, then a condition
  * variable) and are joined by an atexit handler, so nothing leaks at exit.
  * One caller uses the pool at a time; another thread arriving meanwhile,
- * and any call from inside a region, runs its loop inline.
+ * and any call from inside a region, runs its loop inline. OpenBLAS is
+ * kept to one thread here (blas_serial): the GEMMs are split over this pool.
  */
 #include <cblas.h>
 #include <pthread.h>
@@ -36,10 +37,13 @@
 
 #define MAX_THREADS 64
 #define CHUNKS_PER_THREAD 4
-/* Polls of the job word before sleeping, each a pause, with a yield every
- * 64 so that runnable threads (OpenBLAS's workers, on a machine with as
- * many threads as cores) are not held off by our spinning: ~30 us. */
-#define SPIN 512
+/* Polls of the job word before sleeping, with a yield every 64 so that
+ * runnable threads (a trainer's workers, other processes on a machine with
+ * as many threads as cores) are not held off by our spinning: some
+ * hundreds of microseconds, enough to bridge the serial stretches between
+ * a training step's GEMMs (an optimizer update, small kernels) without a
+ * sleep and a wake-up. */
+#define SPIN 32768
 
 /* The job word: generation (32 bits) | workers taking part (8) | chunk
  * count (8) | next chunk (8). A claim is one CAS on it, so a claim can only
@@ -76,14 +80,13 @@ static atomic_int nthreads; /* 0: not yet read from the environment */
 static _Thread_local int serial_depth;
 static _Thread_local bool in_region;
 
+/* No PAUSE in the spin: under a hypervisor a PAUSE loop traps
+ * (pause-loop exiting) and the vCPU may be descheduled, so a worker
+ * spinning that way joined a GEMM 25-40 us late (measured on this VM: a
+ * 64x256x784 sgemm split in two took 195 us after a 20 us gap instead of
+ * 145 us). A plain poll with a yield every 64 does not trap. */
 static inline void cpu_relax(int i) {
-    if ((i & 63) == 63) {
-        sched_yield();
-        return;
-    }
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
+    if ((i & 63) == 63) sched_yield();
 }
 
 static void chunk_bounds(int64_t n, int chunks, int k, int64_t *lo, int64_t *hi) {
@@ -178,28 +181,32 @@ static int grow(int want) {
 
 static int clamp_threads(int n) { return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n; }
 
+/* OpenBLAS runs on one thread, always: ry_cpu_gemm (blas.h) splits large
+ * GEMMs over our pool instead. OpenBLAS's own workers would busy-wait
+ * after every GEMM while our workers run the kernels around it; on as
+ * many threads as cores the two pools fight (LeNet ran 18x slower at 2
+ * threads). Set on the first read of the knob, which every GEMM makes;
+ * OPENBLAS_NUM_THREADS is overridden (threads.h). */
+static void blas_one_thread(void) { openblas_set_num_threads(1); }
+static void blas_serial(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, blas_one_thread); /* a racing first caller waits for it */
+}
+
 int ry_get_num_threads(void) {
     int n = atomic_load(&nthreads);
     if (n) return n;
+    blas_serial();
     const char *env = getenv("RELAYC_NUM_THREADS");
-    if (env && *env) {
-        n = clamp_threads(atoi(env));
-        openblas_set_num_threads(n);
-    } else {
-        n = 1;
-        /* OpenBLAS would use every core; an explicit OPENBLAS_NUM_THREADS
-         * is the user's and stays */
-        if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
-    }
+    n = env && *env ? clamp_threads(atoi(env)) : 1;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&nthreads, &expected, n)) n = expected;
     return n;
 }
 
 void ry_set_num_threads(int n) {
-    n = clamp_threads(n);
-    atomic_store(&nthreads, n);
-    openblas_set_num_threads(n);
+    blas_serial();
+    atomic_store(&nthreads, clamp_threads(n));
 }
 
 void ry_threads_serial_begin(void) { serial_depth++; }

@@ -15,9 +15,11 @@
  * ranges, each element computed the same way wherever the chunk starts,
  * gives the same bits at any thread count. The kernels keep to that; a
  * reduction does by splitting only across outputs (reduce.c), never
- * inside one output's sum. (conv2d and conv2d_transpose hand OpenBLAS
- * image blocks that grow with the thread count; each output's sum keeps
- * its order, but OpenBLAS does not promise the same bits for other shapes.)
+ * inside one output's sum; a float32 GEMM by splitting only C, each block
+ * one OpenBLAS call over the whole of K (blas.h). (conv2d and
+ * conv2d_transpose hand the GEMM image blocks that grow with the thread
+ * count; each output's sum keeps its order, but OpenBLAS does not promise
+ * the same bits for other shapes.)
  */
 #ifndef RELAYC_CPU_PARALLEL_H
 #define RELAYC_CPU_PARALLEL_H

@@ -1,0 +1,44 @@
+/*
+ * blas.h: the one door from the CPU kernels to OpenBLAS's GEMM (gemm.c).
+ * OpenBLAS itself always runs on one thread (threads.h); ry_cpu_gemm splits
+ * a large float32 GEMM into row or column blocks of C over relayc's own
+ * pool (parallel.h), so the GEMMs and the kernels around them share the
+ * same threads instead of fighting over the cores. The integer GEMMs stay
+ * in the kernels that need them (gemm.c, conv.c).
+ */
+#ifndef RELAYC_CPU_BLAS_H
+#define RELAYC_CPU_BLAS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* C[M, N] = alpha * op(A)[M, K] * op(B)[K, N] + beta * C, row-major, as
+ * cblas_sgemm (f64 false: float data) or cblas_dgemm (f64 true: double
+ * data) with leading dimensions lda, ldb, ldc; op(X) is X^T when ta / tb.
+ * With beta 0, C need not be initialized (K = 0 then zeroes it). Dimensions
+ * must fit an int (callers check). Runs ry_cpu_after_blas() after every
+ * OpenBLAS call, on whichever thread made it.
+ *
+ * Split over the pool (ry_get_num_threads() > 1, not in a serial context)
+ * only for float32 and only when every block keeps more than
+ * RY_GEMM_PART_MIN multiply-adds; each C element is then still computed by
+ * one OpenBLAS call over the whole of K, and the result is bit for bit the
+ * unsplit one (tests/test_kernels_parallel.c checks it). float64 is never
+ * split: OpenBLAS's double kernels round the edge tiles of a block
+ * differently, so a split would change the bits (and float64 is for
+ * gradient checks, not speed). */
+void ry_cpu_gemm(bool f64, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                 const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
+                 int64_t ldc);
+
+/* OpenBLAS sends GEMMs of at most 100^3 multiply-adds to its small-matrix
+ * kernels (sgemm_small_kernel_permit), which round differently from its
+ * blocked ones: a block must stay above that for the split to keep the
+ * bits, and then it is also big enough (~20 us) to pay for a wake-up. */
+#define RY_GEMM_PART_MIN 1000000.0
+
+/* How many blocks ry_cpu_gemm would cut this GEMM into now (1: not split);
+ * for tests and benchmarks. */
+int ry_cpu_gemm_parts(bool f64, int64_t M, int64_t N, int64_t K);
+
+#endif
