@@ -6,17 +6,17 @@
  * it), then the embedding's gradient added into a float32 gradient buffer
  * (a dense add of 18281 x 300, or the rows' scatter-add). Rounds of the
  * modes alternate in one run; prints trees/s medians as one JSON line.
- * Build (not part of the library's build; RY_ROWS=0 against a tree
- * without row-sparse values, which then measures the dense call only):
- *   cc -O2 -Iinclude -Isrc -DRY_ROWS=1 bench/grad_sparse.c BUILD/librelayc.a \
- *      $(pkg-config --libs hdf5 openblas) -lz -lm -pthread -o grad_sparse
- *   ./grad_sparse [--seconds S] [--sst DIR] [--mode dense|sparse]
+ * Built by `make bench` (bench/build.sh) into BUILD/bench/grad_sparse;
+ * -DRY_ROWS=0 builds it against a tree without row-sparse values, where it
+ * measures the dense call only.
+ *   grad_sparse [--seconds S] [--sst DIR] [--mode dense|sparse]
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "relayc/ad.h"
 #include "relayc/pass.h"
 #include "relayc/relayc.h"
@@ -24,22 +24,6 @@
 #ifndef RY_ROWS
 #define RY_ROWS 1
 #endif
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n ? (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2])) : 0;
-}
 
 static void die(const ry_error *err) {
     ry_error_print(stderr, err);
@@ -98,8 +82,8 @@ int main(int argc, char **argv) {
     ry_tensor *gbuf = ry_tensor_zeros(RY_FLOAT32, 2, args[1]->tensor->shape);
     int nmodes = RY_ROWS ? 2 : 1, rounds = 0, tree = 0;
     double rate[2][64];
-    double t_end = now() + seconds;
-    while (now() < t_end && rounds < 64) {
+    double t_end = bench_now() + seconds;
+    while (bench_now() < t_end && rounds < 64) {
         for (int mode = 0; mode < nmodes; mode++) {
             if ((!strcmp(only, "dense") && mode) || (!strcmp(only, "sparse") && !mode)) {
                 rate[mode][rounds] = 0;
@@ -110,7 +94,7 @@ int main(int argc, char **argv) {
             o.sparse_rows = mode == 1;
 #endif
             int n = 0;
-            double t0 = now();
+            double t0 = bench_now();
             while (n < 10) {
                 if (ry_tree_to_value(&tb->trees[tree], leaf, node, &args[0], &err)) die(&err);
                 tree = (tree + 1) % (int)tb->ntrees;
@@ -121,13 +105,13 @@ int main(int argc, char **argv) {
                 ry_value_release(args[0]);
                 n++;
             }
-            rate[mode][rounds] = n / (now() - t0);
+            rate[mode][rounds] = n / (bench_now() - t0);
         }
         rounds++;
     }
     printf("{\"name\": \"treelstm_grad\", \"unit\": \"trees/s\", \"rounds\": %d, \"dense\": %.1f", rounds,
-           median(rate[0], rounds));
-    if (nmodes == 2) printf(", \"sparse\": %.1f", median(rate[1], rounds));
+           bench_median(rate[0], rounds));
+    if (nmodes == 2) printf(", \"sparse\": %.1f", bench_median(rate[1], rounds));
     printf("}\n");
     ry_tensor_release(gbuf);
     for (int i = 1; i < 10; i++) ry_value_release(args[i]);

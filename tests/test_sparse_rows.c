@@ -200,6 +200,33 @@ static int run_three(ry_module *m, const char *entry, int n, ry_value *const *a,
 
 /* ---- the row-sparse operators ---- */
 
+/* A row-sparse value stands for a dense tensor of its dtype and shape in
+ * the run-time parameter check: symbolic dims bind from its dense shape,
+ * and a mismatch names the parameter. */
+static void test_rows_pass_param_check(void **state) {
+    (void)state;
+    ry_module *m = test_parse("#[version = \"0.0.5\"]\n"
+                              "def @f(%a: Tensor[(n, 3), float32], %b: Tensor[(n, 3), float32]) {\n"
+                              "  add(%a, %b)\n"
+                              "}\n",
+                              true);
+    const ry_expr *fn = ry_module_find_global(m, "f")->func;
+    const int64_t shape[2] = {5, 3}, idx[2] = {1, 4};
+    ry_value *r = ry_value_rows(2, shape, 2, idx, rand_tensor(RY_FLOAT32, 2, (int64_t[]){2, 3}));
+    ry_value *same = ry_value_tensor(rand_tensor(RY_FLOAT32, 2, shape));
+    ry_value *other = ry_value_tensor(rand_tensor(RY_FLOAT32, 2, (int64_t[]){4, 3}));
+    ry_error err = {0};
+    ry_value *ok[2] = {r, same}, *bad[2] = {other, r};
+    assert_int_equal(ry_value_check_params(fn, ok, RY_NO_SPAN, &err), RY_OK);
+    assert_int_equal(ry_value_check_params(fn, bad, RY_NO_SPAN, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "parameter %b"));
+    assert_non_null(strstr(err.msg, "n is 4 from parameter %a but 5 here"));
+    ry_value_release(r);
+    ry_value_release(same);
+    ry_value_release(other);
+    ry_module_free(m);
+}
+
 static void test_vm_rows_ops(void **state) {
     (void)state;
     const char *text =
@@ -415,6 +442,7 @@ static void test_zeros_like_reach_calls(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows_value),
+        cmocka_unit_test(test_rows_pass_param_check),
         cmocka_unit_test(test_vm_rows_ops),
         cmocka_unit_test(test_vm_rows_error),
         cmocka_unit_test(test_vm_take_grads),

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "backend/cpu/scatter_kernels.h"
 #include "backend/cpu/transform_kernels.h"
 
 static int norm_axis(int64_t axis, int rank) { return (int)(axis < 0 ? axis + rank : axis); }
@@ -196,15 +197,6 @@ ry_status ry_cpu_stack(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout
  * batch dims B shared; out = (B..., O..., K..., I...) and
  * out[b, o, k, i] = data[b, o, idx[b, k], i]. axis=None flattens data
  * (B = O = I = 1, N = data size). */
-static int64_t read_index(const ry_tensor *t, int64_t i) {
-    switch (t->dtype) {
-    case RY_INT8: return ((const int8_t *)t->data)[i];
-    case RY_UINT8: return ((const uint8_t *)t->data)[i];
-    case RY_INT32: return ((const int32_t *)t->data)[i];
-    case RY_INT64: return ((const int64_t *)t->data)[i];
-    default: return (int64_t)ry_tensor_get(t, i);
-    }
-}
 
 typedef enum take_mode { TAKE_CLIP, TAKE_WRAP, TAKE_FAST } take_mode;
 
@@ -236,7 +228,7 @@ ry_status ry_cpu_take(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
     for (int64_t b = 0; b < B; b++)
         for (int64_t o = 0; o < O; o++)
             for (int64_t k = 0; k < K; k++) {
-                int64_t j = read_index(ind, b * K + k);
+                int64_t j = ry_scatter_read_index(ind, b * K + k);
                 if (mode == TAKE_CLIP)
                     j = j < 0 ? 0 : j >= N ? N - 1 : j;
                 else if (mode == TAKE_WRAP)
@@ -309,7 +301,7 @@ ry_status ry_cpu_one_hot(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int no
     char *dst = y->data;
     for (int64_t p = 0; p < P; p++)
         for (int64_t q = 0; q < Q; q++) {
-            int64_t d = read_index(ind, p * Q + q);
+            int64_t d = ry_scatter_read_index(ind, p * Q + q);
             if (d >= 0 && d < depth) memcpy(dst + (size_t)((p * depth + d) * Q + q) * es, on, es);
         }
     return RY_OK;
