@@ -5,9 +5,12 @@
  * whose gradient holds a NaN or an Inf, so the loop can name it.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "relayc/optim.h"
+
+#include "backend/cpu/parallel.h"
 
 /* The finiteness scans are integer tests on the exponent bits, which
  * vectorize (GCC needs the pragma at -O2; clang does it anyway). */
@@ -133,12 +136,30 @@ static bool any_bad_f64(const double *x, int64_t n) {
     return bad != 0;
 }
 
+/* The scan of a large run split over the CPU pool: an OR of the chunks'
+ * answers, so the split never changes the result. */
+typedef struct bad_split {
+    const ry_tensor *t;
+    int64_t lo;
+    atomic_bool bad;
+} bad_split;
+
+static void bad_chunk(void *ctx, int64_t lo, int64_t hi) {
+    bad_split *b = ctx;
+    const ry_tensor *t = b->t;
+    bool bad = t->dtype == RY_FLOAT32 ? any_bad_f32((const float *)t->data + b->lo + lo, hi - lo)
+                                      : any_bad_f64((const double *)t->data + b->lo + lo, hi - lo);
+    if (bad) atomic_store_explicit(&b->bad, true, memory_order_relaxed);
+}
+
 /* The first NaN/Inf of t's elements [lo, hi), or -1. */
 static int64_t first_bad(const ry_tensor *t, int64_t lo, int64_t hi) {
     bool f32 = t->dtype == RY_FLOAT32;
-    if (f32 ? !any_bad_f32((const float *)t->data + lo, hi - lo)
-            : !any_bad_f64((const double *)t->data + lo, hi - lo))
-        return -1;
+    bad_split b = {.t = t, .lo = lo};
+    atomic_init(&b.bad, false);
+    /* a read-only pass at memory speed: split only long runs */
+    ry_parallel_for(hi - lo, RY_PAR_GRAIN_EW, bad_chunk, &b);
+    if (!atomic_load_explicit(&b.bad, memory_order_relaxed)) return -1;
     for (int64_t k = lo; k < hi; k++)
         if (!isfinite(f32 ? (double)((const float *)t->data)[k] : ((const double *)t->data)[k]))
             return k;

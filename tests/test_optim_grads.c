@@ -4,11 +4,13 @@
  * are read, or only some rows) against ry_optim_step on a scaled gradient
  * set, bit for bit, for every rule in float32 and float64; which rules may
  * skip zero rows; its errors; and ry_grad_scan / ry_clip_coef against
- * ry_params_find_nonfinite and ry_clip_grad_norm.
+ * ry_params_find_nonfinite and ry_clip_grad_norm. Updates and scans of
+ * large parameters split over threads: the same bits at 1 and 3 threads.
  */
 #include "test_util.h"
 
 #include "relayc/optim.h"
+#include "relayc/threads.h"
 
 static const char *NAMES[3] = {"emb", "w", "b"};
 static const int NDIMS[3] = {2, 2, 1};
@@ -326,6 +328,77 @@ static void test_scan_and_coef(void **state) {
     ry_tensor_release(big);
 }
 
+/* A set large enough that the update and the scan split over the pool
+ * (an odd size, so chunks end mid-vector), and a small parameter that
+ * does not split. */
+static const char *BIG_NAMES[2] = {"w", "b"};
+static const int BIG_NDIMS[2] = {2, 1};
+static const int64_t B0[2] = {301, 233}, B1[1] = {7};
+static const int64_t *const BIG_SHAPES[2] = {B0, B1};
+
+/* Three steps of rule k on the big set at `threads` threads; p and the
+ * optimizer's slots are left for comparing. */
+static ry_optimizer *big_steps(int k, ry_dtype dt, int threads, ry_param_set *p) {
+    ry_error err;
+    ry_optim_config c = config(k);
+    ry_param_set *g = ry_params_new(dt, 2, BIG_NAMES, BIG_NDIMS, BIG_SHAPES);
+    assert_non_null(g);
+    fill(p, 1, 1.0);
+    ry_optimizer *o = new_opt(&c, p);
+    ry_set_num_threads(threads);
+    for (int step = 0; step < 3; step++) {
+        fill(g, 20 + (uint64_t)step, 0.5);
+        ry_optim_grad og[2] = {{.t = g->views[0]}, {.t = g->views[1]}};
+        assert_int_equal(ry_optim_step_grads(o, p, og, step == 1 ? 0.37 : 1.0, &err), RY_OK);
+    }
+    ry_set_num_threads(1);
+    ry_params_free(g);
+    return o;
+}
+
+static void test_threads_same_bits(void **state) {
+    for (int k = 0; k < 9; k++)
+        for (int d = 0; d < 2; d++) {
+            ry_dtype dt = d ? RY_FLOAT64 : RY_FLOAT32;
+            ry_param_set *p1 = ry_params_new(dt, 2, BIG_NAMES, BIG_NDIMS, BIG_SHAPES);
+            ry_param_set *p3 = ry_params_new(dt, 2, BIG_NAMES, BIG_NDIMS, BIG_SHAPES);
+            assert_non_null(p1);
+            assert_non_null(p3);
+            ry_optimizer *o1 = big_steps(k, dt, 1, p1), *o3 = big_steps(k, dt, 3, p3);
+            same_bits(p1, p3);
+            for (int s = 0; s < ry_optim_slot_count(o1); s++)
+                same_bits(ry_optim_slot(o1, s), ry_optim_slot(o3, s));
+            /* the update did move the parameters */
+            ry_param_set *p0 = ry_params_new(dt, 2, BIG_NAMES, BIG_NDIMS, BIG_SHAPES);
+            assert_non_null(p0);
+            fill(p0, 1, 1.0);
+            assert_true(ry_tensor_get(p0->views[0], 70000) != ry_tensor_get(p1->views[0], 70000));
+            ry_params_free(p0);
+            ry_optim_free(o1);
+            ry_optim_free(o3);
+            ry_params_free(p1);
+            ry_params_free(p3);
+        }
+    /* the split scan finds the first bad element wherever it lies */
+    int64_t n = 200003;
+    for (int threads = 1; threads <= 3; threads += 2) {
+        ry_set_num_threads(threads);
+        ry_tensor *t = ry_tensor_new(RY_FLOAT32, 1, &n);
+        assert_non_null(t);
+        memset(t->data, 0, ry_tensor_nbytes(t));
+        assert_int_equal(ry_grad_scan(t, NULL, 0, NULL), -1);
+        ry_tensor_set(t, 150001, NAN);
+        ry_tensor_set(t, 199999, INFINITY);
+        assert_int_equal(ry_grad_scan(t, NULL, 0, NULL), 150001);
+        ry_tensor_set(t, 150001, 0);
+        assert_int_equal(ry_grad_scan(t, NULL, 0, NULL), 199999);
+        ry_tensor_set(t, 3, -INFINITY);
+        assert_int_equal(ry_grad_scan(t, NULL, 0, NULL), 3);
+        ry_tensor_release(t);
+    }
+    ry_set_num_threads(1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_step_grads_matches_step),
@@ -333,6 +406,7 @@ int main(void) {
         cmocka_unit_test(test_zero_grad_identity),
         cmocka_unit_test(test_step_grads_errors),
         cmocka_unit_test(test_scan_and_coef),
+        cmocka_unit_test(test_threads_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

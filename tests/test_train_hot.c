@@ -7,7 +7,8 @@
  * parameter unchanged; row-sparse embedding gradients equal dense ones
  * (float64) under optimizers that update only the touched rows and under
  * those that densify; threaded calls equal serial ones bit for bit, and a
- * threaded tree fit resumes exactly.
+ * threaded tree fit resumes exactly; steps with the kernels split over 2
+ * threads (update, scan, bias sum) equal 1-thread steps bit for bit.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -203,6 +204,77 @@ static void test_matches_old_path(void **state) {
             compare_with_old(RY_FLOAT32, &c, calls);
             compare_with_old(RY_FLOAT64, &c, calls);
         }
+    }
+}
+
+/* ---- kernel threads: the same bits --------------------------------------
+ * A layer wide enough that the optimizer's update, the NaN/Inf scan and
+ * the bias gradient's sum over the batch split over the kernel threads:
+ * every rule's parameters and slots after three steps are the same bits at
+ * 1 and 2 threads. */
+static const char *WIDE =
+    "#[version = \"0.0.5\"]\n"
+    "// data: x y\n"
+    "// init: w1=kaiming_uniform b1=uniform(-0.1,0.1) w2=xavier_uniform b2=zeros\n"
+    "def @loss(%x: Tensor[(n, 16), float32], %y: Tensor[(n), int32], "
+    "%w1: Tensor[(2560, 16), float32], %b1: Tensor[(2560), float32], "
+    "%w2: Tensor[(3, 2560), float32], %b2: Tensor[(3), float32]) -> float32 {\n"
+    "  %0 = nn.relu(nn.bias_add(nn.dense(%x, %w1, units=2560), %b1));\n"
+    "  %1 = nn.log_softmax(nn.bias_add(nn.dense(%0, %w2, units=3), %b2), axis=-1);\n"
+    "  %2 = one_hot(%y, 1f, 0f, depth=3, axis=-1, dtype=\"float32\");\n"
+    "  negative(mean(sum(multiply(%1, %2), axis=[1])))\n"
+    "}\n";
+
+/* `steps` steps of config c at `threads` kernel threads; the trainer is
+ * the caller's, to compare. */
+static ry_trainer *wide_steps(const config *c, int threads, int steps) {
+    ry_train_opts o = ry_train_defaults();
+    o.optim = c->optim;
+    o.clip_norm = c->clip_norm;
+    o.clip_value = c->clip_value;
+    o.seed = 9;
+    ry_set_num_threads(threads);
+    ry_trainer *tr = make(WIDE, &o);
+    ry_error err;
+    for (int step = 0; step < steps; step++) {
+        ry_rng r;
+        ry_rng_seed(&r, 300 + (uint64_t)step);
+        int64_t rows = 64, xs[2] = {rows, 16};
+        ry_tensor *x = ry_tensor_new(RY_FLOAT32, 2, xs), *y = ry_tensor_new(RY_INT32, 1, &rows);
+        assert_non_null(x);
+        assert_non_null(y);
+        for (int64_t i = 0; i < x->size; i++) ry_tensor_set(x, i, ry_rng_normal(&r));
+        for (int64_t i = 0; i < rows; i++) ry_tensor_set(y, i, (double)ry_rng_below(&r, 3));
+        ry_value *args[2] = {ry_value_tensor(x), ry_value_tensor(y)};
+        double loss;
+        ok(ry_trainer_accumulate(tr, 2, args, &loss, &err), &err);
+        ok(ry_trainer_apply(tr, &err), &err);
+        release2(args);
+    }
+    ry_set_num_threads(1);
+    return tr;
+}
+
+static void test_kernel_threads_same_bits(void **state) {
+    for (int i = 0; i < 7; i++) {
+        config c = configs(i);
+        ry_trainer *a = wide_steps(&c, 1, 3), *b = wide_steps(&c, 2, 3);
+        ry_param_set *pa = ry_trainer_params(a), *pb = ry_trainer_params(b);
+        assert_memory_equal(pa->slab->data, pb->slab->data, ry_tensor_nbytes(pa->slab));
+        ry_optimizer *oa = ry_trainer_optim(a), *ob = ry_trainer_optim(b);
+        for (int s = 0; s < ry_optim_slot_count(oa); s++) {
+            ry_param_set *x = ry_optim_slot(oa, s), *y = ry_optim_slot(ob, s);
+            assert_memory_equal(x->slab->data, y->slab->data, ry_tensor_nbytes(x->slab));
+        }
+        /* the steps moved b1, whose gradient sum split */
+        ry_trainer *z = wide_steps(&c, 1, 0);
+        const ry_tensor *b0 = ry_trainer_params(z)->views[1], *b3 = pa->views[1];
+        int moved = 0;
+        for (int64_t k = 0; k < b0->size; k++) moved += ry_tensor_get(b0, k) != ry_tensor_get(b3, k);
+        assert_true(moved > b0->size / 2);
+        ry_trainer_free(z);
+        ry_trainer_free(a);
+        ry_trainer_free(b);
     }
 }
 
@@ -668,6 +740,7 @@ int main(void) {
         cmocka_unit_test(test_inf_leaves_params),
         cmocka_unit_test(test_grads_alias_params),
         cmocka_unit_test(test_sparse_matches_dense),
+        cmocka_unit_test(test_kernel_threads_same_bits),
         cmocka_unit_test(test_threads_match_serial),
         cmocka_unit_test(test_threads_error),
         cmocka_unit_test(test_threaded_resume),

@@ -3,8 +3,10 @@
  * data gradient) as GEMM + col2im; nn.conv2d_backward_weight (its weight
  * gradient) as im2col + GEMM accumulating. Images go in blocks whose columns
  * sit side by side, so one GEMM per (block, group) covers a whole batch of
- * LeNet-sized images; im2col, col2im and the layout copies run in parallel
- * over images (parallel.h), the GEMMs through ry_cpu_gemm (blas.h). NCHW data,
+ * LeNet-sized images (conv2d's forward, where one image's GEMM is small,
+ * instead runs one GEMM per image straight into NCHW); im2col, col2im and
+ * the layout copies run in parallel over images (parallel.h), the GEMMs
+ * through ry_cpu_gemm (blas.h). NCHW data,
  * OIHW / IOHW weights. float32 and float64 go through OpenBLAS; float16 is
  * widened to float32 and integers to int64 (a plain loop), then narrowed
  * into the output dtype. Shapes were checked by the type relations
@@ -142,7 +144,10 @@ static int64_t cdiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(
 /* [lo, hi) of o in [0, n) with 0 <= o*s - pad + k*d < len */
 static void tap_range(int64_t pad, int64_t k, int64_t d, int64_t s, int64_t len, int64_t n,
                       int64_t *lo, int64_t *hi) {
-    int64_t a = cdiv(pad - k * d, s), b = cdiv(len + pad - k * d, s);
+    /* stride 1 (LeNet's every conv) needs no division: this runs once per
+     * (channel, kh, kw) per image, and two idivs there showed in profiles */
+    int64_t a = s == 1 ? pad - k * d : cdiv(pad - k * d, s);
+    int64_t b = s == 1 ? len + pad - k * d : cdiv(len + pad - k * d, s);
     *lo = a < 0 ? 0 : a > n ? n : a;
     *hi = b > n ? n : b < *lo ? *lo : b;
 }
@@ -163,6 +168,43 @@ DEFINE_COPY(float, f32)
 DEFINE_COPY(double, f64)
 DEFINE_COPY(int64_t, i64)
 
+/* im2col's row copy. Even the vectorized loop costs its setup and a scalar
+ * tail per 10-float row, which made the rows' overhead, not their bytes,
+ * the cost of LeNet's im2col; fixed-size chunks (one or two vector moves
+ * each) with the last one overlapping the previous end cover any n >= 4
+ * without a tail. Rewriting a few elements with the same value is
+ * harmless: d and s never overlap. */
+static inline void wcopy_f32(float *restrict d, const float *restrict s, int64_t n) {
+    if (n >= 8) {
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8) memcpy(d + i, s + i, 8 * sizeof(float));
+        if (i < n) memcpy(d + n - 8, s + n - 8, 8 * sizeof(float));
+    } else if (n >= 4) {
+        memcpy(d, s, 4 * sizeof(float));
+        memcpy(d + n - 4, s + n - 4, 4 * sizeof(float));
+    } else {
+        copy_f32(d, s, n);
+    }
+}
+
+/* col2im's row add, by the same reasoning: whole 4-float chunks (one
+ * vector add each, no loop setup), then a scalar tail of at most 3. */
+static inline void wadd_f32(float *restrict d, const float *restrict s, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        float a[4], b[4];
+        memcpy(a, d + i, sizeof a);
+        memcpy(b, s + i, sizeof b);
+        for (int k = 0; k < 4; k++) a[k] += b[k];
+        memcpy(d + i, a, sizeof a);
+    }
+    add_f32(d + i, s + i, n - i);
+}
+#define wadd_f64 add_f64
+#define wadd_i64 add_i64
+#define wcopy_f64 copy_f64
+#define wcopy_i64 copy_i64
+
 #define DEFINE_IM2COL(T, SUF, ADD)                                                               \
     static void im2col_##SUF(const geom *g, int64_t Cg, const T *x, T *col, int64_t ld) {        \
         for (int64_t c = 0; c < Cg; c++)                                                         \
@@ -182,7 +224,7 @@ DEFINE_COPY(int64_t, i64)
                         const T *src = x + (c * g->H + ih) * g->W + off;                         \
                         for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;                         \
                         if (g->sw == 1) {                                                        \
-                            copy_##SUF(dst + lo, src, hi - lo);                                  \
+                            wcopy_##SUF(dst + lo, src, hi - lo);                                 \
                         } else {                                                                 \
                             for (int64_t i = 0; i < hi - lo; i++) dst[lo + i] = src[i * g->sw];  \
                         }                                                                        \
@@ -204,7 +246,7 @@ DEFINE_COPY(int64_t, i64)
                         T *dst = y + (o * g->OH + oh) * g->OW + off;                             \
                         const T *src = row + ih * g->W + lo;                                     \
                         if (g->sw == 1) {                                                        \
-                            add_##SUF(dst, src, hi - lo);                                        \
+                            wadd_##SUF(dst, src, hi - lo);                                       \
                         } else {                                                                 \
                             for (int64_t i = 0; i < hi - lo; i++)                                \
                                 dst[i * g->sw] = ADD(dst[i * g->sw], src[i]);                    \
@@ -371,6 +413,27 @@ static job make_job(job_kind k, const geom *g, ry_conv_ctype ct, int64_t n0, int
     return b;
 }
 
+/* One image's GEMM of conv2d, read from the block's col and written
+ * straight into y's NCHW planes: where the per-image GEMM is small, this
+ * saves the staging matrix and its scatter copy (a tenth of LeNet's conv2
+ * forward). Images go in parallel; each is one whole-K OpenBLAS call
+ * whatever the thread count, so the bits do not depend on it. */
+typedef struct img_gemm {
+    bool f64;
+    int64_t Og, ohw, K, ld, n0, rowstride; /* rowstride: one image's y elements */
+    size_t es;
+    const char *w, *col;
+    char *y;
+} img_gemm;
+
+static void run_img_gemm(void *ctx, int64_t lo, int64_t hi) {
+    const img_gemm *m = ctx;
+    for (int64_t j = lo; j < hi; j++)
+        ry_cpu_gemm(m->f64, false, false, m->Og, m->ohw, m->K, 1.0, m->w, m->K,
+                    m->col + (size_t)(j * m->ohw) * m->es, m->ld, 0.0,
+                    m->y + (size_t)((m->n0 + j) * m->rowstride) * m->es, m->ohw);
+}
+
 /* nn.conv2d: per block of nb images and group g, with L = nb*OH*OW,
  *   col (K x L) = im2col of the block's images (K = Cg*KH*KW), side by side,
  *   Y (Og x L) = W[g*Og:(g+1)*Og] (Og x K) * col,
@@ -391,8 +454,13 @@ ry_status ry_cpu_conv2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nou
         return RY_OK;
     }
     int64_t NB = block_images(g.N, K > Og ? K : Og, ohw, true);
+    /* small per-image GEMMs (OpenBLAS's small-matrix kernels either way)
+     * write y directly; the test is on shapes only, for thread-count
+     * independent bits */
+    bool per_image = ct != RY_CT_I64 && (double)Og * (double)ohw * (double)K <= RY_GEMM_PART_MIN;
     bufs b;
-    if (bufs_load(c, ct, x, w, y, K * NB * ohw, NB > 1 ? Og * NB * ohw : 0, &b)) return RY_ERR;
+    if (bufs_load(c, ct, x, w, y, K * NB * ohw, NB > 1 && !per_image ? Og * NB * ohw : 0, &b))
+        return RY_ERR;
     size_t es = ct_size(ct);
     for (int64_t n0 = 0; n0 < g.N; n0 += NB) {
         int64_t nb = g.N - n0 < NB ? g.N - n0 : NB;
@@ -400,6 +468,12 @@ ry_status ry_cpu_conv2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nou
             job im = make_job(J_IM2COL, &g, ct, n0, nb, gi, Cg, g.C, g.H * g.W, ohw, b.x, b.col);
             run_split(&im, nb, K * ohw);
             const char *ws = (const char *)b.w + (size_t)(gi * Og * K) * es;
+            if (per_image) {
+                img_gemm m = {ct == RY_CT_F64, Og, ohw, K, nb * ohw, n0, g.O * ohw, es, ws,
+                              b.col, (char *)b.y + (size_t)(gi * Og * ohw) * es};
+                ry_parallel_for(nb, 1, run_img_gemm, &m);
+                continue;
+            }
             if (nb == 1) {
                 char *ys = (char *)b.y + (size_t)((n0 * g.O + gi * Og) * ohw) * es;
                 gemm(ct, false, false, false, Og, ohw, K, ws, b.col, ys);
