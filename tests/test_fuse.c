@@ -13,6 +13,7 @@
 
 #include "relayc/ad.h"
 #include "relayc/pass.h"
+#include "test_programs.h"
 #include "test_util.h"
 
 static ry_error err;
@@ -525,38 +526,7 @@ static void kernels_on_two_threads(void **state) {
 
 /* ---- whole programs: fusion keeps their results ---- */
 
-static int relay_files(const char *dir, char names[][128], int max) {
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len < 7 || len >= 128 || strcmp(e->d_name + len - 6, ".relay") != 0) continue;
-        assert_true(n < max);
-        memcpy(names[n], e->d_name, len - 6);
-        names[n++][len - 6] = '\0';
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
-    return n;
-}
-
-/* A random value of type t (tensors only; symbolic dims 3), or NULL. */
-static ry_value *random_value(const ry_type *t) {
-    if (!t || t->kind != RY_TYPE_TENSOR) return NULL;
-    int64_t shape[RY_MAX_RANK];
-    for (int d = 0; d < t->tensor.ndim; d++)
-        shape[d] = t->tensor.dims[d].kind == RY_DIM_CONST ? t->tensor.dims[d].value : 3;
-    ry_tensor *x = ry_tensor_new(t->tensor.dtype, t->tensor.ndim, shape);
-    for (int64_t i = 0; i < x->size; i++) {
-        double r = rnd();
-        if (ry_dtype_is_float(x->dtype)) ry_tensor_set(x, i, 2 * r - 1);
-        else if (x->dtype == RY_BOOL) ry_tensor_set(x, i, r < 0.5);
-        else ry_tensor_set(x, i, (double)(int)(3 * r));
-    }
-    return ry_value_tensor(x);
-}
+static uint64_t program_rng = 0x2545F4914F6CDD1DULL;
 
 static bool bind(ry_module *m, const char *dir, ry_value **args, int *na) {
     const ry_global *g = ry_module_find_global(m, "main");
@@ -569,7 +539,7 @@ static bool bind(ry_module *m, const char *dir, ry_value **args, int *na) {
         ry_tensor *t = NULL;
         ry_error e;
         if (dir && ry_npy_read(path, &t, &e) == RY_OK) args[i] = ry_value_tensor(t);
-        else if (!(args[i] = random_value(p->annot ? p->annot : p->type))) return false;
+        else if (!(args[i] = test_random_value(p->annot ? p->annot : p->type, &program_rng))) return false;
         (*na)++;
     }
     return true;
@@ -645,7 +615,7 @@ static void programs_keep_results(void **state) {
     int ran = 0, fused = 0;
     for (int d = 0; d < 2; d++) {
         char names[64][128];
-        int n = relay_files(dirs[d], names, 64);
+        int n = test_relay_files(dirs[d], names, 64);
         for (int k = 0; k < n; k++) {
             char path[512], dir[512];
             snprintf(path, sizeof path, "%s/%s.relay", dirs[d], names[k]);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "test_programs.h"
 #include "test_util.h"
 #include "relayc/ad.h"
 #include "relayc/pass.h"
@@ -160,28 +161,10 @@ static void expect_outputs(const ry_value *v, const char *dir) {
     }
 }
 
-/* The names (without .relay) of the .relay files in dir, sorted. */
-static int relay_files(const char *dir, char names[][128], int max) {
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len < 7 || len >= 128 || strcmp(e->d_name + len - 6, ".relay") != 0) continue;
-        assert_true(n < max);
-        memcpy(names[n], e->d_name, len - 6);
-        names[n++][len - 6] = '\0';
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
-    return n;
-}
-
 static void run_programs_match(void **state) {
     (void)state;
     char names[64][128];
-    int n = relay_files("tests/run", names, 64);
+    int n = test_relay_files("tests/run", names, 64);
     assert_true(n >= 8);
     for (int k = 0; k < n; k++) {
         char path[512], dir[512];
@@ -201,53 +184,12 @@ static void run_programs_match(void **state) {
 /* ---- the corpus, with random inputs ---- */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-static double rnd(void) {
-    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (double)(rng_state >> 11) / 9007199254740992.0;
-}
 
-/* A random value of type t: tensors with floats in [-1, 1), integers in
- * [0, 3) and bools, symbolic and Any dims 3; a List of three. NULL for
- * other types. */
-static ry_value *random_value(const ry_type *t) {
-    if (t && t->kind == RY_TYPE_CALL && strcmp(t->call.adt->name, "List") == 0 &&
-        t->call.nargs == 1) {
-        const ry_typedef *td = t->call.adt;
-        const ry_ctor *cons = NULL, *nil = NULL;
-        for (int i = 0; i < td->nctors; i++) {
-            if (strcmp(td->ctors[i]->name, "Cons") == 0) cons = td->ctors[i];
-            if (strcmp(td->ctors[i]->name, "Nil") == 0) nil = td->ctors[i];
-        }
-        if (!cons || !nil) return NULL;
-        ry_value *l = ry_value_adt(nil, 0, NULL);
-        for (int i = 0; i < 3 && l; i++) {
-            ry_value *x = random_value(t->call.args[0]);
-            if (!x) {
-                ry_value_release(l);
-                return NULL;
-            }
-            l = ry_value_adt(cons, 2, (ry_value *[]){x, l});
-        }
-        return l;
-    }
-    if (!t || t->kind != RY_TYPE_TENSOR) return NULL;
-    int64_t shape[RY_MAX_RANK];
-    for (int d = 0; d < t->tensor.ndim; d++)
-        shape[d] = t->tensor.dims[d].kind == RY_DIM_CONST ? t->tensor.dims[d].value : 3;
-    ry_tensor *x = ry_tensor_new(t->tensor.dtype, t->tensor.ndim, shape);
-    for (int64_t i = 0; i < x->size; i++) {
-        double r = rnd();
-        if (ry_dtype_is_float(x->dtype)) ry_tensor_set(x, i, 2 * r - 1);
-        else if (x->dtype == RY_BOOL) ry_tensor_set(x, i, r < 0.5);
-        else ry_tensor_set(x, i, (double)(int)(3 * r));
-    }
-    return ry_value_tensor(x);
-}
 
 static void corpus_programs_match(void **state) {
     (void)state;
     char names[64][128];
-    int n = relay_files("tests/corpus", names, 64), ran = 0, grads = 0;
+    int n = test_relay_files("tests/corpus", names, 64), ran = 0, grads = 0;
     for (int k = 0; k < n; k++) {
         char path[512];
         snprintf(path, sizeof path, "tests/corpus/%s.relay", names[k]);
@@ -258,7 +200,7 @@ static void corpus_programs_match(void **state) {
         bool ok = g && g->func->func.nparams <= 32;
         for (int i = 0; ok && i < g->func->func.nparams; i++) {
             const ry_var *p = g->func->func.params[i];
-            if (!(args[na] = random_value(p->annot ? p->annot : p->type))) ok = false;
+            if (!(args[na] = test_random_value(p->annot ? p->annot : p->type, &rng_state))) ok = false;
             else na++;
         }
         if (ok) {

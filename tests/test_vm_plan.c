@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "test_programs.h"
 #include "test_util.h"
 #include "relayc/ad.h"
 #include "relayc/pass.h"
@@ -118,63 +119,8 @@ static void plan_matches(ry_module *m, const char *entry, int n, ry_value **args
     ry_vm_free(p);
 }
 
-static int relay_files(const char *dir, char names[][128], int max) {
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len < 7 || len >= 128 || strcmp(e->d_name + len - 6, ".relay") != 0) continue;
-        assert_true(n < max);
-        memcpy(names[n], e->d_name, len - 6);
-        names[n++][len - 6] = '\0';
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
-    return n;
-}
-
 static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
-static double rnd(void) {
-    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (double)(rng_state >> 11) / 9007199254740992.0;
-}
-
-/* Random tensors for static and symbolic (3) dims; a List of three; NULL
- * for other types. */
-static ry_value *random_value(const ry_type *t) {
-    if (t && t->kind == RY_TYPE_CALL && strcmp(t->call.adt->name, "List") == 0) {
-        const ry_ctor *cons = NULL, *nil = NULL;
-        for (int i = 0; i < t->call.adt->nctors; i++) {
-            if (strcmp(t->call.adt->ctors[i]->name, "Cons") == 0) cons = t->call.adt->ctors[i];
-            if (strcmp(t->call.adt->ctors[i]->name, "Nil") == 0) nil = t->call.adt->ctors[i];
-        }
-        if (!cons || !nil) return NULL;
-        ry_value *l = ry_value_adt(nil, 0, NULL);
-        for (int i = 0; i < 3; i++) {
-            ry_value *x = random_value(t->call.args[0]);
-            if (!x) {
-                ry_value_release(l);
-                return NULL;
-            }
-            l = ry_value_adt(cons, 2, (ry_value *[]){x, l});
-        }
-        return l;
-    }
-    if (!t || t->kind != RY_TYPE_TENSOR) return NULL;
-    int64_t shape[RY_MAX_RANK];
-    for (int d = 0; d < t->tensor.ndim; d++)
-        shape[d] = t->tensor.dims[d].kind == RY_DIM_CONST ? t->tensor.dims[d].value : 3;
-    ry_tensor *x = ry_tensor_new(t->tensor.dtype, t->tensor.ndim, shape);
-    for (int64_t i = 0; i < x->size; i++) {
-        double r = rnd();
-        if (ry_dtype_is_float(x->dtype)) ry_tensor_set(x, i, 2 * r - 1);
-        else if (x->dtype == RY_BOOL) ry_tensor_set(x, i, r < 0.5);
-        else ry_tensor_set(x, i, (double)(int)(3 * r));
-    }
-    return ry_value_tensor(x);
-}
+static double rnd(void) { return test_rnd(&rng_state); }
 
 /* @main of m with random arguments (their count in *n), or false. */
 static bool random_args(ry_module *m, ry_value **args, int *n) {
@@ -183,7 +129,7 @@ static bool random_args(ry_module *m, ry_value **args, int *n) {
     if (!g || g->func->func.nparams > 32) return false;
     for (int i = 0; i < g->func->func.nparams; i++) {
         const ry_var *p = g->func->func.params[i];
-        if (!(args[*n] = random_value(p->annot ? p->annot : p->type))) return false;
+        if (!(args[*n] = test_random_value(p->annot ? p->annot : p->type, &rng_state))) return false;
         (*n)++;
     }
     return true;
@@ -197,7 +143,7 @@ static void programs_same_with_and_without_plan(void **state) {
     int ran = 0, grads = 0;
     for (int d = 0; d < 2; d++) {
         char names[64][128];
-        int n = relay_files(dirs[d], names, 64);
+        int n = test_relay_files(dirs[d], names, 64);
         for (int k = 0; k < n; k++) {
             char path[512];
             snprintf(path, sizeof path, "%s/%s.relay", dirs[d], names[k]);
