@@ -1,15 +1,12 @@
 /*
  * grad.c: the higher-order reverse-mode gradient transform (Relay's, after
- * Wang et al.; see ../shared/DESIGN.md and AD.md). The input, normalized to
- * A-normal form, is rewritten over transformed values: each float tensor is
- * paired with a ref holding its adjoint, and every function takes one more
- * argument, `bp : ref(fn () -> ())`, the backpropagator built so far. An
- * operator call computes its primal result and pushes onto bp a closure that
- * applies the operator's gradient rule and then calls the previous closure,
- * so running bp replays the operations in reverse. Everything else is
- * rebuilt structurally. The wrapper with TVM's signature is in grad_wrap.c;
- * the type mapping and ADT twins in grad_types.c.
+ * Wang et al.; see AD.md). Over A-normal form (calls of non-recursive
+ * globals inlined: grad_inline.c), each float tensor is paired with a ref
+ * holding its adjoint and every function takes `bp : ref(fn () -> ())`, the
+ * backpropagator so far; the backward bodies of a run of operators become
+ * one closure pushed onto bp (grad_run.c). The rest is rebuilt structurally.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "grad_impl.h"
@@ -52,7 +49,7 @@ static bool is_atom(const ry_expr *e) {
 }
 
 /* e as an atom: bound to a fresh var unless it is one already. */
-static ry_expr *atomize(gx *s, gx_block *b, ry_expr *e, ry_type *t) {
+ry_expr *gx_atomize(gx *s, gx_block *b, ry_expr *e, ry_type *t) {
     return is_atom(e) ? e : gx_bind(s, b, "v", e, t);
 }
 
@@ -66,12 +63,12 @@ static void fail(gx *s, ry_span span, const char *msg, const char *what) {
  * fresh(y, T):     float tensor -> (y, ref(zeros_like(y))); tuple fieldwise
  * adjoint(v', T):  float tensor -> ref_read(v'.1); tuple fieldwise
  * accumulate(v', T, d): v'.1 := v'.1 + d for each float tensor field */
-static ry_expr *primal(gx *s, ry_expr *v, const ry_type *t) {
+ry_expr *gx_primal(gx *s, ry_expr *v, const ry_type *t) {
     if (gx_is_float(t)) return gx_proj(s, v, 0);
     if (t->kind != RY_TYPE_TUPLE || !gx_changes(s, t)) return v;
     ry_expr **f = RY_NEW_ARRAY(s->scratch, ry_expr *, t->tuple.n);
     for (int i = 0; i < t->tuple.n; i++)
-        f[i] = primal(s, gx_proj(s, v, i), t->tuple.fields[i]);
+        f[i] = gx_primal(s, gx_proj(s, v, i), t->tuple.fields[i]);
     return ry_expr_tuple(s->m, t->tuple.n, f, RY_NO_SPAN);
 }
 
@@ -87,25 +84,25 @@ static ry_expr *fresh(gx *s, ry_expr *y, const ry_type *t) {
     return ry_expr_tuple(s->m, t->tuple.n, f, RY_NO_SPAN);
 }
 
-static ry_expr *adjoint(gx *s, ry_expr *v, const ry_type *t) {
+ry_expr *gx_adjoint(gx *s, ry_expr *v, const ry_type *t) {
     if (gx_is_float(t)) return gx_ref_read(s, gx_proj(s, v, 1));
     if (t->kind != RY_TYPE_TUPLE) return ry_gb_op1(s->m, "zeros_like", v);
     ry_expr **f = RY_NEW_ARRAY(s->scratch, ry_expr *, t->tuple.n);
     for (int i = 0; i < t->tuple.n; i++)
-        f[i] = adjoint(s, gx_proj(s, v, i), t->tuple.fields[i]);
+        f[i] = gx_adjoint(s, gx_proj(s, v, i), t->tuple.fields[i]);
     return ry_expr_tuple(s->m, t->tuple.n, f, RY_NO_SPAN);
 }
 
-static void accumulate(gx *s, gx_block *b, ry_expr *v, const ry_type *t, ry_expr *d) {
+void gx_accumulate(gx *s, gx_block *b, ry_expr *v, const ry_type *t, ry_expr *d) {
     if (gx_is_float(t)) {
         ry_expr *cell = gx_proj(s, v, 1);
         gx_do(s, b, gx_ref_write(s, cell, ry_gb_op2(s->m, "add", gx_ref_read(s, cell), d)));
         return;
     }
     if (t->kind != RY_TYPE_TUPLE || !gx_changes(s, t)) return;
-    ry_expr *dv = atomize(s, b, d, (ry_type *)t);
+    ry_expr *dv = gx_atomize(s, b, d, (ry_type *)t);
     for (int i = 0; i < t->tuple.n; i++)
-        accumulate(s, b, gx_proj(s, v, i), t->tuple.fields[i], gx_proj(s, dv, i));
+        gx_accumulate(s, b, gx_proj(s, v, i), t->tuple.fields[i], gx_proj(s, dv, i));
 }
 
 /* The primal of a transformed var, bound once per scope that sees it: a
@@ -120,7 +117,7 @@ static ry_expr *primal_var(gx *s, gx_block *b, ry_expr *v, ry_type *t) {
     const void *key = v->kind == RY_EXPR_VAR ? (const void *)v->var.var : NULL;
     struct gx_primal *c = key ? ad_map_get(&s->primals, key) : NULL;
     if (c && scope_open(s, c->scope)) return gx_use(s, c->use->var.var);
-    ry_expr *p = gx_bind(s, b, "p", primal(s, v, t), t);
+    ry_expr *p = gx_bind(s, b, "p", gx_primal(s, v, t), t);
     if (key && s->nscopes) {
         c = RY_NEW(s->scratch, struct gx_primal);
         *c = (struct gx_primal){p, s->scopes[s->nscopes - 1]};
@@ -130,12 +127,14 @@ static ry_expr *primal_var(gx *s, gx_block *b, ry_expr *v, ry_type *t) {
 }
 
 /* ---- operator calls ----
- *   y = op(primal(a1'), ..);  r = fresh(y)
- *   k = ref_read(bp)
- *   bp := fn () { g = adjoint(r); [d1, ..] = rule(a1, .., y, g);
- *                 accumulate(ai', di) for each i; k() }
- * Integer results get no cell and no closure; no_grad operators a cell but
- * no closure; operators without a rule are recorded for the one error. */
+ *   y = op(primal(a1'), ..);  r = fresh(y)     (no r when y is local)
+ * and, deferred to the flush of the open run (grad_run.c), its backward
+ * body: g = adjoint of y; [d1, ..] = rule(a1, .., y, g); each di added to
+ * ai's in-run adjoint or to its cell.
+ * Integer results get no cell and no backward body; no_grad operators a
+ * cell but no body; operators without a rule are recorded for the one
+ * error. let_var is the primal var the call is bound to (NULL in tail
+ * position). */
 static void note_missing(gx *s, const ry_expr *e) {
     const char *name = e->call.callee->op.op->name;
     for (int i = 0; i < s->nmissing; i++)
@@ -144,7 +143,7 @@ static void note_missing(gx *s, const ry_expr *e) {
     if (s->nmissing < GX_MAX_MISSING) s->missing[s->nmissing++] = name;
 }
 
-static ry_expr *xop(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
+static ry_expr *xop(gx *s, gx_block *b, const ry_expr *e, ry_var *bp, const ry_var *let_var) {
     const ry_op *op = e->call.callee->op.op;
     int n = e->call.nargs;
     ry_grad_rule rule;
@@ -152,46 +151,36 @@ static ry_expr *xop(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
     if (!has) note_missing(s, e);
     ry_expr **targs = RY_NEW_ARRAY(s->scratch, ry_expr *, n + 1);
     ry_expr **prim = RY_NEW_ARRAY(s->scratch, ry_expr *, n + 1);
+    gx_adj **aadj = RY_NEW_ARRAY(s->scratch, gx_adj *, n + 1);
+    bool reaches = false; /* some argument has an adjoint to add to */
     for (int i = 0; i < n; i++) {
         const ry_expr *a = e->call.args[i];
+        targs[i] = NULL;
+        aadj[i] = NULL;
         if (a->kind == RY_EXPR_CONST) { /* a constant's adjoint is never read */
-            targs[i] = NULL;
             prim[i] = copy_node(s, a);
             continue;
         }
-        targs[i] = atomize(s, b, xval(s, b, a, bp), gx_type(s, a->type));
+        if (a->kind == RY_EXPR_VAR && (aadj[i] = gx_run_arg(s, a->var.var)) != NULL) {
+            prim[i] = gx_adj_primal(s, aadj[i]); /* bound in the open run */
+            reaches = true;
+            continue;
+        }
+        targs[i] = gx_atomize(s, b, xval(s, b, a, bp), gx_type(s, a->type));
         prim[i] = gx_changes(s, a->type) ? primal_var(s, b, targs[i], a->type) : targs[i];
+        reaches |= gx_changes(s, a->type);
     }
     ry_expr *call = ry_gb_op(s->m, op->name, n, prim);
     call->span = e->span;
     call->call.attrs = e->call.attrs;
     ry_expr *y = gx_bind(s, b, "y", call, e->type);
     if (!gx_changes(s, e->type)) return y;
-    ry_expr *r = gx_bind(s, b, "r", fresh(s, y, e->type), gx_type(s, e->type));
-    bool reaches = false; /* some argument has an adjoint cell to fill */
-    for (int i = 0; i < n; i++)
-        reaches |= targs[i] && gx_changes(s, e->call.args[i]->type);
-    if (!rule.fn || !reaches) return r;
-
-    gx_block cb = {0};
-    ry_expr *g = gx_bind(s, &cb, "g", adjoint(s, r, e->type), e->type);
-    ry_expr **grads = RY_NEW_ARRAY(s->scratch, ry_expr *, n + 1);
-    ry_error rerr = {0}; /* the first failure is the one reported */
-    ry_grad_ctx ctx = {s->m, e, e->span, &rerr, s->opts.inference};
-    if (rule.fn(&ctx, prim, y, g, grads)) {
-        if (!s->failed && s->err) *s->err = rerr;
-        s->failed = true;
-        return r;
-    }
-    for (int i = 0; i < n; i++)
-        if (targs[i] && grads[i] && gx_changes(s, e->call.args[i]->type))
-            accumulate(s, &cb, targs[i], e->call.args[i]->type, grads[i]);
-    ry_expr *k = gx_bind(s, b, "k", gx_ref_read(s, gx_use(s, bp)), NULL);
-    ry_expr *tail = ry_expr_call(s->m, k, 0, NULL, RY_NO_SPAN);
-    ry_expr *clo = ry_expr_new(s->m, RY_EXPR_FUNC, RY_NO_SPAN);
-    clo->func.body = gx_fold(s, &cb, tail);
-    gx_do(s, b, gx_ref_write(s, gx_use(s, bp), clo));
-    return r;
+    bool local = let_var && gx_run_is_local(s, let_var);
+    ry_expr *r = local ? NULL : gx_bind(s, b, "r", fresh(s, y, e->type), gx_type(s, e->type));
+    gx_adj *out = gx_run_result(s, let_var, e->type, y, r);
+    if (rule.fn && reaches) gx_run_defer(s, e, rule.fn, prim, out, aadj, targs);
+    if (s->per_op) gx_run_flush(s, b); /* one closure per operator */
+    return local ? y : r;
 }
 
 /* ---- the structural cases ---- */
@@ -234,8 +223,11 @@ static ry_expr *xscope(gx *s, const ry_expr *e, ry_var *bp) {
         s->capscopes = ncap;
     }
     s->scopes[s->nscopes++] = ++s->next_scope;
+    gx_run run;
+    gx_run_enter(s, &run, bp, e);
     gx_block b = {0};
     ry_expr *tail = xval(s, &b, e, bp);
+    gx_run_leave(s, &run, &b); /* the run open at the tail ends here */
     s->nscopes--;
     return gx_fold(s, &b, tail);
 }
@@ -286,7 +278,7 @@ static ry_expr *eta_ctor(gx *s, ry_expr *ctor) {
 
 static ry_expr *xcall(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
     const ry_expr *cal = e->call.callee;
-    if (cal->kind == RY_EXPR_OP) return xop(s, b, e, bp);
+    if (cal->kind == RY_EXPR_OP) return xop(s, b, e, bp, NULL);
     int n = e->call.nargs;
     bool ctor = cal->kind == RY_EXPR_CTOR;
     ry_expr **args = RY_NEW_ARRAY(s->scratch, ry_expr *, n + 1);
@@ -317,13 +309,20 @@ static ry_expr *xval(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
     ry_expr *r;
     while (e->kind == RY_EXPR_LET) {               /* a loop, not recursion: long let chains */
         ry_var *x = map_var(s, e->let.var, false); /* first: recursive closures */
-        ry_expr *v = xval(s, b, e->let.value, bp);
+        const ry_expr *val = e->let.value;
+        ry_expr *v = NULL;
+        if (val->kind == RY_EXPR_CALL && val->call.callee->kind == RY_EXPR_OP)
+            v = xop(s, b, val, bp, e->let.var);
+        else if (val->kind == RY_EXPR_PROJ)
+            v = gx_run_proj(s, b, e->let.var, val);
+        if (!v) v = xval(s, b, val, bp);
         if (v->kind == RY_EXPR_VAR) /* an alias: uses go to the var itself */
             ad_map_put(&s->vars, e->let.var, v->var.var);
         else
             gx_push(s, b, x, v);
         e = e->let.body;
     }
+    if (gx_run_breaks(e)) gx_run_flush(s, b); /* it may read or extend bp */
     switch (e->kind) {
     case RY_EXPR_VAR: {
         ry_var *v = ad_map_get(&s->vars, e->var.var);
@@ -403,6 +402,7 @@ static void build_twins(gx *s) {
     for (int i = 0; i < s->ntwins && !s->failed; i++) {
         if (s->twins[i].func) continue;
         const ry_expr *f = ry_anf(s->m, s->twins[i].g->func);
+        if (!s->per_op) f = gx_inline(s, f);
         ry_expr *tw = gx_func(s, f);
         s->twins[i].func = tw; /* s->twins may have moved during gx_func */
     }
@@ -451,7 +451,8 @@ static ry_status run(gx *s, const char *fn_name, const ry_expr *fn, const char *
         target = ry_expr_new(s->m, RY_EXPR_GLOBAL, fn->span);
         target->global.name = gx_twin_name(s, g);
     } else {
-        target = gx_func(s, ry_anf(s->m, fn));
+        const ry_expr *f = ry_anf(s->m, fn);
+        target = gx_func(s, s->per_op ? f : gx_inline(s, f));
     }
     build_twins(s);
     ry_expr *wrapper = NULL;
@@ -488,12 +489,15 @@ ry_status ry_grad_ex(ry_module *m, const char *fn_name, const ry_expr *fn, const
                      const ry_grad_opts *opts, const char **out_name_used, ry_error *err) {
     gx s = {.m = m, .scratch = ry_arena_new(), .err = err};
     if (opts) s.opts = *opts;
+    const char *runs = getenv("RELAYC_GRAD_RUNS"); /* "0": the former emitter, to compare */
+    s.per_op = runs && strcmp(runs, "0") == 0;
     ad_map_init(&s.vars, s.scratch);
     ad_map_init(&s.globals, s.scratch);
     ad_map_init(&s.adts, s.scratch);
     ad_map_init(&s.ctors, s.scratch);
     ad_map_init(&s.adt_need, s.scratch);
     ad_map_init(&s.primals, s.scratch);
+    ad_map_init(&s.cands, s.scratch);
     s.bp_type = make_bp_type(m);
     ry_status st = run(&s, fn_name, fn, out_name, out_name_used);
     if (st && !s.added) gx_remove_instance(&s);

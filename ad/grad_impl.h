@@ -1,7 +1,8 @@
 /*
- * grad_impl.h: private to the gradient transform (grad.c, grad_types.c,
- * grad_wrap.c): its state, the type mapping T -> T', the twins of ADTs and
- * globals, and the block builder that folds a list of bindings into lets.
+ * grad_impl.h: private to the gradient transform (grad.c, grad_run.c,
+ * grad_inline.c, grad_types.c, grad_convert.c, grad_wrap.c, grad_outer.c):
+ * its state, the type mapping T -> T', the twins of ADTs and globals, runs
+ * of operators, and the block builder that folds bindings into lets.
  */
 #ifndef RELAYC_AD_GRAD_IMPL_H
 #define RELAYC_AD_GRAD_IMPL_H
@@ -47,7 +48,11 @@ typedef struct gx {
     ry_grad_opts opts;                  /* the caller's (zeroed: ry_grad's defaults) */
     ry_global *inst;                    /* the instance gx_instantiate added, if any */
     bool added;                         /* the results are in m (run() in grad.c) */
-} gx;
+    ad_map cands;                       /* primal let var -> struct gx_cand (grad_run.c) */
+    struct gx_run *run;                 /* the scope being transformed, NULL outside */
+    int next_run;                       /* run ids handed out by the analysis */
+    bool per_op;                        /* RELAYC_GRAD_RUNS=0: the former emitter, */
+} gx;                                   /* one closure per operator, no inlining */
 
 struct gx_primal {
     ry_expr *use;
@@ -97,6 +102,63 @@ ry_expr *gx_unit(gx *s);
 
 /* Adds a generated global (not a twin) to be added to m at the end. */
 void gx_add_global(gx *s, const char *name, ry_expr *fn);
+
+/* Whether the transformed value of v carries adjoint cells; its primal
+ * (v'.0 for a float tensor, fieldwise for tuples); its adjoint read from
+ * the cells; cells += d. Shared by grad.c and grad_run.c. */
+ry_expr *gx_primal(gx *s, ry_expr *v, const ry_type *t);
+ry_expr *gx_adjoint(gx *s, ry_expr *v, const ry_type *t);
+void gx_accumulate(gx *s, gx_block *b, ry_expr *v, const ry_type *t, ry_expr *d);
+ry_expr *gx_atomize(gx *s, gx_block *b, ry_expr *e, ry_type *t);
+
+/* ---- grad_run.c: one backpropagator closure per run of operators ----
+ * A run is a maximal sequence of let-bound operator calls (and the
+ * projections, tuples, refs, constructors and function values between
+ * them) in one scope that nothing touching bp interrupts. */
+typedef struct gx_adj gx_adj;
+typedef struct gx_pending gx_pending;
+typedef struct gx_run {
+    ry_var *bp;          /* the scope's backpropagator */
+    struct gx_run *outer;
+    gx_pending *pend;    /* operators of the open run, in forward order */
+    int npend, cappend;
+    int serial;          /* bumped by each flush: tells the open run apart */
+} gx_run;
+
+/* Enters the scope whose let chain is e (analysing its runs: which values
+ * are local to theirs) / leaves it, flushing the open run into b. */
+void gx_run_enter(gx *s, gx_run *run, ry_var *bp, const ry_expr *e);
+void gx_run_leave(gx *s, gx_run *run, gx_block *b);
+/* Whether evaluating e may read or extend bp (calls that are not of
+ * operators or constructors, if, match): the open run ends before it. */
+bool gx_run_breaks(const ry_expr *e);
+/* Emits the open run's one closure into b (nothing when it is empty). */
+void gx_run_flush(gx *s, gx_block *b);
+/* The in-run adjoint of primal var v when v was bound in the open run. */
+gx_adj *gx_run_arg(gx *s, const ry_var *v);
+/* A fresh use of the primal value an adjoint belongs to. */
+ry_expr *gx_adj_primal(gx *s, const gx_adj *a);
+/* Whether let var (bound to an operator call) is local to its run: it then
+ * gets no cell. gx_run_result: after `let var = op(..)` emitted its primal
+ * y (a var use) and, unless local, its cell pair r (var may be NULL: an
+ * operator call in tail position): the adjoint record of the result. */
+bool gx_run_is_local(gx *s, const ry_var *var);
+gx_adj *gx_run_result(gx *s, const ry_var *var, const ry_type *t, ry_expr *y, ry_expr *r);
+/* `let var = t.i` of a value of the open run: binds its primal into b and
+ * returns its transformed value when var is local, else NULL (transform
+ * it as usual; in-run uses still accumulate at compile time). */
+ry_expr *gx_run_proj(gx *s, gx_block *b, const ry_var *var, const ry_expr *e);
+/* Defers the backward body of op call e (primal args prim, result out;
+ * per argument its in-run adjoint aadj[i] or transformed value targs[i])
+ * to the flush of the open run. */
+void gx_run_defer(gx *s, const ry_expr *e, ry_grad_fn fn, ry_expr **prim, gx_adj *out,
+                  gx_adj **aadj, ry_expr **targs);
+
+/* ---- grad_inline.c ---- */
+/* f (a function in A-normal form) with its calls of non-recursive,
+ * monomorphic globals replaced by their bodies, fresh variables; the
+ * parameters of f stay. */
+const ry_expr *gx_inline(gx *s, const ry_expr *f);
 
 /* ---- grad_convert.c ---- */
 /* t with the type variables from[i] replaced by to[i] (new nodes in m). */

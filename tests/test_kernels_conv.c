@@ -1,10 +1,13 @@
 /*
  * test_kernels_conv.c: the fast paths of the convolution and pooling
- * kernels (src/backend/cpu/conv.c, pool.c) against naive loops written
- * here from the definitions: conv2d, conv2d_transpose and
- * conv2d_backward_weight over strides, padding, dilation, groups and batch
- * sizes that split into several image blocks (per-image and staged
- * forward GEMMs); max_pool2d and its gradient
+ * kernels (src/backend/cpu/conv.c, conv_im2col.c, pool.c) against naive
+ * loops written here from the definitions: conv2d, conv2d_transpose and
+ * conv2d_backward_weight over strides, padding (symmetric, one-sided, wider
+ * than the kernel), dilation and groups, on the stride-1 padded-copy path
+ * and the general loops, the direct forward of few-tap convolutions
+ * (conv_direct.c, where the CPU has AVX2), with row bands, the weight
+ * gradient in both GEMM forms and batches cut into uneven chunks
+ * (test_conv_split.c checks the split's bits); max_pool2d and its gradient
  * on the 2x2 stride-2 path (SSE and scalar tails, NaNs, ties, -0, odd
  * sizes) and the general path. float32 and float64.
  */
@@ -149,6 +152,13 @@ static void conv_against_naive(void **state) {
         {2, 3, 10, 9, 3, 3, 3, 1, 2, 2, 1, 0, 3, 2, 2, 3}, /* dilation, depthwise */
         {1, 2, 4, 4, 2, 5, 5, 1, 1, 3, 3, 3, 3, 1, 1, 1},  /* kernel larger than the image */
         {2, 2, 5, 5, 3, 1, 1, 3, 3, 0, 0, 0, 0, 1, 1, 1},  /* 1x1, stride 3: skipped pixels */
+        {2, 3, 8, 9, 5, 3, 4, 1, 1, 0, 2, 1, 0, 1, 1, 1},  /* stride 1, one-sided padding */
+        {2, 2, 6, 5, 3, 2, 3, 1, 1, 0, 0, 2, 3, 1, 1, 1},  /* stride 1, padding at the tail only */
+        {13, 6, 14, 14, 16, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1}, /* transposed dw, uneven chunks */
+        {3, 12, 10, 10, 32, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 2}, /* transposed dw per group */
+        {2, 16, 6, 70, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, /* one-row bands */
+        {2, 4, 3, 40, 2, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* 1x1: direct, 2 column blocks */
+        {3, 2, 9, 17, 4, 3, 3, 1, 1, 1, 0, 1, 2, 1, 1, 1},  /* direct: 1-lane tail, 3+1 chans */
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
         check_conv(&cfgs[i], RY_FLOAT32, 1e-4);
@@ -156,9 +166,9 @@ static void conv_against_naive(void **state) {
     }
 }
 
-/* The block matrices hold 64K elements: 7 of these images (36 x 256 each)
- * fit a block, so 9 images take a block of 7 and one of 2; 1 image of
- * 40 x 40 does not fit at all (a block of one). */
+/* Larger images: several row bands per image, more images than weight
+ * gradient chunks (9 > 8), and a 40 x 40 image whose column matrix is
+ * large. */
 static void conv_many_blocks(void **state) {
     (void)state;
     conv_cfg c = {9, 4, 16, 16, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -166,10 +176,8 @@ static void conv_many_blocks(void **state) {
     check_conv(&c, RY_FLOAT64, 1e-12);
     conv_cfg big = {2, 6, 40, 40, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     check_conv(&big, RY_FLOAT32, 1e-4);
-    /* conv2d's forward GEMM per image (128 x 144 x 72) is above
-     * RY_GEMM_PART_MIN: the staged path (3 images a block, one GEMM, then
-     * the scatter into NCHW), where every case above writes each image's
-     * GEMM straight into y */
+    /* many output channels: conv2d's band GEMMs are 128 wide, and the
+     * weight gradient (128 x 72) is too big for the transposed form */
     conv_cfg wide = {5, 8, 12, 12, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     check_conv(&wide, RY_FLOAT32, 1e-4);
     check_conv(&wide, RY_FLOAT64, 1e-12);

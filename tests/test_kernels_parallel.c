@@ -3,16 +3,19 @@
  * the thread knob (threads.h): every index is visited once, chunks are
  * contiguous and no shorter than the grain, nested calls and calls inside
  * ry_threads_serial_begin/end run inline, concurrent callers both finish,
+ * waits that end in a sleep (idle workers, a long chunk) are woken,
  * the parallel kernels (conv2d and its gradients, pooling, large
  * elementwise maps, sums, dense) give the same results at 1 and 2 threads,
  * and ry_cpu_gemm (blas.h) splits only what it should, into blocks that
- * give the unsplit GEMM's bits.
+ * give the unsplit GEMM's bits; ry_parallel_copy copies every byte; float
+ * sums keep their serial order on every path.
  */
 #include "test_util.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "backend/cpu/blas.h"
 #include "backend/cpu/parallel.h"
@@ -159,6 +162,47 @@ static void concurrent_callers(void **state) {
     free(b.count);
     pthread_mutex_destroy(&a.mu);
     pthread_mutex_destroy(&b.mu);
+    ry_set_num_threads(1);
+}
+
+/* The waits that end in a sleep: workers idle long enough to block on
+ * their condition variable are woken by the next loop, and a caller
+ * whose worker runs a long chunk blocks until that worker signals. */
+typedef struct slow {
+    atomic_int started; /* chunk 1 began (on a worker: the caller runs 0 first) */
+    atomic_int done[2];
+} slow;
+
+static void slow_chunk(void *ctx, int64_t lo, int64_t hi) {
+    slow *s = ctx;
+    for (int64_t i = lo; i < hi; i++) {
+        if (i == 0) { /* wait (up to 2 s) until another thread holds chunk 1 */
+            for (int k = 0; k < 2000 && !atomic_load(&s->started); k++) {
+                struct timespec ms = {0, 1000000};
+                nanosleep(&ms, NULL);
+            }
+        } else {
+            atomic_store(&s->started, 1);
+            struct timespec t = {0, 30000000}; /* 30 ms: past every poll phase */
+            nanosleep(&t, NULL);
+        }
+        atomic_fetch_add(&s->done[i], 1);
+    }
+}
+
+static void sleeping_waits(void **state) {
+    (void)state;
+    ry_set_num_threads(2);
+    for (int round = 0; round < 3; round++) {
+        /* idle: the workers poll, then yield, then block */
+        struct timespec idle = {0, 40000000};
+        nanosleep(&idle, NULL);
+        slow s = {0};
+        ry_parallel_for(2, 1, slow_chunk, &s);
+        assert_int_equal(atomic_load(&s.done[0]), 1);
+        assert_int_equal(atomic_load(&s.done[1]), 1);
+        check_cover(5000, 100, 2, 8); /* and the pool still splits */
+    }
     ry_set_num_threads(1);
 }
 
@@ -371,13 +415,89 @@ static void kernels_match(void **state) {
     }
 }
 
+/* ry_parallel_copy: every byte, at sizes around its blocks, at 1 and 2
+ * threads, from and to unaligned addresses. */
+static void parallel_copy(void **state) {
+    (void)state;
+    const size_t sizes[] = {0, 1, 16383, 16384, 16385, 262144, 262144 * 2 + 7, (1u << 20) + 3};
+    size_t most = (1u << 20) + 3;
+    unsigned char *src = malloc(most + 8), *dst = malloc(most + 8);
+    assert_true(src && dst);
+    for (size_t i = 0; i < most + 8; i++) src[i] = (unsigned char)(i * 131 + (i >> 9));
+    for (int threads = 1; threads <= 2; threads++) {
+        ry_set_num_threads(threads);
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            memset(dst, 0xA5, most + 8);
+            ry_parallel_copy(dst + 3, src + 1, sizes[k]);
+            if (sizes[k]) assert_memory_equal(dst + 3, src + 1, sizes[k]);
+            for (size_t i = 0; i < 3; i++) assert_int_equal(dst[i], 0xA5);
+            assert_int_equal(dst[3 + sizes[k]], 0xA5); /* nothing past the end */
+        }
+    }
+    ry_set_num_threads(1);
+    free(src);
+    free(dst);
+}
+
+/* Float sums keep their serial order on every path: a bias gradient
+ * (sum over the batch, last axis kept) and a row sum, small (one thread)
+ * and large (split), against the loop each output is defined by. */
+static void sums_keep_order(void **state) {
+    (void)state;
+    const int64_t shapes[][2] = {{32, 1024}, {3, 7}, {512, 300}, {1, 5000}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        for (int axis = 0; axis < 2; axis++)
+            for (int threads = 1; threads <= 2; threads++) {
+                int64_t rows = shapes[k][0], len = shapes[k][1];
+                ry_tensor *x = ry_tensor_new(RY_FLOAT32, 2, shapes[k]);
+                int64_t n_out = axis == 0 ? len : rows;
+                ry_tensor *y = ry_tensor_new(RY_FLOAT32, 1, &n_out);
+                assert_true(x && y);
+                float *xd = x->data;
+                uint64_t seed = (uint64_t)(k * 7 + 1);
+                for (int64_t i = 0; i < x->size; i++) {
+                    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                    xd[i] = (float)((double)(seed >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
+                }
+                ry_attr_value ax = {.kind = RY_AV_INT, .i = axis};
+                ry_attr attr = {.name = "axis", .value = {.kind = RY_AV_LIST, .list = {1, &ax}}};
+                ry_attrs attrs = {1, &attr};
+                ry_error err;
+                memset(&err, 0, sizeof err);
+                ry_kernel_ctx c = {.op = ry_op_find("sum"), .attrs = &attrs, .err = &err};
+                ry_set_num_threads(threads);
+                assert_int_equal(c.op->kernels[RY_TARGET_CPU](&c, 1, &x, 1, &y), RY_OK);
+                ry_set_num_threads(1);
+                const float *yd = y->data;
+                for (int64_t o = 0; o < n_out; o++) {
+                    double want;
+                    if (axis == 0) { /* rows in order, in double */
+                        want = 0;
+                        for (int64_t q = 0; q < rows; q++) want += xd[q * len + o];
+                    } else { /* four interleaved lanes, combined (a0 + a1) + (a2 + a3) */
+                        double a[4] = {0, 0, 0, 0};
+                        int64_t j = 0;
+                        for (; j + 4 <= len; j += 4)
+                            for (int l = 0; l < 4; l++) a[l] += xd[o * len + j + l];
+                        for (; j < len; j++) a[0] += xd[o * len + j];
+                        want = (a[0] + a[1]) + (a[2] + a[3]);
+                    }
+                    assert_true(yd[o] == (float)want);
+                }
+                ry_tensor_release(x);
+                ry_tensor_release(y);
+            }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(covers_once),        cmocka_unit_test(knob),
         cmocka_unit_test(nested_runs_inline), cmocka_unit_test(serial_bracket),
-        cmocka_unit_test(concurrent_callers), cmocka_unit_test(kernels_match),
+        cmocka_unit_test(concurrent_callers), cmocka_unit_test(sleeping_waits),
+        cmocka_unit_test(kernels_match),
         cmocka_unit_test(gemm_split_same_bits), cmocka_unit_test(gemm_parts_rules),
-        cmocka_unit_test(gemm_empty_k),
+        cmocka_unit_test(gemm_empty_k),       cmocka_unit_test(parallel_copy),
+        cmocka_unit_test(sums_keep_order),
     };
     /* e.g. RY_TEST_FILTER='*' minus OpenBLAS: helgrind runs "c*" "n*" "s*" */
     const char *filter = getenv("RY_TEST_FILTER");

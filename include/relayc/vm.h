@@ -47,9 +47,21 @@
  * compiled from one module may run in separate threads at once (one per
  * worker): they share only the module, which ry_vm_compile extends with
  * ANF forms under a process-wide lock and which running never writes, and
- * the result allocator, which is locked. Values given to calls in
- * different threads must be distinct objects (value reference counts are
- * not atomic; tensors' are, so the tensors may be shared).
+ * the allocator of large result buffers, which is locked. Values given to
+ * calls in different threads must be distinct objects (value reference
+ * counts are not atomic; tensors' are, so the tensors may be shared).
+ *
+ * Reuse across calls. Besides its storage slots, a program keeps a pool
+ * of small result buffers (size-class free lists: the buffers a
+ * recursion's closures hold come back for the next step; locked, as its
+ * buffers may be freed on any thread and outlive it), a known zero per
+ * zeros_like call site (with sparse_rows), and for calls whose shapes
+ * depend on the data the result types learned per input shape (64 per
+ * call, the oldest learned giving way); value and tensor headers come
+ * from per-thread block caches. A warm step of a static-shape program, or
+ * of a recursion over inputs of sizes seen before, allocates nothing of
+ * the VM's own. Everything is freed by ry_vm_free (a pool once its last
+ * buffer is back).
  *
  * Frames and registers live on heap stacks, so deep recursion in the
  * program (100,000 calls and more) never grows the C stack; depth is bounded
@@ -120,6 +132,9 @@ typedef struct ry_vm_stats {
      * argument, into a slot's kept buffer, and into a new buffer that the
      * slot then keeps */
     long ran_inplace, ran_reused, ran_fresh;
+    /* operator calls that took the general path (types found at run time:
+     * a shape not seen before, or arguments of no tensor type) */
+    long ran_general;
 } ry_vm_stats;
 void ry_vm_get_stats(const ry_vm_program *prog, ry_vm_stats *st);
 

@@ -4,8 +4,11 @@
  * are used only inside the group become one call of fused.elemwiseN, whose
  * `code` attribute is the group as a small program (src/op/fused_prog.h);
  * a group fed by an nn.dense or nn.matmul whose result only it uses becomes
- * fused.matmulN, the group being the GEMM's epilogue. The result is
- * ordinary IR: the engines, the printer and the parser need nothing new.
+ * fused.matmulN, the group being the GEMM's epilogue (so two GEMMs added
+ * become one accumulating into the other's result). Members must have the
+ * group result's shape, `?` dimensions included when fuse_shape.c shows
+ * them equal. The result is ordinary IR: the engines, the printer and the
+ * parser need nothing new.
  * Two exact rewrites open groups first: relu masks read the relu's result,
  * and a bias along a non-last axis broadcasts through expand_dims. Fused
  * calls have no gradient, so fusion runs after differentiation.
@@ -16,6 +19,7 @@
 #include <string.h>
 
 #include "op/fused_prog.h"
+#include "pass/fuse_shape.h"
 #include "pass/pass_impl.h"
 #include "relayc/ad.h"
 
@@ -30,6 +34,7 @@ typedef struct fz {
     int *uses;   /* var id -> occurrences in the function */
     int *where;  /* var id -> index in the chain being fused, or -1 */
     int *group;  /* chain index -> group number (-1: none) */
+    fz_shapes *sh; /* which tensors provably share a shape */
     int nfused;
 } fz;
 
@@ -53,6 +58,7 @@ static void count(fz *f, const ry_expr *e) {
             return;
         case RY_EXPR_LET:
             count(f, e->let.value);
+            fz_shapes_bind(f->sh, e->let.var, e->let.value);
             e = e->let.body;
             continue;
         case RY_EXPR_IF:
@@ -84,17 +90,6 @@ static bool prog_dtype(ry_dtype d) { return d == RY_FLOAT32 || d == RY_FLOAT64 |
 
 static bool prog_tensor(const ry_type *t) {
     return t && t->kind == RY_TYPE_TENSOR && prog_dtype(t->tensor.dtype);
-}
-
-static bool same_dims(const ry_type *a, const ry_type *b) {
-    if (a->tensor.ndim != b->tensor.ndim) return false;
-    for (int i = 0; i < a->tensor.ndim; i++) {
-        const ry_dim *x = &a->tensor.dims[i], *y = &b->tensor.dims[i];
-        if (x->kind != y->kind || x->kind == RY_DIM_ANY) return false;
-        if (x->kind == RY_DIM_CONST && x->value != y->value) return false;
-        if (x->kind == RY_DIM_SYM && strcmp(x->name, y->name) != 0) return false;
-    }
-    return true;
 }
 
 /* A literal a program can hold: a scalar constant of a program dtype. */
@@ -157,6 +152,13 @@ typedef struct chain {
     ry_var **vars;
     ry_expr **vals;
 } chain;
+
+/* Whether chain entries i and j provably have one shape at run time
+ * (fuse_shape.h: `?` dimensions too, when they derive from the same
+ * sources). */
+static bool same_shape(const fz *f, const chain *c, int i, int j) {
+    return fz_shapes_same(f->sh, c->vars[i], c->vals[i]->type, c->vars[j], c->vals[j]->type);
+}
 
 typedef struct grp {
     int members[MAX_GROUP]; /* chain indices, the root first */
@@ -223,7 +225,6 @@ static void collect_inputs(const fz *f, const chain *c, grp *g) {
  * whose every use is inside the group, of the root's shape (so nothing is
  * computed more often than before), while the program stays small. */
 static void grow(fz *f, const chain *c, grp *g, int gid) {
-    const ry_type *rt = c->vals[g->members[0]]->type;
     for (bool changed = true; changed;) {
         changed = false;
         for (int i = 0; i < g->n && g->n < MAX_GROUP; i++) {
@@ -233,7 +234,7 @@ static void grow(fz *f, const chain *c, grp *g, int gid) {
                 if (x->kind != RY_EXPR_VAR || x->var.var->id >= f->nids) continue;
                 int w = f->where[x->var.var->id];
                 if (w < 0 || f->group[w] >= 0 || !fusable(c->vals[w]) ||
-                    !same_dims(c->vals[w]->type, rt) ||
+                    !same_shape(f, c, w, g->members[0]) ||
                     uses_inside(f, c, g, x->var.var) != f->uses[x->var.var->id])
                     continue;
                 g->members[g->n++] = w;
@@ -255,14 +256,13 @@ static void grow(fz *f, const chain *c, grp *g, int gid) {
 /* A GEMM among the inputs whose result only the group uses, of the root's
  * shape, becomes the group's head; it leaves the inputs for its operands. */
 static void find_head(fz *f, const chain *c, grp *g, int gid) {
-    const ry_type *rt = c->vals[g->members[0]]->type;
     g->head = -1;
     for (int k = 0; k < g->ninputs; k++) {
         const ry_expr *x = g->inputs[k];
         if (x->kind != RY_EXPR_VAR || x->var.var->id >= f->nids) continue;
         int w = f->where[x->var.var->id];
         if (w < 0 || f->group[w] >= 0 || !gemm_head(c->vals[w]) ||
-            !same_dims(c->vals[w]->type, rt) ||
+            !same_shape(f, c, w, g->members[0]) ||
             uses_inside(f, c, g, x->var.var) != f->uses[x->var.var->id] ||
             g->ninputs - 1 + 2 > RY_FZ_MAX_IN)
             continue;
@@ -617,6 +617,7 @@ ry_status ry_fuse(ry_module *m, ry_error *err) {
         fz f = {.m = m, .a = a, .nids = m->next_id};
         f.uses = RY_NEW_ARRAY(a, int, f.nids + 1);
         f.where = RY_NEW_ARRAY(a, int, f.nids + 1);
+        f.sh = fz_shapes_new(a, f.nids);
         for (int k = 0; k <= f.nids; k++) f.where[k] = -1;
         count(&f, fn);
         m->globals[i]->func = rewrite(&f, fn);

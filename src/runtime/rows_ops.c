@@ -69,15 +69,33 @@ static bool known_zero(const ry_value *v) {
     return v->kind == RY_VAL_TENSOR && v->tensor->base && v->tensor->base->alloc == &zero_allocator;
 }
 
-/* A known zero of dtype and shape. */
-static ry_value *zero_view(ry_dtype dt, int ndim, const int64_t *shape) {
+/* A known zero of dtype and shape, a view of *cache when that is large
+ * enough, else of a new zero block that replaces it there (views keep
+ * the old one alive). Known zeros are never written, so any number of
+ * them may share one block. cache NULL: a block of its own. */
+#define ZERO_MIN_BLOCK ((int64_t)1 << 16)
+
+static ry_value *zero_view(ry_tensor **cache, ry_dtype dt, int ndim, const int64_t *shape) {
     int64_t bytes = (int64_t)ry_dtype_size(dt);
     for (int d = 0; d < ndim; d++) bytes *= shape[d];
-    ry_tensor *base = ry_tensor_new_on(&zero_allocator, RY_UINT8, 1, &bytes);
-    if (!base) return NULL;
+    ry_tensor *base = cache ? *cache : NULL;
+    if (base && base->size >= bytes) {
+        ry_tensor_retain(base);
+    } else {
+        int64_t n = cache && bytes < ZERO_MIN_BLOCK ? ZERO_MIN_BLOCK : bytes;
+        if (!(base = ry_tensor_new_on(&zero_allocator, RY_UINT8, 1, &n))) return NULL;
+        if (cache) {
+            ry_tensor_release(*cache);
+            *cache = ry_tensor_retain(base);
+        }
+    }
     ry_tensor *t = ry_tensor_view(base, 0, dt, ndim, shape);
     ry_tensor_release(base);
     return t ? ry_value_tensor(t) : NULL;
+}
+
+ry_value *ry_rows_zero_view(ry_tensor **cache, ry_dtype dt, int ndim, const int64_t *shape) {
+    return zero_view(cache, dt, ndim, shape);
 }
 
 /* The dense dtype and shape of a tensor or rows value. */
@@ -96,10 +114,11 @@ static bool dense_type(const ry_value *v, ry_dtype *dt, int *ndim, const int64_t
 /* The result type of op on the dense types of args (tensor types, constant
  * dims) by the type relation; false when it cannot be had. */
 static bool result_shape(const ry_expr *call, int nargs, ry_value *const *args, ry_dtype *dt,
-                         int *ndim, int64_t *shape) {
+                         int *ndim, int64_t *shape, ry_arena *scratch) {
     const ry_op *op = call->call.callee->op.op;
-    ry_arena *a = ry_arena_new();
+    ry_arena *a = scratch ? scratch : ry_arena_new();
     if (!a) return false;
+    if (scratch) ry_arena_reset(a);
     ry_type *types[4];
     bool ok = nargs <= 4;
     for (int i = 0; ok && i < nargs; i++) {
@@ -120,7 +139,7 @@ static bool result_shape(const ry_expr *call, int nargs, ry_value *const *args, 
         shape[k] = t->tensor.dims[k].value;
     }
     if (ok) *dt = t->tensor.dtype, *ndim = t->tensor.ndim;
-    ry_arena_free(a);
+    if (!scratch) ry_arena_free(a);
     return ok;
 }
 
@@ -131,7 +150,7 @@ static bool rows_zeros(const ry_expr *call, ry_value *const *args, ry_value **ou
     int nd;
     const int64_t *shape;
     if (!dense_type(args[0], &dt, &nd, &shape) || nd < 1 || !is_float(dt)) return false;
-    *out = zero_view(dt, nd, shape);
+    *out = zero_view(NULL, dt, nd, shape);
     *st = *out ? RY_OK : oom(err, call);
     return true;
 }
@@ -270,12 +289,13 @@ static bool rows_add(const ry_expr *call, ry_value *const *args, const int *regs
 /* reshape of a known zero: a known zero of the new shape (the same
  * buffer); of rows, when it keeps axis 0 (and so each row's elements). */
 static bool rows_reshape(const ry_expr *call, ry_value *const *args, ry_value **out,
-                         ry_status *st, ry_error *err) {
+                         ry_status *st, ry_error *err, ry_arena *scratch) {
     const ry_value *r = args[0];
     ry_dtype dt;
     int nd;
     int64_t shape[RY_MAX_RANK];
-    if ((r->kind != RY_VAL_ROWS && !known_zero(r)) || !result_shape(call, 1, args, &dt, &nd, shape))
+    if ((r->kind != RY_VAL_ROWS && !known_zero(r)) ||
+        !result_shape(call, 1, args, &dt, &nd, shape, scratch))
         return false;
     if (r->kind == RY_VAL_TENSOR) {
         ry_tensor *t = ry_tensor_view(r->tensor->base, (size_t)((char *)r->tensor->data -
@@ -320,7 +340,7 @@ static void find_rules(void) {
 
 bool ry_rows_op(bool sparse, const ry_op *op, const ry_expr *call, int nargs,
                 ry_value *const *args, const int *regs, int nkill, const int *kill, ry_value **out,
-                ry_status *st, ry_error *err) {
+                ry_status *st, ry_error *err, ry_arena *scratch) {
     bool any = false, nested = false, zero = false;
     for (int i = 0; i < nargs; i++) {
         any |= args[i]->kind == RY_VAL_ROWS;
@@ -336,7 +356,7 @@ bool ry_rows_op(bool sparse, const ry_op *op, const ry_expr *call, int nargs,
         else if ((any || zero) && op == rules[R_ADD])
             done = rows_add(call, args, regs, nkill, kill, out, st, err);
         else if ((any || zero) && op == rules[R_RESHAPE])
-            done = rows_reshape(call, args, out, st, err);
+            done = rows_reshape(call, args, out, st, err, scratch);
         if (done) return true;
     }
     for (int i = 0; (any || nested) && i < nargs; i++)

@@ -12,27 +12,38 @@
 #include <string.h>
 
 #include "relayc/value.h"
+#include "tensor/blockcache.h"
 
+/* Values and their arrays (fields, captures, names) come from the
+ * thread's block cache (blockcache.h): a step makes and drops them by the
+ * thousand. */
 static ry_value *new_value(ry_value_kind kind) {
-    ry_value *v = ry_calloc(1, sizeof *v);
+    ry_value *v = ry_block_get(sizeof *v);
     if (!v) return NULL;
+    memset(v, 0, sizeof *v);
     v->refcount = 1;
     v->kind = kind;
     return v;
 }
 
-/* Copies n value pointers into a fresh array (NULL for n == 0). Sets *ok to
+static size_t words(int n) { return sizeof(void *) * (size_t)n; }
+
+/* Copies n pointers into a fresh array (NULL for n == 0). Sets *ok to
  * false on out-of-memory. */
-static ry_value **copy_values(int n, ry_value **src, bool *ok) {
+static void *copy_words(int n, const void *src, bool *ok) {
     *ok = true;
     if (n <= 0) return NULL;
-    ry_value **a = ry_malloc(sizeof *a * (size_t)n);
+    void *a = ry_block_get(words(n));
     if (!a) {
         *ok = false;
         return NULL;
     }
-    memcpy(a, src, sizeof *a * (size_t)n);
+    memcpy(a, src, words(n));
     return a;
+}
+
+static void put_words(void *a, int n) {
+    if (n > 0) ry_block_put(a, words(n));
 }
 
 static void release_all(int n, ry_value **vs) {
@@ -49,29 +60,33 @@ ry_value *ry_value_tensor(ry_tensor *t) {
     return v;
 }
 
-ry_value *ry_value_tuple(int n, ry_value **fields) {
+/* A tuple or ADT value holding a copy of fields[0..n) (taken over). */
+static ry_value *with_fields(ry_value_kind kind, int n, ry_value **fields, ry_value ***out) {
     bool ok = true;
-    ry_value *v = new_value(RY_VAL_TUPLE);
-    ry_value **a = v ? copy_values(n, fields, &ok) : NULL;
+    ry_value *v = new_value(kind);
+    ry_value **a = v ? copy_words(n, fields, &ok) : NULL;
     if (!v || !ok) {
-        ry_free(v);
+        if (v) ry_block_put(v, sizeof *v);
         release_all(n, fields);
         return NULL;
     }
+    *out = a;
+    return v;
+}
+
+ry_value *ry_value_tuple(int n, ry_value **fields) {
+    ry_value **a = NULL;
+    ry_value *v = with_fields(RY_VAL_TUPLE, n, fields, &a);
+    if (!v) return NULL;
     v->tuple.n = n;
     v->tuple.fields = a;
     return v;
 }
 
 ry_value *ry_value_adt(const ry_ctor *ctor, int n, ry_value **fields) {
-    bool ok = true;
-    ry_value *v = new_value(RY_VAL_ADT);
-    ry_value **a = v ? copy_values(n, fields, &ok) : NULL;
-    if (!v || !ok) {
-        ry_free(v);
-        release_all(n, fields);
-        return NULL;
-    }
+    ry_value **a = NULL;
+    ry_value *v = with_fields(RY_VAL_ADT, n, fields, &a);
+    if (!v) return NULL;
     v->adt.ctor = ctor;
     v->adt.n = n;
     v->adt.fields = a;
@@ -92,16 +107,11 @@ ry_value *ry_value_closure(const ry_expr *func, int ncaptured, const ry_var **va
                            ry_value **captured) {
     bool ok = true;
     ry_value *v = new_value(RY_VAL_CLOSURE);
-    ry_value **a = v ? copy_values(ncaptured, captured, &ok) : NULL;
-    const ry_var **names = NULL;
-    if (v && ok && ncaptured > 0) {
-        names = ry_malloc(sizeof *names * (size_t)ncaptured);
-        if (names) memcpy(names, vars, sizeof *names * (size_t)ncaptured);
-        else ok = false;
-    }
+    ry_value **a = v ? copy_words(ncaptured, captured, &ok) : NULL;
+    const ry_var **names = v && ok ? copy_words(ncaptured, vars, &ok) : NULL;
     if (!v || !ok) {
-        ry_free(a);
-        ry_free(v);
+        if (a) put_words(a, ncaptured);
+        if (v) ry_block_put(v, sizeof *v);
         release_all(ncaptured, captured);
         return NULL;
     }
@@ -142,7 +152,7 @@ ry_value *ry_value_rows(int ndim, const int64_t *shape, int64_t n, const int64_t
     ry_value *v = new_value(RY_VAL_ROWS);
     int64_t *ix = v ? ry_malloc(sizeof *ix * (size_t)(n > 0 ? n : 1)) : NULL;
     if (!ix) {
-        ry_free(v);
+        ry_block_put(v, sizeof *v);
         ry_tensor_release(values);
         return NULL;
     }
@@ -184,11 +194,11 @@ static void drop_children(ry_value *d, ry_value **dead) {
             *dead = k;
         }
     }
-    if (d->kind == RY_VAL_TUPLE) ry_free(d->tuple.fields);
-    if (d->kind == RY_VAL_ADT) ry_free(d->adt.fields);
+    if (d->kind == RY_VAL_TUPLE) put_words(d->tuple.fields, d->tuple.n);
+    if (d->kind == RY_VAL_ADT) put_words(d->adt.fields, d->adt.n);
     if (d->kind == RY_VAL_CLOSURE) {
-        ry_free(d->closure.captured);
-        ry_free((void *)d->closure.captured_vars);
+        put_words(d->closure.captured, d->closure.ncaptured);
+        put_words((void *)d->closure.captured_vars, d->closure.ncaptured);
     }
 }
 
@@ -199,7 +209,7 @@ void ry_value_release(ry_value *v) {
         ry_value *d = dead;
         dead = d->dead_next;
         drop_children(d, &dead);
-        ry_free(d);
+        ry_block_put(d, sizeof *d);
     }
 }
 

@@ -152,20 +152,33 @@ static vm_opcall *make_opcall(cc *c, const ry_expr *e) {
     oc->call = e;
     oc->op = op;
     oc->kernel = op->kernels[RY_TARGET_CPU];
+    oc->zeros_like = strcmp(op->name, "zeros_like") == 0;
+    oc->rows_rule = oc->zeros_like || !strcmp(op->name, "scatter_nd") || !strcmp(op->name, "add") ||
+                    !strcmp(op->name, "reshape");
     p->stats.nops++;
     if (!oc->kernel || e->call.nargs != op->nargs) return oc; /* the general path reports it */
     ry_type **in = RY_NEW_ARRAY(p->arena, ry_type *, e->call.nargs ? e->call.nargs : 1);
+    const ry_type *flat[VM_MAX_IN];
+    int nin = 0;
     for (int i = 0; i < e->call.nargs; i++) {
         const ry_type *t = e->call.args[i]->type;
-        if (!t || t->kind != RY_TYPE_TENSOR || !vm_type_static(t)) return oc;
+        if (!t || !vm_type_static(t)) return oc;
+        int nf = t->kind == RY_TYPE_TUPLE ? t->tuple.n : 1;
+        for (int k = 0; k < nf; k++) {
+            const ry_type *x = t->kind == RY_TYPE_TUPLE ? t->tuple.fields[k] : t;
+            if (x->kind != RY_TYPE_TENSOR || nin == VM_MAX_IN) return oc;
+            flat[nin++] = x;
+        }
         in[i] = (ry_type *)t;
     }
     ry_error scratch_err;
     ry_rel_ctx rc = {p->arena, op, &e->call.attrs, e->span, &scratch_err};
     ry_type *out = NULL;
     if (op->rel(&rc, e->call.nargs, in, &out) != RY_REL_OK || !vm_type_static(out)) return oc;
-    vm_sig *sg = &oc->sig[0];
-    sg->in_types = (const ry_type **)in;
+    vm_sig *sg = oc->sig = RY_NEW(p->arena, vm_sig);
+    oc->capsig = 1;
+    sg->keys = vm_keys_of(p->arena, nin, flat);
+    sg->nin = nin;
     sg->out_type = out;
     flatten_types(out, NULL, &sg->nout);
     sg->outs = RY_NEW_ARRAY(p->arena, const ry_type *, sg->nout ? sg->nout : 1);
@@ -533,10 +546,16 @@ static void liveness(ry_vm_program *p, vm_fn *f) {
     uint64_t *in = RY_NEW_ARRAY(a, uint64_t, (size_t)(n + 1) * (size_t)words);
     uint64_t *out = RY_NEW_ARRAY(a, uint64_t, words ? words : 1);
     int *u = RY_NEW_ARRAY(a, int, maxu), *kill = RY_NEW_ARRAY(a, int, maxu);
+    /* Captured variables live to the frame's end: their registers borrow
+     * from the closure the frame holds (vm_exec.c), so they never die
+     * (and are never taken in place) before it. */
+    uint64_t *pin = RY_NEW_ARRAY(a, uint64_t, words ? words : 1);
+    for (int r = 0; r < f->nfree; r++) pin[r / 64] |= 1ULL << (r % 64);
+    for (int w = 0; w < words; w++) in[(size_t)n * words + w] = pin[w];
     for (int i = n - 1; i >= 0; i--) {
         insn *I = &f->code[i];
         vm_opcode op = (vm_opcode)I->op;
-        memset(out, 0, sizeof *out * (size_t)words);
+        memcpy(out, pin, sizeof *out * (size_t)words);
         if (falls_through(op) && i + 1 <= n)
             for (int w = 0; w < words; w++) out[w] |= in[(size_t)(i + 1) * words + w];
         if (has_target(op) && I->b >= 0 && I->b <= n)
@@ -607,6 +626,10 @@ ry_status ry_vm_compile(ry_module *m, ry_vm_program **out, ry_error *err) {
     if (!p) return ry_error_at(err, RY_NO_SPAN, "out of memory");
     p->m = m;
     p->arena = ry_arena_new();
+    if (!(p->pool = vm_pool_new())) {
+        ry_vm_free(p);
+        return ry_error_at(err, RY_NO_SPAN, "out of memory");
+    }
     int ng = p->nglobals = m->nglobals;
     p->gfns = RY_NEW_ARRAY(p->arena, vm_fn *, ng ? ng : 1);
     p->gvals = RY_NEW_ARRAY(p->arena, ry_value *, ng ? ng : 1);
@@ -642,11 +665,14 @@ ry_status ry_vm_compile(ry_module *m, ry_vm_program **out, ry_error *err) {
 void ry_vm_free(ry_vm_program *p) {
     if (!p) return;
     vm_machine_drop(p);
+    vm_opcalls_free(p);
+    ry_tensor_release(p->zero_base);
     for (int i = 0; i < p->nfns; i++) vm_fn_free_slots(p->fns[i]);
     for (int i = 0; i < p->nowned; i++) ry_value_release(p->owned[i]);
     ry_free(p->owned);
     for (int i = 0; i < p->nfns; i++) ry_free(p->fns[i]->code);
     ry_arena_free(p->arena);
+    vm_pool_close(p->pool); /* after the slots: what they held waits no more */
     ry_free(p);
 }
 

@@ -146,6 +146,19 @@ static void release_all(int n, ry_value **vs) {
     for (int i = 0; i < n; i++) ry_value_release(vs[i]);
 }
 
+/* A frame entered through a closure holds it and borrows the captured
+ * values in its first nfree registers (a backward closure of AD captures
+ * a dozen values: retaining and releasing each per call was a tenth of
+ * the VM's time). Those registers never die early (liveness pins them),
+ * are never taken over, and leave the frame without a release. */
+static void drop_borrowed(vm_machine *mc, vframe *fr) {
+    if (!fr->clos) return;
+    ry_value **R = mc->regs + fr->base;
+    for (int j = 0; j < fr->fn->nfree; j++) R[j] = NULL;
+    ry_value_release(fr->clos);
+    fr->clos = NULL;
+}
+
 /* ---- calls ----
  * enter: f's code starts with args (taken over) in its parameter registers
  * and clos's captured values (clos taken over; NULL for a global) in the
@@ -156,6 +169,7 @@ static ry_status enter(vm_machine *mc, vm_fn *f, ry_value *clos, int nargs, ry_v
     if ((check || f->check) && ry_value_check_params(f->func, args, span, mc->err)) goto fail;
     if (tail) {
         vframe *fr = &mc->fs[mc->nf - 1];
+        drop_borrowed(mc, fr);
         release_regs(mc, fr->base);
         if (grow_regs(mc, fr->base + f->nregs, span)) goto fail;
         if (fr->fn != f) {
@@ -173,8 +187,9 @@ static ry_status enter(vm_machine *mc, vm_fn *f, ry_value *clos, int nargs, ry_v
     } else if (push_frame(mc, f, ret, span)) {
         goto fail;
     }
-    ry_value **R = mc->regs + mc->fs[mc->nf - 1].base;
-    if (clos) {
+    vframe *fr = &mc->fs[mc->nf - 1];
+    ry_value **R = mc->regs + fr->base;
+    if (clos && f->nfree > 0) {
         int nc = clos->closure.ncaptured;
         for (int i = 0; i < nc; i++) {
             int j = i;
@@ -182,8 +197,10 @@ static ry_status enter(vm_machine *mc, vm_fn *f, ry_value *clos, int nargs, ry_v
                 for (j = 0; j < f->nfree && f->free[j] != clos->closure.captured_vars[i]; j++) {}
             if (j == f->nfree) continue; /* a variable this function does not use */
             ry_value *x = clos->closure.captured[i];
-            R[j] = ry_value_retain(x ? x : clos);
+            R[j] = x ? x : clos; /* borrowed (drop_borrowed) */
         }
+        fr->clos = clos;
+    } else {
         ry_value_release(clos);
     }
     for (int i = 0; i < nargs; i++) R[f->nfree + i] = args[i];
@@ -231,6 +248,7 @@ fail:
  * run's first frame. */
 static void do_return(vm_machine *mc, ry_value *v, ry_value **out, bool *done) {
     vframe fr = mc->fs[--mc->nf];
+    drop_borrowed(mc, &fr);
     release_regs(mc, fr.base);
     give_set(fr.fn, fr.S);
     if (mc->nf == 0) {
@@ -430,7 +448,8 @@ static ry_status run(vm_machine *mc, ry_value **out) {
             break;
         case I_RET:
             v = R[I->a];
-            R[I->a] = NULL;
+            if (fr->clos && I->a < fr->fn->nfree) v = ry_value_retain(v); /* borrowed */
+            else R[I->a] = NULL;
             do_return(mc, v, out, &done);
             if (done) return RY_OK;
             continue;
@@ -474,6 +493,7 @@ static void machine_free(vm_machine *mc) {
 /* Releases what an error left in the registers and frames, then keeps the
  * machine for the program's next call. */
 static void machine_put(ry_vm_program *p, vm_machine *mc) {
+    for (long k = mc->nf - 1; k >= 0; k--) drop_borrowed(mc, &mc->fs[k]);
     release_regs(mc, 0);
     while (mc->nf > 0) {
         vframe *fr = &mc->fs[--mc->nf];

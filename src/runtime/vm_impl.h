@@ -45,18 +45,33 @@ typedef enum vm_opcode {
 typedef struct vm_fn vm_fn;
 
 /* An operator call settled at compile time. When every argument has a
- * static tensor type (in_types) and so has every result (out_type), the
- * hot path compares shapes, allocates the outputs and calls the kernel. */
+ * static tensor type, or is a tuple of them (keys), and so has every
+ * result (out_type), the hot path compares shapes, allocates the outputs
+ * and calls the kernel. */
+/* An input's dtype and shape laid out for a quick comparison. */
+typedef struct vm_key {
+    int dtype, ndim;
+    int64_t shape[RY_MAX_RANK];
+} vm_key;
+
+/* The most input tensors a fast-path call takes (tuple arguments, as
+ * concatenate's, count their fields). */
+#define VM_MAX_IN 16
+
 typedef struct vm_sig {
-    const ry_type **in_types;  /* nargs tensor types, constant dims */
+    const vm_key *keys;        /* the nin input tensors' (tuple arguments flattened) */
+    int nin;
     const ry_type *out_type;   /* tensor or tuple of tensors */
     int nout;                  /* tensors in out_type */
     const ry_type **outs;      /* out_type's tensors, depth first */
+    void *mem;                 /* a learned one's block holding all of it (owned) */
 } vm_sig;
 
 /* Result types by input shapes: the compile-time one, and those the run
- * time learned for symbolic or Any dims (a few, replaced in turn). */
-#define VM_SIGS 16
+ * time learned for symbolic or Any dims (up to VM_SIGS, then replaced in
+ * turn; each learned one owns its memory, so learning never stops and
+ * never grows the program: a Tree-LSTM's every sentence length stays). */
+#define VM_SIGS 64
 
 typedef struct vm_opcall {
     const ry_expr *call;
@@ -65,7 +80,12 @@ typedef struct vm_opcall {
     int nsig;                  /* 0: every call takes the general path */
     int hit;                   /* the signature the last call matched */
     int relearned;             /* times the run time learned one */
-    vm_sig sig[VM_SIGS];
+    int capsig;                /* sig's entries (owned array when sig_owned) */
+    bool sig_owned;
+    bool zeros_like;           /* the op is zeros_like (a known zero, rows_ops.h) */
+    bool rows_rule;            /* the op has row-sparse rules (rows_ops.h) */
+    vm_sig *sig;
+    ry_value *zero;            /* zeros_like: the known zero it gave last (owned) */
 } vm_opcall;
 
 typedef struct insn {
@@ -136,6 +156,8 @@ struct ry_vm_program {
     int nowned, capowned;
     ry_vm_stats stats;
     struct vm_machine *idle; /* the machine of the last call, kept for the next */
+    ry_tensor *zero_base;  /* known zeros are views of this zero block (rows_ops.h) */
+    struct vm_pool *pool;  /* small result buffers (vm_alloc.c); NULL: none */
 };
 
 /* ---- the machine ---- */
@@ -145,6 +167,9 @@ typedef struct vframe {
     long base;             /* first register in mc->regs */
     int ret;               /* caller's register for the result; -1: the run's */
     ry_value **S;          /* the activation's storage slots (fn->nslots) */
+    ry_value *clos;        /* the closure it was entered through (held), whose
+                              captured values its first fn->nfree registers
+                              borrow; NULL: none */
 } vframe;
 
 typedef struct vm_machine {
@@ -167,6 +192,11 @@ typedef struct vm_machine {
 /* vm_ops.c */
 ry_status vm_run_op(vm_machine *mc, const insn *I, ry_value **R, ry_value **S, ry_value **out);
 bool vm_type_static(const ry_type *t);
+/* The keys of n static tensor types (in a). */
+vm_key *vm_keys_of(ry_arena *a, int n, const ry_type *const *types);
+/* Frees what operator calls learned or cached while running (learned
+ * signatures, known zeros). */
+void vm_opcalls_free(ry_vm_program *p);
 
 /* vm_plan.c: storage slots and in-place decisions for a compiled function
  * (after liveness; live_in: per instruction, the registers live on entry,
@@ -179,8 +209,20 @@ bool vm_op_inplace_ok(const ry_op *op);
 /* src/backend/cpu/vm_alloc.c: the allocator for operator results (keeps
  * large buffers for reuse; process-wide) */
 ry_allocator *vm_cpu_allocator(void);
+/* A program's pool of small result buffers (size-class free lists, reused
+ * across calls; locked: its buffers may be freed by any thread). new: NULL
+ * on out-of-memory. allocator: the pool's (vm_cpu_allocator for NULL);
+ * requests above 64 KiB go to vm_cpu_allocator's blocks. close: the
+ * program is done with it: what waits in it is freed, and the pool itself
+ * once every buffer it gave out has come back. kept: the buffers waiting
+ * in it (for tests). */
+typedef struct vm_pool vm_pool;
+vm_pool *vm_pool_new(void);
+ry_allocator *vm_pool_allocator(vm_pool *p);
+void vm_pool_close(vm_pool *p);
+long vm_pool_kept(vm_pool *p);
 /* The bytes t's buffer holds (at least its nbytes) when t owns a buffer of
- * vm_cpu_allocator; 0 otherwise. */
+ * vm_cpu_allocator or of a pool; 0 otherwise. */
 size_t vm_alloc_capacity(const ry_tensor *t);
 
 /* vm_exec.c: frees the machine a program keeps between calls, and the

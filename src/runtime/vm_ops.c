@@ -6,8 +6,10 @@
  * slot as the memory plan says (vm_plan.c), where reference counts show
  * that nothing else holds that buffer. Otherwise the general path: types
  * from the values, the type relation at run time (ry_op_run), a signature
- * learned for next time. Every call's arguments pass vm_run_op, where the
- * row-sparse rules (rows_ops.h) see them first.
+ * learned for next time (its own block each, VM_SIGS per call). Tuple
+ * arguments (concatenate's) flatten into the fast path's inputs. Every
+ * call's arguments pass vm_run_op, where the row-sparse rules (rows_ops.h)
+ * see them first; zeros_like there is a known zero each call site keeps.
  */
 #include <string.h>
 
@@ -25,16 +27,6 @@ bool vm_type_static(const ry_type *t) {
     if (t->kind != RY_TYPE_TENSOR) return false;
     for (int d = 0; d < t->tensor.ndim; d++)
         if (t->tensor.dims[d].kind != RY_DIM_CONST) return false;
-    return true;
-}
-
-/* ---- results ---- */
-
-
-static bool same_type(const ry_tensor *x, const ry_type *t) {
-    if (x->dtype != t->tensor.dtype || x->ndim != t->tensor.ndim) return false;
-    for (int d = 0; d < x->ndim; d++)
-        if (x->shape[d] != t->tensor.dims[d].value) return false;
     return true;
 }
 
@@ -101,10 +93,12 @@ static ry_status planned_result(vm_machine *mc, const insn *I, ry_value **R, ry_
             mc->prog->stats.ran_inplace++;
             return RY_OK;
         }
-    size_t need = type_bytes(rt);
+    /* a slot's buffer holds at least its size class (made below), so the
+     * buffer's header (another cache line) is read only past that */
+    size_t need = type_bytes(rt), cls = mc->fs[mc->nf - 1].fn->slot_bytes[I->slot];
     ry_value *old = S[I->slot];
     if (old && old->refcount == 1 && old->kind == RY_VAL_TENSOR && old->tensor->refcount == 1 &&
-        vm_alloc_capacity(old->tensor) >= need) {
+        (need <= cls || vm_alloc_capacity(old->tensor) >= need)) {
         retype(old->tensor, rt);
         *v = ry_value_retain(old);
         *res = old->tensor;
@@ -114,10 +108,10 @@ static ry_status planned_result(vm_machine *mc, const insn *I, ry_value **R, ry_
     /* a new buffer of the slot's size class, at least (so the slot's other
      * results fit it next time); the old value, if something still holds
      * it, lives on there */
-    size_t cap = need, cls = mc->fs[mc->nf - 1].fn->slot_bytes[I->slot];
+    size_t cap = need;
     if (cls > cap) cap = cls;
     int64_t bytes = (int64_t)(cap ? cap : 1);
-    ry_tensor *t = ry_tensor_new_on(vm_cpu_allocator(), RY_UINT8, 1, &bytes);
+    ry_tensor *t = ry_tensor_new_on(vm_pool_allocator(mc->prog->pool), RY_UINT8, 1, &bytes);
     ry_value *nv = t ? ry_value_tensor(t) : NULL;
     if (!nv)
         return ry_error_at(mc->err, I->span, "%s: out of memory for the result",
@@ -133,20 +127,61 @@ static ry_status planned_result(vm_machine *mc, const insn *I, ry_value **R, ry_
 
 /* ---- the fast path ----
  * Inputs: tensors of exactly the compile-time types (else the general path
- * decides, with the relation's own messages). */
-static bool sig_matches(const vm_sig *sg, int nargs, ry_value *const *args) {
-    for (int i = 0; i < nargs; i++)
-        if (!same_type(args[i]->tensor, sg->in_types[i])) return false;
+ * decides, with the relation's own messages), compared as keys: each
+ * input's dtype, rank and dims side by side in one array. */
+static void key_of(vm_key *k, ry_dtype dt, int ndim, const int64_t *shape, const ry_dim *dims) {
+    memset(k, 0, sizeof *k);
+    k->dtype = (int)dt;
+    k->ndim = ndim;
+    for (int d = 0; d < ndim; d++) k->shape[d] = dims ? dims[d].value : shape[d];
+}
+
+vm_key *vm_keys_of(ry_arena *a, int n, const ry_type *const *types) {
+    vm_key *k = RY_NEW_ARRAY(a, vm_key, n ? n : 1);
+    for (int i = 0; i < n; i++)
+        key_of(&k[i], types[i]->tensor.dtype, types[i]->tensor.ndim, NULL, types[i]->tensor.dims);
+    return k;
+}
+
+/* The input tensors of args (tensors, or tuples of tensors: their
+ * fields) into in[0..VM_MAX_IN); -1 when args are not all such. */
+static int flat_inputs(int nargs, ry_value *const *args, ry_tensor **in) {
+    int n = 0;
+    for (int i = 0; i < nargs; i++) {
+        const ry_value *v = args[i];
+        if (v->kind == RY_VAL_TENSOR) {
+            if (n == VM_MAX_IN) return -1;
+            in[n++] = v->tensor;
+        } else if (v->kind == RY_VAL_TUPLE) {
+            for (int k = 0; k < v->tuple.n; k++) {
+                const ry_value *f = v->tuple.fields[k];
+                if (f->kind != RY_VAL_TENSOR || n == VM_MAX_IN) return -1;
+                in[n++] = f->tensor;
+            }
+        } else {
+            return -1;
+        }
+    }
+    return n;
+}
+
+static bool sig_matches(const vm_sig *sg, int nin, ry_tensor *const *in) {
+    if (sg->nin != nin) return false;
+    for (int i = 0; i < nin; i++) {
+        const ry_tensor *x = in[i];
+        const vm_key *k = &sg->keys[i];
+        if ((int)x->dtype != k->dtype || x->ndim != k->ndim) return false;
+        for (int d = 0; d < k->ndim; d++)
+            if (x->shape[d] != k->shape[d]) return false;
+    }
     return true;
 }
 
-/* The signature of oc for these arguments (the last one matched first). */
-static const vm_sig *find_sig(vm_opcall *oc, int nargs, ry_value *const *args) {
-    for (int i = 0; i < nargs; i++)
-        if (args[i]->kind != RY_VAL_TENSOR) return NULL;
-    if (sig_matches(&oc->sig[oc->hit], nargs, args)) return &oc->sig[oc->hit];
+/* The signature of oc for these inputs (the last one matched first). */
+static const vm_sig *find_sig(vm_opcall *oc, int nin, ry_tensor *const *in) {
+    if (sig_matches(&oc->sig[oc->hit], nin, in)) return &oc->sig[oc->hit];
     for (int k = 0; k < oc->nsig; k++)
-        if (k != oc->hit && sig_matches(&oc->sig[k], nargs, args)) {
+        if (k != oc->hit && sig_matches(&oc->sig[k], nin, in)) {
             oc->hit = k;
             return &oc->sig[k];
         }
@@ -156,38 +191,40 @@ static const vm_sig *find_sig(vm_opcall *oc, int nargs, ry_value *const *args) {
 static ry_status fast_op(vm_machine *mc, const insn *I, ry_value **R, ry_value **S, int nargs,
                          ry_value *const *args, ry_value **out, bool *taken) {
     vm_opcall *oc = I->opcall;
-    ry_tensor *inline_in[8], **in = inline_in;
+    ry_tensor *in[VM_MAX_IN];
     ry_tensor *inline_res[8], **res = inline_res;
     *taken = false;
-    if (nargs > 8) return RY_OK;
-    const vm_sig *sg = find_sig(oc, nargs, args);
+    int nin = flat_inputs(nargs, args, in);
+    if (nin < 0) return RY_OK;
+    const vm_sig *sg = find_sig(oc, nin, in);
     if (!sg || sg->nout > 8) return RY_OK;
-    for (int i = 0; i < nargs; i++) in[i] = args[i]->tensor;
     *taken = true;
     const ry_expr *call = oc->call;
     ry_kernel_ctx kc = {.op = oc->op, .attrs = &call->call.attrs, .span = call->span,
                         .err = mc->err, .training = mc->training, .rng = &mc->rng};
     if (S && I->slot >= 0 && sg->nout == 1 && sg->out_type->kind == RY_TYPE_TENSOR) {
         if (planned_result(mc, I, R, S, sg->out_type, out, &res[0])) return RY_ERR;
-        ry_status st = oc->kernel(&kc, nargs, in, 1, res);
+        ry_status st = oc->kernel(&kc, nin, in, 1, res);
         if (st) {
             ry_value_release(*out);
             *out = NULL;
         }
         return st;
     }
+    /* without a plan, every result in a fresh buffer (ry_vm_opts.no_plan) */
+    ry_allocator *alloc = mc->plan ? vm_pool_allocator(mc->prog->pool) : vm_cpu_allocator();
     for (int i = 0; i < sg->nout; i++) {
         const ry_type *t = sg->outs[i];
         int64_t shape[RY_MAX_RANK];
         for (int d = 0; d < t->tensor.ndim; d++) shape[d] = t->tensor.dims[d].value;
-        res[i] = ry_tensor_new_on(vm_cpu_allocator(), t->tensor.dtype, t->tensor.ndim, shape);
+        res[i] = ry_tensor_new_on(alloc, t->tensor.dtype, t->tensor.ndim, shape);
         if (!res[i]) {
             for (int k = 0; k < i; k++) ry_tensor_release(res[k]);
             return ry_error_at(mc->err, call->span, "%s: out of memory for the result",
                                oc->op->name);
         }
     }
-    ry_status st = oc->kernel(&kc, nargs, in, sg->nout, res);
+    ry_status st = oc->kernel(&kc, nin, in, sg->nout, res);
     if (st == RY_OK) {
         int k = 0;
         *out = ry_value_unflatten(sg->out_type, res, &k);
@@ -245,19 +282,55 @@ static ry_status general_op(vm_machine *mc, const vm_opcall *oc, int nargs, ry_v
 }
 
 /* After a general call with tensor arguments and a static result: the
- * types seen become one of the fast path's signatures (VM_SIGS of them,
- * replaced in turn), so a call whose shapes are symbolic but repeat (a
- * batch size step after step, a Tree-LSTM's few sentence lengths) runs
- * the relation once per shape. A call whose shapes keep changing stops
- * learning after MAX_RELEARN (what it learned stays in the program's
- * arena). */
-#define MAX_RELEARN 256
+ * types seen become one of the fast path's signatures, so a call whose
+ * shapes are symbolic but repeat (a batch size step after step, a
+ * Tree-LSTM's sentence lengths) runs the relation once per shape. Each
+ * learned signature lives in one block of its own; past VM_SIGS of them
+ * the oldest learned one gives its place (and block) to the new one, so
+ * the program stays the same size however many shapes it sees. */
 
-static ry_type *copy_type(ry_arena *a, const ry_type *t) {
-    if (t->kind != RY_TYPE_TUPLE) return ry_type_tensor_arena(a, t->tensor.dtype, t->tensor.ndim, t->tensor.dims);
-    ry_type **fields = RY_NEW_ARRAY(a, ry_type *, t->tuple.n ? t->tuple.n : 1);
-    for (int i = 0; i < t->tuple.n; i++) fields[i] = copy_type(a, t->tuple.fields[i]);
-    return ry_type_tuple_arena(a, t->tuple.n, fields);
+/* Bump allocation over one block; with base NULL it only counts. */
+typedef struct bump {
+    char *base;
+    size_t used;
+} bump;
+
+static void *take(bump *b, size_t n) {
+    void *p = b->base ? b->base + b->used : NULL;
+    b->used += (n + 15) & ~(size_t)15;
+    return p;
+}
+
+static ry_type *bump_tensor(bump *b, ry_dtype dt, int ndim, const int64_t *shape,
+                            const ry_dim *dims) {
+    ry_type *o = take(b, sizeof *o);
+    ry_dim *d = take(b, sizeof *d * (size_t)(ndim ? ndim : 1));
+    if (!o) return NULL;
+    memset(o, 0, sizeof *o);
+    o->kind = RY_TYPE_TENSOR;
+    o->tensor.dtype = dt;
+    o->tensor.ndim = ndim;
+    o->tensor.dims = d;
+    for (int k = 0; k < ndim; k++) d[k] = dims ? dims[k] : (ry_dim){RY_DIM_CONST, shape[k], NULL};
+    return o;
+}
+
+/* A copy of t (static tensors and tuples of them). */
+static ry_type *bump_type(bump *b, const ry_type *t) {
+    if (t->kind != RY_TYPE_TUPLE)
+        return bump_tensor(b, t->tensor.dtype, t->tensor.ndim, NULL, t->tensor.dims);
+    ry_type *o = take(b, sizeof *o);
+    ry_type **f = take(b, sizeof *f * (size_t)(t->tuple.n ? t->tuple.n : 1));
+    for (int i = 0; i < t->tuple.n; i++) {
+        ry_type *x = bump_type(b, t->tuple.fields[i]);
+        if (f) f[i] = x;
+    }
+    if (!o) return NULL;
+    memset(o, 0, sizeof *o);
+    o->kind = RY_TYPE_TUPLE;
+    o->tuple.n = t->tuple.n;
+    o->tuple.fields = f;
+    return o;
 }
 
 static void flatten(const ry_type *t, const ry_type **out, int *k) {
@@ -269,25 +342,104 @@ static void flatten(const ry_type *t, const ry_type **out, int *k) {
     (*k)++;
 }
 
-static void learn(vm_machine *mc, vm_opcall *oc, int nargs, ry_value *const *args,
-                  const ry_type *rt) {
-    if (oc->relearned >= MAX_RELEARN || !oc->kernel || nargs > 8 || !vm_type_static(rt)) return;
-    for (int i = 0; i < nargs; i++)
-        if (args[i]->kind != RY_VAL_TENSOR) return;
-    int nout = 0;
-    flatten(rt, NULL, &nout);
-    if (nout > 8) return;
-    ry_arena *a = mc->prog->arena;
-    const ry_type **in = RY_NEW_ARRAY(a, const ry_type *, nargs ? nargs : 1);
-    for (int i = 0; i < nargs; i++) in[i] = ry_type_of_tensor(a, args[i]->tensor);
-    const ry_type *out = copy_type(a, rt);
-    const ry_type **outs = RY_NEW_ARRAY(a, const ry_type *, nout ? nout : 1);
+/* The signature in[0..nin) -> rt laid out in b (counted when b->base is NULL). */
+static vm_sig build_sig(bump *b, int nin, ry_tensor *const *in, const ry_type *rt, int nout) {
+    vm_sig sg = {0};
+    vm_key *keys = take(b, sizeof *keys * (size_t)(nin ? nin : 1));
+    for (int i = 0; keys && i < nin; i++) key_of(&keys[i], in[i]->dtype, in[i]->ndim, in[i]->shape, NULL);
+    ry_type *out = bump_type(b, rt);
+    const ry_type **outs = take(b, sizeof *outs * (size_t)(nout ? nout : 1));
+    if (!b->base) return sg;
     int k = 0;
     flatten(out, outs, &k);
-    int at = oc->nsig < VM_SIGS ? oc->nsig++ : oc->relearned % VM_SIGS;
-    oc->sig[at] = (vm_sig){.in_types = in, .out_type = out, .nout = nout, .outs = outs};
+    return (vm_sig){.keys = keys, .nin = nin, .out_type = out, .nout = nout, .outs = outs,
+                    .mem = b->base};
+}
+
+/* Room for one more signature: the array grows to VM_SIGS. */
+static bool sig_room(vm_opcall *oc) {
+    if (oc->nsig < oc->capsig || oc->capsig >= VM_SIGS) return true;
+    int ncap = oc->capsig < 4 ? 4 : oc->capsig * 2;
+    if (ncap > VM_SIGS) ncap = VM_SIGS;
+    vm_sig *fresh = ry_malloc(sizeof *fresh * (size_t)ncap);
+    if (!fresh) return false;
+    if (oc->nsig) memcpy(fresh, oc->sig, sizeof *fresh * (size_t)oc->nsig);
+    if (oc->sig_owned) ry_free(oc->sig);
+    oc->sig = fresh;
+    oc->sig_owned = true;
+    oc->capsig = ncap;
+    return true;
+}
+
+static void learn(vm_opcall *oc, int nargs, ry_value *const *args, const ry_type *rt) {
+    ry_tensor *in[VM_MAX_IN];
+    int nin = flat_inputs(nargs, args, in);
+    if (!oc->kernel || nin < 0 || !vm_type_static(rt)) return;
+    int nout = 0;
+    flatten(rt, NULL, &nout);
+    if (nout > 8 || !sig_room(oc)) return;
+    bump b = {NULL, 0};
+    build_sig(&b, nin, in, rt, nout);
+    if (!(b.base = ry_malloc(b.used))) return;
+    b.used = 0;
+    vm_sig sg = build_sig(&b, nin, in, rt, nout);
+    int at = oc->nsig;
+    if (at < oc->capsig) {
+        oc->nsig++;
+    } else { /* full: the next learned one in turn (the compile-time one stays) */
+        at = oc->relearned % oc->capsig;
+        if (!oc->sig[at].mem) at = (at + 1) % oc->capsig;
+        ry_free(oc->sig[at].mem);
+    }
+    oc->sig[at] = sg;
     oc->hit = at;
     oc->relearned++;
+}
+
+void vm_opcalls_free(ry_vm_program *p) {
+    for (int f = 0; f < p->nfns; f++)
+        for (int i = 0; i < p->fns[f]->ncode; i++) {
+            const insn *I = &p->fns[f]->code[i];
+            if (I->op != I_OP) continue;
+            vm_opcall *oc = I->opcall;
+            for (int k = 0; k < oc->nsig; k++) ry_free(oc->sig[k].mem);
+            if (oc->sig_owned) ry_free(oc->sig);
+            oc->sig = NULL;
+            oc->nsig = oc->capsig = 0;
+            oc->sig_owned = false;
+            ry_value_release(oc->zero);
+            oc->zero = NULL;
+        }
+}
+
+/* zeros_like with row-sparse values on: a known zero (rows_ops.h) that
+ * the call keeps and hands out again while the shape repeats (a known
+ * zero is never written, so its holders may share it). false: not a
+ * float tensor of rank >= 1; the general rules apply. */
+static bool known_zero(vm_machine *mc, const insn *I, const ry_value *x, ry_value **out,
+                       ry_status *st) {
+    vm_opcall *oc = I->opcall;
+    ry_dtype dt;
+    int nd;
+    const int64_t *shape;
+    if (x->kind == RY_VAL_TENSOR) dt = x->tensor->dtype, nd = x->tensor->ndim, shape = x->tensor->shape;
+    else if (x->kind == RY_VAL_ROWS) dt = x->rows.dtype, nd = x->rows.ndim, shape = x->rows.shape;
+    else return false;
+    if (nd < 1 || !is_float(dt)) return false;
+    const ry_tensor *z = oc->zero ? oc->zero->tensor : NULL;
+    if (!z || z->dtype != dt || z->ndim != nd ||
+        memcmp(z->shape, shape, sizeof *shape * (size_t)nd) != 0) {
+        ry_value *fresh = ry_rows_zero_view(&mc->prog->zero_base, dt, nd, shape);
+        if (!fresh) {
+            *st = ry_error_at(mc->err, I->span, "zeros_like: out of memory");
+            return true;
+        }
+        ry_value_release(oc->zero);
+        oc->zero = fresh;
+    }
+    *out = ry_value_retain(oc->zero);
+    *st = RY_OK;
+    return true;
 }
 
 ry_status vm_run_op(vm_machine *mc, const insn *I, ry_value **R, ry_value **S, ry_value **out) {
@@ -295,19 +447,29 @@ ry_status vm_run_op(vm_machine *mc, const insn *I, ry_value **R, ry_value **S, r
     ry_value *inline_args[8], **args = inline_args;
     if (I->n > 8 && !(args = ry_malloc(sizeof *args * (size_t)I->n)))
         return ry_error_at(mc->err, I->span, "out of memory");
-    for (int i = 0; i < I->n; i++) args[i] = R[I->args[i]];
+    bool rows = mc->sparse_rows && oc->rows_rule;
+    for (int i = 0; i < I->n; i++) {
+        args[i] = R[I->args[i]];
+        rows |= args[i]->kind == RY_VAL_ROWS || args[i]->kind == RY_VAL_TUPLE;
+    }
     ry_status st = RY_OK;
-    /* row-sparse values: kept sparse by their own rules, else densified */
-    if (ry_rows_op(mc->sparse_rows, oc->op, oc->call, I->n, args, I->args, I->nkill, I->kill, out,
-                   &st, mc->err)) {
+    if (oc->zeros_like && mc->sparse_rows && I->n == 1 && known_zero(mc, I, args[0], out, &st))
+        return st;
+    /* row-sparse values: kept sparse by their own rules, else densified
+     * (only an operator with rules, or row-sparse arguments, need look) */
+    if (rows && ry_rows_op(mc->sparse_rows, oc->op, oc->call, I->n, args, I->args, I->nkill,
+                           I->kill, out, &st, mc->err, mc->scratch)) {
         if (args != inline_args) ry_free(args);
         return st;
     }
     bool taken = false;
     const ry_type *rt = NULL;
     if (oc->nsig) st = fast_op(mc, I, R, S, I->n, args, out, &taken);
-    if (!taken) st = general_op(mc, oc, I->n, args, out, &rt);
-    if (!taken && st == RY_OK) learn(mc, I->opcall, I->n, args, rt);
+    if (!taken) {
+        mc->prog->stats.ran_general++;
+        st = general_op(mc, oc, I->n, args, out, &rt);
+    }
+    if (!taken && st == RY_OK) learn(I->opcall, I->n, args, rt);
     if (args != inline_args) ry_free(args);
     return st;
 }

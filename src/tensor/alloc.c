@@ -8,10 +8,13 @@
 #include <string.h>
 
 #include "relayc/tensor.h"
+#include "tensor/blockcache.h"
 
 static atomic_long fail_countdown = -1;
 
 void ry_alloc_fail_after(long n) { atomic_store(&fail_countdown, n); }
+
+bool ry_alloc_hooked(void) { return atomic_load_explicit(&fail_countdown, memory_order_relaxed) >= 0; }
 
 static bool should_fail(void) {
     long c = atomic_load(&fail_countdown);
@@ -21,13 +24,25 @@ static bool should_fail(void) {
     return false;
 }
 
-void *ry_malloc(size_t n) { return should_fail() ? NULL : malloc(n ? n : 1); }
+/* Allocations of the calling thread, for tests (ry_alloc_count). */
+static _Thread_local long nallocs;
+
+long ry_alloc_count(void) { return nallocs; }
+
+void *ry_malloc(size_t n) {
+    nallocs++;
+    return should_fail() ? NULL : malloc(n ? n : 1);
+}
 
 void *ry_calloc(size_t count, size_t size) {
+    nallocs++;
     return should_fail() ? NULL : calloc(count ? count : 1, size ? size : 1);
 }
 
-void *ry_realloc(void *p, size_t n) { return should_fail() ? NULL : realloc(p, n ? n : 1); }
+void *ry_realloc(void *p, size_t n) {
+    nallocs++;
+    return should_fail() ? NULL : realloc(p, n ? n : 1);
+}
 
 void ry_free(void *p) { free(p); }
 
@@ -41,6 +56,7 @@ char *ry_strdup(const char *s) {
 /* ---- the CPU allocator: 64-byte aligned for SIMD kernels and GEMM ---- */
 static void *cpu_alloc(ry_allocator *self, size_t nbytes) {
     (void)self;
+    nallocs++;
     if (should_fail() || nbytes > SIZE_MAX - 63) return NULL;
     void *p = NULL;
     size_t n = (nbytes + 63) & ~(size_t)63;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "relayc/tensor.h"
+#include "tensor/blockcache.h"
 
 /* Fills t's shape and size from (ndim, shape); false when the rank is out of
  * range or a dimension is negative, or when the dimensions other than zero
@@ -39,16 +40,16 @@ static bool set_shape(ry_tensor *t, ry_dtype dtype, int ndim, const int64_t *sha
 
 ry_tensor *ry_tensor_new_on(ry_allocator *alloc, ry_dtype dtype, int ndim, const int64_t *shape) {
     if (!alloc) return NULL;
-    ry_tensor *t = ry_malloc(sizeof *t);
+    ry_tensor *t = ry_block_get(sizeof *t);
     if (!t) return NULL;
     memset(t, 0, sizeof *t);
     if (!set_shape(t, dtype, ndim, shape)) {
-        ry_free(t);
+        ry_block_put(t, sizeof *t);
         return NULL;
     }
     t->data = alloc->alloc(alloc, ry_tensor_nbytes(t));
     if (!t->data) {
-        ry_free(t);
+        ry_block_put(t, sizeof *t);
         return NULL;
     }
     t->refcount = 1;
@@ -80,13 +81,13 @@ ry_tensor *ry_tensor_scalar(ry_dtype dtype, double v) {
 ry_tensor *ry_tensor_view(ry_tensor *base, size_t byte_offset, ry_dtype dtype, int ndim,
                           const int64_t *shape) {
     if (!base) return NULL;
-    ry_tensor *t = ry_malloc(sizeof *t);
+    ry_tensor *t = ry_block_get(sizeof *t);
     if (!t) return NULL;
     memset(t, 0, sizeof *t);
     size_t base_bytes = ry_tensor_nbytes(base);
     if (!set_shape(t, dtype, ndim, shape) || byte_offset > base_bytes ||
         ry_tensor_nbytes(t) > base_bytes - byte_offset) {
-        ry_free(t);
+        ry_block_put(t, sizeof *t);
         return NULL;
     }
     t->refcount = 1;
@@ -122,7 +123,7 @@ void ry_tensor_release(ry_tensor *t) {
     if (__atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
     if (t->alloc) t->alloc->free(t->alloc, t->data);
     ry_tensor_release(t->base);
-    ry_free(t);
+    ry_block_put(t, sizeof *t);
 }
 
 size_t ry_tensor_nbytes(const ry_tensor *t) {

@@ -1,26 +1,26 @@
 /*
  * conv.c (cpu): nn.conv2d as im2col + GEMM; nn.conv2d_transpose (conv2d's
  * data gradient) as GEMM + col2im; nn.conv2d_backward_weight (its weight
- * gradient) as im2col + GEMM accumulating. Images go in blocks whose columns
- * sit side by side, so one GEMM per (block, group) covers a whole batch of
- * LeNet-sized images (conv2d's forward, where one image's GEMM is small,
- * instead runs one GEMM per image straight into NCHW); im2col, col2im and
- * the layout copies run in parallel over images (parallel.h), the GEMMs
- * through ry_cpu_gemm (blas.h). NCHW data,
- * OIHW / IOHW weights. float32 and float64 go through OpenBLAS; float16 is
- * widened to float32 and integers to int64 (a plain loop), then narrowed
- * into the output dtype. Shapes were checked by the type relations
- * (src/op/conv.c). Also holds the widening helpers the pool kernels share.
- */
-/* the copy and add loops are what vectorization is for (clang does at -O2);
- * and gcc must not turn the short copy loops back into memmove calls */
+ * gradient) as im2col + GEMM accumulating. Image by image, each image's
+ * GEMMs reading and writing the NCHW tensors in place, with the batch split
+ * over threads (parallel.h) so that each thread keeps its own scratch in
+ * its own caches, and the same bits at any thread count (below). The copies
+ * themselves are in conv_im2col.c; the GEMMs go through ry_cpu_gemm
+ * (blas.h). NCHW data, OIHW / IOHW weights. float32 and float64 go through
+ * OpenBLAS; float16 is widened to float32 and integers to int64 (a plain
+ * loop), then narrowed into the output dtype. Shapes were checked by the
+ * type relations (src/op/conv.c). Also holds the widening helpers the pool
+ * kernels share. */
+/* the partial sums' add loop is what vectorization is for (clang does at -O2) */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", \
-                     "no-tree-loop-distribute-patterns")
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
 #endif
 
 #include <limits.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 #include "backend/cpu/blas.h"
 #include "backend/cpu/conv_kernels.h"
@@ -108,243 +108,46 @@ void ry_conv_store(ry_tensor *t, const void *buf, ry_conv_ctype ct) {
     }
 }
 
-/* ---- geometry ----
- * Legend: N batch, C input channels, H W input height/width, O output
- * channels, G groups, KH KW kernel, OH OW output height/width;
- * Cg = C/G and Og = O/G channels per group. */
-typedef struct geom {
-    int64_t N, C, H, W, O, KH, KW, OH, OW, G;
-    int64_t sh, sw, dh, dw, pt, pl;
-} geom;
-
-static geom conv_geom(const ry_conv2d_params *p, const ry_tensor *x, const ry_tensor *w,
-                      const ry_tensor *y) {
-    geom g = {x->shape[0], x->shape[1], x->shape[2], x->shape[3], y->shape[1], w->shape[2],
-              w->shape[3], y->shape[2], y->shape[3], p->groups, p->stride[0], p->stride[1],
-              p->dilation[0], p->dilation[1], p->pad[0], p->pad[1]};
+/* ---- geometry ---- (legend in conv_kernels.h; Cg = C/G and Og = O/G
+ * channels per group) */
+static ry_conv_geom conv_geom(const ry_conv2d_params *p, const ry_tensor *x, const ry_tensor *w,
+                              const ry_tensor *y) {
+    ry_conv_geom g = {x->shape[0], x->shape[1], x->shape[2], x->shape[3], y->shape[1],
+                      w->shape[2], w->shape[3], y->shape[2], y->shape[3], p->groups,
+                      p->stride[0], p->stride[1], p->dilation[0], p->dilation[1], p->pad[0],
+                      p->pad[1]};
     return g;
 }
 
-/* ---- im2col / col2im, once per compute type ----
- * Images are processed in blocks of nb; a block's columns sit side by side,
- * so one GEMM covers the block: col is (rows x L), L = nb * (pixels per
- * image), image j's columns at [j*pix, (j+1)*pix), row stride ld = L.
- * im2col: col[(c*KH + kh)*KW + kw][oh*OW + ow] = x[c][oh*sh - pt + kh*dh][ow*sw - pl + kw*dw],
- *   zero outside the image; x is one group's (Cg, H, W) slice.
- * col2im: the adjoint:
- *   y[o][ih*sh - pt + kh*dh][iw*sw - pl + kw*dw] += col[(o*KH + kh)*KW + kw][ih*W + iw],
- *   in a fixed order (o, kh, kw, ih, iw), so results are deterministic.
- * The range of ow (iw) whose tap lands inside the image is computed once per
- * (kh, kw), so the interior loop has no bounds checks and, at stride 1, is
- * a plain copy (im2col) or a vectorizable add (col2im). */
-
-/* ceil(a / b) for b > 0 and any a */
-static int64_t cdiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
-
-/* [lo, hi) of o in [0, n) with 0 <= o*s - pad + k*d < len */
-static void tap_range(int64_t pad, int64_t k, int64_t d, int64_t s, int64_t len, int64_t n,
-                      int64_t *lo, int64_t *hi) {
-    /* stride 1 (LeNet's every conv) needs no division: this runs once per
-     * (channel, kh, kw) per image, and two idivs there showed in profiles */
-    int64_t a = s == 1 ? pad - k * d : cdiv(pad - k * d, s);
-    int64_t b = s == 1 ? len + pad - k * d : cdiv(len + pad - k * d, s);
-    *lo = a < 0 ? 0 : a > n ? n : a;
-    *hi = b > n ? n : b < *lo ? *lo : b;
-}
-
-/* Rows are short (LeNet's conv2: 10 elements), so a memcpy call costs more
- * than the copy; restrict spares the vectorized loop its aliasing checks. */
-#define DEFINE_COPY(T, SUF)                                                                      \
-    static inline void copy_##SUF(T *restrict d, const T *restrict s, int64_t n) {               \
-        for (int64_t i = 0; i < n; i++) d[i] = s[i];                                             \
-    }                                                                                            \
-    static inline void add_##SUF(T *restrict d, const T *restrict s, int64_t n) {                \
-        for (int64_t i = 0; i < n; i++) d[i] = ADD_##SUF(d[i], s[i]);                            \
-    }
-#define ADD_f32(a, b) ((a) + (b))
-#define ADD_f64(a, b) ((a) + (b))
-#define ADD_i64(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))
-DEFINE_COPY(float, f32)
-DEFINE_COPY(double, f64)
-DEFINE_COPY(int64_t, i64)
-
-/* im2col's row copy. Even the vectorized loop costs its setup and a scalar
- * tail per 10-float row, which made the rows' overhead, not their bytes,
- * the cost of LeNet's im2col; fixed-size chunks (one or two vector moves
- * each) with the last one overlapping the previous end cover any n >= 4
- * without a tail. Rewriting a few elements with the same value is
- * harmless: d and s never overlap. */
-static inline void wcopy_f32(float *restrict d, const float *restrict s, int64_t n) {
-    if (n >= 8) {
-        int64_t i = 0;
-        for (; i + 8 <= n; i += 8) memcpy(d + i, s + i, 8 * sizeof(float));
-        if (i < n) memcpy(d + n - 8, s + n - 8, 8 * sizeof(float));
-    } else if (n >= 4) {
-        memcpy(d, s, 4 * sizeof(float));
-        memcpy(d + n - 4, s + n - 4, 4 * sizeof(float));
-    } else {
-        copy_f32(d, s, n);
-    }
-}
-
-/* col2im's row add, by the same reasoning: whole 4-float chunks (one
- * vector add each, no loop setup), then a scalar tail of at most 3. */
-static inline void wadd_f32(float *restrict d, const float *restrict s, int64_t n) {
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        float a[4], b[4];
-        memcpy(a, d + i, sizeof a);
-        memcpy(b, s + i, sizeof b);
-        for (int k = 0; k < 4; k++) a[k] += b[k];
-        memcpy(d + i, a, sizeof a);
-    }
-    add_f32(d + i, s + i, n - i);
-}
-#define wadd_f64 add_f64
-#define wadd_i64 add_i64
-#define wcopy_f64 copy_f64
-#define wcopy_i64 copy_i64
-
-#define DEFINE_IM2COL(T, SUF, ADD)                                                               \
-    static void im2col_##SUF(const geom *g, int64_t Cg, const T *x, T *col, int64_t ld) {        \
-        for (int64_t c = 0; c < Cg; c++)                                                         \
-            for (int64_t kh = 0; kh < g->KH; kh++)                                               \
-                for (int64_t kw = 0; kw < g->KW; kw++) {                                         \
-                    T *row = col + ((c * g->KH + kh) * g->KW + kw) * ld;                         \
-                    int64_t lo, hi;                                                              \
-                    tap_range(g->pl, kw, g->dw, g->sw, g->W, g->OW, &lo, &hi);                   \
-                    int64_t off = lo * g->sw - g->pl + kw * g->dw;                               \
-                    for (int64_t oh = 0; oh < g->OH; oh++) {                                     \
-                        int64_t ih = oh * g->sh - g->pt + kh * g->dh;                            \
-                        T *dst = row + oh * g->OW;                                               \
-                        if (ih < 0 || ih >= g->H) {                                              \
-                            memset(dst, 0, sizeof(T) * (size_t)g->OW);                           \
-                            continue;                                                            \
-                        }                                                                        \
-                        const T *src = x + (c * g->H + ih) * g->W + off;                         \
-                        for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;                         \
-                        if (g->sw == 1) {                                                        \
-                            wcopy_##SUF(dst + lo, src, hi - lo);                                 \
-                        } else {                                                                 \
-                            for (int64_t i = 0; i < hi - lo; i++) dst[lo + i] = src[i * g->sw];  \
-                        }                                                                        \
-                        for (int64_t ow = hi; ow < g->OW; ow++) dst[ow] = 0;                     \
-                    }                                                                            \
-                }                                                                                \
-    }                                                                                            \
-    static void col2im_##SUF(const geom *g, int64_t Og, const T *col, int64_t ld, T *y) {        \
-        for (int64_t o = 0; o < Og; o++)                                                         \
-            for (int64_t kh = 0; kh < g->KH; kh++)                                               \
-                for (int64_t kw = 0; kw < g->KW; kw++) {                                         \
-                    const T *row = col + ((o * g->KH + kh) * g->KW + kw) * ld;                   \
-                    int64_t lo, hi;                                                              \
-                    tap_range(g->pl, kw, g->dw, g->sw, g->OW, g->W, &lo, &hi);                   \
-                    int64_t off = lo * g->sw - g->pl + kw * g->dw;                               \
-                    for (int64_t ih = 0; ih < g->H; ih++) {                                      \
-                        int64_t oh = ih * g->sh - g->pt + kh * g->dh;                            \
-                        if (oh < 0 || oh >= g->OH) continue;                                     \
-                        T *dst = y + (o * g->OH + oh) * g->OW + off;                             \
-                        const T *src = row + ih * g->W + lo;                                     \
-                        if (g->sw == 1) {                                                        \
-                            wadd_##SUF(dst, src, hi - lo);                                       \
-                        } else {                                                                 \
-                            for (int64_t i = 0; i < hi - lo; i++)                                \
-                                dst[i * g->sw] = ADD(dst[i * g->sw], src[i]);                    \
-                        }                                                                        \
-                    }                                                                            \
-                }                                                                                \
-    }
-
-/* Integer sums wrap (as TVM's int arithmetic does) instead of overflowing. */
-#define ADD_F(a, b) ((a) + (b))
-#define ADD_I(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))
-DEFINE_IM2COL(float, f32, ADD_F)
-DEFINE_IM2COL(double, f64, ADD_F)
-DEFINE_IM2COL(int64_t, i64, ADD_I)
-
-/* ---- per-block work, split over images with ry_parallel_for ----
- * A job covers images [n0, n0 + nb) of group gi. */
-typedef enum { J_IM2COL, J_COL2IM, J_GATHER, J_SCATTER } job_kind;
-
-typedef struct job {
-    job_kind kind;
-    const geom *g;
-    ry_conv_ctype ct;
-    size_t es;
-    int64_t n0, gi, ch;      /* ch: channels per group of the tensor walked */
-    int64_t chans, pix;      /* the NCHW tensor's channel count and pixels per plane */
-    int64_t cpix, ld;        /* the block matrix: pixels per image, row length nb * cpix */
-    const char *src;
-    char *dst;
-} job;
-
-/* J_IM2COL: src x (N, C, H, W) -> dst col; J_COL2IM: src col -> dst y
- * (N, O, OH, OW), zeroed first; J_GATHER: src (N, chans, pix) -> dst
- * (ch x ld), channels gi*ch.. of each image side by side; J_SCATTER: the
- * inverse of gather. */
-static void run_job(void *ctx, int64_t lo, int64_t hi) {
-    const job *b = ctx;
-    const geom *g = b->g;
-    size_t es = b->es;
-    for (int64_t j = lo; j < hi; j++) {
-        int64_t n = b->n0 + j;
-        size_t plane = (size_t)((n * b->chans + b->gi * b->ch) * b->pix) * es;
-        size_t colj = (size_t)(j * b->cpix) * es;
-        if (b->kind == J_IM2COL) {
-            const void *x = b->src + plane;
-            void *col = b->dst + colj;
-            if (b->ct == RY_CT_F32) im2col_f32(g, b->ch, x, col, b->ld);
-            else if (b->ct == RY_CT_F64) im2col_f64(g, b->ch, x, col, b->ld);
-            else im2col_i64(g, b->ch, x, col, b->ld);
-        } else if (b->kind == J_COL2IM) {
-            void *y = b->dst + plane;
-            const void *col = b->src + colj;
-            memset(y, 0, (size_t)(b->ch * b->pix) * es);
-            if (b->ct == RY_CT_F32) col2im_f32(g, b->ch, col, b->ld, y);
-            else if (b->ct == RY_CT_F64) col2im_f64(g, b->ch, col, b->ld, y);
-            else col2im_i64(g, b->ch, col, b->ld, y);
-        } else {
-            for (int64_t c = 0; c < b->ch; c++) {
-                size_t t = plane + (size_t)(c * b->pix) * es, m = colj + (size_t)(c * b->ld) * es;
-                size_t len = (size_t)b->pix * es;
-                if (b->kind == J_GATHER) memcpy(b->dst + m, b->src + t, len);
-                else memcpy(b->dst + t, b->src + m, len);
-            }
-        }
-    }
-}
-
-/* Runs one job over nb images, split when each image's share is big enough. */
-static void run_split(job *b, int64_t nb, int64_t work_per_image) {
-    int64_t grain = work_per_image >= 16384 ? 1 : 16384 / (work_per_image + 1) + 1;
-    ry_parallel_for(nb, grain, run_job, b);
-}
-
-/* C (M x N) = op(A) (M x K) * op(B) (K x N) (+ C when accumulate), row-major.
- * transA: A is stored (K x M); transB: B is stored (N x K). Integers: a
- * plain loop over k in order (wrapping adds). */
+/* C (M x N) = op(A) (M x K) * op(B) (K x N) (+ C when accumulate), row-major,
+ * with leading dimensions lda, ldb, ldc. transA: A is stored (K x M);
+ * transB: B is stored (N x K). Integers: a plain loop over k in order
+ * (wrapping adds). */
 static void gemm_i64(bool transA, bool transB, bool acc, int64_t M, int64_t N, int64_t K,
-                     const int64_t *A, const int64_t *B, int64_t *Cm) {
-    if (!acc) memset(Cm, 0, sizeof(int64_t) * (size_t)(M * N));
-    for (int64_t i = 0; i < M; i++)
+                     const int64_t *A, int64_t lda, const int64_t *B, int64_t ldb, int64_t *Cm,
+                     int64_t ldc) {
+    for (int64_t i = 0; i < M; i++) {
+        int64_t *c = Cm + i * ldc;
+        if (!acc) memset(c, 0, sizeof(int64_t) * (size_t)N);
         for (int64_t k = 0; k < K; k++) {
-            uint64_t a = (uint64_t)(transA ? A[k * M + i] : A[i * K + k]);
-            int64_t *c = Cm + i * N;
+            uint64_t a = (uint64_t)(transA ? A[k * lda + i] : A[i * lda + k]);
             for (int64_t j = 0; j < N; j++) {
-                uint64_t b = (uint64_t)(transB ? B[j * K + k] : B[k * N + j]);
+                uint64_t b = (uint64_t)(transB ? B[j * ldb + k] : B[k * ldb + j]);
                 c[j] = (int64_t)((uint64_t)c[j] + a * b);
             }
         }
+    }
 }
 
 static void gemm(ry_conv_ctype ct, bool transA, bool transB, bool acc, int64_t M, int64_t N,
-                 int64_t K, const void *A, const void *B, void *Cm) {
+                 int64_t K, const void *A, int64_t lda, const void *B, int64_t ldb, void *Cm,
+                 int64_t ldc) {
     if (ct == RY_CT_I64) {
-        gemm_i64(transA, transB, acc, M, N, K, A, B, Cm);
+        gemm_i64(transA, transB, acc, M, N, K, A, lda, B, ldb, Cm, ldc);
         return;
     }
-    ry_cpu_gemm(ct == RY_CT_F64, transA, transB, M, N, K, 1.0, A, transA ? M : K, B,
-                transB ? K : N, acc ? 1.0 : 0.0, Cm, N);
+    ry_cpu_gemm(ct == RY_CT_F64, transA, transB, M, N, K, 1.0, A, lda, B, ldb, acc ? 1.0 : 0.0,
+                Cm, ldc);
 }
 
 static ry_status too_big(ry_kernel_ctx *c, int64_t a, int64_t b, int64_t k) {
@@ -352,229 +155,356 @@ static ry_status too_big(ry_kernel_ctx *c, int64_t a, int64_t b, int64_t k) {
     return ry_error_at(c->err, c->span, "%s: problem too large for one GEMM", c->op->name);
 }
 
-/* Widened inputs and output of one call, and the block buffers; freed
- * together. */
+/* ---- the batch split over threads ----
+ * Images are independent, so the kernels run image by image (per image and
+ * group one im2col/col2im and one GEMM, straight from and into the NCHW
+ * tensors: no gather or scatter copies), and the batch is cut into
+ * `parts` contiguous ranges, a few per thread, each with its own scratch
+ * (column matrix and padded image), kept in its core's L2 from image to
+ * image. Each image is computed the same way whichever part holds it, so
+ * conv2d and conv2d_transpose give the same bits at any thread count.
+ * The weight gradient sums over images: its batch is cut into `chunks`
+ * fixed by the shapes alone (never by the thread count), each summed in
+ * image order into its own partial, and the partials added in chunk order:
+ * again the same bits at any thread count. Part t runs chunks t, t +
+ * parts, ... */
+typedef enum { K_FWD, K_DX, K_DW } op_kind;
+
+typedef struct plan {
+    op_kind kind;
+    ry_conv_geom g;
+    ry_conv_ctype ct;
+    size_t es;
+    int64_t Cg, Og, K;       /* K: the GEMM's reduction length per group */
+    int64_t col, pad;        /* scratch elements per part */
+    int64_t parts, chunks;   /* chunks: K_DW only */
+    int64_t band;            /* K_FWD: output rows per im2col band */
+    bool dwT;                /* K_DW: sums dw's transpose (dw_image) */
+    bool direct;             /* K_FWD: the direct kernel (conv_direct.c) */
+    int64_t dyT;             /* K_DW with dwT: scratch elements for dy's transpose */
+    const char *a, *b;       /* K_FWD: x, w; K_DX: dy, w; K_DW: dy, x */
+    char *y, *scratch, *partials; /* partials: one per chunk (less chunk 0 without dwT) */
+} plan;
+
+/* Scratch of all parts together at most SCRATCH_CAP elements (fewer parts
+ * when one image's column matrix is huge: it must not be multiplied by the
+ * thread count); the weight gradient's batch in at most MAX_CHUNKS chunks. */
+#define SCRATCH_CAP ((int64_t)1 << 24) /* elements, all parts together */
+#define MAX_CHUNKS 8
+#define PARTS_PER_THREAD 4
+#define BAND_BYTES 65536 /* bounds a huge image's scratch (LeNet's images fit one band) */
+
+/* t (cols x rows) = m (rows x cols)^T, elements of es bytes (4 or 8);
+ * float32 in 4 x 4 SSE blocks where the sizes allow (LeNet's conv2: 16 x
+ * 100 per image; element by element it was 1.5% of a training step) */
+static void transpose(size_t es, int64_t rows, int64_t cols, const void *m, void *t) {
+#if defined(__SSE2__)
+    if (es == 4 && rows % 4 == 0 && cols % 4 == 0) {
+        const float *a = m;
+        float *b = t;
+        for (int64_t i = 0; i < rows; i += 4)
+            for (int64_t j = 0; j < cols; j += 4) {
+                __m128 r0 = _mm_loadu_ps(a + i * cols + j);
+                __m128 r1 = _mm_loadu_ps(a + (i + 1) * cols + j);
+                __m128 r2 = _mm_loadu_ps(a + (i + 2) * cols + j);
+                __m128 r3 = _mm_loadu_ps(a + (i + 3) * cols + j);
+                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+                _mm_storeu_ps(b + j * rows + i, r0);
+                _mm_storeu_ps(b + (j + 1) * rows + i, r1);
+                _mm_storeu_ps(b + (j + 2) * rows + i, r2);
+                _mm_storeu_ps(b + (j + 3) * rows + i, r3);
+            }
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            if (es == 4) ((uint32_t *)t)[j * rows + i] = ((const uint32_t *)m)[i * cols + j];
+            else ((uint64_t *)t)[j * rows + i] = ((const uint64_t *)m)[i * cols + j];
+}
+
+/* y (Og x OH*OW of image n, group gi) = W_g (Og x K) * im2col(x[n, g]),
+ * a band of output rows at a time, so that a large image's column matrix
+ * need not be held whole (bands of 8-24 KB, to stay in L1, measured slower
+ * on LeNet's shapes than one 64 KB band: the GEMMs get too small) */
+static void fwd_image(const plan *p, int64_t n, char *col, char *pad) {
+    const ry_conv_geom *g = &p->g;
+    int64_t ohw = g->OH * g->OW, hw = g->H * g->W;
+    for (int64_t gi = 0; gi < g->G; gi++) {
+        const char *x = p->a + (size_t)((n * g->C + gi * p->Cg) * hw) * p->es;
+        const void *src = ry_conv_im2col_source(g, p->ct, p->Cg, x, pad);
+        const char *w = p->b + (size_t)(gi * p->Og * p->K) * p->es;
+        char *y = p->y + (size_t)((n * g->O + gi * p->Og) * ohw) * p->es;
+        for (int64_t r0 = 0; r0 < g->OH; r0 += p->band) {
+            int64_t r1 = r0 + p->band < g->OH ? r0 + p->band : g->OH, nb = (r1 - r0) * g->OW;
+            ry_conv_im2col_rows(g, p->ct, p->Cg, src, r0, r1, col);
+            gemm(p->ct, false, false, false, p->Og, nb, p->K, w, p->K, col, nb,
+                 y + (size_t)(r0 * g->OW) * p->es, ohw);
+        }
+    }
+}
+
+/* col (Og*KH*KW x H*W) = W_g^T (stored Cg x Og*KH*KW) * dy[n, g] (Cg x H*W);
+ * y[n, g] = col2im(col) */
+static void dx_image(const plan *p, int64_t n, char *col, char *pad) {
+    const ry_conv_geom *g = &p->g;
+    int64_t hw = g->H * g->W, M = p->Og * g->KH * g->KW;
+    for (int64_t gi = 0; gi < g->G; gi++) {
+        const char *dy = p->a + (size_t)((n * g->C + gi * p->Cg) * hw) * p->es;
+        gemm(p->ct, true, false, false, M, hw, p->Cg, p->b + (size_t)(gi * p->Cg * M) * p->es, M,
+             dy, hw, col, hw);
+        ry_conv_col2im(g, p->ct, p->Og, col,
+                       p->y + (size_t)((n * g->O + gi * p->Og) * g->OH * g->OW) * p->es, pad);
+    }
+}
+
+/* dw_g (Og x K) (+)= dy[n, g] (Og x OH*OW) * im2col(x[n, g])^T; or, with
+ * p->dwT, its transpose dw_g^T (K x Og) (+)= im2col(x[n, g]) * dy[n, g]^T
+ * (dy transposed into dyT first). OpenBLAS sends the first form's wide
+ * outputs (LeNet's conv2: 16 x 150) to its general kernel, which packs both
+ * operands on every call; the second is a plain NN product that its
+ * small-matrix kernels take, at the cost of transposing dy. */
+static void dw_image(const plan *p, int64_t n, char *col, char *pad, char *dyT, char *dw,
+                     bool acc) {
+    const ry_conv_geom *g = &p->g;
+    int64_t ohw = g->OH * g->OW, hw = g->H * g->W;
+    for (int64_t gi = 0; gi < g->G; gi++) {
+        const char *x = p->b + (size_t)((n * g->C + gi * p->Cg) * hw) * p->es;
+        const void *src = ry_conv_im2col_source(g, p->ct, p->Cg, x, pad);
+        ry_conv_im2col_rows(g, p->ct, p->Cg, src, 0, g->OH, col);
+        const char *dy = p->a + (size_t)((n * g->O + gi * p->Og) * ohw) * p->es;
+        char *dwg = dw + (size_t)(gi * p->Og * p->K) * p->es;
+        if (!p->dwT) {
+            gemm(p->ct, false, true, acc, p->Og, p->K, ohw, dy, ohw, col, ohw, dwg, p->K);
+            continue;
+        }
+        transpose(p->es, p->Og, ohw, dy, dyT);
+        gemm(p->ct, false, false, acc, p->K, p->Og, ohw, col, ohw, dyT, p->Og, dwg, p->Og);
+    }
+}
+
+static int64_t share(int64_t n, int64_t parts, int64_t t) { return n * t / parts; }
+
+/* One image's forward by the direct kernel (conv_direct.c). */
+static void direct_fwd_image(const plan *p, int64_t n, float *xp) {
+    const ry_conv_geom *g = &p->g;
+    ry_conv_direct_pad(g, (const float *)(const void *)p->a + n * g->C * g->H * g->W, xp);
+    ry_conv_direct_fwd(g, xp, (const float *)(const void *)p->b,
+                       (float *)(void *)p->y + n * g->O * g->OH * g->OW);
+}
+
+static void run_part(void *ctx, int64_t lo, int64_t hi) {
+    const plan *p = ctx;
+    for (int64_t t = lo; t < hi; t++) {
+        char *col = p->scratch + (size_t)(t * (p->col + p->pad + p->dyT)) * p->es;
+        char *pad = col + (size_t)p->col * p->es;
+        char *dyT = pad + (size_t)p->pad * p->es;
+        if (p->kind != K_DW) {
+            for (int64_t n = share(p->g.N, p->parts, t); n < share(p->g.N, p->parts, t + 1); n++)
+                if (p->direct) direct_fwd_image(p, n, (void *)pad);
+                else (p->kind == K_FWD ? fwd_image : dx_image)(p, n, col, pad);
+            continue;
+        }
+        size_t dwbytes = (size_t)(p->g.O * p->K) * p->es;
+        for (int64_t j = t; j < p->chunks; j += p->parts) {
+            /* chunk 0 sums straight into y, unless y wants the transpose */
+            char *dw = j == 0 && !p->dwT ? p->y : p->partials + (size_t)(j - !p->dwT) * dwbytes;
+            int64_t n0 = share(p->g.N, p->chunks, j), n1 = share(p->g.N, p->chunks, j + 1);
+            for (int64_t n = n0; n < n1; n++) dw_image(p, n, col, pad, dyT, dw, n > n0);
+        }
+    }
+}
+
+#define DEFINE_SUM(T, SUF, ADD)                                                                  \
+    static void sum_##SUF(T *restrict y, const T *restrict part, int64_t n) {                    \
+        for (int64_t i = 0; i < n; i++) y[i] = ADD(y[i], part[i]);                               \
+    }
+#define ADD_F(a, b) ((a) + (b))
+#define ADD_I(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))
+DEFINE_SUM(float, f32, ADD_F)
+DEFINE_SUM(double, f64, ADD_F)
+DEFINE_SUM(int64_t, i64, ADD_I)
+
+/* Widened operands and output of one call; freed together. */
 typedef struct bufs {
-    void *x, *w, *y, *col, *stage;
-    bool own_x, own_w, own_y;
+    void *a, *b, *y;
+    bool own_a, own_b, own_y;
 } bufs;
 
 static void bufs_free(bufs *b) {
-    if (b->own_x) ry_free(b->x);
-    if (b->own_w) ry_free(b->w);
+    if (b->own_a) ry_free(b->a);
+    if (b->own_b) ry_free(b->b);
     if (b->own_y) ry_free(b->y);
-    ry_free(b->col);
-    ry_free(b->stage);
 }
 
-static ry_status bufs_load(ry_kernel_ctx *c, ry_conv_ctype ct, const ry_tensor *x,
-                           const ry_tensor *w, ry_tensor *y, int64_t col_elems,
-                           int64_t stage_elems, bufs *b) {
-    memset(b, 0, sizeof *b);
-    b->x = ry_conv_load(x, ct, &b->own_x);
-    b->w = b->x ? ry_conv_load(w, ct, &b->own_w) : NULL;
-    if (!b->w) {
+/* Sizes the split, allocates scratch and partials, runs it, sums the
+ * partials. The plan's kind, geometry, types and operands are set. */
+static ry_status run_plan(ry_kernel_ctx *c, plan *p) {
+    bool col2im = p->kind == K_DX;
+    int64_t ch = col2im ? p->Og : p->Cg;
+    p->band = p->g.OH;
+    if (p->kind == K_FWD) { /* bands of about BAND_BYTES, at least one row */
+        int64_t row = p->K * p->g.OW * (int64_t)p->es;
+        p->band = row > 0 && BAND_BYTES / row < p->g.OH ? BAND_BYTES / row : p->g.OH;
+        if (p->band < 1) p->band = 1;
+    }
+    p->direct = p->kind == K_FWD && ry_conv_direct_ok(&p->g, p->ct);
+    p->col = (col2im ? p->g.H * p->g.W : p->band * p->g.OW) * ch * p->g.KH * p->g.KW;
+    if (p->direct) p->col = 1; /* no column matrix */
+    if (p->col < 1) p->col = 1;
+    p->pad = p->direct ? ry_conv_direct_pad_elems(&p->g) : ry_conv_pad_elems(&p->g, ch, col2im);
+    int64_t threads = ry_parallel_serial() ? 1 : ry_get_num_threads();
+    int64_t dwsize = p->g.O * p->K;
+    p->chunks = 1;
+    if (p->kind == K_DW) {
+        p->chunks = p->g.N < MAX_CHUNKS ? p->g.N : MAX_CHUNKS;
+        if (p->chunks > 1 && dwsize * (p->chunks - 1) > SCRATCH_CAP)
+            p->chunks = SCRATCH_CAP / dwsize + 1;
+        if (p->chunks < 1) p->chunks = 1;
+    }
+    /* OpenBLAS's small-matrix kernels (products of at most 100^3, outputs of
+     * at most 4096 elements) refuse the plain form's TN product
+     * (column-major) when the output has more than 1200 elements, but take
+     * the transposed form's NN one */
+    double gsize = (double)p->Og * (double)p->K;
+    p->dwT = p->kind == K_DW && p->ct != RY_CT_I64 && gsize > 1200 && gsize <= 4096 &&
+             gsize * (double)(p->g.OH * p->g.OW) <= 1e6;
+    p->dyT = p->dwT ? p->Og * p->g.OH * p->g.OW : 0;
+    int64_t per = p->col + p->pad + p->dyT, nparts = p->chunks - !p->dwT;
+    int64_t work = p->kind == K_DW ? p->chunks : p->g.N;
+    /* a few parts per thread, as ry_parallel_for's chunks: a thread that
+     * starts late (a busy machine) still finds parts left to take */
+    int64_t want = threads > 1 ? threads * PARTS_PER_THREAD : 1;
+    p->parts = want < work ? want : work;
+    while (p->parts > 1 && p->parts * per > SCRATCH_CAP) p->parts--;
+    if (p->parts < 1) p->parts = 1;
+    p->scratch = ry_malloc((size_t)(p->parts * per) * p->es);
+    p->partials = p->scratch && nparts > 0 ? ry_malloc((size_t)(nparts * dwsize) * p->es) : NULL;
+    if (!p->scratch || (nparts > 0 && !p->partials)) {
+        ry_free(p->scratch);
+        ry_free(p->partials);
+        return ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
+    }
+    ry_parallel_for(p->parts, 1, run_part, p);
+    char *sum = p->dwT ? p->partials : p->y; /* partial 0's sum */
+    for (int64_t j = 1; j < p->chunks; j++) {
+        const void *part = p->partials + (size_t)((j - !p->dwT) * dwsize) * p->es;
+        if (p->ct == RY_CT_F32) sum_f32((void *)sum, part, dwsize);
+        else if (p->ct == RY_CT_F64) sum_f64((void *)sum, part, dwsize);
+        else sum_i64((void *)sum, part, dwsize);
+    }
+    for (int64_t gi = 0; p->dwT && gi < p->g.G; gi++) {
+        size_t off = (size_t)(gi * p->Og * p->K) * p->es;
+        transpose(p->es, p->K, p->Og, sum + off, p->y + off);
+    }
+    ry_free(p->scratch);
+    ry_free(p->partials);
+    return RY_OK;
+}
+
+static ry_status bufs_load(ry_kernel_ctx *c, ry_conv_ctype ct, const ry_tensor *a,
+                           const ry_tensor *b, ry_tensor *y, bufs *r) {
+    memset(r, 0, sizeof *r);
+    r->a = ry_conv_load(a, ct, &r->own_a);
+    r->b = r->a ? ry_conv_load(b, ct, &r->own_b) : NULL;
+    if (!r->b) {
         /* nothing more to try */
     } else if (is_native(y->dtype, ct)) {
-        b->y = y->data;
+        r->y = y->data;
     } else {
-        b->y = ry_malloc((size_t)(y->size ? y->size : 1) * ct_size(ct));
-        b->own_y = b->y != NULL;
+        r->y = ry_malloc((size_t)(y->size ? y->size : 1) * ct_size(ct));
+        r->own_y = r->y != NULL;
     }
-    b->col = b->y ? ry_malloc((size_t)(col_elems ? col_elems : 1) * ct_size(ct)) : NULL;
-    b->stage = b->col && stage_elems ? ry_malloc((size_t)stage_elems * ct_size(ct)) : NULL;
-    if (b->col && (b->stage || !stage_elems)) return RY_OK;
-    bufs_free(b);
+    if (r->y) return RY_OK;
+    bufs_free(r);
     return ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
 }
 
-/* Images per block: the largest block matrix (rows x nb*pix, rows the
- * tallest of the block's matrices) within 64K elements (256 KB in float32)
- * per thread, at least 1. The matrices are written once and read once by the GEMM's
- * packing: kept within L2 that costs a third of what a whole batch's
- * matrix costs from memory (measured on LeNet's shapes). */
-static int64_t block_images(int64_t N, int64_t rows, int64_t pix, bool per_thread) {
-    /* with threads, 64K elements each: every thread's share stays in its
-     * L2, and a parallel region has enough work to pay for its wake-up.
-     * Not where the block is the GEMM's reduction dimension (the weight
-     * gradient): the sums' order, so their rounding, would then depend on
-     * the thread count. */
-    int64_t threads = !per_thread || ry_parallel_serial() ? 1 : ry_get_num_threads();
-    int64_t per = (rows > 0 ? rows : 1) * (pix > 0 ? pix : 1);
-    int64_t nb = ((int64_t)1 << 16) * threads / per;
-    if (nb > INT_MAX / (pix > 0 ? pix : 1)) nb = INT_MAX / (pix > 0 ? pix : 1);
-    return nb < 1 ? 1 : nb > N ? N : nb;
+/* Loads the operands, runs the plan, stores and frees. */
+static ry_status run(ry_kernel_ctx *c, plan *p, const ry_tensor *a, const ry_tensor *b,
+                     ry_tensor *y) {
+    bufs r;
+    if (bufs_load(c, p->ct, a, b, y, &r)) return RY_ERR;
+    p->es = ct_size(p->ct);
+    p->a = r.a;
+    p->b = r.b;
+    p->y = r.y;
+    ry_status s = run_plan(c, p);
+    if (s == RY_OK && r.own_y) ry_conv_store(y, r.y, p->ct);
+    bufs_free(&r);
+    return s;
 }
 
-static job make_job(job_kind k, const geom *g, ry_conv_ctype ct, int64_t n0, int64_t nb,
-                    int64_t gi, int64_t ch, int64_t chans, int64_t pix, int64_t cpix,
-                    const void *src, void *dst) {
-    job b = {k, g, ct, ct_size(ct), n0, gi, ch, chans, pix, cpix, nb * cpix, src, dst};
-    return b;
-}
-
-/* One image's GEMM of conv2d, read from the block's col and written
- * straight into y's NCHW planes: where the per-image GEMM is small, this
- * saves the staging matrix and its scatter copy (a tenth of LeNet's conv2
- * forward). Images go in parallel; each is one whole-K OpenBLAS call
- * whatever the thread count, so the bits do not depend on it. */
-typedef struct img_gemm {
-    bool f64;
-    int64_t Og, ohw, K, ld, n0, rowstride; /* rowstride: one image's y elements */
-    size_t es;
-    const char *w, *col;
-    char *y;
-} img_gemm;
-
-static void run_img_gemm(void *ctx, int64_t lo, int64_t hi) {
-    const img_gemm *m = ctx;
-    for (int64_t j = lo; j < hi; j++)
-        ry_cpu_gemm(m->f64, false, false, m->Og, m->ohw, m->K, 1.0, m->w, m->K,
-                    m->col + (size_t)(j * m->ohw) * m->es, m->ld, 0.0,
-                    m->y + (size_t)((m->n0 + j) * m->rowstride) * m->es, m->ohw);
-}
-
-/* nn.conv2d: per block of nb images and group g, with L = nb*OH*OW,
- *   col (K x L) = im2col of the block's images (K = Cg*KH*KW), side by side,
- *   Y (Og x L) = W[g*Og:(g+1)*Og] (Og x K) * col,
- *   y[n, g*Og:(g+1)*Og] = Y's columns of image n (directly when nb = 1). */
+/* nn.conv2d: per image n and group g,
+ *   y[n, g*Og:(g+1)*Og] (Og x OH*OW) = W[g*Og:(g+1)*Og] (Og x K) * im2col(x[n, g*Cg:(g+1)*Cg]),
+ *   K = Cg*KH*KW. */
 ry_status ry_cpu_conv2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                         ry_tensor *const *out) {
     ry_conv2d_params p;
     if (ry_conv2d_params_read(c->op, c->attrs, c->span, c->err, &p)) return RY_ERR;
     const ry_tensor *x = in[0], *w = in[1];
     ry_tensor *y = out[0];
-    geom g = conv_geom(&p, x, w, y);
-    ry_conv_ctype ct = ry_conv_ctype_of(y->dtype);
-    int64_t Cg = g.C / g.G, Og = g.O / g.G, K = Cg * g.KH * g.KW, ohw = g.OH * g.OW;
-    if (too_big(c, K, ohw, Og)) return RY_ERR;
+    plan pl = {.kind = K_FWD, .g = conv_geom(&p, x, w, y), .ct = ry_conv_ctype_of(y->dtype)};
+    pl.Cg = pl.g.C / pl.g.G;
+    pl.Og = pl.g.O / pl.g.G;
+    pl.K = pl.Cg * pl.g.KH * pl.g.KW;
+    if (too_big(c, pl.K, pl.g.OH * pl.g.OW, pl.Og)) return RY_ERR;
     if (y->size == 0) return RY_OK;
-    if (K == 0) { /* no input channels: an empty sum */
+    if (pl.K == 0) { /* no input channels: an empty sum */
         memset(y->data, 0, ry_tensor_nbytes(y));
         return RY_OK;
     }
-    int64_t NB = block_images(g.N, K > Og ? K : Og, ohw, true);
-    /* small per-image GEMMs (OpenBLAS's small-matrix kernels either way)
-     * write y directly; the test is on shapes only, for thread-count
-     * independent bits */
-    bool per_image = ct != RY_CT_I64 && (double)Og * (double)ohw * (double)K <= RY_GEMM_PART_MIN;
-    bufs b;
-    if (bufs_load(c, ct, x, w, y, K * NB * ohw, NB > 1 && !per_image ? Og * NB * ohw : 0, &b))
-        return RY_ERR;
-    size_t es = ct_size(ct);
-    for (int64_t n0 = 0; n0 < g.N; n0 += NB) {
-        int64_t nb = g.N - n0 < NB ? g.N - n0 : NB;
-        for (int64_t gi = 0; gi < g.G; gi++) {
-            job im = make_job(J_IM2COL, &g, ct, n0, nb, gi, Cg, g.C, g.H * g.W, ohw, b.x, b.col);
-            run_split(&im, nb, K * ohw);
-            const char *ws = (const char *)b.w + (size_t)(gi * Og * K) * es;
-            if (per_image) {
-                img_gemm m = {ct == RY_CT_F64, Og, ohw, K, nb * ohw, n0, g.O * ohw, es, ws,
-                              b.col, (char *)b.y + (size_t)(gi * Og * ohw) * es};
-                ry_parallel_for(nb, 1, run_img_gemm, &m);
-                continue;
-            }
-            if (nb == 1) {
-                char *ys = (char *)b.y + (size_t)((n0 * g.O + gi * Og) * ohw) * es;
-                gemm(ct, false, false, false, Og, ohw, K, ws, b.col, ys);
-                continue;
-            }
-            gemm(ct, false, false, false, Og, nb * ohw, K, ws, b.col, b.stage);
-            job sc = make_job(J_SCATTER, &g, ct, n0, nb, gi, Og, g.O, ohw, ohw, b.stage, b.y);
-            run_split(&sc, nb, Og * ohw);
-        }
-    }
-    if (b.own_y) ry_conv_store(y, b.y, ct);
-    bufs_free(&b);
-    return RY_OK;
+    return run(c, &pl, x, w, y);
 }
 
-/* nn.conv2d_transpose: per block of nb images and group g, with L = nb*H*W,
- *   X (Cg x L) = x[n, g*Cg:(g+1)*Cg] of the block's images side by side,
- *   col (Og*KH*KW x L) = W[g*Cg:(g+1)*Cg]^T (stored Cg x Og*KH*KW) * X,
- *   y[n, g*Og:(g+1)*Og] = col2im(col's columns of image n) (zero where
- *   nothing lands; output_padding rows included). */
+/* nn.conv2d_transpose: per image n and group g,
+ *   col (Og*KH*KW x H*W) = W[g*Cg:(g+1)*Cg]^T (stored Cg x Og*KH*KW) * x[n, g*Cg:(g+1)*Cg],
+ *   y[n, g*Og:(g+1)*Og] = col2im(col) (zero where nothing lands; output_padding
+ *   rows included). */
 ry_status ry_cpu_conv2d_transpose(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                                   ry_tensor *const *out) {
     ry_conv2d_params p;
     if (ry_conv2d_params_read(c->op, c->attrs, c->span, c->err, &p)) return RY_ERR;
     const ry_tensor *x = in[0], *w = in[1];
     ry_tensor *y = out[0];
-    geom g = conv_geom(&p, x, w, y);
-    ry_conv_ctype ct = ry_conv_ctype_of(y->dtype);
-    int64_t Cg = g.C / g.G, Og = g.O / g.G, M = Og * g.KH * g.KW, hw = g.H * g.W;
-    if (too_big(c, M, hw, Cg)) return RY_ERR;
+    plan pl = {.kind = K_DX, .g = conv_geom(&p, x, w, y), .ct = ry_conv_ctype_of(y->dtype)};
+    pl.Cg = pl.g.C / pl.g.G;
+    pl.Og = pl.g.O / pl.g.G;
+    pl.K = pl.Cg;
+    int64_t M = pl.Og * pl.g.KH * pl.g.KW, hw = pl.g.H * pl.g.W;
+    if (too_big(c, M, hw, pl.Cg)) return RY_ERR;
     if (y->size == 0) return RY_OK;
-    if (Cg == 0 || hw == 0) { /* nothing lands anywhere */
+    if (pl.Cg == 0 || hw == 0) { /* nothing lands anywhere */
         memset(y->data, 0, ry_tensor_nbytes(y));
         return RY_OK;
     }
-    int64_t NB = block_images(g.N, M > Cg ? M : Cg, hw, true);
-    bufs b;
-    if (bufs_load(c, ct, x, w, y, M * NB * hw, NB > 1 ? Cg * NB * hw : 0, &b)) return RY_ERR;
-    size_t es = ct_size(ct);
-    for (int64_t n0 = 0; n0 < g.N; n0 += NB) {
-        int64_t nb = g.N - n0 < NB ? g.N - n0 : NB;
-        for (int64_t gi = 0; gi < g.G; gi++) {
-            const char *ws = (const char *)b.w + (size_t)(gi * Cg * M) * es;
-            const void *xs = (const char *)b.x + (size_t)((n0 * g.C + gi * Cg) * hw) * es;
-            if (nb > 1) {
-                job ga = make_job(J_GATHER, &g, ct, n0, nb, gi, Cg, g.C, hw, hw, b.x, b.stage);
-                run_split(&ga, nb, Cg * hw);
-                xs = b.stage;
-            }
-            gemm(ct, true, false, false, M, nb * hw, Cg, ws, xs, b.col);
-            job ci = make_job(J_COL2IM, &g, ct, n0, nb, gi, Og, g.O, g.OH * g.OW, hw, b.col, b.y);
-            run_split(&ci, nb, M * hw);
-        }
-    }
-    if (b.own_y) ry_conv_store(y, b.y, ct);
-    bufs_free(&b);
-    return RY_OK;
+    return run(c, &pl, x, w, y);
 }
 
 /* nn.conv2d_backward_weight: in = (dy (N, O, OH, OW), x (N, C, H, W)); per
- * group g, summed over blocks in order, with L = nb*OH*OW,
- *   dw[g*Og:(g+1)*Og] (Og x K) += DY (Og x L) * col^T (col = im2col of the block, K x L),
- *   DY the block's dy[n, g*Og:(g+1)*Og] side by side. */
+ * group g,
+ *   dw[g*Og:(g+1)*Og] (Og x K) = sum over n of dy[n, g*Og:(g+1)*Og] (Og x OH*OW)
+ *                                * im2col(x[n, g*Cg:(g+1)*Cg])^T,
+ *   summed in the fixed chunks of the batch split (above). */
 ry_status ry_cpu_conv2d_backward_weight(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                                         ry_tensor *const *out) {
     ry_conv2d_params p;
     if (ry_conv2d_params_read(c->op, c->attrs, c->span, c->err, &p)) return RY_ERR;
     const ry_tensor *dy = in[0], *x = in[1];
     ry_tensor *dw = out[0];
-    geom g = {x->shape[0], x->shape[1], x->shape[2], x->shape[3], dy->shape[1], dw->shape[2],
-              dw->shape[3], dy->shape[2], dy->shape[3], p.groups, p.stride[0], p.stride[1],
-              p.dilation[0], p.dilation[1], p.pad[0], p.pad[1]};
-    ry_conv_ctype ct = ry_conv_ctype_of(dw->dtype);
-    int64_t Cg = g.C / g.G, Og = g.O / g.G, K = Cg * g.KH * g.KW, ohw = g.OH * g.OW;
-    if (too_big(c, K, ohw, Og)) return RY_ERR;
+    ry_conv_geom g = {x->shape[0], x->shape[1], x->shape[2], x->shape[3], dy->shape[1],
+                      dw->shape[2], dw->shape[3], dy->shape[2], dy->shape[3], p.groups,
+                      p.stride[0], p.stride[1], p.dilation[0], p.dilation[1], p.pad[0], p.pad[1]};
+    plan pl = {.kind = K_DW, .g = g, .ct = ry_conv_ctype_of(dw->dtype)};
+    pl.Cg = g.C / g.G;
+    pl.Og = g.O / g.G;
+    pl.K = pl.Cg * g.KH * g.KW;
+    int64_t ohw = g.OH * g.OW;
+    if (too_big(c, pl.K, ohw, pl.Og)) return RY_ERR;
     if (dw->size == 0) return RY_OK;
     if (ohw == 0 || g.N == 0) { /* an empty sum */
         memset(dw->data, 0, ry_tensor_nbytes(dw));
         return RY_OK;
     }
-    int64_t NB = block_images(g.N, K > Og ? K : Og, ohw, false);
-    bufs b; /* b.x holds dy and b.w holds x */
-    if (bufs_load(c, ct, dy, x, dw, K * NB * ohw, NB > 1 ? Og * NB * ohw : 0, &b)) return RY_ERR;
-    size_t es = ct_size(ct);
-    memset(b.y, 0, (size_t)dw->size * es);
-    for (int64_t n0 = 0; n0 < g.N; n0 += NB) {
-        int64_t nb = g.N - n0 < NB ? g.N - n0 : NB;
-        for (int64_t gi = 0; gi < g.G; gi++) {
-            job im = make_job(J_IM2COL, &g, ct, n0, nb, gi, Cg, g.C, g.H * g.W, ohw, b.w, b.col);
-            run_split(&im, nb, K * ohw);
-            const void *dys = (const char *)b.x + (size_t)((n0 * g.O + gi * Og) * ohw) * es;
-            if (nb > 1) {
-                job ga = make_job(J_GATHER, &g, ct, n0, nb, gi, Og, g.O, ohw, ohw, b.x, b.stage);
-                run_split(&ga, nb, Og * ohw);
-                dys = b.stage;
-            }
-            char *dws = (char *)b.y + (size_t)(gi * Og * K) * es;
-            gemm(ct, false, true, true, Og, K, nb * ohw, dys, b.col, dws);
-        }
-    }
-    if (b.own_y) ry_conv_store(dw, b.y, ct);
-    bufs_free(&b);
-    return RY_OK;
+    return run(c, &pl, dy, x, dw);
 }

@@ -121,20 +121,20 @@ static void ew_chunk(void *arg, int64_t lo, int64_t hi) {
 }
 
 static void iterate_parallel(int ndim, const int64_t *shape, int nops, const ry_ew_operand *ops,
-                             ry_ew_inner fn, void *ctx) {
-    int64_t total = 1;
+                             ry_ew_inner fn, void *ctx, int cost) {
+    int64_t total = 1, grain = RY_PAR_GRAIN_EW / (cost > 0 ? cost : 1);
     int d = -1;
     for (int i = 0; i < ndim; i++) {
         total *= shape[i];
         if (d < 0 && shape[i] > 1) d = i;
     }
-    if (d < 0 || total < 2 * RY_PAR_GRAIN_EW || ry_get_num_threads() < 2 || ry_parallel_serial()) {
+    if (d < 0 || total < 2 * grain || ry_get_num_threads() < 2 || ry_parallel_serial()) {
         ry_ew_iterate(ndim, shape, nops, ops, fn, ctx);
         return;
     }
     int64_t row = total / shape[d];
     ew_split e = {ndim, nops, d, shape, ops, fn, ctx};
-    ry_parallel_for(shape[d], RY_PAR_GRAIN_EW / row + 1, ew_chunk, &e);
+    ry_parallel_for(shape[d], grain / row + 1, ew_chunk, &e);
 }
 
 static ry_ew_operand operand(const ry_tensor *t) {
@@ -149,6 +149,11 @@ static ry_tensor *widened(const ry_tensor *t) {
 
 ry_status ry_ew_map(ry_kernel_ctx *c, ry_tensor *out, int nin, ry_tensor *const *in,
                     bool widen, ry_ew_inner fn, void *ctx) {
+    return ry_ew_map_cost(c, out, nin, in, widen, fn, ctx, 1);
+}
+
+ry_status ry_ew_map_cost(ry_kernel_ctx *c, ry_tensor *out, int nin, ry_tensor *const *in,
+                         bool widen, ry_ew_inner fn, void *ctx, int cost) {
     assert(nin + 1 <= RY_EW_MAX_OPS);
     for (int k = 0; k < nin; k++)
         if (!ry_ew_fits(in[k]->ndim, in[k]->shape, out->ndim, out->shape))
@@ -178,7 +183,7 @@ ry_status ry_ew_map(ry_kernel_ctx *c, ry_tensor *out, int nin, ry_tensor *const 
          * through ctx, which parallel chunks would write at once (the other
          * loops only read ctx, or get none) */
         bool par = nin > 0 && (ctx == NULL || ry_dtype_is_float(in[0]->dtype));
-        if (par) iterate_parallel(out->ndim, out->shape, nin + 1, ops, fn, ctx);
+        if (par) iterate_parallel(out->ndim, out->shape, nin + 1, ops, fn, ctx, cost);
         else ry_ew_iterate(out->ndim, out->shape, nin + 1, ops, fn, ctx);
         if (tmp[0]) ry_ew_convert(out->data, RY_FLOAT16, tmp[0]->data, RY_FLOAT32, out->size);
     }

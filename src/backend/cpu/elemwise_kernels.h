@@ -88,6 +88,10 @@ bool ry_ew_fits(int ndim, const int64_t *shape, int iter_ndim, const int64_t *it
  * float16 out narrowed back), so fn only ever sees float32 for them. */
 ry_status ry_ew_map(ry_kernel_ctx *c, ry_tensor *out, int nin, ry_tensor *const *in,
                     bool widen, ry_ew_inner fn, void *ctx);
+/* The same for a map costing `cost` adds per element (parallel.h): large
+ * maps are split over threads in chunks of RY_PAR_GRAIN_EW / cost. */
+ry_status ry_ew_map_cost(ry_kernel_ctx *c, ry_tensor *out, int nin, ry_tensor *const *in,
+                         bool widen, ry_ew_inner fn, void *ctx, int cost);
 
 /* Converts n elements from (src, sdt) to (dst, ddt). Integer to integer
  * wraps (two's complement); float to integer truncates toward zero and

@@ -12,18 +12,20 @@
  * -O2, which rejects loops of unknown length); these loops are what
  * vectorization is for. Clang vectorizes at -O2 already. no-math-errno
  * lets sqrt vectorize (nothing here reads errno); no-trapping-math
- * lets gcc turn vmath.h's selects into blends; the pragma comes before the
- * includes so vmath.h's inline functions get the same options (gcc inlines
- * only between functions with equal options). */
+ * lets gcc turn vmath.h's selects into blends; fp-contract=off keeps its
+ * scalar forms rounding as vmath.c's array forms do (simd.h); the pragma
+ * comes before the includes so vmath.h's inline functions get the same
+ * options (gcc inlines only between functions with equal options). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math", \
-                     "no-math-errno")
+                     "fp-contract=off", "no-math-errno")
 #endif
 
 #include <math.h>
 #include <string.h>
 
 #include "backend/cpu/elemwise_kernels.h"
+#include "backend/cpu/parallel.h"
 #include "backend/cpu/vmath.h"
 
 /* Shape legend: n = elements; p[0] = out, p[1] = x, both walking (s = 1),
@@ -79,17 +81,33 @@ NUMERIC(abs, M(fabs, x), IABS, x)
 NUMERIC(relu, x > 0 ? x : (x != x ? x : 0), IRELU, x)
 NUMERIC(clip, x != x ? x : ICLIP(T, UT), ICLIP, ICLIP(uint8_t, uint8_t))
 
-/* exp, log, tanh, sigmoid: vmath.h's vectorizable forms (a few ulp; float64
- * tanh stays libm's) */
-#define VM(fn, x) _Generic((x), float: ry_##fn##_f32, double: ry_##fn##_f64)(x)
-#define VTANH(x) _Generic((x), float: ry_tanh_f32, double: tanh)(x)
+/* exp, log, tanh, sigmoid: vmath.h's forms (a few ulp; float64 tanh stays
+ * libm's). A contiguous run goes to the array form, which runs the widest
+ * vectors the CPU has (simd.h); a broadcast scalar is computed once. */
+#define VUNARY(NAME, T, ARR, ONE)                                                    \
+    static void NAME(int64_t n, char *const *p, const int64_t *s, void *ctx) {       \
+        (void)ctx;                                                                   \
+        T *o = (T *)p[0];                                                            \
+        const T *a = (const T *)p[1];                                                \
+        if (s[1] == 0) {                                                             \
+            T v = ONE(a[0]);                                                         \
+            for (int64_t i = 0; i < n; i++) o[i] = v;                                \
+            return;                                                                  \
+        }                                                                            \
+        ARR(a, o, n);                                                                \
+    }
+#define VFLOATS(OP, ONE32, ONE64)                                                    \
+    VUNARY(OP##_f32, float, ry_v##OP##_f32, ONE32)                                   \
+    VUNARY(OP##_f64, double, ry_v##OP##_f64, ONE64)                                  \
+    static const ry_ew_inner OP##_fns[RY_DTYPE_COUNT] = {                            \
+        [RY_FLOAT32] = OP##_f32, [RY_FLOAT64] = OP##_f64, [RY_FLOAT16] = OP##_f32};
 
-FLOATS(exp, VM(exp, x))
-FLOATS(log, VM(log, x))
+VFLOATS(exp, ry_exp_f32, ry_exp_f64)
+VFLOATS(log, ry_log_f32, ry_log_f64)
+VFLOATS(tanh, ry_tanh_f32, tanh)
+VFLOATS(sigmoid, ry_sigmoid_f32, ry_sigmoid_f64)
 FLOATS(sqrt, M(sqrt, x))
 FLOATS(rsqrt, 1 / M(sqrt, x))
-FLOATS(tanh, VTANH(x))
-FLOATS(sigmoid, VM(sigmoid, x))
 FLOATS(leaky, x > 0 ? x : x * prm[0])
 
 UNARY(not_b, uint8_t, uint8_t, x == 0)
@@ -101,9 +119,11 @@ static ry_status check_io(ry_kernel_ctx *c, int nin, int nout) {
     return RY_OK;
 }
 
-/* out = fns[dtype](x) with parameters prm (doubles) cast to the loop's type. */
+/* out = fns[dtype](x) with parameters prm (doubles) cast to the loop's
+ * type; cost: per element, in adds (parallel.h). */
 static ry_status unary(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
-                       ry_tensor *const *out, const ry_ew_inner *fns, int nprm, const double *prm) {
+                       ry_tensor *const *out, const ry_ew_inner *fns, int nprm, const double *prm,
+                       int cost) {
     if (check_io(c, nin, nout)) return RY_ERR;
     ry_dtype dt = in[0]->dtype;
     if (out[0]->dtype != dt)
@@ -116,32 +136,32 @@ static ry_status unary(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout
     _Alignas(8) char params[2 * sizeof(double)];
     for (int i = 0; i < nprm; i++)
         ry_ew_convert(params + (size_t)i * ry_dtype_size(wdt), wdt, &prm[i], RY_FLOAT64, 1);
-    return ry_ew_map(c, out[0], 1, in, true, fns[dt], params);
+    return ry_ew_map_cost(c, out[0], 1, in, true, fns[dt], params, cost);
 }
 
-#define KERNEL(NAME, FNS) \
-    RY_EW_KERNEL(NAME) { return unary(c, nin, in, nout, out, FNS, 0, NULL); }
+#define KERNEL(NAME, FNS, COST) \
+    RY_EW_KERNEL(NAME) { return unary(c, nin, in, nout, out, FNS, 0, NULL, COST); }
 
-KERNEL(negative, neg_fns)
-KERNEL(abs, abs_fns)
-KERNEL(relu, relu_fns)
-KERNEL(exp, exp_fns)
-KERNEL(log, log_fns)
-KERNEL(sqrt, sqrt_fns)
-KERNEL(rsqrt, rsqrt_fns)
-KERNEL(tanh, tanh_fns)
-KERNEL(sigmoid, sigmoid_fns)
-KERNEL(logical_not, not_fns)
+KERNEL(negative, neg_fns, 1)
+KERNEL(abs, abs_fns, 1)
+KERNEL(relu, relu_fns, 1)
+KERNEL(exp, exp_fns, RY_PAR_MATH_COST)
+KERNEL(log, log_fns, RY_PAR_MATH_COST)
+KERNEL(sqrt, sqrt_fns, 2)
+KERNEL(rsqrt, rsqrt_fns, 2)
+KERNEL(tanh, tanh_fns, RY_PAR_MATH_COST)
+KERNEL(sigmoid, sigmoid_fns, RY_PAR_MATH_COST)
+KERNEL(logical_not, not_fns, 1)
 
 RY_EW_KERNEL(leaky_relu) {
     double alpha = ry_attr_float(c->op, c->attrs, "alpha");
-    return unary(c, nin, in, nout, out, leaky_fns, 1, &alpha);
+    return unary(c, nin, in, nout, out, leaky_fns, 1, &alpha, 1);
 }
 
 RY_EW_KERNEL(clip) {
     double b[2] = {ry_attr_float(c->op, c->attrs, "a_min"),
                    ry_attr_float(c->op, c->attrs, "a_max")};
-    return unary(c, nin, in, nout, out, clip_fns, 2, b);
+    return unary(c, nin, in, nout, out, clip_fns, 2, b, 1);
 }
 
 RY_EW_KERNEL(cast) {

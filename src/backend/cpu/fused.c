@@ -15,6 +15,7 @@
 #include "backend/cpu/blas.h"
 #include "backend/cpu/fused_kernels.h"
 #include "backend/cpu/nn_kernels.h"
+#include "backend/cpu/parallel.h"
 
 /* A per-thread memo in front of the shared cache: a call site's code
  * string is the same pointer call after call, so most lookups cost a
@@ -117,7 +118,11 @@ static ry_status fold_add(ry_kernel_ctx *c, const ry_fz_prog *p, int s, ry_tenso
                           int nein, ry_tensor *const *in, bool ta, bool tb, ry_tensor *out) {
     const ry_tensor *x = ein[s];
     if (x->dtype == out->dtype && same_shape(x, out->ndim, out->shape)) {
-        if (x->data != out->data) memmove(out->data, x->data, ry_tensor_nbytes(out));
+        if (overlaps(x, out)) {
+            if (x->data != out->data) memmove(out->data, x->data, ry_tensor_nbytes(out));
+        } else {
+            ry_parallel_copy(out->data, x->data, ry_tensor_nbytes(out)); /* a large gradient */
+        }
     } else {
         const ry_fz_prog *copy = ry_fz_get("copy(x0)", false, 1, &x->dtype, c->span, c->err);
         ry_tensor *xs = (ry_tensor *)x;

@@ -8,9 +8,12 @@
  * filled once when they are scalars, copied in runs when they broadcast
  * along leading or trailing dimensions (a bias row, a column), and through
  * an odometer otherwise. Large results are split over the thread pool.
+ * The loops (fused_loops.h) are built for SSE2, AVX2 and AVX-512 and run
+ * at the widest level the CPU has (simd.h: the same bits at each).
  */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math", \
+                     "fp-contract=off")
 #endif
 
 #include <math.h>
@@ -19,92 +22,33 @@
 
 #include "backend/cpu/fused_kernels.h"
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/simd.h"
 #include "backend/cpu/vmath.h"
+
+RY_SIMD_NO_CONTRACT
 
 #define TILE 256
 #define STACK_BUFS 16
 #define NVALS (RY_FZ_MAX_IN + RY_FZ_MAX_CONST + RY_FZ_MAX_INS)
 
-/* ---- the per-instruction loops ----
- * Shape legend: n elements of the tile; o the result, a, b, c the operands
- * (c only for where), prm the instruction's attributes. The expressions are
- * those of the unfused kernels (elemwise_*.c), so results match them. */
+/* ---- the per-instruction loops (fused_loops.h, one build per SIMD level) ---- */
 typedef void (*fz_fn)(int64_t n, void *restrict o, const void *restrict a,
                       const void *restrict b, const void *restrict c, const double *prm);
 
-#define SIG(NAME)                                                                            \
-    static void NAME(int64_t n, void *restrict o_, const void *restrict a_,                  \
-                     const void *restrict b_, const void *restrict c_, const double *prm)
-#define UN(NAME, T, TO, E)                                                                   \
-    SIG(NAME) {                                                                              \
-        TO *o = o_;                                                                          \
-        const T *a = a_;                                                                     \
-        const T lo = (T)prm[0], hi = (T)prm[1];                                              \
-        (void)b_, (void)c_, (void)lo, (void)hi;                                              \
-        for (int64_t i = 0; i < n; i++) {                                                    \
-            T x = a[i];                                                                      \
-            o[i] = (TO)(E);                                                                  \
-        }                                                                                    \
-    }
-#define BI(NAME, T, TO, E)                                                                   \
-    SIG(NAME) {                                                                              \
-        TO *o = o_;                                                                          \
-        const T *a = a_, *b = b_;                                                            \
-        (void)c_, (void)prm;                                                                 \
-        for (int64_t i = 0; i < n; i++) {                                                    \
-            T x = a[i], y = b[i];                                                            \
-            o[i] = (TO)(E);                                                                  \
-        }                                                                                    \
-    }
-#define BINF(OP, E) BI(OP##_f32, float, float, E) BI(OP##_f64, double, double, E)
-#define UNF(OP, E) UN(OP##_f32, float, float, E) UN(OP##_f64, double, double, E)
-#define CMP(OP, E)                                                                           \
-    BI(OP##_f32, float, uint8_t, E) BI(OP##_f64, double, uint8_t, E)                         \
-    BI(OP##_b, uint8_t, uint8_t, E)
+static float fz_powf(float x, float y) { return powf(x, y); }
+static double fz_pow(double x, double y) { return pow(x, y); }
 
-static float powf_(float x, float y) { return powf(x, y); }
-static double pow_(double x, double y) { return pow(x, y); }
-#define M(fn, x) _Generic((x), float: fn##f, double: fn)(x)
-
-BINF(add, x + y)
-BINF(sub, x - y)
-BINF(mul, x * y)
-BINF(div, x / y)
-BINF(pow, _Generic(x, float: powf_, double: pow_)(x, y))
-BINF(max, x != x ? x : (x > y ? x : y))
-BINF(min, x != x ? x : (x < y ? x : y))
-CMP(eq, x == y)
-CMP(ne, x != y)
-CMP(lt, x < y)
-CMP(le, x <= y)
-CMP(gt, x > y)
-CMP(ge, x >= y)
-BI(and_b, uint8_t, uint8_t, (x != 0) & (y != 0))
-BI(or_b, uint8_t, uint8_t, (x != 0) | (y != 0))
-UN(not_b, uint8_t, uint8_t, x == 0)
-UNF(neg, -x)
-UNF(sqrt, M(sqrt, x))
-UNF(rsqrt, 1 / M(sqrt, x))
-UNF(abs, M(fabs, x))
-UNF(relu, x > 0 ? x : (x != x ? x : 0))
-UNF(leaky, x > 0 ? x : x * lo)
-UNF(clip, x != x ? x : ((x < hi ? x : hi) > lo ? (x < hi ? x : hi) : lo))
-UN(cast_f32_f64, float, double, x)
-UN(cast_f64_f32, double, float, x)
-UN(cast_b_f32, uint8_t, float, x != 0)
-UN(cast_b_f64, uint8_t, double, x != 0)
-UN(cast_f32_b, float, uint8_t, x != 0)
-UN(cast_f64_b, double, uint8_t, x != 0)
-
-/* exp, log, tanh, sigmoid: the vectorized forms of vmath.h */
+/* exp, log, tanh, sigmoid: vmath.c's array forms (they pick the level) */
 #define VM(OP)                                                                               \
-    static void OP##_f32(int64_t n, void *restrict o, const void *restrict a,                \
-                         const void *restrict b, const void *restrict c, const double *prm) { \
+    static void fz_##OP##_f32(int64_t n, void *restrict o, const void *restrict a,           \
+                              const void *restrict b, const void *restrict c,                \
+                              const double *prm) {                                           \
         (void)b, (void)c, (void)prm;                                                         \
         ry_v##OP##_f32(a, o, n);                                                             \
     }                                                                                        \
-    static void OP##_f64(int64_t n, void *restrict o, const void *restrict a,                \
-                         const void *restrict b, const void *restrict c, const double *prm) { \
+    static void fz_##OP##_f64(int64_t n, void *restrict o, const void *restrict a,           \
+                              const void *restrict b, const void *restrict c,                \
+                              const double *prm) {                                           \
         (void)b, (void)c, (void)prm;                                                         \
         ry_v##OP##_f64(a, o, n);                                                             \
     }
@@ -113,51 +57,46 @@ VM(log)
 VM(tanh)
 VM(sigmoid)
 
-#define WHERE(NAME, T)                                                                       \
-    static void NAME(int64_t n, void *restrict o_, const void *restrict a_,                  \
-                     const void *restrict b_, const void *restrict c_, const double *prm) { \
-        (void)prm;                                                                           \
-        T *o = o_;                                                                           \
-        const uint8_t *k = a_;                                                               \
-        const T *x = b_, *y = c_;                                                            \
-        for (int64_t i = 0; i < n; i++) o[i] = k[i] ? x[i] : y[i];                           \
-    }
-WHERE(where1, uint8_t)
-WHERE(where4, uint32_t)
-WHERE(where8, uint64_t)
-
-/* by opcode, then the operands' dtype: [0] float32, [1] float64, [2] bool */
-static const fz_fn table[RY_FZ_NOPS][3] = {
-    [RY_FZ_ADD] = {add_f32, add_f64},     [RY_FZ_SUB] = {sub_f32, sub_f64},
-    [RY_FZ_MUL] = {mul_f32, mul_f64},     [RY_FZ_DIV] = {div_f32, div_f64},
-    [RY_FZ_POW] = {pow_f32, pow_f64},     [RY_FZ_MAX] = {max_f32, max_f64},
-    [RY_FZ_MIN] = {min_f32, min_f64},     [RY_FZ_EQ] = {eq_f32, eq_f64, eq_b},
-    [RY_FZ_NE] = {ne_f32, ne_f64, ne_b},  [RY_FZ_LT] = {lt_f32, lt_f64, lt_b},
-    [RY_FZ_LE] = {le_f32, le_f64, le_b},  [RY_FZ_GT] = {gt_f32, gt_f64, gt_b},
-    [RY_FZ_GE] = {ge_f32, ge_f64, ge_b},  [RY_FZ_AND] = {NULL, NULL, and_b},
-    [RY_FZ_OR] = {NULL, NULL, or_b},      [RY_FZ_NEG] = {neg_f32, neg_f64},
-    [RY_FZ_EXP] = {exp_f32, exp_f64},     [RY_FZ_LOG] = {log_f32, log_f64},
-    [RY_FZ_SQRT] = {sqrt_f32, sqrt_f64},  [RY_FZ_RSQRT] = {rsqrt_f32, rsqrt_f64},
-    [RY_FZ_TANH] = {tanh_f32, tanh_f64},  [RY_FZ_SIGMOID] = {sigmoid_f32, sigmoid_f64},
-    [RY_FZ_ABS] = {abs_f32, abs_f64},     [RY_FZ_RELU] = {relu_f32, relu_f64},
-    [RY_FZ_LEAKY] = {leaky_f32, leaky_f64}, [RY_FZ_CLIP] = {clip_f32, clip_f64},
-    [RY_FZ_NOT] = {NULL, NULL, not_b},
-};
+#define FZ_SFX base
+#define FZ_ATTR
+#include "backend/cpu/fused_loops.h"
+#undef FZ_SFX
+#undef FZ_ATTR
+#define FZ_SFX avx2
+#define FZ_ATTR RY_TARGET_AVX2
+#include "backend/cpu/fused_loops.h"
+#undef FZ_SFX
+#undef FZ_ATTR
+#define FZ_SFX avx512
+#define FZ_ATTR RY_TARGET_AVX512
+#include "backend/cpu/fused_loops.h"
+#undef FZ_SFX
+#undef FZ_ATTR
 
 static int dt_index(ry_dtype d) { return d == RY_FLOAT32 ? 0 : d == RY_FLOAT64 ? 1 : 2; }
 
-static fz_fn cast_fn(ry_dtype from, ry_dtype to) {
-    static const fz_fn casts[3][3] = {
-        {NULL, cast_f32_f64, cast_f32_b},
-        {cast_f64_f32, NULL, cast_f64_b},
-        {cast_b_f32, cast_b_f64, NULL},
-    };
-    return casts[dt_index(from)][dt_index(to)];
+/* The builds of the level the kernels run at now. */
+typedef struct fz_tables {
+    const fz_fn (*ops)[3];
+    const fz_fn (*casts)[3];
+    const fz_fn *wheres;
+} fz_tables;
+
+static fz_tables tables(void) {
+    switch (ry_simd_level()) {
+    case RY_SIMD_AVX512: return (fz_tables){table_avx512, casts_avx512, wheres_avx512};
+    case RY_SIMD_AVX2: return (fz_tables){table_avx2, casts_avx2, wheres_avx2};
+    default: return (fz_tables){table_base, casts_base, wheres_base};
+    }
 }
 
-static fz_fn where_fn(ry_dtype d) {
+static fz_fn cast_fn(const fz_tables *t, ry_dtype from, ry_dtype to) {
+    return t->casts[dt_index(from)][dt_index(to)];
+}
+
+static fz_fn where_fn(const fz_tables *t, ry_dtype d) {
     size_t s = ry_dtype_size(d);
-    return s == 1 ? where1 : s == 4 ? where4 : where8;
+    return t->wheres[s == 1 ? 0 : s == 4 ? 1 : 2];
 }
 
 /* ---- the plan of one call ---- */
@@ -399,12 +338,12 @@ static void run_chunk(void *ctx, int64_t t0, int64_t t1) {
     run_tiles(ctx, mem, t0, t1);
 }
 
-static fz_fn ins_fn(const ry_fz_ins *in) {
+static fz_fn ins_fn(const fz_tables *t, const ry_fz_ins *in) {
     switch (in->op) {
-    case RY_FZ_CAST: return in->dt == in->odt ? NULL : cast_fn(in->dt, in->odt);
-    case RY_FZ_WHERE: return where_fn(in->dt);
+    case RY_FZ_CAST: return in->dt == in->odt ? NULL : cast_fn(t, in->dt, in->odt);
+    case RY_FZ_WHERE: return where_fn(t, in->dt);
     case RY_FZ_COPY: case RY_FZ_ZEROS: case RY_FZ_ONES: return NULL;
-    default: return table[in->op][dt_index(in->dt)];
+    default: return t->ops[in->op][dt_index(in->dt)];
     }
 }
 
@@ -423,6 +362,26 @@ static void copy8(int64_t n, void *restrict o, const void *restrict a, const voi
                   const void *restrict c, const double *prm) {
     (void)b, (void)c, (void)prm;
     memcpy(o, a, (size_t)n * 8);
+}
+
+/* Tiles per chunk of the thread split: RY_PAR_GRAIN_EW elements of one
+ * add, divided by what the program does per element (an instruction each,
+ * transcendentals more, and the copies of inputs that broadcast). */
+static int64_t grain_tiles(const plan *pl) {
+    const ry_fz_prog *p = pl->p;
+    int64_t cost = 1;
+    for (int i = pl->pre ? 1 : 0; i < p->nins; i++) {
+        switch (p->ins[i].op) {
+        case RY_FZ_EXP: case RY_FZ_LOG: case RY_FZ_TANH: case RY_FZ_SIGMOID: case RY_FZ_POW:
+            cost += RY_PAR_MATH_COST;
+            break;
+        case RY_FZ_DIV: case RY_FZ_SQRT: case RY_FZ_RSQRT: cost += 2; break;
+        default: cost += 1; break;
+        }
+    }
+    for (int k = 0; k < p->nin; k++) cost += !pl->fixed[k] && pl->in[k].mode != IN_DIRECT;
+    int64_t g = RY_PAR_GRAIN_EW / cost / TILE;
+    return g > 0 ? g : 1;
 }
 
 ry_status ry_fz_exec(const ry_fz_prog *p, ry_tensor *out, int nin, ry_tensor *const *in,
@@ -465,9 +424,10 @@ ry_status ry_fz_exec(const ry_fz_prog *p, ry_tensor *out, int nin, ry_tensor *co
         if (plan_input(c, pl, k, in[k])) goto done;
         if (overlaps(in[k], out)) pl->to_out = false; /* written in place: via a buffer */
     }
+    fz_tables tb = tables();
     for (int i = 0; i < p->nins; i++) {
         const ry_fz_ins *x = &p->ins[i];
-        pl->fn[i] = ins_fn(x);
+        pl->fn[i] = ins_fn(&tb, x);
         if (!pl->fn[i] && (x->op == RY_FZ_COPY || x->op == RY_FZ_CAST)) {
             size_t es = ry_dtype_size(x->dt);
             pl->fn[i] = es == 1 ? copy1 : es == 4 ? copy4 : copy8;
@@ -478,7 +438,7 @@ ry_status ry_fz_exec(const ry_fz_prog *p, ry_tensor *out, int nin, ry_tensor *co
     if (pl->n == 0) goto done;
     int64_t ntiles = (pl->n + TILE - 1) / TILE;
     if (pl->nbufs <= STACK_BUFS) {
-        ry_parallel_for(ntiles, RY_PAR_GRAIN_EW / TILE, run_chunk, pl);
+        ry_parallel_for(ntiles, grain_tiles(pl), run_chunk, pl);
     } else { /* a large program: its buffers on the heap, one thread */
         char *mem = aligned_alloc(64, (size_t)pl->nbufs * TILE * 8);
         if (!mem) {

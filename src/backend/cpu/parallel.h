@@ -16,10 +16,10 @@
  * gives the same bits at any thread count. The kernels keep to that; a
  * reduction does by splitting only across outputs (reduce.c), never
  * inside one output's sum; a float32 GEMM by splitting only C, each block
- * one OpenBLAS call over the whole of K (blas.h). (conv2d and
- * conv2d_transpose hand the GEMM image blocks that grow with the thread
- * count; each output's sum keeps its order, but OpenBLAS does not promise
- * the same bits for other shapes.)
+ * one OpenBLAS call over the whole of K (blas.h); the convolutions by
+ * splitting the batch, each image computed the same way whichever thread
+ * holds it, the weight gradient summing chunks fixed by the shapes alone
+ * (conv.c).
  */
 #ifndef RELAYC_CPU_PARALLEL_H
 #define RELAYC_CPU_PARALLEL_H
@@ -37,9 +37,19 @@ void ry_parallel_for(int64_t n, int64_t grain, ry_parallel_fn fn, void *ctx);
  * within ry_threads_serial_begin/end). */
 bool ry_parallel_serial(void);
 
-/* A grain, in elements, below which splitting a cheap elementwise loop costs
- * more than it saves (a wake-up is a few microseconds). */
+/* A grain, in elements, below which splitting a cheap elementwise loop (one
+ * add per element) costs more than it saves: a chunk of it is a few
+ * microseconds, several times a hand-off to a polling worker (under a
+ * microsecond; a sleeping one takes tens). Loops doing more per element
+ * divide it by their cost, a transcendental (exp, log, tanh, sigmoid)
+ * counting RY_PAR_MATH_COST adds (fused_exec.c, elemwise_unary.c). */
 #define RY_PAR_GRAIN_EW ((int64_t)1 << 15)
+#define RY_PAR_MATH_COST 8
+
+/* memcpy(dst, src, n) for buffers that do not overlap, split over the
+ * pool when large (a copy is bound by memory, and each core brings its
+ * own bandwidth from the shared cache). */
+void ry_parallel_copy(void *dst, const void *src, size_t n);
 
 /* Call after every OpenBLAS call. OpenBLAS's AVX-512 kernels may return
  * with the upper halves of the vector registers dirty (no vzeroupper); the

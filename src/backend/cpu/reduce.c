@@ -274,10 +274,13 @@ static void sum_rows(void *ctx, int64_t q0, int64_t q1) {
  * split in two at 2 threads instead of running on one. */
 #define SUM_GRAIN (RY_PAR_GRAIN_EW / 2)
 
-/* Whether the sum was done here (in parallel). */
+/* Whether the sum was done here: split over threads when large enough,
+ * else by the same loops on this thread (ry_parallel_for runs them inline),
+ * which read float32 directly and vectorize (the generic walk below
+ * converts each row to double first and strides its accumulator). */
 static bool sum_parallel(const ry_tensor *x, const walk *w, double *acc) {
-    if ((x->dtype != RY_FLOAT32 && x->dtype != RY_FLOAT64) || x->size < 2 * SUM_GRAIN ||
-        w->ndim == 0 || w->len == 0 || ry_get_num_threads() < 2 || ry_parallel_serial())
+    if ((x->dtype != RY_FLOAT32 && x->dtype != RY_FLOAT64) || w->ndim == 0 || w->len == 0 ||
+        w->rows == 0)
         return false;
     rsplit r = {x, w, acc};
     if (w->os[w->ndim - 1] == 1) { /* last axis kept */

@@ -1,13 +1,19 @@
 /*
- * vm_alloc.c: the CPU allocator the VM gives its operator results. Large
- * buffers (64 KiB and up) freed by one training step are kept and handed
- * to the next request of the same size, so a step does not pay the kernel
- * for fresh zeroed pages each time (page faults were a quarter of a
- * Tree-LSTM step). Small buffers go straight to the default allocator.
- * Process-wide and locked: tensors may outlive the program that made them.
- * What is kept stays reachable (from this file) until the process ends.
- * The header before each block records its size, so the VM's storage
- * slots (vm_plan.c) can reuse a buffer for any result that fits.
+ * vm_alloc.c: the CPU allocators the VM gives its operator results.
+ *
+ * Large buffers (64 KiB and up) freed by one training step are kept
+ * process-wide and handed to the next request of the same size, so a step
+ * does not pay the kernel for fresh zeroed pages each time (page faults
+ * were a quarter of a Tree-LSTM step). Smaller ones come from the pool of
+ * the program that asked (vm_pool): free lists by size class, so that the
+ * results a recursion's closures hold on to (a fresh buffer each, which
+ * posix_memalign made a tenth of a Tree-LSTM step) are recycled step after
+ * step instead of going through malloc. A pool is the program's, but its
+ * buffers may be freed by any thread and outlive the program: it is
+ * locked, counts the buffers it has out, and goes when the program has
+ * closed it and the last of them has come back.
+ * Every block starts with a header holding its capacity, so the VM's
+ * storage slots (vm_plan.c) can reuse a buffer for any result that fits.
  */
 #include <pthread.h>
 
@@ -17,6 +23,20 @@
 #define MIN_KEPT ((size_t)1 << 16)
 #define MAX_KEPT_BYTES ((size_t)1 << 29)   /* 512 MiB */
 #define MAX_KEPT 64
+
+/* The header of every block: its capacity, its pool's size class (-1:
+ * not a pooled block) and, while it waits in a pool, the next one. */
+typedef struct hdr {
+    size_t n;
+    int cls;
+    struct hdr *next;
+} hdr;
+
+_Static_assert(sizeof(hdr) <= HDR, "the block header fits its 64 bytes");
+
+static hdr *hdr_of(void *ptr) { return (hdr *)((char *)ptr - HDR); }
+
+/* ---- large blocks, kept process-wide ---- */
 
 typedef struct kept {
     size_t n;
@@ -43,15 +63,13 @@ static char *take(size_t n) {
     return p;
 }
 
-/* Each block starts with a header holding its size (the allocator
- * interface frees by pointer alone). */
 static void *vm_alloc(ry_allocator *self, size_t n) {
     (void)self;
     char *p = n >= MIN_KEPT ? take(n) : NULL;
     if (!p) {
         ry_allocator *base = ry_cpu_allocator();
         if (!(p = base->alloc(base, n + HDR))) return NULL;
-        *(size_t *)p = n;
+        *(hdr *)p = (hdr){.n = n, .cls = -1};
     }
     return p + HDR;
 }
@@ -59,8 +77,8 @@ static void *vm_alloc(ry_allocator *self, size_t n) {
 static void vm_free(ry_allocator *self, void *ptr) {
     (void)self;
     if (!ptr) return;
-    char *p = (char *)ptr - HDR;
-    size_t n = *(size_t *)p;
+    char *p = (char *)hdr_of(ptr);
+    size_t n = ((hdr *)p)->n;
     if (n >= MIN_KEPT) {
         bool kept_it = false;
         pthread_mutex_lock(&lock);
@@ -76,12 +94,134 @@ static void vm_free(ry_allocator *self, void *ptr) {
     base->free(base, p);
 }
 
-ry_allocator *vm_cpu_allocator(void) {
-    static ry_allocator a = {.device = {RY_DEVICE_CPU, 0}, .alloc = vm_alloc, .free = vm_free};
-    return &a;
+static ry_allocator vm_allocator = {.device = {RY_DEVICE_CPU, 0}, .alloc = vm_alloc, .free = vm_free};
+
+ry_allocator *vm_cpu_allocator(void) { return &vm_allocator; }
+
+/* ---- a program's pool of small blocks ----
+ * Size classes: 64-byte steps up to 1 KiB (0..15), then powers of two up
+ * to 64 KiB (16..21); larger requests go to the blocks above. */
+#define NCLASS 22
+#define POOL_MAX ((size_t)1 << 16)
+#define POOL_KEPT_BYTES ((size_t)1 << 26)  /* 64 MiB waiting per pool at most */
+
+struct vm_pool {
+    ry_allocator a;            /* first: an allocator's self is its pool */
+    pthread_mutex_t mu;
+    hdr *free[NCLASS];
+    size_t kept;               /* bytes waiting in free[] */
+    long out;                  /* blocks handed out, not yet back */
+    bool closed;               /* its program is gone */
+};
+
+static int class_of(size_t n) {
+    if (n <= 1024) return n ? (int)((n - 1) / 64) : 0;
+    int c = 16;
+    for (size_t cap = 2048; cap < n; cap *= 2) c++;
+    return c;
+}
+
+static size_t class_bytes(int c) { return c < 16 ? (size_t)(c + 1) * 64 : (size_t)2048 << (c - 16); }
+
+static void pool_destroy(vm_pool *p) {
+    pthread_mutex_destroy(&p->mu);
+    ry_free(p);
+}
+
+static void *pool_alloc(ry_allocator *self, size_t n) {
+    vm_pool *p = (vm_pool *)self;
+    int c = n <= POOL_MAX ? class_of(n) : -1;
+    pthread_mutex_lock(&p->mu);
+    hdr *h = c >= 0 ? p->free[c] : NULL;
+    if (h) {
+        p->free[c] = h->next;
+        p->kept -= h->n;
+    }
+    p->out++;
+    pthread_mutex_unlock(&p->mu);
+    if (h) return (char *)h + HDR;
+    void *ptr = NULL;
+    if (c < 0) {
+        ptr = vm_alloc(NULL, n);
+    } else {
+        ry_allocator *base = ry_cpu_allocator();
+        char *b = base->alloc(base, class_bytes(c) + HDR);
+        if (b) {
+            *(hdr *)b = (hdr){.n = class_bytes(c), .cls = c};
+            ptr = b + HDR;
+        }
+    }
+    if (!ptr) {
+        pthread_mutex_lock(&p->mu);
+        p->out--;
+        pthread_mutex_unlock(&p->mu);
+    }
+    return ptr;
+}
+
+static void pool_free(ry_allocator *self, void *ptr) {
+    if (!ptr) return;
+    vm_pool *p = (vm_pool *)self;
+    hdr *h = hdr_of(ptr);
+    bool keep = false;
+    pthread_mutex_lock(&p->mu);
+    if (h->cls >= 0 && !p->closed && p->kept + h->n <= POOL_KEPT_BYTES) {
+        h->next = p->free[h->cls];
+        p->free[h->cls] = h;
+        p->kept += h->n;
+        keep = true;
+    }
+    bool gone = --p->out == 0 && p->closed;
+    pthread_mutex_unlock(&p->mu);
+    if (!keep) {
+        if (h->cls < 0) vm_free(NULL, ptr);
+        else ry_cpu_allocator()->free(ry_cpu_allocator(), h);
+    }
+    if (gone) pool_destroy(p);
+}
+
+vm_pool *vm_pool_new(void) {
+    vm_pool *p = ry_calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->a = (ry_allocator){.device = {RY_DEVICE_CPU, 0}, .alloc = pool_alloc, .free = pool_free};
+    pthread_mutex_init(&p->mu, NULL);
+    return p;
+}
+
+ry_allocator *vm_pool_allocator(vm_pool *p) { return p ? &p->a : vm_cpu_allocator(); }
+
+void vm_pool_close(vm_pool *p) {
+    if (!p) return;
+    hdr *drop[NCLASS];
+    pthread_mutex_lock(&p->mu);
+    p->closed = true;
+    for (int c = 0; c < NCLASS; c++) {
+        drop[c] = p->free[c];
+        p->free[c] = NULL;
+    }
+    p->kept = 0;
+    bool gone = p->out == 0;
+    pthread_mutex_unlock(&p->mu);
+    for (int c = 0; c < NCLASS; c++)
+        for (hdr *h = drop[c], *next; h; h = next) {
+            next = h->next;
+            ry_cpu_allocator()->free(ry_cpu_allocator(), h);
+        }
+    if (gone) pool_destroy(p);
+}
+
+long vm_pool_kept(vm_pool *p) {
+    if (!p) return 0;
+    long n = 0;
+    pthread_mutex_lock(&p->mu);
+    for (int c = 0; c < NCLASS; c++)
+        for (const hdr *h = p->free[c]; h; h = h->next) n++;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }
 
 size_t vm_alloc_capacity(const ry_tensor *t) {
-    if (!t || t->alloc != vm_cpu_allocator() || !t->data) return 0;
-    return *(const size_t *)((const char *)t->data - HDR);
+    if (!t || !t->alloc || !t->data) return 0;
+    if (t->alloc != &vm_allocator && t->alloc->alloc != pool_alloc) return 0;
+    return hdr_of(t->data)->n;
 }

@@ -3,12 +3,16 @@
  * CPU kernels (elemwise_unary.c) and the fused kernels.
  *
  * Array forms (vmath.c): y[i] = f(x[i]) for i < n; y may equal x (in place)
- * but must not otherwise overlap it. Scalar forms (static inline below) are
+ * but must not otherwise overlap it. They run the widest vectors the CPU
+ * has (simd.h: SSE2, AVX2 or AVX-512 builds, the same bits). Scalar forms (static inline below) are
  * branch-free (selects, bit tricks, polynomials) so that a loop calling them
  * vectorizes: with gcc at -O2 the calling file needs, BEFORE including
  * this header (gcc inlines only between functions with equal options),
- *   #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
- * without no-trapping-math gcc does not turn the selects into blends.
+ *   #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math",
+ *                        "fp-contract=off")
+ * without no-trapping-math gcc does not turn the selects into blends;
+ * fp-contract=off keeps gcc from fusing a * b + c in the AVX-512 builds
+ * (simd.h) even outside C11 mode, so every build rounds alike.
  * (clang vectorizes at -O2 already.)
  *
  * Accuracy (tests/test_kernels_vmath.c, against libm in float64 over dense
@@ -39,6 +43,15 @@ void ry_vsigmoid_f64(const double *x, double *y, int64_t n);
 
 /* ---- scalar forms ---------------------------------------------------------- */
 
+/* clang contracts a * b + c into an FMA where the target has one (the
+ * AVX2/AVX-512 builds of simd.h); each form opens with this so every build
+ * rounds as the baseline does (gcc in C11 mode never contracts). */
+#if defined(__clang__)
+#define RY_VM_NO_CONTRACT _Pragma("clang fp contract(off)")
+#else
+#define RY_VM_NO_CONTRACT
+#endif
+
 static inline uint32_t ry_vm_bits_f32(float x) {
     uint32_t u;
     memcpy(&u, &x, sizeof u);
@@ -68,6 +81,7 @@ static inline double ry_vm_double(uint64_t u) {
  * of plain multiplications. x is clamped first so n stays within range;
  * NaN passes the clamp (comparisons are false) and poisons the result. */
 static inline float ry_exp_f32(float x) {
+    RY_VM_NO_CONTRACT
     x = x < -104.0f ? -104.0f : x;
     x = x > 89.0f ? 89.0f : x;
     const float shift = 12582912.0f; /* 1.5 * 2^23 */
@@ -97,6 +111,7 @@ static inline float ry_exp_f32(float x) {
  * 2 atanh(s), s = (m - 1) / (m + 1), |s| <= 0.1716, by its odd series to
  * s^11. Denormal x is first scaled by 2^23. Specials by selects at the end. */
 static inline float ry_log_f32(float x) {
+    RY_VM_NO_CONTRACT
     int den = x < 1.17549435e-38f;
     float xs = den ? x * 8388608.0f : x;
     uint32_t ix = ry_vm_bits_f32(xs);
@@ -122,6 +137,7 @@ static inline float ry_log_f32(float x) {
  * e = exp(-|x|) <= 1: no overflow, denormal results for x < -87, and exact
  * 1 for x > 17 (1 + e rounds to 1) and 0 for x = -inf. */
 static inline float ry_sigmoid_f32(float x) {
+    RY_VM_NO_CONTRACT
     float e = ry_exp_f32(-fabsf(x));
     float num = x >= 0.0f ? 1.0f : e;
     float y = num / (1.0f + e);
@@ -140,6 +156,7 @@ static inline float ry_sigmoid_f32(float x) {
  * for |x| > 9); below, x + x^3 P(x^2), P fitted by least squares on the
  * relative error (tools/gen_vmath_coeffs.py). The sign is copied back. */
 static inline float ry_tanh_f32(float x) {
+    RY_VM_NO_CONTRACT
     float a = fabsf(x);
     float e = ry_exp_f32(-2.0f * a);
     float big = (1.0f - e) / (1.0f + e);
@@ -157,6 +174,7 @@ static inline float ry_tanh_f32(float x) {
 
 /* float64: the same schemes with more terms. exp: Taylor to r^13. */
 static inline double ry_exp_f64(double x) {
+    RY_VM_NO_CONTRACT
     x = x < -746.0 ? -746.0 : x;
     x = x > 710.0 ? 710.0 : x;
     const double shift = 6755399441055744.0; /* 1.5 * 2^52 */
@@ -190,6 +208,7 @@ static inline double ry_exp_f64(double x) {
 
 /* log: as float32, the atanh series to s^23. */
 static inline double ry_log_f64(double x) {
+    RY_VM_NO_CONTRACT
     int den = x < 2.2250738585072014e-308;
     double xs = den ? x * 18014398509481984.0 : x; /* 2^54 */
     uint64_t ix = ry_vm_bits_f64(xs);
@@ -217,6 +236,7 @@ static inline double ry_log_f64(double x) {
 }
 
 static inline double ry_sigmoid_f64(double x) {
+    RY_VM_NO_CONTRACT
     double e = ry_exp_f64(-fabs(x));
     double num = x >= 0.0 ? 1.0 : e;
     double y = num / (1.0 + e);
