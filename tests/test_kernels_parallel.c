@@ -401,6 +401,10 @@ static void kernels_match(void **state) {
         {"sum", 1, {{300, 512}}, {2}, {300}, 1, {"axis", NULL}, {{-1}}, {1}},
         {"mean", 1, {{4, 128, 300}}, {3}, {4, 128}, 2, {"axis", NULL}, {{2}}, {1}},
         {"sum", 1, {{4, 128, 300}}, {3}, {300}, 1, {"axis", NULL}, {{0, 1}}, {2}},
+        /* a conv bias gradient: rows interleaved over the outputs (split over outputs) */
+        {"sum", 1, {{16, 8, 20, 20}}, {4}, {8}, 1, {"axis", NULL}, {{0, 2, 3}}, {3}},
+        {"mean", 1, {{64, 6, 28, 28}}, {4}, {6}, 1, {"axis", NULL}, {{0, 2, 3}}, {3}},
+        {"sum", 1, {{16, 8, 20, 300}}, {4}, {16, 20}, 2, {"axis", NULL}, {{1, 3}}, {2}},
         /* GEMMs that ry_cpu_gemm splits: columns (N > M), then rows */
         {"nn.dense", 2, {{64, 784}, {256, 784}}, {2, 2}, {64, 256}, 2, {NULL, NULL}, {{0}}, {0}},
         {"nn.dense", 2, {{300, 200}, {40, 200}}, {2, 2}, {300, 40}, 2, {NULL, NULL}, {{0}}, {0}},
@@ -489,6 +493,57 @@ static void sums_keep_order(void **state) {
             }
 }
 
+/* A conv bias gradient, (N, C, H, W) summed over N, H and W: rows that
+ * feed their outputs interleaved, split over the outputs at 2 threads.
+ * Each output takes its rows in order, each row four interleaved lanes, as
+ * the serial loop does, small (one thread) and large (split). */
+static void bias_sums_keep_order(void **state) {
+    (void)state;
+    const int64_t shapes[][4] = {{64, 6, 28, 28}, {2, 3, 1, 5}, {64, 16, 10, 10}, {1, 40, 1, 3}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        for (int threads = 1; threads <= 2; threads++) {
+            const int64_t *sh = shapes[k];
+            int64_t nc = sh[1], len = sh[3], rows_per = sh[2];
+            ry_tensor *x = ry_tensor_new(RY_FLOAT32, 4, sh);
+            ry_tensor *y = ry_tensor_new(RY_FLOAT32, 1, &nc);
+            assert_true(x && y);
+            float *xd = x->data;
+            uint64_t seed = (uint64_t)(k * 13 + 5);
+            for (int64_t i = 0; i < x->size; i++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                xd[i] = (float)((double)(seed >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
+            }
+            ry_attr_value ax[3] = {{.kind = RY_AV_INT, .i = 0},
+                                   {.kind = RY_AV_INT, .i = 2},
+                                   {.kind = RY_AV_INT, .i = 3}};
+            ry_attr attr = {.name = "axis", .value = {.kind = RY_AV_LIST, .list = {3, ax}}};
+            ry_attrs attrs = {1, &attr};
+            ry_error err;
+            memset(&err, 0, sizeof err);
+            ry_kernel_ctx c = {.op = ry_op_find("sum"), .attrs = &attrs, .err = &err};
+            ry_set_num_threads(threads);
+            assert_int_equal(c.op->kernels[RY_TARGET_CPU](&c, 1, &x, 1, &y), RY_OK);
+            ry_set_num_threads(1);
+            const float *yd = y->data;
+            for (int64_t o = 0; o < nc; o++) {
+                double want = 0;
+                for (int64_t n = 0; n < sh[0]; n++)
+                    for (int64_t h = 0; h < rows_per; h++) {
+                        const float *row = xd + ((n * nc + o) * rows_per + h) * len;
+                        double a[4] = {0, 0, 0, 0};
+                        int64_t j = 0;
+                        for (; j + 4 <= len; j += 4)
+                            for (int l = 0; l < 4; l++) a[l] += row[j + l];
+                        for (; j < len; j++) a[0] += row[j];
+                        want += (a[0] + a[1]) + (a[2] + a[3]);
+                    }
+                assert_true(yd[o] == (float)want);
+            }
+            ry_tensor_release(x);
+            ry_tensor_release(y);
+        }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(covers_once),        cmocka_unit_test(knob),
@@ -497,7 +552,7 @@ int main(void) {
         cmocka_unit_test(kernels_match),
         cmocka_unit_test(gemm_split_same_bits), cmocka_unit_test(gemm_parts_rules),
         cmocka_unit_test(gemm_empty_k),       cmocka_unit_test(parallel_copy),
-        cmocka_unit_test(sums_keep_order),
+        cmocka_unit_test(sums_keep_order),    cmocka_unit_test(bias_sums_keep_order),
     };
     /* e.g. RY_TEST_FILTER='*' minus OpenBLAS: helgrind runs "c*" "n*" "s*" */
     const char *filter = getenv("RY_TEST_FILTER");

@@ -213,15 +213,20 @@ static double sum_row(const double *row, int64_t n) {
 }
 
 /* ---- large float sums, split over threads ----
- * Two shapes of sum split cleanly, each output's terms still added in the
+ * Three shapes of sum split cleanly, each output's terms still added in the
  * serial loop's order (so the bits do not depend on the thread count):
  * the last axis kept (bias gradients: sum over the batch), split over the
- * last axis's columns; and only the last axis reduced (one output per row),
- * split over rows. float32/float64 inputs read directly. */
+ * last axis's columns; only the last axis reduced (one output per row),
+ * split over rows; and the last axis reduced with others (a conv bias
+ * gradient), split over outputs. float32/float64 inputs read directly. */
 typedef struct rsplit {
     const ry_tensor *x;
     const walk *w;
     double *acc;
+    /* sum_outs only: the walk over blocks of rows feeding one output, and
+     * a block's length in elements */
+    walk blocks;
+    int64_t block;
 } rsplit;
 
 static double sum_row_f32(const float *row, int64_t n) {
@@ -267,6 +272,34 @@ static void sum_rows(void *ctx, int64_t q0, int64_t q1) {
     }
 }
 
+/* Outputs [o0, o1) of a sum whose last axis is reduced but whose rows feed
+ * their outputs interleaved (a conv bias gradient: (N, C, H, W) summed over
+ * N, H, W). The trailing reduced axes make blocks of whole rows that all
+ * feed one output; every chunk walks all the blocks (a few hundred index
+ * steps: r->blocks walks the axes before them) and sums only those of its
+ * own outputs, so each output still takes its rows in the serial loop's
+ * order, each by the same four-lane row sum (f32 to double is exact, then
+ * the same adds): the same bits at any thread count. */
+static void sum_outs(void *ctx, int64_t o0, int64_t o1) {
+    const rsplit *r = ctx;
+    const walk *bw = &r->blocks;
+    int64_t len = r->w->len, nrows = r->block / len, nblocks = r->x->size / r->block;
+    int64_t idx[RY_MAX_RANK] = {0}, o = 0, rr = 0;
+    for (int64_t b = 0; b < nblocks; b++) {
+        if (o >= o0 && o < o1) {
+            double a = r->acc[o];
+            for (int64_t q = 0; q < nrows; q++) {
+                int64_t off = b * r->block + q * len;
+                a += r->x->dtype == RY_FLOAT32
+                         ? sum_row_f32((const float *)r->x->data + off, len)
+                         : sum_row((const double *)r->x->data + off, len);
+            }
+            r->acc[o] = a;
+        }
+        walk_next(bw, idx, &o, &rr);
+    }
+}
+
 /* Chunks of at least this many input elements. A sum reads each element
  * once, converts and adds it: about twice an elementwise map's work per
  * element, so half its grain. The recurrent models' bias gradients, one
@@ -278,17 +311,27 @@ static void sum_rows(void *ctx, int64_t q0, int64_t q1) {
  * else by the same loops on this thread (ry_parallel_for runs them inline),
  * which read float32 directly and vectorize (the generic walk below
  * converts each row to double first and strides its accumulator). */
-static bool sum_parallel(const ry_tensor *x, const walk *w, double *acc) {
+static bool sum_parallel(const ry_tensor *x, const walk *w, double *acc, int64_t nout) {
     if ((x->dtype != RY_FLOAT32 && x->dtype != RY_FLOAT64) || w->ndim == 0 || w->len == 0 ||
         w->rows == 0)
         return false;
-    rsplit r = {x, w, acc};
+    rsplit r = {.x = x, .w = w, .acc = acc};
     if (w->os[w->ndim - 1] == 1) { /* last axis kept */
         ry_parallel_for(w->len, SUM_GRAIN / w->rows > 0 ? SUM_GRAIN / w->rows : 1, sum_cols, &r);
         return true;
     }
     if (w->count == w->len) { /* only the last axis reduced: output q is row q */
         ry_parallel_for(w->rows, SUM_GRAIN / w->len > 0 ? SUM_GRAIN / w->len : 1, sum_rows, &r);
+        return true;
+    }
+    if (w->os[w->ndim - 1] == 0 && w->count > 0) { /* last axis reduced, outputs interleaved */
+        int t = w->ndim; /* the first of the trailing reduced axes */
+        r.block = 1;
+        while (t > 0 && w->os[t - 1] == 0) r.block *= w->shape[--t];
+        /* walk_next advances axes 0..ndim-2: axes 0..t-1 are the blocks' */
+        r.blocks = *w;
+        r.blocks.ndim = t + 1;
+        ry_parallel_for(nout, SUM_GRAIN / w->count > 0 ? SUM_GRAIN / w->count : 1, sum_outs, &r);
         return true;
     }
     return false;
@@ -308,7 +351,7 @@ static ry_status reduce_float(ry_kernel_ctx *c, const ry_tensor *x, ry_tensor *y
     int64_t idx[RY_MAX_RANK] = {0}, o = 0, r = 0;
     int64_t step = w->ndim ? w->os[w->ndim - 1] : 0;
     bool add = k == RED_SUM || k == RED_MEAN; /* the common case, without branches */
-    bool done = add && sum_parallel(x, w, acc);
+    bool done = add && sum_parallel(x, w, acc, y->size);
     for (int64_t q = 0; q < w->rows && !done; q++) {
         row_f64(x, q * w->len, w->len, row);
         if (step == 0 && add) { /* the row sums into one output: four lanes */
