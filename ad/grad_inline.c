@@ -10,6 +10,7 @@
 
 #include "grad_impl.h"
 #include "ir/parse.h" /* ry_expr_child */
+#include "relayc/pass.h" /* ry_global_recursive */
 
 #define INLINE_BUDGET 200000 /* nodes copied into one function, at most */
 
@@ -24,29 +25,6 @@ typedef struct inl {
     long budget;
 } inl;
 
-/* ---- which globals are recursive ---- */
-
-static void reach(inl *c, const ry_expr *e, bool *seen);
-
-static void reach_global(inl *c, const char *name, bool *seen) {
-    ry_global *g = ry_module_find_global(c->s->m, name);
-    intptr_t i = g ? (intptr_t)ad_map_get(&c->index, g) - 1 : -1;
-    if (i < 0 || seen[i]) return;
-    seen[i] = true;
-    reach(c, g->func, seen);
-}
-
-/* Marks in seen every global that e refers to, directly or not. */
-static void reach(inl *c, const ry_expr *e, bool *seen) {
-    for (; e->kind == RY_EXPR_LET; e = e->let.body)
-        reach(c, e->let.value, seen);
-    if (e->kind == RY_EXPR_GLOBAL) reach_global(c, e->global.name, seen);
-    int slot;
-    const ry_expr *k;
-    for (int i = 0; (k = ry_expr_child(e, i, &slot)); i++)
-        reach(c, k, seen);
-}
-
 /* The global a call may be replaced by the body of, or NULL. */
 static ry_global *inlinable(inl *c, const ry_expr *call) {
     const ry_expr *cal = call->call.callee;
@@ -58,11 +36,7 @@ static ry_global *inlinable(inl *c, const ry_expr *call) {
         g->func->func.nparams != call->call.nargs)
         return NULL;
     if (!c->done[i]) {
-        int n = c->s->m->nglobals;
-        bool *seen = RY_NEW_ARRAY(c->s->scratch, bool, n);
-        memset(seen, 0, sizeof *seen * (size_t)n);
-        reach(c, g->func, seen);
-        c->rec[i] = seen[i];
+        c->rec[i] = ry_global_recursive(c->s->m, (int)i);
         c->done[i] = true;
     }
     return c->rec[i] ? NULL : g;

@@ -82,6 +82,9 @@ ry_status ry_optimize(ry_module *m, int level, ry_error *err);
  * global (a cycle in the call graph): its control flow then depends on
  * data, and partial evaluation cannot make it straight-line. */
 bool ry_global_reaches_recursion(const ry_module *m, const char *name);
+/* Whether global i of m (m->globals[i]) calls itself, directly or through
+ * other globals. */
+bool ry_global_recursive(const ry_module *m, int i);
 
 /* Counts the nodes of each kind in e (a global's function counts itself as
  * one RY_EXPR_FUNC), for tests and reports; counts has RY_EXPR_REF_WRITE + 1

@@ -688,7 +688,7 @@ static ry_status run(ry_module *m, bool inline_only, ry_error *err) {
     p.stack_cut = RY_NEW_ARRAY(p.a, bool, MAX_INLINE_DEPTH + 1);
     p.recursive = RY_NEW_ARRAY(p.a, bool, n ? n : 1);
     for (int i = 0; i < n; i++) {
-        p.recursive[i] = pass_global_recursive(m, i);
+        p.recursive[i] = ry_global_recursive(m, i);
         ry_expr *f = ry_anf(m, m->globals[i]->func);
         f->type = m->globals[i]->func->type;
         p.orig[i] = f;

@@ -30,8 +30,6 @@ bool pass_is_pure(const ry_expr *e);
  * enough to hold in the module (RY_FOLD_MAX elements). */
 #define RY_FOLD_MAX 65536
 bool pass_foldable_type(const ry_type *t);
-/* Whether global i of m calls itself, directly or through others. */
-bool pass_global_recursive(const ry_module *m, int i);
 /* Operators whose results depend on more than their arguments. */
 bool pass_op_is_random(const ry_op *op);
 

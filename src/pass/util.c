@@ -225,7 +225,7 @@ static void self_from(void *ctx, const char *name) {
     each_global(s->m->globals[i]->func, self_from, s);
 }
 
-bool pass_global_recursive(const ry_module *m, int i) {
+bool ry_global_recursive(const ry_module *m, int i) {
     char *seen = ry_calloc((size_t)(m->nglobals ? m->nglobals : 1), 1);
     if (!seen) return true; /* the cautious answer */
     self_search s = {m, seen, i, false};
