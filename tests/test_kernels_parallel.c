@@ -443,6 +443,17 @@ static void parallel_copy(void **state) {
     free(dst);
 }
 
+/* A row's sum as the serial loop forms it: four interleaved lanes in
+ * double, combined (a0 + a1) + (a2 + a3). */
+static double lane_sum(const float *row, int64_t len) {
+    double a[4] = {0, 0, 0, 0};
+    int64_t j = 0;
+    for (; j + 4 <= len; j += 4)
+        for (int l = 0; l < 4; l++) a[l] += row[j + l];
+    for (; j < len; j++) a[0] += row[j];
+    return (a[0] + a[1]) + (a[2] + a[3]);
+}
+
 /* Float sums keep their serial order on every path: a bias gradient
  * (sum over the batch, last axis kept) and a row sum, small (one thread)
  * and large (split), against the loop each output is defined by. */
@@ -458,11 +469,7 @@ static void sums_keep_order(void **state) {
                 ry_tensor *y = ry_tensor_new(RY_FLOAT32, 1, &n_out);
                 assert_true(x && y);
                 float *xd = x->data;
-                uint64_t seed = (uint64_t)(k * 7 + 1);
-                for (int64_t i = 0; i < x->size; i++) {
-                    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-                    xd[i] = (float)((double)(seed >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
-                }
+                fill(xd, x->size, (uint64_t)(k * 7 + 1));
                 ry_attr_value ax = {.kind = RY_AV_INT, .i = axis};
                 ry_attr attr = {.name = "axis", .value = {.kind = RY_AV_LIST, .list = {1, &ax}}};
                 ry_attrs attrs = {1, &attr};
@@ -478,13 +485,8 @@ static void sums_keep_order(void **state) {
                     if (axis == 0) { /* rows in order, in double */
                         want = 0;
                         for (int64_t q = 0; q < rows; q++) want += xd[q * len + o];
-                    } else { /* four interleaved lanes, combined (a0 + a1) + (a2 + a3) */
-                        double a[4] = {0, 0, 0, 0};
-                        int64_t j = 0;
-                        for (; j + 4 <= len; j += 4)
-                            for (int l = 0; l < 4; l++) a[l] += xd[o * len + j + l];
-                        for (; j < len; j++) a[0] += xd[o * len + j];
-                        want = (a[0] + a[1]) + (a[2] + a[3]);
+                    } else {
+                        want = lane_sum(xd + o * len, len);
                     }
                     assert_true(yd[o] == (float)want);
                 }
@@ -508,11 +510,7 @@ static void bias_sums_keep_order(void **state) {
             ry_tensor *y = ry_tensor_new(RY_FLOAT32, 1, &nc);
             assert_true(x && y);
             float *xd = x->data;
-            uint64_t seed = (uint64_t)(k * 13 + 5);
-            for (int64_t i = 0; i < x->size; i++) {
-                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-                xd[i] = (float)((double)(seed >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
-            }
+            fill(xd, x->size, (uint64_t)(k * 13 + 5));
             ry_attr_value ax[3] = {{.kind = RY_AV_INT, .i = 0},
                                    {.kind = RY_AV_INT, .i = 2},
                                    {.kind = RY_AV_INT, .i = 3}};
@@ -528,15 +526,8 @@ static void bias_sums_keep_order(void **state) {
             for (int64_t o = 0; o < nc; o++) {
                 double want = 0;
                 for (int64_t n = 0; n < sh[0]; n++)
-                    for (int64_t h = 0; h < rows_per; h++) {
-                        const float *row = xd + ((n * nc + o) * rows_per + h) * len;
-                        double a[4] = {0, 0, 0, 0};
-                        int64_t j = 0;
-                        for (; j + 4 <= len; j += 4)
-                            for (int l = 0; l < 4; l++) a[l] += row[j + l];
-                        for (; j < len; j++) a[0] += row[j];
-                        want += (a[0] + a[1]) + (a[2] + a[3]);
-                    }
+                    for (int64_t h = 0; h < rows_per; h++)
+                        want += lane_sum(xd + ((n * nc + o) * rows_per + h) * len, len);
                 assert_true(yd[o] == (float)want);
             }
             ry_tensor_release(x);
