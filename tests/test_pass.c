@@ -600,6 +600,7 @@ static void grad_of_file(const char *path, int *ngrad) {
     if (tensors && ry_module_to_float64(m, &err) == RY_OK &&
         ry_module_to_float64(o, &err) == RY_OK &&
         ry_grad(m, "main", NULL, NULL, &gm, &err) == RY_OK) {
+        ok(ry_hoist(o, &err), &err); /* as ry_trainer does before differentiating */
         ok(ry_grad(o, "main", NULL, NULL, &go, &err), &err);
         if (ry_optimize(o, 2, &err) != RY_OK) {
             ry_error_print(stderr, &err);
@@ -637,7 +638,7 @@ static void corpus_dir(const char *dir, int *nfiles, int *nrun, int *ngrad) {
         snprintf(sub, sizeof sub, "%s/%.*s", dir, (int)(len - 6), de->d_name);
         ry_module *m = load(path), *o = load(path);
         ry_error err;
-        if (ry_optimize(o, 2, &err) != RY_OK) {
+        if (ry_hoist(o, &err) != RY_OK || ry_optimize(o, 2, &err) != RY_OK) {
             ry_error_print(stderr, &err);
             fail_msg("%s: %s", path, err.msg);
         }
@@ -707,6 +708,7 @@ static const struct {
 } pass_table[] = {
     {"partial_eval", ry_partial_eval}, {"inline", ry_inline}, {"dce", ry_dce},
     {"fold_constants", ry_fold_constants}, {"cse", ry_cse}, {"simplify", ry_simplify},
+    {"hoist", ry_hoist},
 };
 
 static char *slurp(const char *path) {

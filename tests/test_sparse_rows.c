@@ -265,6 +265,46 @@ static void test_vm_rows_ops(void **state) {
     ry_module_free(m);
 }
 
+/* The gradient of a table looked up once per step of a loop: rows added
+ * step after step stay rows up to four times the table's rows, then
+ * become one dense sum (rows_ops.c): the same values either way, up to
+ * the order of additions where rows repeat. */
+static void test_vm_rows_accumulate(void **state) {
+    (void)state;
+    const char *text =
+        "#[version = \"0.0.5\"]\n"
+        "def @loop(%k: int32, %h: Tensor[(2, 2), float64], %e: Tensor[(3, 2), float64], %x: Tensor[(2, 9), int32]) -> Tensor[(2, 2), float64] {\n"
+        "  if (%k == 0) {\n"
+        "    %h\n"
+        "  } else {\n"
+        "    %0 = subtract(%k, 1);\n"
+        "    %1 = take(%x, %0, axis=1);\n"
+        "    %2 = take(%e, %1, axis=0);\n"
+        "    %3 = tanh(add(%h, %2));\n"
+        "    @loop(%0, %3, %e, %x)\n"
+        "  }\n"
+        "}\n"
+        "def @main(%e: Tensor[(3, 2), float64], %x: Tensor[(2, 9), int32], %h: Tensor[(2, 2), float64], %k: int32) {\n"
+        "  %0 = @loop(%k, %h, %e, %x);\n"
+        "  sum(multiply(%0, %0))\n"
+        "}\n";
+    ry_module *m = test_parse(text, true);
+    ry_error err = {0};
+    const char *g = NULL;
+    assert_int_equal(ry_grad(m, "main", NULL, NULL, &g, &err), RY_OK);
+    ry_value *a[4] = {ry_value_tensor(rand_tensor(RY_FLOAT64, 2, (int64_t[]){3, 2})),
+                      ints(2, (int64_t[]){2, 9}, (int64_t[]){2, 0, 1, 1, 2, 0, 0, 2, 1,
+                                                             0, 0, 2, 1, 2, 2, 1, 0, 1}),
+                      ry_value_tensor(rand_tensor(RY_FLOAT64, 2, (int64_t[]){2, 2})), NULL};
+    for (int k = 1; k <= 9; k++) { /* 2 rows a step: dense past 12 */
+        a[3] = ry_value_tensor(ry_tensor_scalar(RY_INT32, k));
+        run_three(m, g, 4, a, 1e-12);
+        ry_value_release(a[3]);
+    }
+    for (int i = 0; i < 3; i++) ry_value_release(a[i]);
+    ry_module_free(m);
+}
+
 /* An index out of range in a row-sparse scatter is the kernel's error. */
 static void test_vm_rows_error(void **state) {
     (void)state;
@@ -444,6 +484,7 @@ int main(void) {
         cmocka_unit_test(test_rows_value),
         cmocka_unit_test(test_rows_pass_param_check),
         cmocka_unit_test(test_vm_rows_ops),
+        cmocka_unit_test(test_vm_rows_accumulate),
         cmocka_unit_test(test_vm_rows_error),
         cmocka_unit_test(test_vm_take_grads),
         cmocka_unit_test(test_treelstm_grad),

@@ -42,6 +42,16 @@ ry_status ry_partial_eval(ry_module *m, ry_error *err);
  * (ry_partial_eval does all of this and more). */
 ry_status ry_inline(ry_module *m, ry_error *err);
 
+/* Loop-invariant code motion out of recursion (hoist.c): a recursive
+ * global that passes parameters unchanged to every call of itself computes
+ * the pure work that depends only on them once, in an entry that calls a
+ * new global @NAME_loop taking the results as extra parameters; an
+ * embedding lookup feeding nn.dense / nn.bias_add on invariants becomes a
+ * lookup in a table of their results (at most 1024 rows). Non-recursive
+ * globals are inlined first; the module is unchanged when nothing moves.
+ * Meant for programs before differentiation (ry_trainer runs it then). */
+ry_status ry_hoist(ry_module *m, ry_error *err);
+
 /* Dead-code elimination: unused lets of pure values are removed, and a ref
  * whose value is never read (only written) is removed with its writes. */
 ry_status ry_dce(ry_module *m, ry_error *err);

@@ -16,7 +16,8 @@ static const char *help =
     "Type-checks FILE, runs the passes and prints the module.\n"
     "\n"
     "  --passes=LIST   passes to run in this order, comma-separated:\n"
-    "                  anf, inline, partial-eval, dce, fold, cse, simplify, fuse, verify\n"
+    "                  anf, inline, hoist, partial-eval, dce, fold, cse, simplify, fuse,\n"
+    "                  verify\n"
     "  --level N       the whole pipeline at level N (0 none, 1 folding/CSE/DCE/fusion,\n"
     "                  2 partial evaluation first; default 2) when --passes is absent\n";
 
@@ -33,7 +34,8 @@ typedef struct pass {
 } pass;
 
 static const pass passes[] = {
-    {"anf", anf_pass},      {"inline", ry_inline}, {"partial-eval", ry_partial_eval},
+    {"anf", anf_pass},      {"inline", ry_inline}, {"hoist", ry_hoist},
+    {"partial-eval", ry_partial_eval},
     {"dce", ry_dce},        {"fold", ry_fold_constants}, {"cse", ry_cse},
     {"simplify", ry_simplify}, {"fuse", ry_fuse}, {"verify", verify_pass},
 };

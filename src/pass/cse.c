@@ -50,32 +50,6 @@ static bool same_atom(const ry_expr *a, const ry_expr *b) {
     }
 }
 
-static bool same_attr_value(const ry_attr_value *x, const ry_attr_value *y) {
-    if (x->kind != y->kind) return false;
-    switch (x->kind) {
-    case RY_AV_NONE: return true;
-    case RY_AV_INT: return x->i == y->i;
-    case RY_AV_FLOAT: return x->f == y->f;
-    case RY_AV_BOOL: return x->b == y->b;
-    case RY_AV_STR: return strcmp(x->s, y->s) == 0;
-    case RY_AV_LIST:
-        if (x->list.n != y->list.n) return false;
-        for (int i = 0; i < x->list.n; i++)
-            if (!same_attr_value(&x->list.items[i], &y->list.items[i])) return false;
-        return true;
-    }
-    return false;
-}
-
-static bool same_attrs(const ry_attrs *x, const ry_attrs *y) {
-    if (x->n != y->n) return false;
-    for (int i = 0; i < x->n; i++)
-        if (strcmp(x->items[i].name, y->items[i].name) != 0 ||
-            !same_attr_value(&x->items[i].value, &y->items[i].value))
-            return false;
-    return true;
-}
-
 /* Values CSE may share: pure operator calls on atoms, and projections. */
 static bool shareable(const ry_expr *e) {
     if (e->kind == RY_EXPR_PROJ) return pass_is_atom(e->proj.tuple);
@@ -94,7 +68,7 @@ static bool same_value(const ry_expr *a, const ry_expr *b) {
     for (int i = 0; i < a->call.nargs; i++)
         if (!same_atom(a->call.args[i], b->call.args[i])) return false;
     if (a->type && b->type && !ry_type_equal(a->type, b->type)) return false;
-    return same_attrs(&a->call.attrs, &b->call.attrs);
+    return pass_same_attrs(&a->call.attrs, &b->call.attrs);
 }
 
 static ry_expr *walk(cse *c, ry_expr *e);

@@ -30,6 +30,11 @@ bool pass_is_pure(const ry_expr *e);
  * enough to hold in the module (RY_FOLD_MAX elements). */
 #define RY_FOLD_MAX 65536
 bool pass_foldable_type(const ry_type *t);
+/* Same names, in the same order, with equal values. */
+bool pass_same_attrs(const ry_attrs *x, const ry_attrs *y);
+/* Whether global `from` is global number target or calls it, directly or
+ * through others. */
+bool pass_global_reaches(const ry_module *m, const char *from, int target);
 /* Operators whose results depend on more than their arguments. */
 bool pass_op_is_random(const ry_op *op);
 

@@ -63,6 +63,32 @@ bool pass_op_is_random(const ry_op *op) {
     return strcmp(op->name, "nn.dropout") == 0;
 }
 
+static bool same_attr_value(const ry_attr_value *x, const ry_attr_value *y) {
+    if (x->kind != y->kind) return false;
+    switch (x->kind) {
+    case RY_AV_NONE: return true;
+    case RY_AV_INT: return x->i == y->i;
+    case RY_AV_FLOAT: return x->f == y->f;
+    case RY_AV_BOOL: return x->b == y->b;
+    case RY_AV_STR: return strcmp(x->s, y->s) == 0;
+    case RY_AV_LIST:
+        if (x->list.n != y->list.n) return false;
+        for (int i = 0; i < x->list.n; i++)
+            if (!same_attr_value(&x->list.items[i], &y->list.items[i])) return false;
+        return true;
+    }
+    return false;
+}
+
+bool pass_same_attrs(const ry_attrs *x, const ry_attrs *y) {
+    if (x->n != y->n) return false;
+    for (int i = 0; i < x->n; i++)
+        if (strcmp(x->items[i].name, y->items[i].name) != 0 ||
+            !same_attr_value(&x->items[i].value, &y->items[i].value))
+            return false;
+    return true;
+}
+
 /* pure(e): the node and everything it evaluates (not the bodies of
  * functions it merely creates) may be dropped when its value is unused. */
 bool pass_is_pure(const ry_expr *e) {
@@ -223,6 +249,15 @@ static void self_from(void *ctx, const char *name) {
     }
     s->seen[i] = 1;
     each_global(s->m->globals[i]->func, self_from, s);
+}
+
+bool pass_global_reaches(const ry_module *m, const char *from, int target) {
+    char *seen = ry_calloc((size_t)(m->nglobals ? m->nglobals : 1), 1);
+    if (!seen) return true; /* the cautious answer */
+    self_search s = {m, seen, target, false};
+    self_from(&s, from);
+    ry_free(seen);
+    return s.found;
 }
 
 bool ry_global_recursive(const ry_module *m, int i) {

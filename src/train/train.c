@@ -5,6 +5,7 @@
  * and make the optimizer. Steps live in train_step.c, checkpoints in
  * train_ckpt.c, the loop in train_loop.c.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "relayc/ad.h"
@@ -234,7 +235,16 @@ static ry_status setup(ry_trainer *tr, const char *name, size_t len, ry_error *e
     if (find_ndata(tr, g->func, err) || find_state(tr, g->func, err) ||
         bind_params(tr, g->func, err) || init_params(tr, err) || bind_predict(tr, err))
         return RY_ERR;
-    if (train_grad_init(tr, err) || differentiate(tr, g->func, err)) return RY_ERR;
+    if (train_grad_init(tr, err)) return RY_ERR;
+    /* before differentiating: the hoisted work's gradient is then summed
+     * over the steps once (RELAYC_HOIST=0 leaves it out, to measure it) */
+    const char *hoist = getenv("RELAYC_HOIST");
+    if ((!hoist || strcmp(hoist, "0") != 0) && ry_hoist(tr->m, err)) {
+        ry_error_prefix(err, "hoisting invariant work out of the loops of %s", name);
+        return RY_ERR;
+    }
+    g = ry_module_find_global(tr->m, tr->loss_name);
+    if (differentiate(tr, g->func, err)) return RY_ERR;
     /* The transform's refs and closures are evaluated away where control
      * flow is static (straight-line code for the MLP and LeNet); recursion
      * whose stopping test depends on data (RNNs over time, trees) stays
