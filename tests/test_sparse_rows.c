@@ -266,7 +266,7 @@ static void test_vm_rows_ops(void **state) {
 }
 
 /* The gradient of a table looked up once per step of a loop: rows added
- * step after step stay rows up to four times the table's rows, then
+ * step after step stay rows up to twice the table's rows, then
  * become one dense sum (rows_ops.c): the same values either way, up to
  * the order of additions where rows repeat. */
 static void test_vm_rows_accumulate(void **state) {
@@ -296,7 +296,7 @@ static void test_vm_rows_accumulate(void **state) {
                       ints(2, (int64_t[]){2, 9}, (int64_t[]){2, 0, 1, 1, 2, 0, 0, 2, 1,
                                                              0, 0, 2, 1, 2, 2, 1, 0, 1}),
                       ry_value_tensor(rand_tensor(RY_FLOAT64, 2, (int64_t[]){2, 2})), NULL};
-    for (int k = 1; k <= 9; k++) { /* 2 rows a step: dense past 12 */
+    for (int k = 1; k <= 9; k++) { /* 2 rows a step: dense past 6 */
         a[3] = ry_value_tensor(ry_tensor_scalar(RY_INT32, k));
         run_three(m, g, 4, a, 1e-12);
         ry_value_release(a[3]);

@@ -160,10 +160,11 @@ static bool rows_zeros(const ry_expr *call, ry_value *const *args, ry_value **ou
 /* a + b: rows listed once per step of a loop would grow without bound,
  * each step copying them all again (a 65-row table of an RNN's input
  * projection gathers 32 rows per step: 2,080 rows by step 64, 68,000
- * copied). Past four times the table's rows the sum is dense: it then
- * costs at most four tables per add. Densified, the rows are added in the
- * order a later densification would add them. */
-#define ROWS_PER_TABLE 4
+ * copied). Past twice the table's rows the sum is dense: listing them
+ * no longer saves memory, and an add then copies at most two tables'
+ * worth. Densified, the rows are added in the order a later
+ * densification would add them. */
+#define ROWS_PER_TABLE 2
 
 static ry_value *concat_rows(const ry_value *a, const ry_value *b) {
     int64_t n = a->rows.n + b->rows.n, vs[RY_MAX_RANK];
@@ -246,11 +247,14 @@ static bool rows_scatter(const ry_expr *call, ry_value *const *args, ry_value **
     return true;
 }
 
-/* Whether argument i dies at this call and nothing else holds it: its
- * tensor may then take the result in place. */
-static bool reusable(const ry_value *v, int i, const int *regs, int nkill, const int *kill) {
-    if (!regs || v->refcount != 1 || v->kind != RY_VAL_TENSOR || v->tensor->refcount != 1 ||
-        !v->tensor->alloc)
+/* Whether argument i dies at this call and nothing else holds it (but
+ * acc, the ref the result replaces it in): its tensor may then take the
+ * result in place. */
+static bool reusable(const ry_value *v, int i, const int *regs, int nkill, const int *kill,
+                     const ry_value *acc) {
+    int holders = 1 + (acc == v);
+    if (!regs || v->refcount != holders || v->kind != RY_VAL_TENSOR ||
+        v->tensor->refcount != 1 || !v->tensor->alloc)
         return false;
     for (int k = 0; k < nkill; k++)
         if (kill[k] == regs[i]) return true;
@@ -270,7 +274,8 @@ static bool same_type(const ry_value *a, const ry_value *b) {
  * dense scatter-adds the rows into the dense operand (in place when it
  * dies here unshared). */
 static bool rows_add(const ry_expr *call, ry_value *const *args, const int *regs, int nkill,
-                     const int *kill, ry_value **out, ry_status *st, ry_error *err) {
+                     const int *kill, const ry_value *acc, ry_value **out, ry_status *st,
+                     ry_error *err) {
     ry_value *a = args[0], *b = args[1];
     if (!same_type(a, b)) return false;
     *st = RY_OK;
@@ -290,7 +295,7 @@ static bool rows_add(const ry_expr *call, ry_value *const *args, const int *regs
         *out = ry_value_retain(dense);
         return true;
     }
-    if (reusable(dense, di, regs, nkill, kill)) {
+    if (reusable(dense, di, regs, nkill, kill, acc)) {
         ry_rows_add_into(dense->tensor, rows);
         *out = ry_value_retain(dense);
         return true;
@@ -355,8 +360,9 @@ static void find_rules(void) {
 }
 
 bool ry_rows_op(bool sparse, const ry_op *op, const ry_expr *call, int nargs,
-                ry_value *const *args, const int *regs, int nkill, const int *kill, ry_value **out,
-                ry_status *st, ry_error *err, ry_arena *scratch) {
+                ry_value *const *args, const int *regs, int nkill, const int *kill,
+                const ry_value *acc, ry_value **out, ry_status *st, ry_error *err,
+                ry_arena *scratch) {
     bool any = false, nested = false, zero = false;
     for (int i = 0; i < nargs; i++) {
         any |= args[i]->kind == RY_VAL_ROWS;
@@ -370,7 +376,7 @@ bool ry_rows_op(bool sparse, const ry_op *op, const ry_expr *call, int nargs,
         else if ((any || zero) && op == rules[R_SCATTER])
             done = rows_scatter(call, args, out, st, err);
         else if ((any || zero) && op == rules[R_ADD])
-            done = rows_add(call, args, regs, nkill, kill, out, st, err);
+            done = rows_add(call, args, regs, nkill, kill, acc, out, st, err);
         else if ((any || zero) && op == rules[R_RESHAPE])
             done = rows_reshape(call, args, out, st, err, scratch);
         if (done) return true;

@@ -24,11 +24,14 @@
  * false, or true with *st = RY_ERR on out-of-memory. regs[i] is argument
  * i's register and kill[0..nkill) the registers that die at this call: an
  * argument that dies there and that nothing else holds may be updated in
- * place. scratch: an arena the rules may reset and use for types (NULL:
- * their own). */
+ * place; acc, when not NULL, is the value of the ref the result is written
+ * into next (AD's accumulation), which may hold that argument too.
+ * scratch: an arena the rules may reset and use for types (NULL: their
+ * own). */
 bool ry_rows_op(bool sparse, const ry_op *op, const ry_expr *call, int nargs,
-                ry_value *const *args, const int *regs, int nkill, const int *kill, ry_value **out,
-                ry_status *st, ry_error *err, ry_arena *scratch);
+                ry_value *const *args, const int *regs, int nkill, const int *kill,
+                const ry_value *acc, ry_value **out, ry_status *st, ry_error *err,
+                ry_arena *scratch);
 
 /* A known zero of float dtype and shape (rank >= 1): a view of the zero
  * block *cache, which grows (is replaced) when too small; the caller keeps

@@ -457,8 +457,11 @@ ry_status vm_run_op(vm_machine *mc, const insn *I, ry_value **R, ry_value **S, r
         return st;
     /* row-sparse values: kept sparse by their own rules, else densified
      * (only an operator with rules, or row-sparse arguments, need look) */
+    const ry_value *acc = NULL; /* the ref the result goes into next, if it holds an argument */
+    if (rows && I->refacc >= 0 && R[I->refacc] && R[I->refacc]->kind == RY_VAL_REF)
+        acc = R[I->refacc]->ref.value;
     if (rows && ry_rows_op(mc->sparse_rows, oc->op, oc->call, I->n, args, I->args, I->nkill,
-                           I->kill, out, &st, mc->err, mc->scratch)) {
+                           I->kill, acc, out, &st, mc->err, mc->scratch)) {
         if (args != inline_args) ry_free(args);
         return st;
     }
