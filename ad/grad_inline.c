@@ -33,7 +33,7 @@ static ry_global *inlinable(inl *c, const ry_expr *call) {
     intptr_t i = g ? (intptr_t)ad_map_get(&c->index, g) - 1 : -1;
     if (i < 0 || !g->func || g->func->kind != RY_EXPR_FUNC || !g->func->type) return NULL;
     if (g->func->func.ntparams || call->call.ntype_args ||
-        g->func->func.nparams != call->call.nargs)
+        g->func->func.nparams != call->call.nargs || ry_call_checks_shapes(g->func, call))
         return NULL;
     if (!c->done[i]) {
         c->rec[i] = ry_global_recursive(c->s->m, (int)i);

@@ -118,6 +118,8 @@ static void test_bad_command_lines(void **s) {
     assert_err_contains("unknown option '--bogus'");
     assert_int_equal(run("run tests/run/mlp.relay --target gpu"), 1);
     assert_err_contains("--target is cpu or interp");
+    assert_int_equal(run("run tests/run/mlp.relay --level 3"), 1);
+    assert_err_contains("--level needs 0, 1 or 2, got '3'");
     assert_int_equal(run("run tests/run/mlp.relay --input"), 1);
     assert_err_contains("needs a value");
     assert_int_equal(run("run tests/run/mlp.relay --input x"), 1);

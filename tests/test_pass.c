@@ -412,6 +412,47 @@ static void test_inline(void **state) {
     ry_module_free(o);
 }
 
+/* A call whose argument leaves a dimension open (?) that the parameter
+ * fixes is the only place that dimension is checked: partial evaluation
+ * and inlining keep it a call, and the optimized program still rejects a
+ * wrong shape as the interpreter does. (So does the gradient's inliner,
+ * ad/grad_inline.c.) */
+static void test_call_keeps_shape_check(void **state) {
+    (void)state;
+    const char *text =
+        "#[version = \"0.0.5\"]\n"
+        "def @layer(%x: Tensor[(n, 4), float32]) -> Tensor[(n, 4), float32] { nn.relu(%x) }\n"
+        "def @main(%x: Tensor[(?, ?), float32], %y: Tensor[(3, 4), float32]) {\n"
+        "  let %a = @layer(%x);\n"
+        "  let %b = @layer(%y);\n"
+        "  sum(%a) + sum(%b)\n"
+        "}\n";
+    ry_error err;
+    ry_status (*const inliners[2])(ry_module *, ry_error *) = {ry_partial_eval, ry_inline};
+    for (int k = 0; k < 2; k++) {
+        ry_module *o = test_parse(text, true);
+        ok(inliners[k](o, &err), &err);
+        ok(ry_module_typecheck(o, &err), &err);
+        char *s = print_global(o, "main");
+        assert_non_null(strstr(s, "@layer(%x)")); /* kept: (?, ?) against (n, 4) */
+        assert_null(strstr(s, "@layer(%y)"));     /* inlined: (3, 4) is checked already */
+        ry_free(s);
+        ry_module_free(o);
+    }
+    ry_module *g = test_parse(text, true);
+    ok(ry_optimize(g, 2, &err), &err);
+    ry_value *args[2] = {ry_value_tensor(ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){5, 3})),
+                         ry_value_tensor(ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){3, 4}))};
+    ry_vm_program *p = NULL;
+    ok(ry_vm_compile(g, &p, &err), &err);
+    ry_value *out = NULL;
+    assert_int_equal(ry_vm_call(p, "main", 2, args, NULL, &out, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "parameter %x"));
+    ry_vm_free(p);
+    for (int i = 0; i < 2; i++) ry_value_release(args[i]);
+    ry_module_free(g);
+}
+
 static void test_simplify(void **state) {
     (void)state;
     const char *text =
@@ -814,6 +855,7 @@ int main(void) {
         cmocka_unit_test(test_fold),
         cmocka_unit_test(test_simplify),
         cmocka_unit_test(test_inline),
+        cmocka_unit_test(test_call_keeps_shape_check),
         cmocka_unit_test(test_partial_eval),
         cmocka_unit_test(test_square_is_straight_line),
         cmocka_unit_test(test_mlp_gradient),

@@ -96,6 +96,12 @@ bool ry_global_reaches_recursion(const ry_module *m, const char *name);
  * other globals. */
 bool ry_global_recursive(const ry_module *m, int i);
 
+/* Whether calling fn checks at run time what the call's argument types
+ * leave open (a ? dimension where the parameter's type has a number or a
+ * name): inlining the call would drop that check, so the inliners (partial
+ * evaluation, the gradient's) keep it a call. */
+bool ry_call_checks_shapes(const ry_expr *fn, const ry_expr *call);
+
 /* Counts the nodes of each kind in e (a global's function counts itself as
  * one RY_EXPR_FUNC), for tests and reports; counts has RY_EXPR_REF_WRITE + 1
  * entries. A node shared in the DAG counts once per path to it. */

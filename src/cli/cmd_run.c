@@ -12,11 +12,13 @@
 
 #include "cli/cli.h"
 #include "relayc/ad.h"
+#include "relayc/pass.h"
 #include "relayc/vm.h"
 
 static const char *help =
     "usage: relayc run FILE [--entry NAME] [--input NAME=PATH.npy]... [--out DIR]\n"
-    "                 [--grad] [--target cpu|interp] [--train] [--seed N] [--plan]\n"
+    "                 [--grad] [--target cpu|interp] [--level N] [--train] [--seed N]\n"
+    "                 [--plan]\n"
     "\n"
     "Runs global @NAME (default main) of FILE with the compiled engine.\n"
     "Each tensor parameter %NAME is read from the .npy file given by --input.\n"
@@ -29,6 +31,9 @@ static const char *help =
     "  --grad                differentiate @NAME (every output seeded with ones) and\n"
     "                        also write DIR/grad_<param>.npy for each tensor parameter\n"
     "  --target cpu|interp   the compiled engine (default) or the reference interpreter\n"
+    "  --level N             the compiled engine's optimization: 0 none, 1 folding, CSE,\n"
+    "                        DCE and fusion, 2 (default) also loop-invariant code motion\n"
+    "                        and partial evaluation first\n"
     "  --train               training mode: nn.dropout drops, batch_norm uses batch statistics\n"
     "  --seed N              seed of the random state (dropout), default 0\n"
     "  --plan                print the compiled engine's memory plan (per function its\n"
@@ -40,11 +45,13 @@ typedef struct run_args {
     cli_inputs inputs;
     ry_interp_opts opts;
     bool grad, use_interp, plan;
+    int level;
 } run_args;
 
 static int parse_args(int argc, char **argv, run_args *a) {
     a->entry = "main";
     a->out = ".";
+    a->level = 2;
     for (int i = 1; i < argc; i++) {
         const char *v;
         bool bad = false;
@@ -60,6 +67,10 @@ static int parse_args(int argc, char **argv, run_args *a) {
             a->out = v;
         } else if (!bad && (v = cli_option(argc, argv, &i, "--target", &bad))) {
             if (cli_target("run", v, &a->use_interp)) return 1;
+        } else if (!bad && (v = cli_option(argc, argv, &i, "--level", &bad))) {
+            if (strlen(v) != 1 || v[0] < '0' || v[0] > '2')
+                return cli_fail("run", "--level needs 0, 1 or 2, got '%s'", v);
+            a->level = v[0] - '0';
         } else if (!bad && (v = cli_option(argc, argv, &i, "--seed", &bad))) {
             char *end;
             errno = 0;
@@ -109,7 +120,8 @@ static ry_status call(const run_args *a, ry_module *m, const char *entry, int n,
     if (a->use_interp) return ry_interp_call(m, entry, n, args, &a->opts, out, err);
     ry_vm_program *prog = NULL;
     ry_vm_opts vo = {.training = a->opts.training, .seed = a->opts.seed, .max_depth = a->opts.max_depth};
-    ry_status st = ry_vm_compile(m, &prog, err);
+    ry_status st = ry_optimize(m, a->level, err);
+    if (st == RY_OK) st = ry_vm_compile(m, &prog, err);
     if (st == RY_OK && a->plan) ry_vm_print_plan(prog, stdout);
     if (st == RY_OK) st = ry_vm_call(prog, entry, n, args, &vo, out, err);
     ry_vm_free(prog);
@@ -138,6 +150,9 @@ int cmd_run(int argc, char **argv) {
     } else if (!(args = ry_calloc((size_t)(n ? n : 1), sizeof *args))) {
         rc = cli_fail("run", "out of memory");
     } else if ((rc = cli_bind_params("run", a->entry, &a->inputs, g->func, NULL, false, args)) != 0) {
+    } else if (!a->use_interp && a->level >= 2 && ry_hoist(m, &err) != RY_OK) {
+        ry_error_print(stderr, &err);
+        rc = 1;
     } else if (a->grad && ry_grad_ex(m, a->entry, NULL, NULL,
                                      &(ry_grad_opts){.inference = !a->opts.training}, &target,
                                      &err) != RY_OK) {

@@ -432,7 +432,8 @@ static ps *eval_call(pe *p, const ry_expr *e, env *en) {
              * otherwise its body would be copied here once more (a
              * peeled first step) before the call it ends in anyway */
             bool rec = gi >= 0 && p->recursive[gi];
-            bool enter = gi >= 0 && !(rec && !p->inline_only && !any_static_control(args, n));
+            bool enter = gi >= 0 && !(rec && !p->inline_only && !any_static_control(args, n)) &&
+                         !ry_call_checks_shapes(p->orig[gi], e);
             if (enter) r = apply(p, p->orig[gi], p->orig[gi], NULL, n, args, rec);
             if (gi >= 0 && !r) r = pe_specialize(p, e, gi, args);
         }

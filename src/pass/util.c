@@ -89,6 +89,32 @@ bool pass_same_attrs(const ry_attrs *x, const ry_attrs *y) {
     return true;
 }
 
+/* Whether the value of static type at may fail the run-time check of a
+ * parameter of type pt: a dimension at leaves open (?) that pt fixes or
+ * names (the check binds a name across parameters). */
+static bool looser(const ry_type *at, const ry_type *pt) {
+    if (!at || !pt || at->kind != pt->kind) return false;
+    if (at->kind == RY_TYPE_TUPLE) {
+        for (int i = 0; i < at->tuple.n && i < pt->tuple.n; i++)
+            if (looser(at->tuple.fields[i], pt->tuple.fields[i])) return true;
+        return false;
+    }
+    if (at->kind != RY_TYPE_TENSOR || at->tensor.ndim != pt->tensor.ndim) return false;
+    for (int d = 0; d < at->tensor.ndim; d++)
+        if (at->tensor.dims[d].kind == RY_DIM_ANY && pt->tensor.dims[d].kind != RY_DIM_ANY)
+            return true;
+    return false;
+}
+
+bool ry_call_checks_shapes(const ry_expr *fn, const ry_expr *call) {
+    if (fn->kind != RY_EXPR_FUNC) return false;
+    for (int i = 0; i < call->call.nargs && i < fn->func.nparams; i++) {
+        const ry_var *p = fn->func.params[i];
+        if (looser(call->call.args[i]->type, p->annot ? p->annot : p->type)) return true;
+    }
+    return false;
+}
+
 /* pure(e): the node and everything it evaluates (not the bodies of
  * functions it merely creates) may be dropped when its value is unused. */
 bool pass_is_pure(const ry_expr *e) {
