@@ -7,7 +7,8 @@
  * the parallel kernels (conv2d and its gradients, pooling, large
  * elementwise maps, sums, dense) give the same results at 1 and 2 threads,
  * and ry_cpu_gemm (blas.h) splits only what it should, into blocks that
- * give the unsplit GEMM's bits; ry_parallel_copy copies every byte; float
+ * give the unsplit GEMM's bits; ry_parallel_copy copies every byte, and
+ * split, concatenate and take put every element in place; float
  * sums keep their serial order on every path.
  */
 #include "test_util.h"
@@ -443,6 +444,69 @@ static void parallel_copy(void **state) {
     free(dst);
 }
 
+/* Calls op's CPU kernel with one integer attribute (name NULL: none). */
+static void call_kernel(const char *name, int nin, ry_tensor *const *in, int nout,
+                        ry_tensor *const *out, const char *attr, int64_t v, const char *mode) {
+    const ry_op *op = ry_op_find(name);
+    assert_non_null(op);
+    ry_attr a[2];
+    int na = 0;
+    if (attr) a[na++] = (ry_attr){.name = attr, .value = {.kind = RY_AV_INT, .i = v}};
+    if (mode) a[na++] = (ry_attr){.name = "mode", .value = {.kind = RY_AV_STR, .s = mode}};
+    ry_attrs as = {na, a};
+    ry_error err;
+    memset(&err, 0, sizeof err);
+    ry_kernel_ctx c = {.op = op, .attrs = &as, .err = &err};
+    if (op->kernels[RY_TARGET_CPU](&c, nin, in, nout, out)) fail_msg("%s: %s", name, err.msg);
+}
+
+/* split, concatenate and take of rows: large copies split over the pool
+ * (transform.c), every element where it belongs at 1 and 2 threads; an
+ * LSTM step's 32 x 1024 gates, and a take with clip and wrap indices. */
+static void copies_split_over_threads(void **state) {
+    (void)state;
+    const int64_t R = 40, C = 1024, P = 4, W = C / P, V = 70, K = 37;
+    for (int threads = 1; threads <= 2; threads++) {
+        ry_set_num_threads(threads);
+        ry_tensor *x = ry_tensor_new(RY_FLOAT32, 2, (int64_t[]){R, C});
+        float *xd = x->data;
+        for (int64_t i = 0; i < R * C; i++) xd[i] = (float)i;
+        ry_tensor *parts[4];
+        for (int k = 0; k < P; k++) parts[k] = ry_tensor_new(RY_FLOAT32, 2, (int64_t[]){R, W});
+        call_kernel("split", 1, &x, (int)P, parts, "axis", 1, NULL);
+        for (int k = 0; k < P; k++)
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t j = 0; j < W; j++)
+                    assert_true(((float *)parts[k]->data)[r * W + j] == xd[r * C + k * W + j]);
+        ry_tensor *y = ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){R, C});
+        call_kernel("concatenate", (int)P, parts, 1, &y, "axis", 1, NULL);
+        assert_memory_equal(y->data, x->data, ry_tensor_nbytes(x));
+        /* take rows of a (V, C) table at K indices, some out of range */
+        ry_tensor *table = ry_tensor_new(RY_FLOAT32, 2, (int64_t[]){V, C});
+        for (int64_t i = 0; i < V * C; i++) ((float *)table->data)[i] = (float)(i * 3 % 1009);
+        ry_tensor *idx = ry_tensor_new(RY_INT32, 1, (int64_t[]){K});
+        for (int64_t k = 0; k < K; k++) ((int32_t *)idx->data)[k] = (int32_t)(k * 7 % 90) - 10;
+        const char *modes[2] = {"clip", "wrap"};
+        for (int m = 0; m < 2; m++) {
+            ry_tensor *in[2] = {table, idx}, *g = ry_tensor_new(RY_FLOAT32, 2, (int64_t[]){K, C});
+            call_kernel("take", 2, in, 1, &g, "axis", 0, modes[m]);
+            for (int64_t k = 0; k < K; k++) {
+                int64_t j = ((int32_t *)idx->data)[k];
+                j = m == 0 ? (j < 0 ? 0 : j >= V ? V - 1 : j) : ((j % V) + V) % V;
+                assert_memory_equal((float *)g->data + k * C, (float *)table->data + j * C,
+                                    sizeof(float) * (size_t)C);
+            }
+            ry_tensor_release(g);
+        }
+        ry_tensor_release(table);
+        ry_tensor_release(idx);
+        ry_tensor_release(y);
+        for (int k = 0; k < P; k++) ry_tensor_release(parts[k]);
+        ry_tensor_release(x);
+    }
+    ry_set_num_threads(1);
+}
+
 /* A row's sum as the serial loop forms it: four interleaved lanes in
  * double, combined (a0 + a1) + (a2 + a3). */
 static double lane_sum(const float *row, int64_t len) {
@@ -543,6 +607,7 @@ int main(void) {
         cmocka_unit_test(kernels_match),
         cmocka_unit_test(gemm_split_same_bits), cmocka_unit_test(gemm_parts_rules),
         cmocka_unit_test(gemm_empty_k),       cmocka_unit_test(parallel_copy),
+        cmocka_unit_test(copies_split_over_threads),
         cmocka_unit_test(sums_keep_order),    cmocka_unit_test(bias_sums_keep_order),
     };
     /* e.g. RY_TEST_FILTER='*' minus OpenBLAS: helgrind runs "c*" "n*" "s*" */

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "backend/cpu/parallel.h"
 #include "backend/cpu/scatter_kernels.h"
 #include "backend/cpu/transform_kernels.h"
 
@@ -135,23 +136,71 @@ ry_status ry_cpu_transpose(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int 
 /* ---- concatenate / split / stack ----
  * Shape legend: outer = product of the dims before axis; a "chunk" is one
  * input's slab after the axis (its extent along axis times the inner dims).
- * The output interleaves, for each outer index, every input's chunk. */
+ * The output interleaves, for each outer index, every input's chunk.
+ * For outer index o, piece i is the stride[i] bytes at base[i] + o *
+ * stride[i] and lies at offset at[i] of the packed row (row bytes at
+ * packed + o * row). Large copies are split over the pool by outer index
+ * (a copy is bound by memory, and each core brings its own bandwidth: an
+ * LSTM step's 32 x 1024 gate gradients are 128 KB). */
+#define PIECES_MAX 64
+#define COPY_SPLIT_BYTES ((int64_t)1 << 16)
+
+typedef struct pieces {
+    bool gather; /* true: pieces -> packed (concatenate); false: packed -> pieces (split) */
+    int n;
+    char *packed;
+    size_t row;
+    char *base[PIECES_MAX];
+    size_t stride[PIECES_MAX], at[PIECES_MAX];
+} pieces;
+
+static void copy_pieces(void *ctx, int64_t lo, int64_t hi) {
+    const pieces *p = ctx;
+    for (int64_t o = lo; o < hi; o++)
+        for (int i = 0; i < p->n; i++) {
+            char *packed = p->packed + (size_t)o * p->row + p->at[i];
+            char *piece = p->base[i] + (size_t)o * p->stride[i];
+            if (p->gather) memcpy(packed, piece, p->stride[i]);
+            else memcpy(piece, packed, p->stride[i]);
+        }
+}
+
+static void run_pieces(pieces *p, int64_t outer) {
+    int64_t bytes = outer * (int64_t)p->row;
+    if (bytes < COPY_SPLIT_BYTES || outer < 2 || !p->n) {
+        copy_pieces(p, 0, outer);
+        return;
+    }
+    int64_t grain = (COPY_SPLIT_BYTES / 2) / (int64_t)p->row; /* 32 KB a chunk */
+    ry_parallel_for(outer, grain > 0 ? grain : 1, copy_pieces, p);
+}
+
+/* Copies between the tensors t[0..n) and packed (concatenate's y, split's
+ * x: their pieces side by side along axis), PIECES_MAX tensors at a time. */
+static void copy_along(bool gather, int n, ry_tensor *const *t, void *packed,
+                       const ry_tensor *whole, int axis) {
+    size_t es = ry_dtype_size(whole->dtype), at = 0;
+    size_t row = (size_t)prod(whole->shape, axis, whole->ndim) * es;
+    int64_t outer = prod(whole->shape, 0, axis);
+    for (int first = 0; first < n; first += PIECES_MAX) {
+        pieces p = {.gather = gather, .packed = packed, .row = row};
+        for (int i = first; i < n && i < first + PIECES_MAX; i++) {
+            size_t chunk = (size_t)prod(t[i]->shape, axis, t[i]->ndim) * es;
+            if (!chunk) continue;
+            p.base[p.n] = t[i]->data;
+            p.stride[p.n] = chunk;
+            p.at[p.n++] = at;
+            at += chunk;
+        }
+        run_pieces(&p, outer);
+    }
+}
+
 ry_status ry_cpu_concatenate(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                              ry_tensor *const *out) {
     assert(nout == 1 && nin >= 1);
     ry_tensor *y = out[0];
-    int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), y->ndim);
-    size_t es = ry_dtype_size(y->dtype);
-    int64_t outer = prod(y->shape, 0, axis);
-    size_t ychunk = (size_t)prod(y->shape, axis, y->ndim) * es;
-    size_t at = 0;
-    for (int i = 0; i < nin; i++) {
-        size_t chunk = (size_t)prod(in[i]->shape, axis, in[i]->ndim) * es;
-        for (int64_t o = 0; o < outer && chunk; o++)
-            memcpy((char *)y->data + (size_t)o * ychunk + at,
-                   (const char *)in[i]->data + (size_t)o * chunk, chunk);
-        at += chunk;
-    }
+    copy_along(true, nin, in, y->data, y, norm_axis(ry_attr_int(c->op, c->attrs, "axis"), y->ndim));
     return RY_OK;
 }
 
@@ -159,18 +208,7 @@ ry_status ry_cpu_split(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout
                        ry_tensor *const *out) {
     assert(nin == 1 && nout >= 1);
     const ry_tensor *x = in[0];
-    int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), x->ndim);
-    size_t es = ry_dtype_size(x->dtype);
-    int64_t outer = prod(x->shape, 0, axis);
-    size_t xchunk = (size_t)prod(x->shape, axis, x->ndim) * es;
-    size_t at = 0;
-    for (int i = 0; i < nout; i++) {
-        size_t chunk = (size_t)prod(out[i]->shape, axis, out[i]->ndim) * es;
-        for (int64_t o = 0; o < outer && chunk; o++)
-            memcpy((char *)out[i]->data + (size_t)o * chunk,
-                   (const char *)x->data + (size_t)o * xchunk + at, chunk);
-        at += chunk;
-    }
+    copy_along(false, nout, out, x->data, x, norm_axis(ry_attr_int(c->op, c->attrs, "axis"), x->ndim));
     return RY_OK;
 }
 
@@ -200,6 +238,31 @@ ry_status ry_cpu_stack(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout
 
 typedef enum take_mode { TAKE_CLIP, TAKE_WRAP, TAKE_FAST } take_mode;
 
+/* Rows of take in clip or wrap mode (no index can fail), a range of the
+ * flattened (b, o, k) positions per chunk: large gathers (an LSTM step's
+ * 32 rows of 4 KB) split over the pool. Rows of 256 bytes and more only,
+ * so the divisions per row stay cheap next to the copy. */
+#define TAKE_SPLIT_ROW 256
+
+typedef struct take_rows {
+    const char *src;
+    const ry_tensor *ind;
+    char *dst;
+    size_t row;
+    int64_t O, N, K;
+    take_mode mode;
+} take_rows;
+
+static void take_chunk(void *ctx, int64_t lo, int64_t hi) {
+    const take_rows *t = ctx;
+    for (int64_t p = lo; p < hi; p++) {
+        int64_t k = p % t->K, bo = p / t->K, b = bo / t->O;
+        int64_t j = ry_scatter_read_index(t->ind, b * t->K + k);
+        j = t->mode == TAKE_CLIP ? (j < 0 ? 0 : j >= t->N ? t->N - 1 : j) : ((j % t->N) + t->N) % t->N;
+        memcpy(t->dst + (size_t)p * t->row, t->src + (size_t)(bo * t->N + j) * t->row, t->row);
+    }
+}
+
 ry_status ry_cpu_take(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                       ry_tensor *const *out) {
     assert(nin == 2 && nout == 1);
@@ -223,6 +286,12 @@ ry_status ry_cpu_take(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
     if (y->size == 0) return RY_OK;
     if (N == 0) return ry_error_at(c->err, c->span, "take: cannot take from an axis of extent 0");
     size_t es = ry_dtype_size(x->dtype), row = (size_t)I * es;
+    if (mode != TAKE_FAST && row >= TAKE_SPLIT_ROW && (int64_t)ry_tensor_nbytes(y) >= COPY_SPLIT_BYTES) {
+        take_rows t = {x->data, ind, y->data, row, O, N, K, mode};
+        int64_t grain = (COPY_SPLIT_BYTES / 2) / (int64_t)row;
+        ry_parallel_for(B * O * K, grain > 0 ? grain : 1, take_chunk, &t);
+        return RY_OK;
+    }
     char *dst = y->data;
     const char *src = x->data;
     for (int64_t b = 0; b < B; b++)
