@@ -89,7 +89,7 @@ bench: $(BENCH_BINS)
 	@for n in mlp lenet charlstm treelstm; do \
 	  BUILD=$(BUILD) bench/run $$n --threads $(BENCH_THREADS) --seconds $(BENCH_SECONDS) --peer || exit 1; done
 	@for n in mlp lenet charlstm treelstm; do \
-	  BUILD=$(BUILD) bench/run $$n --scaling --seconds $(BENCH_SECONDS) || exit 1; done
+	  BUILD=$(BUILD) bench/run $$n --scaling --rounds 3 --seconds $(BENCH_SECONDS) || exit 1; done
 	BUILD=$(BUILD) bench/run grad_ratio --threads $(BENCH_THREADS) --seconds 3
 
 # The unit suites, then the .relay corpora through the command line.
