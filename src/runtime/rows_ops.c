@@ -156,14 +156,13 @@ static bool rows_zeros(const ry_expr *call, ry_value *const *args, ry_value **ou
 }
 
 /* a ++ b: the rows of both, a's first (so densifying adds them in the
- * order a dense a + b would see them within each operand). */
-/* a + b: rows listed once per step of a loop would grow without bound,
- * each step copying them all again (a 65-row table of an RNN's input
- * projection gathers 32 rows per step: 2,080 rows by step 64, 68,000
- * copied). Past twice the table's rows the sum is dense: listing them
- * no longer saves memory, and an add then copies at most two tables'
- * worth. Densified, the rows are added in the order a later
- * densification would add them. */
+ * order a dense a + b would see them within each operand). Rows listed
+ * once per step of a loop would grow without bound, each step copying
+ * them all again (an RNN's 65-row input-projection table gathers 32 rows
+ * per step: 2,048 rows by step 64, 66,560 row copies in all), so past
+ * twice the table's rows the sum is dense: listing them no longer saves
+ * memory, and an add then copies at most two tables' worth. Densified,
+ * the rows are added in the order a later densification would add them. */
 #define ROWS_PER_TABLE 2
 
 static ry_value *concat_rows(const ry_value *a, const ry_value *b) {
