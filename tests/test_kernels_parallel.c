@@ -444,14 +444,15 @@ static void parallel_copy(void **state) {
     free(dst);
 }
 
-/* Calls op's CPU kernel with one integer attribute (name NULL: none). */
+/* Calls op's CPU kernel with attribute attr = *v and, when given, mode. */
 static void call_kernel(const char *name, int nin, ry_tensor *const *in, int nout,
-                        ry_tensor *const *out, const char *attr, int64_t v, const char *mode) {
+                        ry_tensor *const *out, const char *attr, const ry_attr_value *v,
+                        const char *mode) {
     const ry_op *op = ry_op_find(name);
     assert_non_null(op);
     ry_attr a[2];
     int na = 0;
-    if (attr) a[na++] = (ry_attr){.name = attr, .value = {.kind = RY_AV_INT, .i = v}};
+    a[na++] = (ry_attr){.name = attr, .value = *v};
     if (mode) a[na++] = (ry_attr){.name = "mode", .value = {.kind = RY_AV_STR, .s = mode}};
     ry_attrs as = {na, a};
     ry_error err;
@@ -466,6 +467,7 @@ static void call_kernel(const char *name, int nin, ry_tensor *const *in, int nou
 static void copies_split_over_threads(void **state) {
     (void)state;
     const int64_t R = 40, C = 1024, P = 4, W = C / P, V = 70, K = 37;
+    const ry_attr_value axis0 = {.kind = RY_AV_INT, .i = 0}, axis1 = {.kind = RY_AV_INT, .i = 1};
     for (int threads = 1; threads <= 2; threads++) {
         ry_set_num_threads(threads);
         ry_tensor *x = ry_tensor_new(RY_FLOAT32, 2, (int64_t[]){R, C});
@@ -473,13 +475,13 @@ static void copies_split_over_threads(void **state) {
         for (int64_t i = 0; i < R * C; i++) xd[i] = (float)i;
         ry_tensor *parts[4];
         for (int k = 0; k < P; k++) parts[k] = ry_tensor_new(RY_FLOAT32, 2, (int64_t[]){R, W});
-        call_kernel("split", 1, &x, (int)P, parts, "axis", 1, NULL);
+        call_kernel("split", 1, &x, (int)P, parts, "axis", &axis1, NULL);
         for (int k = 0; k < P; k++)
             for (int64_t r = 0; r < R; r++)
                 for (int64_t j = 0; j < W; j++)
                     assert_true(((float *)parts[k]->data)[r * W + j] == xd[r * C + k * W + j]);
         ry_tensor *y = ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){R, C});
-        call_kernel("concatenate", (int)P, parts, 1, &y, "axis", 1, NULL);
+        call_kernel("concatenate", (int)P, parts, 1, &y, "axis", &axis1, NULL);
         assert_memory_equal(y->data, x->data, ry_tensor_nbytes(x));
         /* take rows of a (V, C) table at K indices, some out of range */
         ry_tensor *table = ry_tensor_new(RY_FLOAT32, 2, (int64_t[]){V, C});
@@ -489,7 +491,7 @@ static void copies_split_over_threads(void **state) {
         const char *modes[2] = {"clip", "wrap"};
         for (int m = 0; m < 2; m++) {
             ry_tensor *in[2] = {table, idx}, *g = ry_tensor_new(RY_FLOAT32, 2, (int64_t[]){K, C});
-            call_kernel("take", 2, in, 1, &g, "axis", 0, modes[m]);
+            call_kernel("take", 2, in, 1, &g, "axis", &axis0, modes[m]);
             for (int64_t k = 0; k < K; k++) {
                 int64_t j = ((int32_t *)idx->data)[k];
                 j = m == 0 ? (j < 0 ? 0 : j >= V ? V - 1 : j) : ((j % V) + V) % V;
@@ -535,13 +537,9 @@ static void sums_keep_order(void **state) {
                 float *xd = x->data;
                 fill(xd, x->size, (uint64_t)(k * 7 + 1));
                 ry_attr_value ax = {.kind = RY_AV_INT, .i = axis};
-                ry_attr attr = {.name = "axis", .value = {.kind = RY_AV_LIST, .list = {1, &ax}}};
-                ry_attrs attrs = {1, &attr};
-                ry_error err;
-                memset(&err, 0, sizeof err);
-                ry_kernel_ctx c = {.op = ry_op_find("sum"), .attrs = &attrs, .err = &err};
                 ry_set_num_threads(threads);
-                assert_int_equal(c.op->kernels[RY_TARGET_CPU](&c, 1, &x, 1, &y), RY_OK);
+                call_kernel("sum", 1, &x, 1, &y, "axis",
+                            &(ry_attr_value){.kind = RY_AV_LIST, .list = {1, &ax}}, NULL);
                 ry_set_num_threads(1);
                 const float *yd = y->data;
                 for (int64_t o = 0; o < n_out; o++) {
@@ -578,13 +576,9 @@ static void bias_sums_keep_order(void **state) {
             ry_attr_value ax[3] = {{.kind = RY_AV_INT, .i = 0},
                                    {.kind = RY_AV_INT, .i = 2},
                                    {.kind = RY_AV_INT, .i = 3}};
-            ry_attr attr = {.name = "axis", .value = {.kind = RY_AV_LIST, .list = {3, ax}}};
-            ry_attrs attrs = {1, &attr};
-            ry_error err;
-            memset(&err, 0, sizeof err);
-            ry_kernel_ctx c = {.op = ry_op_find("sum"), .attrs = &attrs, .err = &err};
             ry_set_num_threads(threads);
-            assert_int_equal(c.op->kernels[RY_TARGET_CPU](&c, 1, &x, 1, &y), RY_OK);
+            call_kernel("sum", 1, &x, 1, &y, "axis",
+                        &(ry_attr_value){.kind = RY_AV_LIST, .list = {3, ax}}, NULL);
             ry_set_num_threads(1);
             const float *yd = y->data;
             for (int64_t o = 0; o < nc; o++) {

@@ -49,7 +49,6 @@ typedef struct hoist {
     ry_lets moved;       /* invariant bindings, in evaluation order */
     ry_expr **calls;     /* the rewritten recursive calls, patched at the end */
     int ncalls, capcalls;
-    bool bad;            /* @g used other than as a callee with all args */
 } hoist;
 
 static bool is_op(const ry_expr *e, const char *name) {
@@ -194,15 +193,9 @@ static ry_expr *commute(hoist *h, ry_expr *e) {
 
 static ry_expr *walk(hoist *h, ry_expr *e);
 
-/* A call of @g: to @g_loop, its extra arguments added at the end. */
+/* A call of @g: to @g_loop, its extra arguments added at the end
+ * (patch_calls, once they are known). */
 static ry_expr *redirect(hoist *h, ry_expr *e) {
-    int n = h->g->func->func.nparams;
-    if (e->call.nargs != n) h->bad = true;
-    for (int i = 0; i < e->call.nargs && i < n; i++) {
-        ry_var *p = h->g->func->func.params[i];
-        const ry_expr *x = e->call.args[i];
-        if (x->kind != RY_EXPR_VAR || x->var.var != p) h->inv[p->id] = false;
-    }
     ry_expr *c = ry_expr_new(h->m, RY_EXPR_CALL, e->span);
     *c = *e;
     if (h->ncalls == h->capcalls) {
@@ -219,9 +212,6 @@ static ry_expr *redirect(hoist *h, ry_expr *e) {
 static ry_expr *walk_node(hoist *h, ry_expr *e) {
     ry_expr *n;
     switch (e->kind) {
-    case RY_EXPR_GLOBAL:
-        if (is_self(h, e)) h->bad = true; /* @g as a value */
-        return e;
     case RY_EXPR_CALL:
         if (is_self(h, e->call.callee)) {
             for (int i = 0; i < e->call.nargs; i++) walk_node(h, e->call.args[i]);
@@ -446,6 +436,30 @@ static bool called_back(const ry_module *m, const ry_expr *e, int gi) {
     return false;
 }
 
+/* Every use of @g in e: a call with all its arguments clears the
+ * invariance of the parameters it does not pass on as they are; any
+ * other use (a value, a wrong count) makes the loop unknown: false. */
+static bool scan_calls(hoist *h, const ry_expr *e, int *ncalls) {
+    const ry_expr *f = h->g->func;
+    if (e->kind == RY_EXPR_GLOBAL) return !is_self(h, e);
+    if (e->kind == RY_EXPR_CALL && is_self(h, e->call.callee)) {
+        if (e->call.nargs != f->func.nparams) return false;
+        for (int i = 0; i < e->call.nargs; i++) {
+            const ry_expr *x = e->call.args[i];
+            ry_var *p = f->func.params[i];
+            if (x->kind != RY_EXPR_VAR || x->var.var != p) h->inv[p->id] = false;
+            if (!scan_calls(h, x, ncalls)) return false;
+        }
+        (*ncalls)++;
+        return true;
+    }
+    int slot;
+    const ry_expr *c;
+    for (int i = 0; (c = ry_expr_child(e, i, &slot)); i++)
+        if (!scan_calls(h, c, ncalls)) return false;
+    return true;
+}
+
 /* Hoists out of global gi; true when it changed the module. */
 static bool hoist_global(ry_module *m, int gi) {
     ry_global *g = m->globals[gi];
@@ -460,28 +474,14 @@ static bool hoist_global(ry_module *m, int gi) {
     h.uses = RY_NEW_ARRAY(h.a, int, h.nids + 1);
     for (int i = 0; i < f->func.nparams; i++) h.inv[f->func.params[i]->id] = true;
     ry_expr *anf = ry_anf(m, f);
-    /* invariance of the parameters is known after a first look at every
-     * recursive call; the rewriting walk then trusts it */
-    hoist probe = h;
-    probe.a = ry_arena_new();
-    probe.def = RY_NEW_ARRAY(probe.a, const ry_expr *, h.nids + 1);
-    probe.inv = RY_NEW_ARRAY(probe.a, bool, h.nids + 1);
-    memcpy(probe.inv, h.inv, sizeof *h.inv * (size_t)(h.nids + 1));
-    probe.moved = (ry_lets){0};
-    walk(&probe, anf->func.body);
-    bool ok = !probe.bad && probe.ncalls > 0;
-    for (int i = 0; i < f->func.nparams; i++) {
-        int id = f->func.params[i]->id;
-        h.inv[id] = probe.inv[id];
-    }
-    ry_arena_free(probe.a);
+    int ncalls = 0;
     bool changed = false;
-    if (ok) {
+    if (scan_calls(&h, anf->func.body, &ncalls) && ncalls > 0) {
         h.loop = loop_name(m, g->name);
         ry_expr *body = walk(&h, anf->func.body);
         ry_var **p;
         int np = passed(&h, &body, &p);
-        if (h.moved.n && np && !h.bad) {
+        if (h.moved.n && np) {
             patch_calls(&h, np, p);
             ry_expr *l = loop_func(&h, anf, body, np, p);
             g->func = entry(&h, anf, np, p);

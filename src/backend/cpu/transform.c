@@ -238,6 +238,13 @@ ry_status ry_cpu_stack(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout
 
 typedef enum take_mode { TAKE_CLIP, TAKE_WRAP, TAKE_FAST } take_mode;
 
+/* Index j along an axis of extent n in clip or wrap mode (fast: as is). */
+static int64_t take_index(int64_t j, int64_t n, take_mode mode) {
+    if (mode == TAKE_CLIP) return j < 0 ? 0 : j >= n ? n - 1 : j;
+    if (mode == TAKE_WRAP) return ((j % n) + n) % n;
+    return j;
+}
+
 /* Rows of take in clip or wrap mode (no index can fail), a range of the
  * flattened (b, o, k) positions per chunk: large gathers (an LSTM step's
  * 32 rows of 4 KB) split over the pool. Rows of 256 bytes and more only,
@@ -257,8 +264,7 @@ static void take_chunk(void *ctx, int64_t lo, int64_t hi) {
     const take_rows *t = ctx;
     for (int64_t p = lo; p < hi; p++) {
         int64_t k = p % t->K, bo = p / t->K, b = bo / t->O;
-        int64_t j = ry_scatter_read_index(t->ind, b * t->K + k);
-        j = t->mode == TAKE_CLIP ? (j < 0 ? 0 : j >= t->N ? t->N - 1 : j) : ((j % t->N) + t->N) % t->N;
+        int64_t j = take_index(ry_scatter_read_index(t->ind, b * t->K + k), t->N, t->mode);
         memcpy(t->dst + (size_t)p * t->row, t->src + (size_t)(bo * t->N + j) * t->row, t->row);
     }
 }
@@ -297,12 +303,8 @@ ry_status ry_cpu_take(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
     for (int64_t b = 0; b < B; b++)
         for (int64_t o = 0; o < O; o++)
             for (int64_t k = 0; k < K; k++) {
-                int64_t j = ry_scatter_read_index(ind, b * K + k);
-                if (mode == TAKE_CLIP)
-                    j = j < 0 ? 0 : j >= N ? N - 1 : j;
-                else if (mode == TAKE_WRAP)
-                    j = ((j % N) + N) % N;
-                else if (j < 0 || j >= N)
+                int64_t j = take_index(ry_scatter_read_index(ind, b * K + k), N, mode);
+                if (j < 0 || j >= N) /* fast mode only */
                     return ry_error_at(c->err, c->span,
                                        "take: index %lld out of range [0, %lld) with mode=\"fast\"",
                                        (long long)j, (long long)N);
