@@ -117,6 +117,12 @@ static const kcase cases[] = {
      2, {"pool_size", "strides"}, {{2, 2}, {2, 2}}, {2, 2}},
     {"pool2_grad", "nn.max_pool2d_grad", 2, {{N, 16, 5, 5}, {N, 16, 10, 10}}, {N, 16, 10, 10},
      2, {"pool_size", "strides"}, {{2, 2}, {2, 2}}, {2, 2}},
+    /* the char-LSTM's cell (batch 32, hidden 256) and decoder's loss */
+    {"lstm_sigmoid", "sigmoid", 1, {{N, 256, 1, 1}}, {N, 256, 1, 1}, 0, {0}, {{0}}, {0}},
+    {"lstm_tanh", "tanh", 1, {{N, 256, 1, 1}}, {N, 256, 1, 1}, 0, {0}, {{0}}, {0}},
+    {"lstm_add_gates", "add", 2, {{N, 1024, 1, 1}, {N, 1024, 1, 1}}, {N, 1024, 1, 1}, 0, {0}, {{0}}, {0}},
+    {"lstm_mul", "multiply", 2, {{N, 256, 1, 1}, {N, 256, 1, 1}}, {N, 256, 1, 1}, 0, {0}, {{0}}, {0}},
+    {"lstm_log_softmax", "nn.log_softmax", 1, {{N, 1, 1, 65}}, {N, 1, 1, 65}, 0, {0}, {{0}}, {0}},
 };
 
 int main(int argc, char **argv) {

@@ -17,7 +17,9 @@
  * and the share of wall time inside cblas_*gemm (summed over threads).
  * --threads N sets the kernels' threads (threads.h: relayc's pool and
  * OpenBLAS) and the trainer's workers (ry_train_opts.threads).
- *   train_step NAME [--threads N] [--seconds S] [--sst DIR]
+ * --profile prints the operator call sites that took the most time in the
+ * timed steps (vm.h: ry_vm_print_profile; ~50 ns per call added).
+ *   train_step NAME [--threads N] [--seconds S] [--sst DIR] [--profile]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,7 +192,7 @@ static void bench_free(bench *b) {
 }
 
 static ry_status run(const workload *w, int threads, double seconds, const char *sst,
-                     ry_error *err) {
+                     bool profile, ry_error *err) {
     static double step_s[MAX_STEPS];
     bench b = {.w = w};
     ry_status st = RY_ERR;
@@ -216,6 +218,7 @@ static ry_status run(const workload *w, int threads, double seconds, const char 
     double loss = 0, first_loss = 0;
     if (step(&b, 0, &items, &first_loss, err)) goto out;
 
+    ry_vm_set_profile(ry_trainer_vm(b.tr), profile); /* the timed steps only */
     int n = 0;
     int64_t total_items = 0;
     double start = bench_now(), g0 = bench_gemm_seconds();
@@ -242,6 +245,7 @@ static ry_status run(const workload *w, int threads, double seconds, const char 
            med > 0 ? (double)items / med : 0, 1e3 * t_compile, wall > 0 ? gemm / wall : 0,
            first_loss, loss);
     fflush(stdout);
+    if (profile) ry_vm_print_profile(ry_trainer_vm(b.tr), stderr, 30);
     st = RY_OK;
 out:
     bench_free(&b);
@@ -252,11 +256,13 @@ int main(int argc, char **argv) {
     int threads = 1;
     double seconds = 10;
     const char *sst = "/work/shared/data/sst", *name = NULL;
+    bool profile = false;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if ((v = bench_opt(argc, argv, &i, "--threads"))) threads = atoi(v);
         else if ((v = bench_opt(argc, argv, &i, "--seconds"))) seconds = atof(v);
         else if ((v = bench_opt(argc, argv, &i, "--sst"))) sst = v;
+        else if (!strcmp(argv[i], "--profile")) profile = true;
         else if (argv[i][0] != '-' && !name) name = argv[i];
         else name = NULL, i = argc;
     }
@@ -265,12 +271,12 @@ int main(int argc, char **argv) {
         if (!strcmp(name, WORKLOADS[k].name)) w = &WORKLOADS[k];
     if (!w || threads < 1 || !(seconds >= 0)) {
         fprintf(stderr, "usage: train_step mlp|lenet|charlstm|treelstm [--threads N] "
-                        "[--seconds S] [--sst DIR]\n");
+                        "[--seconds S] [--sst DIR] [--profile]\n");
         return 2;
     }
     bench_set_threads(threads);
     ry_error err;
-    if (run(w, threads, seconds, sst, &err)) {
+    if (run(w, threads, seconds, sst, profile, &err)) {
         ry_error_print(stderr, &err);
         return 1;
     }

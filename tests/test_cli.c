@@ -128,6 +128,8 @@ static void test_bad_command_lines(void **s) {
     assert_err_contains("tests/run/no_such_file.relay");
     assert_int_equal(run("run tests/run/mlp.relay --entry nothere"), 1);
     assert_err_contains("no global @nothere");
+    assert_int_equal(run("run tests/run/deep_recursion.relay --target interp --profile"), 1);
+    assert_err_contains("--profile is the compiled engine's; not with --target interp");
 }
 
 static void test_bad_inputs(void **s) {
@@ -146,6 +148,19 @@ static void test_bad_inputs(void **s) {
                          "--input m=tests/run/deep_recursion/in_n.npy"),
                      1);
     assert_err_contains("no parameter %m");
+}
+
+/* --profile: the operator call sites after the run, on stderr. */
+static void test_profile(void **s) {
+    char args[600];
+    snprintf(args, sizeof args,
+             "run tests/run/deep_recursion.relay --input n=tests/run/deep_recursion/in_n.npy "
+             "--out %s/prof --profile",
+             tmpdir);
+    assert_int_equal(run(args), 0);
+    assert_err_contains("us/call");
+    assert_err_contains("tests/run/deep_recursion.relay:");
+    assert_err_contains("ms in operators");
 }
 
 static void test_runtime_errors(void **s) {
@@ -236,6 +251,7 @@ int main(void) {
         cmocka_unit_test(test_deep_recursion), cmocka_unit_test(test_symbolic),
         cmocka_unit_test(test_help),        cmocka_unit_test(test_bad_command_lines),
         cmocka_unit_test(test_bad_inputs),  cmocka_unit_test(test_runtime_errors),
+        cmocka_unit_test(test_profile),
         cmocka_unit_test(test_run_grad),    cmocka_unit_test(test_grad_and_opt),
         cmocka_unit_test(test_gradcheck),
     };

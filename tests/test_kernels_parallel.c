@@ -233,10 +233,10 @@ static void gemm_split_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, d
     memcpy(C2, C1, sizeof(float) * (size_t)(M * N));
     int64_t lda = ta ? M : K, ldb = tb ? K : N;
     ry_set_num_threads(1);
-    assert_int_equal(ry_cpu_gemm_parts(false, M, N, K), 1);
+    assert_int_equal(ry_cpu_gemm_parts(false, ta, tb, M, N, K), 1);
     ry_cpu_gemm(false, ta, tb, M, N, K, 1.0, A, lda, B, ldb, beta, C1, N);
     ry_set_num_threads(threads);
-    assert_int_equal(ry_cpu_gemm_parts(false, M, N, K), parts);
+    assert_int_equal(ry_cpu_gemm_parts(false, ta, tb, M, N, K), parts);
     float *C0 = malloc(sizeof(float) * (size_t)(M * N));
     assert_non_null(C0);
     memcpy(C0, C2, sizeof(float) * (size_t)(M * N));
@@ -270,6 +270,13 @@ static void gemm_split_same_bits(void **state) {
         gemm_split_case(ta, tb, 64, 256, 784, 0.0, 2, 2);  /* MLP layer 1: by columns */
         gemm_split_case(ta, tb, 256, 784, 64, 1.0, 2, 2);  /* its weight gradient */
         gemm_split_case(ta, tb, 32, 1024, 256, 0.0, 2, 2); /* char-LSTM gates */
+        /* small kernels throughout (the whole at most 100^3 multiply-adds),
+         * except A B^T, which stays whole */
+        int small = tb && !ta ? 1 : 2;
+        gemm_split_case(ta, tb, 32, 65, 256, 0.0, 2, small); /* its decoder */
+        gemm_split_case(ta, tb, 65, 256, 32, 1.0, 2, small); /* the decoder's weight gradient */
+        gemm_split_case(ta, tb, 32, 256, 65, 1.0, 2, small); /* and input gradient */
+        gemm_split_case(ta, tb, 37, 70, 190, 0.0, 2, small); /* odd sizes */
         gemm_split_case(ta, tb, 333, 211, 97, 1.0, 2, 2);  /* odd: by rows, unaligned tails */
         gemm_split_case(ta, tb, 91, 517, 263, 0.0, 3, 3);
         gemm_split_case(ta, tb, 200, 300, 180, 0.0, 4, 4);
@@ -279,23 +286,27 @@ static void gemm_split_same_bits(void **state) {
 static void gemm_parts_rules(void **state) {
     (void)state;
     ry_set_num_threads(2);
-    assert_int_equal(ry_cpu_gemm_parts(false, 64, 256, 784), 2);
-    assert_int_equal(ry_cpu_gemm_parts(true, 64, 256, 784), 1); /* float64: never */
-    assert_int_equal(ry_cpu_gemm_parts(false, 100, 100, 100), 1); /* small */
-    /* blocks must keep > RY_GEMM_PART_MIN multiply-adds: 2 x 1e6 is not enough */
-    assert_int_equal(ry_cpu_gemm_parts(false, 100, 200, 100), 1);
-    assert_int_equal(ry_cpu_gemm_parts(false, 100, 224, 100), 2);
-    assert_int_equal(ry_cpu_gemm_parts(false, 16, 16, 100000), 1); /* blocks under 16 wide */
-    assert_int_equal(ry_cpu_gemm_parts(false, 0, 256, 784), 1);
+    assert_int_equal(ry_cpu_gemm_parts(false, false, false, 64, 256, 784), 2);
+    assert_int_equal(ry_cpu_gemm_parts(true, false, false, 64, 256, 784), 1); /* float64: never */
+    assert_int_equal(ry_cpu_gemm_parts(false, false, false, 50, 50, 100), 1); /* blocks under 200K */
+    assert_int_equal(ry_cpu_gemm_parts(false, false, false, 32, 65, 256), 2); /* small kernels throughout */
+    assert_int_equal(ry_cpu_gemm_parts(false, false, true, 32, 65, 256), 1);  /* but not A B^T */
+    assert_int_equal(ry_cpu_gemm_parts(false, false, false, 100, 100, 100), 2);
+    /* a whole above 100^3 splits only into blocks above it (blocked
+     * kernels throughout): 2 x 1e6 is not enough */
+    assert_int_equal(ry_cpu_gemm_parts(false, false, false, 100, 200, 100), 1);
+    assert_int_equal(ry_cpu_gemm_parts(false, false, false, 100, 224, 100), 2);
+    assert_int_equal(ry_cpu_gemm_parts(false, false, false, 16, 16, 100000), 1); /* blocks under 16 wide */
+    assert_int_equal(ry_cpu_gemm_parts(false, false, false, 0, 256, 784), 1);
     ry_threads_serial_begin();
-    assert_int_equal(ry_cpu_gemm_parts(false, 64, 256, 784), 1);
+    assert_int_equal(ry_cpu_gemm_parts(false, false, false, 64, 256, 784), 1);
     ry_threads_serial_end();
     ry_set_num_threads(8);
-    assert_int_equal(ry_cpu_gemm_parts(false, 64, 256, 784), 8);
+    assert_int_equal(ry_cpu_gemm_parts(false, false, false, 64, 256, 784), 8);
     /* 64 rows: 2 blocks of 32; 4 of 16 would be too small */
-    assert_int_equal(ry_cpu_gemm_parts(false, 64, 40, 784), 2);
+    assert_int_equal(ry_cpu_gemm_parts(false, false, false, 64, 40, 784), 2);
     ry_set_num_threads(1);
-    assert_int_equal(ry_cpu_gemm_parts(false, 64, 256, 784), 1);
+    assert_int_equal(ry_cpu_gemm_parts(false, false, false, 64, 256, 784), 1);
 }
 
 /* K = 0: an empty sum, C = beta C (beta 0 overwrites, even NaN). */

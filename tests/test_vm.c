@@ -672,6 +672,58 @@ static void static_shapes_fixed_at_compile_time(void **state) {
     ry_module_free(m);
 }
 
+/* The profile's text (ry_vm_print_profile), malloc'ed. */
+static char *profile_text(const ry_vm_program *p) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    ry_vm_print_profile(p, f, 0);
+    fclose(f);
+    return text;
+}
+
+static void run_sum_to(ry_vm_program *p, int times) {
+    ry_value *n = i32(5), *out = NULL;
+    ry_error err = {0};
+    for (int k = 0; k < times; k++) {
+        assert_int_equal(ry_vm_call(p, "main", 1, &n, NULL, &out, &err), RY_OK);
+        ry_value_release(out);
+    }
+    ry_value_release(n);
+}
+
+/* The profile counts each operator call site's calls (sum_to(5): six
+ * comparisons, five casts, subtractions and additions), locates them in
+ * the source, starts from zero when turned on again, and counts nothing
+ * while off. */
+static void profile_counts_calls(void **state) {
+    (void)state;
+    ry_module *m = load("tests/run/deep_recursion.relay");
+    ry_vm_program *p = compile_ok(m);
+    char *text = profile_text(p);
+    assert_non_null(strstr(text, "no operator calls timed"));
+    free(text);
+    ry_vm_set_profile(p, true);
+    run_sum_to(p, 1);
+    text = profile_text(p);
+    assert_non_null(strstr(text, "4 call sites (4 shown), 21 calls"));
+    assert_non_null(strstr(text, "         6 "));
+    assert_non_null(strstr(text, "tests/run/deep_recursion.relay:"));
+    assert_non_null(strstr(text, "subtract(%n, 1)"));
+    free(text);
+    ry_vm_set_profile(p, true);
+    run_sum_to(p, 2);
+    ry_vm_set_profile(p, false);
+    run_sum_to(p, 1);
+    text = profile_text(p);
+    assert_non_null(strstr(text, "4 call sites (4 shown), 42 calls"));
+    assert_non_null(strstr(text, "        12 "));
+    free(text);
+    ry_vm_free(p);
+    ry_module_free(m);
+}
+
 /* Every allocation the run makes fails in turn: each failure is an error
  * (never a crash), and ASan/valgrind see nothing leak. */
 static void out_of_memory_anywhere(void **state) {
@@ -729,6 +781,7 @@ int main(void) {
         cmocka_unit_test(kind_errors_unchecked),
         cmocka_unit_test(result_buffers_are_reused),
         cmocka_unit_test(out_of_memory_anywhere),
+        cmocka_unit_test(profile_counts_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

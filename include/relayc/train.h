@@ -26,6 +26,7 @@
 #include "relayc/datasets.h"
 #include "relayc/interp.h"
 #include "relayc/optim.h"
+#include "relayc/vm.h"
 
 #define RY_TRAIN_MAX_DATA 16 /* most DATA parameters of an entry */
 #define RY_TRAIN_MAX_SYMS 8
@@ -78,6 +79,10 @@ ry_status ry_trainer_new(const char *name, const char *text, size_t len,
 ry_status ry_trainer_new_file(const char *path, const ry_train_opts *opts, ry_trainer **out,
                               ry_error *err);
 void ry_trainer_free(ry_trainer *tr); /* NULL is fine */
+
+/* The compiled gradient program the trainer runs on the calling thread
+ * (for ry_vm_set_profile and ry_vm_print_profile); NULL with use_interp. */
+ry_vm_program *ry_trainer_vm(ry_trainer *tr);
 
 /* Borrowed views of the trainer's state. */
 ry_module *ry_trainer_module(ry_trainer *tr);

@@ -18,7 +18,7 @@
 static const char *help =
     "usage: relayc run FILE [--entry NAME] [--input NAME=PATH.npy]... [--out DIR]\n"
     "                 [--grad] [--target cpu|interp] [--level N] [--train] [--seed N]\n"
-    "                 [--plan]\n"
+    "                 [--plan] [--profile]\n"
     "\n"
     "Runs global @NAME (default main) of FILE with the compiled engine.\n"
     "Each tensor parameter %NAME is read from the .npy file given by --input.\n"
@@ -38,13 +38,15 @@ static const char *help =
     "  --seed N              seed of the random state (dropout), default 0\n"
     "  --plan                print the compiled engine's memory plan (per function its\n"
     "                        storage slots, per operator call its slot and whether it\n"
-    "                        may write over a dying argument) on stdout first\n";
+    "                        may write over a dying argument) on stdout first\n"
+    "  --profile             time the compiled engine's operator calls and print the\n"
+    "                        call sites that took longest on stderr after the run\n";
 
 typedef struct run_args {
     const char *path, *entry, *out;
     cli_inputs inputs;
     ry_interp_opts opts;
-    bool grad, use_interp, plan;
+    bool grad, use_interp, plan, profile;
     int level;
 } run_args;
 
@@ -85,6 +87,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
             a->grad = true;
         } else if (strcmp(argv[i], "--plan") == 0) {
             a->plan = true;
+        } else if (strcmp(argv[i], "--profile") == 0) {
+            a->profile = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_fail("run", "unknown option '%s' (see relayc run --help)", argv[i]);
         } else if (a->path) {
@@ -94,6 +98,9 @@ static int parse_args(int argc, char **argv, run_args *a) {
         }
     }
     if (!a->path) return cli_fail("run", "missing FILE (see relayc run --help)");
+    if (a->use_interp && (a->plan || a->profile))
+        return cli_fail("run", "%s is the compiled engine's; not with --target interp",
+                        a->plan ? "--plan" : "--profile");
     return 0;
 }
 
@@ -123,7 +130,9 @@ static ry_status call(const run_args *a, ry_module *m, const char *entry, int n,
     ry_status st = ry_optimize(m, a->level, err);
     if (st == RY_OK) st = ry_vm_compile(m, &prog, err);
     if (st == RY_OK && a->plan) ry_vm_print_plan(prog, stdout);
+    if (st == RY_OK) ry_vm_set_profile(prog, a->profile);
     if (st == RY_OK) st = ry_vm_call(prog, entry, n, args, &vo, out, err);
+    if (st == RY_OK && a->profile) ry_vm_print_profile(prog, stderr, 30);
     ry_vm_free(prog);
     return st;
 }

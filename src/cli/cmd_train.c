@@ -50,14 +50,18 @@ static const char *help =
     "  --target cpu|interp         the compiled engine (default) or the interpreter\n"
     "  --threads N                 cores for the kernels and for a step's independent\n"
     "                              calls (trees); results do not depend on it\n"
-    "                              (default: RELAYC_NUM_THREADS, else 1)\n";
+    "                              (default: RELAYC_NUM_THREADS, else 1)\n"
+    "  --profile                   time the compiled engine's operator calls and print\n"
+    "                              the call sites that took longest on stderr at the\n"
+    "                              end (the calling thread's calls: with trees on\n"
+    "                              several threads, those it ran)\n";
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *ckpt_dir, *csv;
     double lr, momentum, weight_decay, clip_norm;
     int64_t epochs, steps, batch, seq, val, ckpt_every, keep, log_every, threads;
     uint64_t seed;
-    bool resume, quiet, drop_last;
+    bool resume, quiet, drop_last, profile;
     bool use_interp;
 } train_args;
 
@@ -111,6 +115,10 @@ static int parse_args(int argc, char **argv, train_args *a) {
         }
         if (strcmp(argv[i], "--quiet") == 0) {
             a->quiet = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--profile") == 0) {
+            a->profile = true;
             continue;
         }
         if ((v = cli_option(argc, argv, &i, "--data", &bad))) a->data = v;
@@ -355,7 +363,11 @@ int cmd_train(int argc, char **argv) {
     char config[2048];
     config_line(argc, argv, config, sizeof config);
     rc = load_data(tr, &a, &d, &err);
+    ry_vm_program *vm = ry_trainer_vm(tr);
+    if (rc == 0 && a.profile && !vm) rc = cli_fail("train", "--profile needs --target cpu");
+    ry_vm_set_profile(vm, a.profile);
     if (rc == 0) rc = fit(tr, &a, &d, config);
+    if (rc == 0 && a.profile) ry_vm_print_profile(vm, stderr, 30);
     data_free(&d);
     ry_trainer_free(tr);
     return rc;

@@ -363,7 +363,9 @@ static ry_status run(vm_machine *mc, ry_value **out) {
             if (make_closure(mc, I, R, &v)) return RY_ERR;
             break;
         case I_OP:
-            if (vm_run_op(mc, I, R, fr->S, &v)) return RY_ERR;
+            if (mc->prog->profile ? vm_run_op_timed(mc, I, R, fr->S, &v)
+                                  : vm_run_op(mc, I, R, fr->S, &v))
+                return RY_ERR;
             break;
         case I_TUPLE:
             if (!(args = gather(mc, I->n, I->args, R, I->span))) return RY_ERR;

@@ -86,6 +86,7 @@ typedef struct vm_opcall {
     bool rows_rule;            /* the op has row-sparse rules (rows_ops.h) */
     vm_sig *sig;
     ry_value *zero;            /* zeros_like: the known zero it gave last (owned) */
+    int64_t prof_ns, prof_calls; /* time in the call and calls, while profiling */
 } vm_opcall;
 
 typedef struct insn {
@@ -158,6 +159,7 @@ struct ry_vm_program {
     struct vm_machine *idle; /* the machine of the last call, kept for the next */
     ry_tensor *zero_base;  /* known zeros are views of this zero block (rows_ops.h) */
     struct vm_pool *pool;  /* small result buffers (vm_alloc.c); NULL: none */
+    bool profile;          /* time every operator call (vm_profile.c) */
 };
 
 /* ---- the machine ---- */
@@ -188,6 +190,10 @@ typedef struct vm_machine {
     ry_value **argbuf;     /* a call's arguments in flight */
     int capargs;
 } vm_machine;
+
+/* vm_profile.c: runs I (an I_OP) through vm_run_op, timing it. */
+ry_status vm_run_op_timed(vm_machine *mc, const insn *I, ry_value **R, ry_value **S,
+                          ry_value **out);
 
 /* vm_ops.c */
 ry_status vm_run_op(vm_machine *mc, const insn *I, ry_value **R, ry_value **S, ry_value **out);

@@ -318,6 +318,8 @@ ry_status ry_trainer_new_file(const char *path, const ry_train_opts *opts, ry_tr
     return st;
 }
 
+ry_vm_program *ry_trainer_vm(ry_trainer *tr) { return tr ? tr->vm : NULL; }
+
 void ry_trainer_free(ry_trainer *tr) {
     if (!tr) return;
     for (int i = 0; i < RY_TRAIN_MAX_DATA; i++) ry_value_release(tr->state[i]);

@@ -20,8 +20,9 @@
  * OpenBLAS call, on whichever thread made it.
  *
  * Split over the pool (ry_get_num_threads() > 1, not in a serial context)
- * only for float32 and only when every block keeps more than
- * RY_GEMM_PART_MIN multiply-adds; each C element is then still computed by
+ * only for float32, and only when the whole and every block go to the same
+ * kind of OpenBLAS kernel (RY_BLAS_SMALL_MAX) and each block is worth a
+ * hand-off (RY_GEMM_PART_MIN); each C element is then still computed by
  * one OpenBLAS call over the whole of K, and the result is bit for bit the
  * unsplit one (tests/test_kernels_parallel.c checks it). float64 is never
  * split: OpenBLAS's double kernels round the edge tiles of a block
@@ -33,12 +34,17 @@ void ry_cpu_gemm(bool f64, bool ta, bool tb, int64_t M, int64_t N, int64_t K, do
 
 /* OpenBLAS sends GEMMs of at most 100^3 multiply-adds to its small-matrix
  * kernels (sgemm_small_kernel_permit), which round differently from its
- * blocked ones: a block must stay above that for the split to keep the
- * bits, and then it is also big enough (~20 us) to pay for a wake-up. */
-#define RY_GEMM_PART_MIN 1000000.0
+ * blocked ones: a split keeps the bits when every block stays above that
+ * (blocked kernels throughout) or the whole is at most that (small kernels
+ * throughout: each C element one dot product over K, wherever its block
+ * starts). A block is worth a hand-off to a polling worker (under a
+ * microsecond) from RY_GEMM_PART_MIN multiply-adds (~4 us) on: the
+ * gradients of the char-LSTM's 32 x 65 decoder (532K) split in two. */
+#define RY_BLAS_SMALL_MAX 1000000.0
+#define RY_GEMM_PART_MIN 200000.0
 
 /* How many blocks ry_cpu_gemm would cut this GEMM into now (1: not split);
  * for tests and benchmarks. */
-int ry_cpu_gemm_parts(bool f64, int64_t M, int64_t N, int64_t K);
+int ry_cpu_gemm_parts(bool f64, bool ta, bool tb, int64_t M, int64_t N, int64_t K);
 
 #endif

@@ -134,7 +134,7 @@ static void iterate_parallel(int ndim, const int64_t *shape, int nops, const ry_
     }
     int64_t row = total / shape[d];
     ew_split e = {ndim, nops, d, shape, ops, fn, ctx};
-    ry_parallel_for(shape[d], grain / row + 1, ew_chunk, &e);
+    ry_parallel_for(shape[d], (grain + row - 1) / row, ew_chunk, &e);
 }
 
 static ry_ew_operand operand(const ry_tensor *t) {

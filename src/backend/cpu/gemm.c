@@ -120,9 +120,8 @@ static void operands_finish(operands *o, ry_tensor *out) {
 }
 
 /* ---- ry_cpu_gemm: one GEMM split into blocks of C over the pool ----
- * Blocks are rows of C (rows of op(A)) or, when N > M, columns of C
- * (columns of op(B)): the larger side, so each block re-packs only the
- * smaller operand. Inner block boundaries fall on multiples of ALIGN
+ * Blocks are rows of C (rows of op(A)) or columns of C (columns of op(B)),
+ * as plan_split says. Inner block boundaries fall on multiples of ALIGN
  * elements: whole micro-kernel tiles (16 x 4 in OpenBLAS's AVX-512 sgemm)
  * and, for column blocks, whole cache lines of C, so two threads never
  * write one line. */
@@ -175,24 +174,40 @@ static void run_blocks(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* The most blocks (<= threads) whose smallest keeps ALIGN elements of the
- * split side and more than RY_GEMM_PART_MIN multiply-adds; 1 when none. */
+ * split side, at least RY_GEMM_PART_MIN multiply-adds, and the kind of
+ * kernel the whole gets (blas.h); 1 when none. */
 static int count_parts(int64_t D, int64_t other, int64_t K, int threads) {
+    double row = (double)other * (double)K; /* multiply-adds per element of D */
+    bool small = (double)D * row <= RY_BLAS_SMALL_MAX;
     for (int parts = threads; parts > 1; parts--) {
         int64_t least = D;
         for (int p = 0; p < parts; p++) {
             int64_t len = part_bound(D, parts, p + 1) - part_bound(D, parts, p);
             if (len < least) least = len;
         }
-        if (least >= ALIGN && (double)least * (double)other * (double)K > RY_GEMM_PART_MIN)
+        double macs = (double)least * row;
+        if (least >= ALIGN && macs >= RY_GEMM_PART_MIN && (small || macs > RY_BLAS_SMALL_MAX))
             return parts;
     }
     return 1;
 }
 
-int ry_cpu_gemm_parts(bool f64, int64_t M, int64_t N, int64_t K) {
+/* The split of a GEMM: its blocks (1: none) and whether they are columns
+ * of C (else rows). Blocks run along the larger side, so each re-packs
+ * only the smaller operand. OpenBLAS's small kernel for C = A B^T
+ * (row-major) rounds an element of C differently by where its block
+ * starts (rows or columns), so a GEMM small enough for it stays whole. */
+static int plan_split(bool f64, bool ta, bool tb, int64_t M, int64_t N, int64_t K, bool *by_n) {
+    *by_n = N > M;
     int threads = ry_get_num_threads();
     if (f64 || threads < 2 || ry_parallel_serial() || M <= 0 || N <= 0 || K <= 0) return 1;
-    return N > M ? count_parts(N, M, K, threads) : count_parts(M, N, K, threads);
+    if (tb && !ta && (double)M * (double)N * (double)K <= RY_BLAS_SMALL_MAX) return 1;
+    return *by_n ? count_parts(N, M, K, threads) : count_parts(M, N, K, threads);
+}
+
+int ry_cpu_gemm_parts(bool f64, bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
+    bool by_n;
+    return plan_split(f64, ta, tb, M, N, K, &by_n);
 }
 
 void ry_cpu_gemm(bool f64, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
@@ -212,9 +227,9 @@ void ry_cpu_gemm(bool f64, bool ta, bool tb, int64_t M, int64_t N, int64_t K, do
             }
         return;
     }
-    gemm_split s = {f64, ta, tb, N > M, M, N, K, lda, ldb, ldc, N > M ? N : M, 1,
-                    alpha, beta, A, B, C};
-    s.parts = ry_cpu_gemm_parts(f64, M, N, K);
+    gemm_split s = {f64, ta, tb, false, M, N, K, lda, ldb, ldc, 0, 1, alpha, beta, A, B, C};
+    s.parts = plan_split(f64, ta, tb, M, N, K, &s.by_n);
+    s.D = s.by_n ? N : M;
     if (s.parts < 2) {
         blas_block(&s, 0, s.D);
         return;

@@ -38,12 +38,15 @@ void ry_parallel_for(int64_t n, int64_t grain, ry_parallel_fn fn, void *ctx);
 bool ry_parallel_serial(void);
 
 /* A grain, in elements, below which splitting a cheap elementwise loop (one
- * add per element) costs more than it saves: a chunk of it is a few
- * microseconds, several times a hand-off to a polling worker (under a
- * microsecond; a sleeping one takes tens). Loops doing more per element
- * divide it by their cost, a transcendental (exp, log, tanh, sigmoid)
- * counting RY_PAR_MATH_COST adds (fused_exec.c, elemwise_unary.c). */
-#define RY_PAR_GRAIN_EW ((int64_t)1 << 15)
+ * add per element) costs more than it saves: a chunk of it is a microsecond
+ * or two of memory traffic, a few times a hand-off to a polling worker
+ * (a sleeping one takes tens, but a training step keeps them polling).
+ * Loops doing more per element divide it by their cost, a transcendental
+ * (exp, log, tanh, sigmoid) counting RY_PAR_MATH_COST adds (fused_exec.c,
+ * elemwise_unary.c). The char-LSTM at 2 threads, whose cell's maps are
+ * 8,192-32,768 elements: 950 sequences/s with 1 << 15, 986 with 1 << 14,
+ * 1,000 with 1 << 13. */
+#define RY_PAR_GRAIN_EW ((int64_t)1 << 13)
 #define RY_PAR_MATH_COST 8
 
 /* memcpy(dst, src, n) for buffers that do not overlap, split over the

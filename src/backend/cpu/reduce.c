@@ -20,7 +20,10 @@
 #include <string.h>
 
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/simd.h"
 #include "backend/cpu/transform_kernels.h"
+
+RY_SIMD_NO_CONTRACT
 
 bool ry_reduce_mask(const ry_op *op, const ry_attrs *attrs, int ndim, bool mask[RY_MAX_RANK]) {
     int64_t axes[RY_MAX_RANK];
@@ -242,19 +245,19 @@ static double sum_row_f32(const float *row, int64_t n) {
     return (a0 + a1) + (a2 + a3);
 }
 
+/* the double accumulators of sum_cols, never x's buffer */
+RY_SIMD_ACCUMULATE(cols_f32, double, float)
+RY_SIMD_ACCUMULATE(cols_f64, double, double)
+
 static void sum_cols(void *ctx, int64_t j0, int64_t j1) {
     const rsplit *r = ctx;
     const walk *w = r->w;
     int64_t idx[RY_MAX_RANK] = {0}, o = 0, rr = 0;
     for (int64_t q = 0; q < w->rows; q++) {
-        double *a = r->acc + o;
-        if (r->x->dtype == RY_FLOAT32) {
-            const float *src = (const float *)r->x->data + q * w->len;
-            for (int64_t j = j0; j < j1; j++) a[j] += src[j];
-        } else {
-            const double *src = (const double *)r->x->data + q * w->len;
-            for (int64_t j = j0; j < j1; j++) a[j] += src[j];
-        }
+        if (r->x->dtype == RY_FLOAT32)
+            cols_f32(r->acc + o + j0, (const float *)r->x->data + q * w->len + j0, j1 - j0);
+        else
+            cols_f64(r->acc + o + j0, (const double *)r->x->data + q * w->len + j0, j1 - j0);
         walk_next(w, idx, &o, &rr);
     }
 }

@@ -13,6 +13,8 @@
 #ifndef RELAYC_CPU_SIMD_H
 #define RELAYC_CPU_SIMD_H
 
+#include <stdint.h>
+
 typedef enum { RY_SIMD_BASE, RY_SIMD_AVX2, RY_SIMD_AVX512 } ry_simd;
 
 /* The widest level the CPU and OS support, or the one RELAYC_SIMD names
@@ -42,5 +44,29 @@ void ry_simd_force(int level);
 #else
 #define RY_SIMD_NO_CONTRACT
 #endif
+
+/* NAME(y, x, n): y[j] += x[j] for j < n (TY += TX: the same type, or
+ * float into double), built at each level and run at ry_simd_level's (the
+ * same bits at each: one exact widening and one IEEE add per element).
+ * y and x never overlap. The file must let gcc vectorize (the pragma of
+ * reduce.c and scatter.c). */
+#define RY_SIMD_ACCUMULATE(NAME, TY, TX)                                                       \
+    static void NAME##_base(TY *restrict y, const TX *restrict x, int64_t n) {                 \
+        for (int64_t j = 0; j < n; j++) y[j] += x[j];                                          \
+    }                                                                                          \
+    RY_TARGET_AVX2 static void NAME##_avx2(TY *restrict y, const TX *restrict x, int64_t n) {  \
+        for (int64_t j = 0; j < n; j++) y[j] += x[j];                                          \
+    }                                                                                          \
+    RY_TARGET_AVX512 static void NAME##_avx512(TY *restrict y, const TX *restrict x,           \
+                                               int64_t n) {                                    \
+        for (int64_t j = 0; j < n; j++) y[j] += x[j];                                          \
+    }                                                                                          \
+    static void NAME(TY *restrict y, const TX *restrict x, int64_t n) {                        \
+        switch (ry_simd_level()) {                                                             \
+        case RY_SIMD_AVX512: NAME##_avx512(y, x, n); break;                                    \
+        case RY_SIMD_AVX2: NAME##_avx2(y, x, n); break;                                        \
+        default: NAME##_base(y, x, n); break;                                                  \
+        }                                                                                      \
+    }
 
 #endif

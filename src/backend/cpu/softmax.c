@@ -3,12 +3,55 @@
  * cross-entropy losses; float32 and float64 (float16 widened to float32).
  * Numerically stable: the row's maximum is subtracted before
  * exponentiating, and sums accumulate in double in a fixed order, so
- * results are deterministic.
+ * results are deterministic. float32 rows along the last axis (the
+ * classifier's case) exponentiate with vmath.h's vector exp (within 2 ulp)
+ * in float32, as PyTorch does, and rows are split over the thread pool
+ * (each row computed the same way wherever it runs); the rest use libm's
+ * exp in double.
  */
 #include <math.h>
 #include <stdlib.h>
 
 #include "backend/cpu/nn_kernels.h"
+#include "backend/cpu/parallel.h"
+#include "backend/cpu/vmath.h"
+
+/* float32 rows of N contiguous elements, rows [lo, hi) of x and y (y may
+ * be x: each element is read before it is written). */
+typedef struct rows_f32 {
+    const float *x;
+    float *y;
+    int64_t N;
+    bool log_;
+} rows_f32;
+
+#define EXP_BLOCK 256 /* exponentials per vector call: a stack buffer */
+
+static void softmax_rows_f32(void *ctx, int64_t lo, int64_t hi) {
+    const rows_f32 *r = ctx;
+    int64_t N = r->N;
+    float e[EXP_BLOCK];
+    for (int64_t o = lo; o < hi; o++) {
+        const float *x = r->x + o * N;
+        float *y = r->y + o * N, m = -INFINITY;
+        for (int64_t n = 0; n < N; n++)
+            if (x[n] > m) m = x[n];
+        double z = 0;
+        for (int64_t b = 0; b < N; b += EXP_BLOCK) {
+            int64_t k = N - b < EXP_BLOCK ? N - b : EXP_BLOCK;
+            float *out = r->log_ ? e : y + b; /* softmax keeps e in y */
+            for (int64_t n = 0; n < k; n++) out[n] = x[b + n] - m;
+            ry_vexp_f32(out, out, k);
+            for (int64_t n = 0; n < k; n++) z += out[n];
+        }
+        if (r->log_) {
+            double lz = m + log(z);
+            for (int64_t n = 0; n < N; n++) y[n] = (float)((double)x[n] - lz);
+        } else {
+            for (int64_t n = 0; n < N; n++) y[n] = (float)((double)y[n] / z);
+        }
+    }
+}
 
 /* Shape legend: the tensor is viewed as (O, N, I): O = prod(shape[:axis]),
  * N = shape[axis], I = prod(shape[axis+1:]). Each (o, i) is one row of N
@@ -67,6 +110,12 @@ static ry_status softmax(ry_kernel_ctx *c, ry_tensor *const *in, ry_tensor *cons
     int64_t O, N, I;
     ry_cpu_nn_split(in[0], ry_cpu_nn_axis(c, "axis", in[0]->ndim), &O, &N, &I);
     if (in[0]->size == 0) return RY_OK;
+    if (in[0]->dtype == RY_FLOAT32 && I == 1) {
+        rows_f32 r = {in[0]->data, out[0]->data, N, log_};
+        int64_t grain = RY_PAR_GRAIN_EW / (N * RY_PAR_MATH_COST) + 1;
+        ry_parallel_for(O, grain, softmax_rows_f32, &r);
+        return RY_OK;
+    }
     double *mx = ry_malloc(sizeof(double) * 2 * (size_t)I);
     if (!mx) return ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
     double *sum = mx + I;
