@@ -260,6 +260,16 @@ static void test_left_alone(void **state) {
               "    %3 = ref(@run);\n    %4 = ref_read(%3);\n    %4(%2, %1, %w)\n  }\n}\n"
               "def @main(%x: Tensor[(3), float64], %w: Tensor[(3), float64]) -> Tensor[(3), float64] {\n"
               "  @run(3, %x, %w)\n}\n");
+    /* (?) + (?) may fail at run time (the shapes need not broadcast): moved
+     * before the loop it would fail even when the loop runs no step */
+    unchanged("an invariant call of unknown shapes",
+              "#[version = \"0.0.5\"]\n"
+              "def @g(%i: int32, %acc: Tensor[(3), float32], %a: Tensor[(?), float32], %b: Tensor[(?), float32]) -> Tensor[(3), float32] {\n"
+              "  if (%i <= 0) { %acc } else {\n"
+              "    %0 = add(%a, %b);\n    %1 = subtract(%i, 1);\n"
+              "    @g(%1, add(%acc, sum(%0)), %a, %b)\n  }\n}\n"
+              "def @main(%x: Tensor[(?), float32], %y: Tensor[(?), float32], %acc: Tensor[(3), float32], %n: int32) {\n"
+              "  @g(%n, %acc, %x, %y)\n}\n");
     /* no recursion at all */
     unchanged("no loop", RNN_HEAD
               "def @main(%x: Tensor[(2, 3), float64], %h: Tensor[(2, 4), float64],\n"

@@ -111,9 +111,65 @@ static ry_status matmul_grads(ry_grad_ctx *c, const char *op, ry_expr *const *ar
     return RY_OK;
 }
 
+/* transpose of the last two axes of a rank-nd tensor */
+static ry_expr *swap_last2(ry_grad_ctx *c, ry_expr *x, int nd) {
+    ry_expr *t = OP1("transpose", x);
+    int64_t axes[RY_MAX_RANK];
+    for (int i = 0; i < nd; i++) axes[i] = i;
+    axes[nd - 2] = nd - 1;
+    axes[nd - 1] = nd - 2;
+    ry_gb_attr_ints(M_, t, "axes", nd, axes);
+    return t;
+}
+
+static ry_expr *reshape_to(ry_grad_ctx *c, ry_expr *x, int n, const int64_t *shape) {
+    ry_expr *r = OP1("reshape", x);
+    ry_gb_attr_ints(M_, r, "newshape", n, shape);
+    return r;
+}
+
+/* nn.matmul with data of rank 1 or above 2 (the weight is always 2-D):
+ * without transpose_a the data's leading dims are rows, a (R..., K) x
+ * op(b) (K, M) -> (R..., M):
+ *   da = g op(b)^T (any rank: nn.matmul reads g's leading dims as rows)
+ *   db = a2^T g2 (or its transpose), a2 and g2 flattened to rows;
+ * with transpose_a they are a batch, a (R..., K, N) -> (R..., N, M):
+ *   da = (g op(b)^T)^T per batch (the last two axes swapped)
+ *   db = sum over the batch of a_r g_r (batch_matmul, then sum). */
+static ry_status matmul_nd(ry_grad_ctx *c, ry_expr *a, ry_expr *b, ry_expr *g, bool ta, bool tb,
+                           ry_expr **grads) {
+    int na, nb;
+    int64_t as[RY_MAX_RANK], bs[RY_MAX_RANK];
+    if (!ry_gb_shape(ry_gb_type(b), &nb, bs) || nb != 2)
+        return ry_error_at(c->err, c->span, "gradient of nn.matmul needs a 2-D weight of known shape");
+    int64_t K = tb ? bs[1] : bs[0], M = tb ? bs[0] : bs[1];
+    ry_expr *dg = mm(c, "nn.matmul", g, b, false, !tb); /* g op(b)^T: (R..., [N,] K) */
+    if (!ta) {
+        grads[0] = dg;
+        ry_expr *a2, *g2;
+        if (flatten_rows(c, a, K, &a2) || flatten_rows(c, g, M, &g2)) return RY_ERR;
+        grads[1] = tb ? mm(c, "nn.matmul", g2, a2, true, false) : mm(c, "nn.matmul", a2, g2, true, false);
+        return RY_OK;
+    }
+    if (!ry_gb_shape(ry_gb_type(a), &na, as))
+        return ry_error_at(c->err, c->span,
+                           "gradient of nn.matmul with transpose_a needs data of known shape");
+    int64_t N = as[na - 1], a3[3] = {-1, K, N}, g3[3] = {-1, N, M};
+    grads[0] = swap_last2(c, dg, na);
+    ry_expr *p = OP2("nn.batch_matmul", reshape_to(c, a, 3, a3), reshape_to(c, g, 3, g3));
+    ry_expr *sum = OP1("sum", p); /* (K, M) */
+    const int64_t axis0[1] = {0};
+    ry_gb_attr_ints(M_, sum, "axis", 1, axis0);
+    grads[1] = tb ? transpose2(c, sum) : sum;
+    return RY_OK;
+}
+
 ry_status ry_grad_matmul(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
                          ry_expr **grads) {
-    return matmul_grads(c, "nn.matmul", args, g, grads);
+    int na = tensor_rank(args[0]);
+    if (na == 2) return matmul_grads(c, "nn.matmul", args, g, grads);
+    return matmul_nd(c, args[0], args[1], g, ry_attr_bool(call_op(c), call_attrs(c), "transpose_a"),
+                     ry_attr_bool(call_op(c), call_attrs(c), "transpose_b"), grads);
 }
 
 ry_status ry_grad_batch_matmul(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,

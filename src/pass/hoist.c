@@ -25,8 +25,14 @@
  * steps once, through the new parameter's adjoint). Non-recursive globals
  * are inlined first (ry_inline) so the work inside a step's helpers is seen;
  * when nothing is hoisted the module is left as it was. Only operators
- * that are pure and cannot fail on type-correct arguments move (they may
- * run when the loop's body would not have: speculation is then harmless).
+ * that are pure and cannot fail on type-correct arguments move, and only
+ * when every argument's and the result's shape is static (the type checker
+ * then proved the call valid; with `?` or symbolic dims it may fail at run
+ * time): they may run when the loop's body would not have, and
+ * speculation is then harmless. One difference remains: the table's
+ * gradient is dTable W, which puts 0 x W in the rows the window never
+ * looked up, NaN where W holds an infinity (the unhoisted gradient has 0
+ * there); with finite weights the two agree to rounding.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -80,12 +86,22 @@ static bool movable_op(const ry_expr *e) {
     return false;
 }
 
-/* e = op(args) with every argument an invariant var or a constant, one a var. */
+/* A tensor type whose every dimension is a constant. */
+static bool static_tensor(const ry_type *t) {
+    if (!t || t->kind != RY_TYPE_TENSOR) return false;
+    for (int d = 0; d < t->tensor.ndim; d++)
+        if (t->tensor.dims[d].kind != RY_DIM_CONST) return false;
+    return true;
+}
+
+/* e = op(args) with every argument an invariant var or a constant, one a
+ * var, all of static shape (so is the result). */
 static bool invariant_call(const hoist *h, const ry_expr *e) {
-    if (!movable_op(e)) return false;
+    if (!movable_op(e) || !static_tensor(e->type)) return false;
     bool any = false;
     for (int i = 0; i < e->call.nargs; i++) {
         const ry_expr *x = e->call.args[i];
+        if (!static_tensor(x->type)) return false;
         if (inv_var(h, x)) any = true;
         else if (x->kind != RY_EXPR_CONST) return false;
     }
@@ -168,7 +184,7 @@ static ry_expr *commute(hoist *h, ry_expr *e) {
     bool dense = is_op(e, "nn.dense"), bias = is_op(e, "nn.bias_add");
     if (!dense && !bias) return e;
     const ry_expr *take = table_take(h, e->call.args[0]);
-    if (!take || !inv_var(h, e->call.args[1])) return e;
+    if (!take || !inv_var(h, e->call.args[1]) || !static_tensor(e->call.args[1]->type)) return e;
     ry_type *tt = table_type(h, take, e);
     if (!tt) return e;
     ry_attrs attrs = e->call.attrs;
