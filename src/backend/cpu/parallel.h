@@ -43,10 +43,12 @@ bool ry_parallel_serial(void);
  * (a sleeping one takes tens, but a training step keeps them polling).
  * Loops doing more per element divide it by their cost, a transcendental
  * (exp, log, tanh, sigmoid) counting RY_PAR_MATH_COST adds (fused_exec.c,
- * elemwise_unary.c). The char-LSTM at 2 threads, whose cell's maps are
- * 8,192-32,768 elements: 950 sequences/s with 1 << 15, 986 with 1 << 14,
- * 1,000 with 1 << 13. */
-#define RY_PAR_GRAIN_EW ((int64_t)1 << 13)
+ * elemwise_unary.c). Measured at 2 threads, interleaved: the char-LSTM
+ * (its cell's maps are 8,192-32,768 elements) ran 950 sequences/s with
+ * 1 << 15 and 986 with 1 << 14 (then ~1,050 with both 1 << 14 and 1 << 13
+ * after later changes); LeNet ran 1-2% faster with 1 << 14 than 1 << 13,
+ * whose smaller chunks made some maps slower than on one thread. */
+#define RY_PAR_GRAIN_EW ((int64_t)1 << 14)
 #define RY_PAR_MATH_COST 8
 
 /* memcpy(dst, src, n) for buffers that do not overlap, split over the
