@@ -170,6 +170,17 @@ static void test_runtime_errors(void **s) {
     assert_int_equal(run("run tests/run_errors/any_mismatch.relay --input x=tests/run_errors/x_5x3.npy"), 1);
     assert_err_contains("tests/run_errors/any_mismatch.relay:");
     assert_err_contains("%x");
+    /* a call passing a (?, ?) value to a (5, 1) parameter checks it */
+    const char *targets[4] = {"--target interp", "--level 0", "--level 1", "--level 2"};
+    for (int i = 0; i < 4; i++) {
+        char args[300];
+        snprintf(args, sizeof args,
+                 "run tests/run_errors/call_any_to_fixed.relay --input x=tests/run_errors/x_5x3.npy %s",
+                 targets[i]);
+        assert_int_equal(run(args), 1);
+        assert_err_contains("tests/run_errors/call_any_to_fixed.relay:10:3: error: argument 1 "
+                            "(parameter %s): expected Tensor[(5, 1), float32], got float32[5, 3]");
+    }
 }
 
 /* Reads FILE (in tmpdir) into buf. */

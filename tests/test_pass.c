@@ -348,6 +348,9 @@ static void test_dce(void **state) {
                   "let %u = ref_write(%r, multiply(%x, %x));\n"
                   "ref_read(%r)",
                   "ref_write", NULL);
+    /* a dead dropout stays: in training it draws from the random stream,
+     * and removing it would change every later mask */
+    run_pass_case(ry_dce, "let %d = nn.dropout(%x, rate=0.5f);\nnegative(%x)", "nn.dropout", NULL);
 }
 
 static void test_cse(void **state) {

@@ -150,6 +150,11 @@ ry_expr *ry_gb_ref(ry_module *m, ry_var *v) {
 const ry_type *ry_gb_type(const ry_expr *e) {
     if (e->type) return e->type;
     if (e->kind == RY_EXPR_VAR) return e->var.var->type;
+    if (e->kind == RY_EXPR_PROJ) { /* a field of a tuple-valued result (split's) */
+        const ry_type *t = ry_gb_type(e->proj.tuple);
+        if (t && t->kind == RY_TYPE_TUPLE && e->proj.index >= 0 && e->proj.index < t->tuple.n)
+            return t->tuple.fields[e->proj.index];
+    }
     return NULL;
 }
 
@@ -190,6 +195,9 @@ ry_status ry_gb_reshape_to(ry_grad_ctx *c, ry_expr *g, const ry_type *t, ry_expr
                            c->call->call.callee->op.op->name);
     ry_expr *r = ry_gb_op1(c->m, "reshape", g);
     ry_gb_attr_ints(c->m, r, "newshape", t->tensor.ndim, shape);
+    bool zero = false; /* a 0 in newshape copies the input's dim unless allowzero */
+    for (int i = 0; i < t->tensor.ndim; i++) zero |= shape[i] == 0;
+    if (zero) ry_gb_attr_bool(c->m, r, "allowzero", true);
     *out = r;
     return RY_OK;
 }

@@ -125,6 +125,10 @@ bool pass_is_pure(const ry_expr *e) {
     case RY_EXPR_CALL:
         if (e->call.callee->kind != RY_EXPR_OP && e->call.callee->kind != RY_EXPR_CTOR)
             return false;
+        /* a random operator draws from the run's stream even when its
+         * result is dead: removing it would shift every later draw */
+        if (e->call.callee->kind == RY_EXPR_OP && pass_op_is_random(e->call.callee->op.op))
+            return false;
         for (int i = 0; i < e->call.nargs; i++)
             if (!pass_is_pure(e->call.args[i])) return false;
         return true;

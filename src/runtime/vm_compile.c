@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "relayc/ad.h"
+#include "relayc/pass.h"
 #include "runtime/vm_impl.h"
 
 /* ry_anf allocates the ANF forms in the module's arena: programs compiled
@@ -255,8 +256,26 @@ static vm_fn *global_fn(cc *c, const ry_expr *e) {
     return NULL;
 }
 
+/* Whether t has a ? dimension somewhere. */
+static bool has_any_dim(const ry_type *t) {
+    if (!t) return false;
+    if (t->kind == RY_TYPE_TUPLE) {
+        for (int i = 0; i < t->tuple.n; i++)
+            if (has_any_dim(t->tuple.fields[i])) return true;
+        return false;
+    }
+    if (t->kind != RY_TYPE_TENSOR) return false;
+    for (int d = 0; d < t->tensor.ndim; d++)
+        if (t->tensor.dims[d].kind == RY_DIM_ANY) return true;
+    return false;
+}
+
 /* f(a..): an operator runs its kernel; a known global or a constructor is
- * called directly; anything else is a closure value called at run time. */
+ * called directly; anything else is a closure value called at run time.
+ * A call whose argument types leave open what the callee's parameters fix
+ * (a ? where the parameter has a number or a name) checks its arguments
+ * when it enters the callee, as the interpreter does (b = 1); for a
+ * closure, whose parameters are known only then, any ? argument does. */
 static void call(cc *c, const ry_expr *e, int dst, bool tail) {
     const ry_expr *f = e->call.callee;
     insn in = mk(I_CALL, e, dst);
@@ -269,9 +288,12 @@ static void call(cc *c, const ry_expr *e, int dst, bool tail) {
     } else if (f->kind == RY_EXPR_GLOBAL && (in.fn = global_fn(c, f)) &&
                in.fn->nparams == e->call.nargs) {
         in.op = tail ? I_TCALLG : I_CALLG;
+        in.b = ry_call_checks_shapes(in.fn->func, e);
     } else { /* (a wrong arity, in an unchecked module, fails at run time) */
         in.op = tail ? I_TCALL : I_CALL;
         in.a = operand(c, f);
+        in.b = 0;
+        for (int i = 0; i < e->call.nargs; i++) in.b |= has_any_dim(e->call.args[i]->type);
     }
     in.n = e->call.nargs;
     in.args = operands(c, e->call.nargs, e->call.args);

@@ -391,7 +391,7 @@ static ry_status run(vm_machine *mc, ry_value **out) {
                 return RY_ERR;
             }
             kill(I, R);
-            if (apply(mc, x, I->n, args, I->dst, tail, false, I->span, &v)) return RY_ERR;
+            if (apply(mc, x, I->n, args, I->dst, tail, I->b == 1, I->span, &v)) return RY_ERR;
             if (!v) continue;            /* entered a function */
             if (tail) {                  /* a constructor in tail position */
                 do_return(mc, v, out, &done);
@@ -404,7 +404,7 @@ static ry_status run(vm_machine *mc, ry_value **out) {
         case I_TCALLG:
             if (!(args = gather(mc, I->n, I->args, R, I->span))) return RY_ERR;
             kill(I, R);
-            if (enter(mc, I->fn, NULL, I->n, args, I->dst, I->op == I_TCALLG, false, I->span))
+            if (enter(mc, I->fn, NULL, I->n, args, I->dst, I->op == I_TCALLG, I->b == 1, I->span))
                 return RY_ERR;
             continue;
         case I_JMPF:

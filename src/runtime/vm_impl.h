@@ -28,7 +28,8 @@ typedef enum vm_opcode {
     I_CALL,      /* dst = a(args[0..n)): a closure or constructor value */
     I_TCALL,     /* return a(args[0..n)), reusing this frame */
     I_CALLG,     /* dst = fn(args[0..n)): a global known at compile time */
-    I_TCALLG,    /* return fn(args[0..n)) */
+    I_TCALLG,    /* return fn(args[0..n)) (calls: b = 1 checks the arguments
+                    against the callee's annotations on entry) */
     I_JMPF,      /* if a (a bool scalar) is false, go to b */
     I_JMP,       /* go to b */
     I_TESTCTOR,  /* unless a is built by ctor (with n fields), go to b */

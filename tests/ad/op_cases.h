@@ -46,6 +46,11 @@ static const op_case op_cases[] = {
     {"matmul 3-D A^T", PROG("%a: " T("(2, 3, 2)") ", %b: " T("(3, 4)"), "nn.matmul(%a, %b, transpose_a=True)"), 2, {3, 2}, {{2, 3, 2}, {3, 4}}, -1, 1, 0},
     {"matmul 3-D A^T B^T", PROG("%a: " T("(2, 3, 2)") ", %b: " T("(4, 3)"), "nn.matmul(%a, %b, transpose_a=True, transpose_b=True)"), 2, {3, 2}, {{2, 3, 2}, {4, 3}}, -1, 1, 0},
     {"matmul 4-D A^T", PROG("%a: " T("(2, 2, 3, 2)") ", %b: " T("(3, 4)"), "nn.matmul(%a, %b, transpose_a=True)"), 2, {4, 2}, {{2, 2, 3, 2}, {3, 4}}, -1, 1, 0},
+    /* 0-sized dims: the gradient's reshape back to (0, 5) needs allowzero */
+    {"expand_dims of an empty tensor", PROG("%a: " T("(0, 5)"), "expand_dims(%a, axis=0)"), 1, {2}, {{0, 5}}, -1, 1, 0},
+    /* rules that read the type of a projection of split's tuple */
+    {"reshape of a split", PROG("%a: " T("(2, 4)"), "reshape(split(%a, indices_or_sections=2, axis=1).1, newshape=[4])"), 1, {2}, {{2, 4}}, -1, 1, 0},
+    {"layer_norm of a split", PROG("%a: " T("(2, 6)") ", %g: " T("(3)") ", %b: " T("(3)"), "nn.layer_norm(split(%a, indices_or_sections=2, axis=1).0, %g, %b)"), 3, {2, 1, 1}, {{2, 6}, {3}, {3}}, -1, 1, 0},
     {"batch_matmul", PROG("%a: " T("(2, 2, 3)") ", %b: " T("(2, 4, 3)"), "nn.batch_matmul(%a, %b, transpose_b=True)"), 2, {3, 3}, {{2, 2, 3}, {2, 4, 3}}, -1, 1, 0},
     {"bias_add axis 1", PROG("%x: " T("(2, 3, 2)") ", %b: " T("(3)"), "multiply(nn.bias_add(%x, %b), %x)"), 2, {3, 1}, {{2, 3, 2}, {3}}, -1, 1, 0},
     {"softmax axis 0", PROG("%x: " T("(3, 2)"), "multiply(nn.softmax(%x, axis=0), %x)"), 1, {2}, {{3, 2}}, -1, 1, 0},
