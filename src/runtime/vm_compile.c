@@ -93,18 +93,20 @@ static void find_free(ry_vm_program *p, ry_arena *a, const ry_expr *fn, vm_fn *f
     f->free = ry_func_free_vars(a, p->arena, fn, &f->nfree);
 }
 
-/* Whether an annotation leaves something for run time: Any or symbolic
- * dims (constant dims and dtypes are settled by the type checker). */
-static bool needs_check(const ry_type *t) {
+/* Whether t has a dimension left open: a ? one (any_only), or also a
+ * symbolic one. An annotation with one leaves a check for run time
+ * (constant dims and dtypes are settled by the type checker). */
+static bool open_dims(const ry_type *t, bool any_only) {
     if (!t) return false;
     if (t->kind == RY_TYPE_TUPLE) {
         for (int i = 0; i < t->tuple.n; i++)
-            if (needs_check(t->tuple.fields[i])) return true;
+            if (open_dims(t->tuple.fields[i], any_only)) return true;
         return false;
     }
     if (t->kind != RY_TYPE_TENSOR) return false;
     for (int d = 0; d < t->tensor.ndim; d++)
-        if (t->tensor.dims[d].kind != RY_DIM_CONST) return true;
+        if (any_only ? t->tensor.dims[d].kind == RY_DIM_ANY : t->tensor.dims[d].kind != RY_DIM_CONST)
+            return true;
     return false;
 }
 
@@ -127,7 +129,7 @@ static vm_fn *add_fn(ry_vm_program *p, const ry_expr *fn, const char *name) {
     ry_arena_free(tmp);
     f->nparams = fn->func.nparams;
     for (int i = 0; i < fn->func.nparams; i++)
-        if (needs_check(fn->func.params[i]->annot)) f->check = true;
+        if (open_dims(fn->func.params[i]->annot, false)) f->check = true;
     p->fns[p->nfns++] = f;
     ry_ptrmap_put(p->arena, &p->fnmap, fn, (intptr_t)f);
     return f;
@@ -256,20 +258,6 @@ static vm_fn *global_fn(cc *c, const ry_expr *e) {
     return NULL;
 }
 
-/* Whether t has a ? dimension somewhere. */
-static bool has_any_dim(const ry_type *t) {
-    if (!t) return false;
-    if (t->kind == RY_TYPE_TUPLE) {
-        for (int i = 0; i < t->tuple.n; i++)
-            if (has_any_dim(t->tuple.fields[i])) return true;
-        return false;
-    }
-    if (t->kind != RY_TYPE_TENSOR) return false;
-    for (int d = 0; d < t->tensor.ndim; d++)
-        if (t->tensor.dims[d].kind == RY_DIM_ANY) return true;
-    return false;
-}
-
 /* f(a..): an operator runs its kernel; a known global or a constructor is
  * called directly; anything else is a closure value called at run time.
  * A call whose argument types leave open what the callee's parameters fix
@@ -293,7 +281,7 @@ static void call(cc *c, const ry_expr *e, int dst, bool tail) {
         in.op = tail ? I_TCALL : I_CALL;
         in.a = operand(c, f);
         in.b = 0;
-        for (int i = 0; i < e->call.nargs; i++) in.b |= has_any_dim(e->call.args[i]->type);
+        for (int i = 0; i < e->call.nargs; i++) in.b |= open_dims(e->call.args[i]->type, true);
     }
     in.n = e->call.nargs;
     in.args = operands(c, e->call.nargs, e->call.args);
