@@ -136,26 +136,39 @@ ry_status ry_grad_concatenate(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, 
     int nd = tt->tuple.fields[0]->tensor.ndim;
     int64_t axis = ry_attr_int(call_op(c), call_attrs(c), "axis");
     if (axis < 0) axis += nd;
-    int64_t idx[64], at = 0;
-    int k = tt->tuple.n;
+    int64_t idx[64], width[64], at = 0;
+    int k = tt->tuple.n, wide = 0;
     if (k > 64) return ry_error_at(c->err, c->span, "gradient of concatenate: too many fields");
-    for (int i = 0; i + 1 < k; i++) {
+    for (int i = 0; i < k; i++) {
         const ry_type *f = tt->tuple.fields[i];
         if (f->kind != RY_TYPE_TENSOR || axis < 0 || axis >= f->tensor.ndim ||
             f->tensor.dims[axis].kind != RY_DIM_CONST)
             return ry_error_at(c->err, c->span,
                                "gradient of concatenate needs known sizes along the axis");
-        at += f->tensor.dims[axis].value;
-        idx[i] = at;
+        width[i] = f->tensor.dims[axis].value;
+        if (width[i] == 0) continue;
+        if (wide) idx[wide - 1] = at; /* a cut before each wide field but the first */
+        at += width[i];
+        wide++;
     }
-    if (k == 1) {
-        grads[0] = ry_expr_tuple(M_, 1, &g, RY_NO_SPAN);
+    /* g cut at the wide fields' boundaries (split takes strictly
+     * ascending indices); a field 0 wide gets zeros of its own shape */
+    ry_expr *parts = g;
+    if (wide > 1) {
+        parts = OP1("split", g);
+        ry_gb_attr_ints(M_, parts, "indices_or_sections", wide - 1, idx);
+        ry_gb_attr_int(M_, parts, "axis", axis);
+    }
+    if (wide == k && k > 1) {
+        grads[0] = parts;
         return RY_OK;
     }
-    ry_expr *s = OP1("split", g);
-    ry_gb_attr_ints(M_, s, "indices_or_sections", k - 1, idx);
-    ry_gb_attr_int(M_, s, "axis", axis);
-    grads[0] = s;
+    ry_expr *f[64];
+    for (int i = 0, j = 0; i < k; i++)
+        f[i] = width[i] == 0 ? OP1("zeros_like", ry_expr_proj(M_, args[0], i, RY_NO_SPAN))
+               : wide > 1    ? ry_expr_proj(M_, parts, j++, RY_NO_SPAN)
+                             : parts;
+    grads[0] = ry_expr_tuple(M_, k, f, RY_NO_SPAN);
     return RY_OK;
 }
 

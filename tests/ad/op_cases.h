@@ -48,6 +48,8 @@ static const op_case op_cases[] = {
     {"matmul 4-D A^T", PROG("%a: " T("(2, 2, 3, 2)") ", %b: " T("(3, 4)"), "nn.matmul(%a, %b, transpose_a=True)"), 2, {4, 2}, {{2, 2, 3, 2}, {3, 4}}, -1, 1, 0},
     /* 0-sized dims: the gradient's reshape back to (0, 5) needs allowzero */
     {"expand_dims of an empty tensor", PROG("%a: " T("(0, 5)"), "expand_dims(%a, axis=0)"), 1, {2}, {{0, 5}}, -1, 1, 0},
+    /* split takes strictly ascending cuts: a part 0 wide gets zeros */
+    {"concatenate with empty parts", PROG("%a: " T("(0, 4)") ", %b: " T("(2, 4)"), "(concatenate((%a, %b, %a), axis=0), concatenate((%b, %a, %b), axis=0))"), 2, {2, 2}, {{0, 4}, {2, 4}}, -1, 1, 0},
     /* rules that read the type of a projection of split's tuple */
     {"reshape of a split", PROG("%a: " T("(2, 4)"), "reshape(split(%a, indices_or_sections=2, axis=1).1, newshape=[4])"), 1, {2}, {{2, 4}}, -1, 1, 0},
     {"layer_norm of a split", PROG("%a: " T("(2, 6)") ", %g: " T("(3)") ", %b: " T("(3)"), "nn.layer_norm(split(%a, indices_or_sections=2, axis=1).0, %g, %b)"), 3, {2, 1, 1}, {{2, 6}, {3}, {3}}, -1, 1, 0},
