@@ -664,7 +664,7 @@ static void test_threaded_resume(void **state) {
     rm_dir(d2);
 }
 
-/* ---- relayc train --threads ----------------------------------------------- */
+/* ---- relayc train --threads, --profile ------------------------------------- */
 
 /* The relayc command: $RELAYC (make test sets it), else the one beside
  * this test's build folder. */
@@ -695,7 +695,7 @@ static void write_file(const char *path, const char *text) {
 static char *read_all(const char *path) {
     FILE *f = fopen(path, "r");
     assert_non_null(f);
-    static char buf[4096];
+    static char buf[1 << 16];
     size_t k = fread(buf, 1, sizeof buf - 1, f);
     buf[k] = '\0';
     fclose(f);
@@ -728,6 +728,25 @@ static void test_cli_threads(void **state) {
     assert_string_equal(out[0], out[1]); /* the same losses to the last digit */
     free(out[0]);
     free(out[1]);
+    /* --profile: the operator call sites after training, on stderr */
+    snprintf(cmd, sizeof cmd,
+             "%s train %s/tree.relay --data sst:%s --steps 2 --batch 3 --optimizer adagrad --quiet "
+             "--profile > %s/out_prof.txt 2>&1",
+             relayc, dir, dir, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(p, sizeof p, "%s/out_prof.txt", dir);
+    char *prof = read_all(p);
+    assert_non_null(strstr(prof, "us/call"));
+    assert_non_null(strstr(prof, "tree.relay:"));
+    assert_non_null(strstr(prof, "ms in operators"));
+    free(prof);
+    snprintf(cmd, sizeof cmd,
+             "%s train %s/tree.relay --data sst:%s --steps 2 --profile --target interp > %s/out_prof.txt 2>&1",
+             relayc, dir, dir, dir);
+    assert_int_not_equal(system(cmd), 0);
+    prof = read_all(p);
+    assert_non_null(strstr(prof, "--profile needs --target cpu"));
+    free(prof);
     snprintf(cmd, sizeof cmd, "%s train %s/tree.relay --data sst:%s --threads two > /dev/null 2>&1",
              relayc, dir, dir);
     assert_int_not_equal(system(cmd), 0);
