@@ -56,15 +56,29 @@ static void chain_becomes_one_call(void **state) {
     ry_free(s);
 }
 
-static void use_outside_stays(void **state) {
+static char *fused_same(const char *text, int nd0, const int64_t *s0, int nd1, const int64_t *s1);
+
+static void use_outside_returns(void **state) {
     (void)state;
-    char *s = fused_text("#[version = \"0.0.5\"]\n"
+    int64_t s3[1] = {3};
+    char *s = fused_same("#[version = \"0.0.5\"]\n"
                          "def @main(%a: Tensor[(3), float32], %b: Tensor[(3), float32]) {\n"
                          "  %0 = add(%a, %b);\n  %1 = exp(%0);\n  %2 = multiply(%1, %b);\n"
-                         "  (%2, %0)\n}\n");
-    /* %0 escapes in the tuple: it is computed once, and read by the group */
+                         "  (%2, %0)\n}\n",
+                         1, s3, 1, s3);
+    /* %0 escapes in the tuple: the group computes it once and returns it
+     * too, the root's value first */
+    assert_non_null(strstr(s, "code=\"add(x0, x1); exp(t0); multiply(t1, x1); (t2, t0)\""));
+    assert_int_equal(occurrences(s, "fused."), 1);
+    ry_free(s);
+    /* a use between the value and the group's root keeps it out: the
+     * fused call stands where the root was */
+    s = fused_same("#[version = \"0.0.5\"]\n"
+                   "def @main(%a: Tensor[(3), float32], %b: Tensor[(3), float32]) {\n"
+                   "  %0 = add(%a, %b);\n  %1 = sum(%0);\n  %2 = exp(%0);\n  %3 = multiply(%2, %1);\n"
+                   "  (%3, %0)\n}\n",
+                   1, s3, 1, s3);
     assert_non_null(strstr(s, "add(%a, %b)"));
-    assert_non_null(strstr(s, "code=\"exp(x0); multiply(t0, x1)\""));
     ry_free(s);
 }
 
@@ -74,10 +88,10 @@ static void nested_scopes(void **state) {
                          "def @main(%a: Tensor[(3), float32], %p: bool) {\n"
                          "  let %x = exp(%a);\n  let %y = negative(%x);\n"
                          "  if (%p) { %x } else { let %z = sigmoid(%y); tanh(%z) }\n}\n");
-    /* %x is used in a branch: only the branch's own chain fuses (sigmoid and
-     * tanh); %y, read inside the branch, stays a binding of its own */
-    assert_non_null(strstr(s, "exp(%a)"));
-    assert_non_null(strstr(s, "negative(%x)"));
+    /* %x and %y are used in the branches, after the chain's last binding:
+     * one call computes both and returns them; the branch's own chain
+     * fuses too */
+    assert_non_null(strstr(s, "code=\"exp(x0); negative(t0); (t1, t0)\""));
     assert_non_null(strstr(s, "code=\"sigmoid(x0); tanh(t0)\""));
     ry_free(s);
     s = fused_text("#[version = \"0.0.5\"]\n"
@@ -153,7 +167,8 @@ static void rewrites_open_groups(void **state) {
                    "  (%1, %2)\n}\n",
                    4, sa, 1, sb);
     assert_non_null(strstr(s, "expand_dims(%b, axis=1, num_newaxis=2)"));
-    assert_non_null(strstr(s, "code=\"add(x0, x1); nn.relu(t0)\""));
+    /* ... with the relu and its mask: one call, two results */
+    assert_non_null(strstr(s, "code=\"add(x0, x1); nn.relu(t0); greater(t1, 0f); (t2, t1)\""));
     ry_free(s);
 }
 
@@ -461,6 +476,51 @@ static void bad_programs_are_errors(void **state) {
     expect_type_error("fused.elemwise2(%a, %i, code=\"add(x0, x0)\")", "int32");
     expect_type_error("fused.matmul3(%m, %m, %a, code=\"exp(x0)\")", "GEMM operand");
     expect_type_error("fused.elemwise1(%a, code=\"exp(acc)\")", "fused.matmul only");
+    /* lists of results */
+    expect_type_error("fused.elemwise1(%a, code=\"exp(x0); (t0)\")", "at least two");
+    expect_type_error("fused.elemwise1(%a, code=\"exp(x0); (t0, x0)\")", "instruction's (tI)");
+    expect_type_error("fused.elemwise1(%a, code=\"exp(x0); (t0, t1)\")", "no instruction t1");
+    expect_type_error("fused.elemwise1(%a, code=\"exp(x0); tanh(t0); (t0, t0)\")", "t0 returned twice");
+    expect_type_error("fused.elemwise1(%a, code=\"exp(x0); tanh(t0); (t0, t1); exp(t1)\")",
+                      "must come last");
+    expect_type_error("fused.matmul3(%m, %m, %a, code=\"add(acc, x2); exp(t0); (t1, t0)\")",
+                      "an epilogue has one result");
+}
+
+/* A program with a list of results: a tuple, each result its value (here
+ * also bool and an input-independent zeros_like), on both engines, on one
+ * and two threads, large enough to split over the pool. */
+static void results_list(void **state) {
+    (void)state;
+    ry_module *m = test_parse("#[version = \"0.0.5\"]\n"
+                              "def @main(%a: Tensor[(70000), float32]) {\n"
+                              "  fused.elemwise1(%a, code=\"exp(x0); greater(t0, 1f); zeros_like(x0); "
+                              "negative(t0); (t3, t1, t0, t2)\")\n}\n",
+                              true);
+    int64_t shape[1] = {70000};
+    ry_value *arg = ry_value_tensor(random_tensor(RY_FLOAT32, 1, shape));
+    ry_vm_program *p = NULL;
+    ok(ry_vm_compile(m, &p, &err));
+    for (int run = 0; run < 4; run++) { /* interpreter and VM, 1 and 2 threads */
+        ry_set_num_threads(1 + run / 2);
+        ry_value *got = call(m, run % 2 ? p : NULL, "main", 1, &arg);
+        assert_int_equal(got->kind, RY_VAL_TUPLE);
+        assert_int_equal(got->tuple.n, 4);
+        for (int64_t i = 0; i < 70000; i += 7) {
+            float x = (float)ry_tensor_get(arg->tensor, i);
+            float e = (float)ry_tensor_get(got->tuple.fields[2]->tensor, i);
+            assert_true((float)ry_tensor_get(got->tuple.fields[0]->tensor, i) == -e);
+            assert_true(ry_tensor_get(got->tuple.fields[1]->tensor, i) == (e > 1.0f));
+            assert_true(ry_tensor_get(got->tuple.fields[3]->tensor, i) == 0);
+            assert_true(fabsf(e - expf(x)) <= 4e-7f * expf(x));
+        }
+        assert_int_equal(got->tuple.fields[1]->tensor->dtype, RY_BOOL);
+        ry_value_release(got);
+    }
+    ry_set_num_threads(1);
+    ry_value_release(arg);
+    ry_vm_free(p);
+    ry_module_free(m);
 }
 
 static void no_gradient_through_fused(void **state) {
@@ -646,7 +706,7 @@ static void programs_keep_results(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(chain_becomes_one_call),
-        cmocka_unit_test(use_outside_stays),
+        cmocka_unit_test(use_outside_returns),
         cmocka_unit_test(nested_scopes),
         cmocka_unit_test(shapes_and_dtypes),
         cmocka_unit_test(gemm_epilogue),
@@ -656,6 +716,7 @@ int main(void) {
         cmocka_unit_test(large_program),
         cmocka_unit_test(fused_programs_reparse),
         cmocka_unit_test(bad_programs_are_errors),
+        cmocka_unit_test(results_list),
         cmocka_unit_test(no_gradient_through_fused),
         cmocka_unit_test(kernels_on_two_threads),
         cmocka_unit_test(programs_keep_results),

@@ -5,6 +5,7 @@
  * fused.matmulN(a, b, x2, ..., transpose_a=, transpose_b=, code="...")
  * runs nn.matmul's GEMM and the program as its epilogue (`acc`). The
  * arity is in the name because the registry's operators have fixed arity.
+ * A fused.elemwise program that ends in a list of results returns a tuple.
  * Programs are described in fused_prog.h; kernels are in
  * src/backend/cpu/fused*.c. Fused operators have no gradient: fusion runs
  * after differentiation.
@@ -58,7 +59,14 @@ static ry_rel_status rel_elemwise(ry_rel_ctx *c, int nargs, ry_type *const *args
     const char *code = ry_attr_str(c->op, c->attrs, "code");
     const ry_fz_prog *p = ry_fz_get(code, false, nargs, dts, c->span, c->err);
     if (!p) return RY_REL_FAIL;
-    return broadcast_all(c, args[0], nargs - 1, args + 1, p->out_dt, out);
+    if ((s = broadcast_all(c, args[0], nargs - 1, args + 1, p->out_dt, out)) != RY_REL_OK ||
+        p->nout == 1)
+        return s;
+    ry_type *f[RY_FZ_MAX_OUT]; /* a list of results: a tuple of that shape */
+    for (int k = 0; k < p->nout; k++)
+        f[k] = ry_type_tensor_arena(c->arena, p->out_dts[k], (*out)->tensor.ndim, (*out)->tensor.dims);
+    *out = ry_type_tuple_arena(c->arena, p->nout, f);
+    return RY_REL_OK;
 }
 
 /* fused.matmulN: a x b x (s2, d2) x ... -> (broadcast(matmul(a, b), s2, ...), the program's dtype) */
@@ -76,6 +84,10 @@ static ry_rel_status rel_matmul(ry_rel_ctx *c, int nargs, ry_type *const *args, 
     const char *code = ry_attr_str(c->op, c->attrs, "code");
     const ry_fz_prog *p = ry_fz_get(code, true, nargs - 1, dts, c->span, c->err);
     if (!p) return RY_REL_FAIL;
+    if (p->nout > 1) {
+        ry_error_at(c->err, c->span, "%s: an epilogue has one result", c->op->name);
+        return RY_REL_FAIL;
+    }
     return broadcast_all(c, acc, nargs - 2, args + 2, p->out_dt, out);
 }
 

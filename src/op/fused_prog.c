@@ -306,11 +306,32 @@ static void instruction(rd *r) {
     g->nins++;
 }
 
+/* results := '(' tI (',' tI)* ')', the program's last statement: the
+ * instruction indices into g->outs (renumbered by finish). */
+static void results(rd *r) {
+    ry_fz_prog *g = r->g;
+    g->nout = 0;
+    for (int i = 0; !r->failed; i++) {
+        if (i > 0 && eat(r, ')')) break;
+        if (i > 0 && !eat(r, ',')) return fail(r, "expected ',' or ')' in the results");
+        char id[32], *end;
+        if (!ident(r, id, sizeof id) || id[0] != 't') return fail(r, "a result must be an instruction's (tI)");
+        long k = strtol(id + 1, &end, 10);
+        if (!id[1] || *end || k < 0 || k >= g->nins) return fail(r, "no instruction %s to return", id);
+        for (int j = 0; j < g->nout; j++)
+            if (g->outs[j] == (int)k) return fail(r, "%s returned twice", id);
+        if (g->nout == RY_FZ_MAX_OUT) return fail(r, "more than %d results", RY_FZ_MAX_OUT);
+        g->outs[g->nout++] = (int)k;
+    }
+    if (!r->failed && g->nout < 2) fail(r, "a list of results needs at least two");
+}
+
 /* Renumbers instruction results to follow the literals directly and
- * records each value's last reader (the executor frees tile buffers then). */
+ * records each value's last reader (the executor frees tile buffers then);
+ * results live to the end. */
 static void finish(ry_fz_prog *g) {
     int base = g->nin + RY_FZ_MAX_CONST, shift = RY_FZ_MAX_CONST - g->nconst;
-    int nvals = g->nin + g->nconst + g->nins;
+    int first = g->nin + g->nconst, nvals = first + g->nins;
     for (int v = 0; v < nvals; v++) g->last_use[v] = -1;
     for (int i = 0; i < g->nins; i++)
         for (int k = 0; k < g->ins[i].nargs; k++) {
@@ -318,8 +339,13 @@ static void finish(ry_fz_prog *g) {
             if (*a >= base) *a -= shift;
             g->last_use[*a] = i;
         }
-    g->last_use[nvals - 1] = g->nins; /* the result lives to the end */
-    g->out_dt = g->ins[g->nins - 1].odt;
+    if (g->nout == 0) g->outs[g->nout++] = g->nins - 1; /* the last instruction */
+    for (int k = 0; k < g->nout; k++) {
+        g->out_dts[k] = g->ins[g->outs[k]].odt;
+        g->outs[k] += first;
+        g->last_use[g->outs[k]] = g->nins;
+    }
+    g->out_dt = g->out_dts[0];
 }
 
 static ry_status compile(const char *code, bool acc, int nin, const ry_dtype *dts, ry_span span,
@@ -338,6 +364,18 @@ static ry_status compile(const char *code, bool acc, int nin, const ry_dtype *dt
         g->in_dt[i] = dts[i];
     }
     for (;;) {
+        skip(&r);
+        if (*r.p == '(' && g->nins > 0) { /* the results, last */
+            r.p++;
+            results(&r);
+            if (r.failed) return RY_ERR;
+            skip(&r);
+            if (*r.p) {
+                fail(&r, "the list of results must come last");
+                return RY_ERR;
+            }
+            break;
+        }
         instruction(&r);
         if (r.failed) return RY_ERR;
         skip(&r);

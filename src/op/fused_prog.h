@@ -13,9 +13,12 @@
  * GEMM result of a fused.matmul (whose x0 and x1 are the GEMM's operands
  * and are not elementwise inputs), literals are Relay's (0f, 0.5f, 1f64,
  * True); attributes as Relay writes them (clip(t0, a_min=0f, a_max=6f),
- * cast(x0, dtype=float64)). The last instruction gives the result. Every
- * value has the broadcast shape of the inputs it depends on, so the result
- * has the broadcast shape of all inputs. dtypes follow Relay's rules
+ * cast(x0, dtype=float64)). The last instruction gives the result, unless
+ * the program ends with a list of instruction results, `(t5, t0, t3)`: the
+ * call then returns that tuple (2 to RY_FZ_MAX_OUT values; the fusion pass
+ * writes one when values inside a group are also used after it). Every
+ * value has the broadcast shape of the inputs it depends on, so the results
+ * have the broadcast shape of all inputs. dtypes follow Relay's rules
  * (operands of one dtype, comparisons give bool); programs compute in
  * float32, float64 and bool only.
  */
@@ -27,6 +30,7 @@
 #define RY_FZ_MAX_IN 8      /* input slots: call arguments (the VM's fast path takes 8) */
 #define RY_FZ_MAX_INS 48    /* instructions */
 #define RY_FZ_MAX_CONST 32  /* distinct literals */
+#define RY_FZ_MAX_OUT 8     /* results of a program ending in a list (the VM's fast path takes 8) */
 
 typedef enum ry_fz_opcode {
     /* binary, operands of one dtype */
@@ -64,7 +68,10 @@ typedef struct ry_fz_prog {
     int nins;
     ry_fz_ins ins[RY_FZ_MAX_INS];
     int last_use[RY_FZ_MAX_IN + RY_FZ_MAX_CONST + RY_FZ_MAX_INS]; /* by value: last reader */
-    ry_dtype out_dt;
+    ry_dtype out_dt;                /* the (first) result's */
+    int nout;                       /* results: 1, or the list's length */
+    int outs[RY_FZ_MAX_OUT];        /* their value numbers (instruction results) */
+    ry_dtype out_dts[RY_FZ_MAX_OUT];
 } ry_fz_prog;
 
 /* The compiled program of `code` for inputs of dtypes dts[0..nin) (for a

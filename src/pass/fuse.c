@@ -5,9 +5,13 @@
  * `code` attribute is the group as a small program (src/op/fused_prog.h);
  * a group fed by an nn.dense or nn.matmul whose result only it uses becomes
  * fused.matmulN, the group being the GEMM's epilogue (so two GEMMs added
- * become one accumulating into the other's result). Members must have the
- * group result's shape, `?` dimensions included when fuse_shape.c shows
- * them equal. The result is ordinary IR: the engines, the printer and the
+ * become one accumulating into the other's result). A group with no GEMM
+ * also takes members whose values are used after the group (its root):
+ * the call then returns them too, in a tuple, and their vars are bound to
+ * its fields (an LSTM cell's gate activations, which its backward pass
+ * reads: one kernel instead of seven). Members must have the group
+ * result's shape, `?` dimensions included when fuse_shape.c shows them
+ * equal. The result is ordinary IR: the engines, the printer and the
  * parser need nothing new.
  * Two exact rewrites open groups first: relu masks read the relu's result,
  * and a bias along a non-last axis broadcasts through expand_dims. Fused
@@ -18,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/parse.h" /* ry_expr_child */
 #include "op/fused_prog.h"
 #include "pass/fuse_shape.h"
 #include "pass/pass_impl.h"
@@ -164,6 +169,7 @@ typedef struct grp {
     int members[MAX_GROUP]; /* chain indices, the root first */
     int n;
     int head;               /* chain index of the GEMM, or -1 */
+    int nextra;             /* members also used after the group: extra results */
     const ry_expr *inputs[RY_FZ_MAX_IN + 2]; /* one past the limit: "too many" */
     int ninputs, nliterals;
 } grp;
@@ -221,10 +227,64 @@ static void collect_inputs(const fz *f, const chain *c, grp *g) {
     }
 }
 
-/* Grows the group rooted at chain index root: producers in this chain
- * whose every use is inside the group, of the root's shape (so nothing is
- * computed more often than before), while the program stays small. */
-static void grow(fz *f, const chain *c, grp *g, int gid) {
+static bool is_call_of(const ry_expr *e, const char *name);
+
+/* Whether e reads v anywhere (nested functions too). */
+static bool mentions(const ry_expr *e, const ry_var *v) {
+    for (;;) {
+        if (e->kind == RY_EXPR_VAR) return e->var.var == v;
+        if (e->kind == RY_EXPR_LET) { /* chains are long: a loop */
+            if (mentions(e->let.value, v)) return true;
+            e = e->let.body;
+            continue;
+        }
+        int slot;
+        for (int i = 0;; i++) {
+            const ry_expr *k = ry_expr_child(e, i, &slot);
+            if (!k) return false;
+            if (mentions(k, v)) return true;
+        }
+    }
+}
+
+/* Whether chain entry w reads a GEMM's result that nothing else reads:
+ * then w roots that GEMM's epilogue (fused.matmul, one result; an addend
+ * folded into the GEMM saves a pass) rather than join a group with extra
+ * results. */
+static bool reads_lone_gemm(const fz *f, const chain *c, int w) {
+    const ry_expr *e = c->vals[w];
+    for (int k = 0; k < e->call.nargs; k++) {
+        const ry_expr *x = e->call.args[k];
+        if (x->kind != RY_EXPR_VAR || x->var.var->id >= f->nids) continue;
+        int p = f->where[x->var.var->id];
+        if (p >= 0 && gemm_head(c->vals[p]) && f->uses[x->var.var->id] == 1) return true;
+    }
+    return false;
+}
+
+/* Whether chain entry w, used outside the group g, may still join it as
+ * an extra result: every use outside the group comes after the group's
+ * root (where the fused call will stand), and there is room for one more
+ * result. */
+static bool may_return(const chain *c, const grp *g, int w) {
+    /* not for zeros_like/ones_like, which read only the shape: alone they
+     * are known zeros to the compiled engine (rows_ops.h), no kernel at all */
+    const ry_expr *root = c->vals[g->members[0]];
+    if (g->nextra + 1 >= RY_FZ_MAX_OUT || is_call_of(root, "zeros_like") || is_call_of(root, "ones_like"))
+        return false;
+    if (root->type->tensor.ndim == 0) return false; /* scalars gain nothing */
+    for (int j = w + 1; j < g->members[0]; j++)
+        if (!in_group(g, j) && mentions(c->vals[j], c->vars[w])) return false;
+    return true;
+}
+
+/* Grows the group rooted at chain index root: producers in this chain of
+ * the root's shape (so nothing is computed more often than before), while
+ * the program stays small. A producer used only inside the group is
+ * consumed there; with extras, one also used after the root becomes an
+ * extra result (the fused call returns a tuple): the cell of an LSTM,
+ * whose gate activations its backward pass reads, is one call. */
+static void grow(fz *f, const chain *c, grp *g, int gid, bool extras) {
     for (bool changed = true; changed;) {
         changed = false;
         for (int i = 0; i < g->n && g->n < MAX_GROUP; i++) {
@@ -234,15 +294,19 @@ static void grow(fz *f, const chain *c, grp *g, int gid) {
                 if (x->kind != RY_EXPR_VAR || x->var.var->id >= f->nids) continue;
                 int w = f->where[x->var.var->id];
                 if (w < 0 || f->group[w] >= 0 || !fusable(c->vals[w]) ||
-                    !same_shape(f, c, w, g->members[0]) ||
-                    uses_inside(f, c, g, x->var.var) != f->uses[x->var.var->id])
+                    !same_shape(f, c, w, g->members[0]))
+                    continue;
+                bool extra = uses_inside(f, c, g, x->var.var) != f->uses[x->var.var->id];
+                if ((extra && (!extras || !may_return(c, g, w))) || (extras && reads_lone_gemm(f, c, w)))
                     continue;
                 g->members[g->n++] = w;
                 f->group[w] = gid;
+                g->nextra += extra;
                 collect_inputs(f, c, g);
                 if (g->ninputs > RY_FZ_MAX_IN || g->nliterals > MAX_LITERALS) {
                     f->group[w] = -1; /* too big: leave it out */
                     g->n--;
+                    g->nextra -= extra;
                     collect_inputs(f, c, g);
                     continue;
                 }
@@ -257,7 +321,7 @@ static void grow(fz *f, const chain *c, grp *g, int gid) {
  * shape, becomes the group's head; it leaves the inputs for its operands. */
 static void find_head(fz *f, const chain *c, grp *g, int gid) {
     g->head = -1;
-    for (int k = 0; k < g->ninputs; k++) {
+    for (int k = 0; k < g->ninputs && !g->nextra; k++) { /* an epilogue has one result */
         const ry_expr *x = g->inputs[k];
         if (x->kind != RY_EXPR_VAR || x->var.var->id >= f->nids) continue;
         int w = f->where[x->var.var->id];
@@ -358,9 +422,22 @@ static void put_ins(buf *b, const fz *f, const grp *g, const int *order, const r
     put(b, ")");
 }
 
+/* The members used after the group (besides the root) into rets, in chain
+ * order; their count. */
+static int extra_results(const fz *f, const chain *c, const grp *g, const int *order, int *rets) {
+    int n = 0;
+    for (int i = 0; i < g->n; i++) {
+        const ry_var *v = c->vars[order[i]];
+        if (order[i] != g->members[0] && uses_inside(f, c, g, v) != f->uses[v->id])
+            rets[n++] = order[i];
+    }
+    return n;
+}
+
 /* The fused call of group g (members in chain order), or NULL when the
- * program does not fit. */
-static ry_expr *fused_call(fz *f, const chain *c, grp *g) {
+ * program does not fit; a group with extra results returns a tuple, the
+ * root's value first, then theirs (rets, nrets). */
+static ry_expr *fused_call(fz *f, const chain *c, grp *g, int *rets, int *nrets) {
     int order[MAX_GROUP];
     memcpy(order, g->members, sizeof(int) * (size_t)g->n);
     qsort(order, (size_t)g->n, sizeof(int), cmp_int);
@@ -371,6 +448,14 @@ static ry_expr *fused_call(fz *f, const chain *c, grp *g) {
         if (i) put(b, "; ");
         put_ins(b, f, g, order, c->vals[order[i]]);
     }
+    /* one result: the last instruction, the root; more: (t_root, t_extra...) */
+    *nrets = g->head >= 0 ? 0 : extra_results(f, c, g, order, rets);
+    for (int k = -1; *nrets && k < *nrets; k++) {
+        int want = k < 0 ? g->members[0] : rets[k];
+        for (int i = 0; i < g->n; i++)
+            if (order[i] == want) put(b, "%st%d", k < 0 ? "; (" : ", ", i);
+    }
+    if (*nrets) put(b, ")");
     if (b->full) return NULL;
     int nargs = g->ninputs + (g->head >= 0 ? 2 : 0);
     char name[32];
@@ -390,6 +475,12 @@ static ry_expr *fused_call(fz *f, const chain *c, grp *g) {
     callee->op.op = op;
     ry_expr *call = ry_expr_call(f->m, callee, nargs, args, root->span);
     call->type = root->type;
+    if (*nrets) {
+        ry_type *ft[RY_FZ_MAX_OUT];
+        ft[0] = (ry_type *)root->type;
+        for (int k = 0; k < *nrets; k++) ft[k + 1] = (ry_type *)c->vals[rets[k]]->type;
+        call->type = ry_type_tuple_arena(f->m->arena, *nrets + 1, ft);
+    }
     int nattrs = head ? 3 : 1;
     ry_attr *items = RY_NEW_ARRAY(f->m->arena, ry_attr, nattrs);
     items[0] = (ry_attr){"code", {.kind = RY_AV_STR, .s = ry_arena_strdup(f->m->arena, b->s)},
@@ -524,21 +615,27 @@ static void fuse_chain(fz *f, chain *c) {
         if (c->vars[i]->id < f->nids) f->where[c->vars[i]->id] = i;
     }
     ry_expr **repl = RY_NEW_ARRAY(f->a, ry_expr *, c->n ? c->n : 1);
+    int **rets = RY_NEW_ARRAY(f->a, int *, c->n ? c->n : 1), *nrets = RY_NEW_ARRAY(f->a, int, c->n ? c->n : 1);
     for (int i = c->n - 1; i >= 0; i--) {
         if (f->group[i] >= 0 || !fusable(c->vals[i])) continue;
         grp *g = ry_arena_alloc(f->a, sizeof *g);
         g->n = 1;
         g->members[0] = i;
         g->head = -1;
+        g->nextra = 0;
         f->group[i] = i;
         collect_inputs(f, c, g);
         if (g->ninputs > RY_FZ_MAX_IN) {
             f->group[i] = -1;
             continue;
         }
-        grow(f, c, g, i);
+        /* a GEMM's epilogue first (it has one result); failing that, values
+         * used after the group too join it as extra results */
+        grow(f, c, g, i, false);
         find_head(f, c, g, i);
-        ry_expr *call = (g->n > 1 || g->head >= 0) ? fused_call(f, c, g) : NULL;
+        if (g->head < 0) grow(f, c, g, i, true);
+        rets[i] = RY_NEW_ARRAY(f->a, int, RY_FZ_MAX_OUT);
+        ry_expr *call = (g->n > 1 || g->head >= 0) ? fused_call(f, c, g, rets[i], &nrets[i]) : NULL;
         if (!call) { /* nothing gained: the members stay as they are */
             for (int k = 0; k < g->n; k++) f->group[g->members[k]] = -1;
             if (g->head >= 0) f->group[g->head] = -1;
@@ -547,16 +644,29 @@ static void fuse_chain(fz *f, chain *c) {
         repl[i] = call;
         f->nfused++;
     }
-    /* keep the roots (now fused calls) and everything outside groups */
-    int k = 0;
+    /* keep the roots (now fused calls) and everything outside groups; a
+     * call with extra results binds its tuple, then the root's var and
+     * theirs to its fields */
+    lets out = {0};
     for (int i = 0; i < c->n; i++) {
         if (c->vars[i]->id < f->nids) f->where[c->vars[i]->id] = -1;
         if (f->group[i] >= 0 && !repl[i]) continue;
-        c->vars[k] = c->vars[i];
-        c->vals[k] = repl[i] ? repl[i] : c->vals[i];
-        k++;
+        if (!repl[i] || !nrets[i]) {
+            ry_lets_push(f->a, &out, c->vars[i], repl[i] ? repl[i] : c->vals[i]);
+            continue;
+        }
+        ry_var *tup = pass_fresh_var(f->m, "fz", repl[i]->type);
+        ry_lets_push(f->a, &out, tup, repl[i]);
+        for (int r = 0; r <= nrets[i]; r++) {
+            int at = r == 0 ? i : rets[i][r - 1];
+            ry_expr *pr = ry_expr_proj(f->m, pass_use(f->m, tup), r, c->vals[at]->span);
+            pr->type = c->vals[at]->type;
+            ry_lets_push(f->a, &out, c->vars[at], pr);
+        }
     }
-    c->n = k;
+    c->n = out.n;
+    c->vars = out.vars;
+    c->vals = out.vals;
 }
 
 /* ---- walking the program ---- */

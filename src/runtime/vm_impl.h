@@ -88,6 +88,9 @@ typedef struct vm_opcall {
     vm_sig *sig;
     ry_value *zero;            /* zeros_like: the known zero it gave last (owned) */
     int64_t prof_ns, prof_calls; /* time in the call and calls, while profiling */
+    ry_value *results;         /* a call with several results: the tuple it gave last,
+                                  whose buffers the next call reuses when nothing
+                                  else holds them (owned) */
 } vm_opcall;
 
 typedef struct insn {

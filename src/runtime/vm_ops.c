@@ -188,6 +188,25 @@ static const vm_sig *find_sig(vm_opcall *oc, int nin, ry_tensor *const *in) {
     return NULL;
 }
 
+/* Whether the tuple of tensors t (a call's last results) may take the new
+ * results of signature sg: nothing but the call holds it or its fields,
+ * whose tensors own their buffers and have the results' dtypes and shapes. */
+static bool reusable_results(const ry_value *t, const vm_sig *sg) {
+    if (t->refcount != 1 || t->kind != RY_VAL_TUPLE || t->tuple.n != sg->nout) return false;
+    for (int i = 0; i < sg->nout; i++) {
+        const ry_value *f = t->tuple.fields[i];
+        const ry_type *rt = sg->outs[i];
+        if (f->refcount != 1 || f->kind != RY_VAL_TENSOR) return false;
+        const ry_tensor *x = f->tensor;
+        if (x->refcount != 1 || !x->alloc || x->base || x->dtype != rt->tensor.dtype ||
+            x->ndim != rt->tensor.ndim)
+            return false;
+        for (int d = 0; d < x->ndim; d++)
+            if (x->shape[d] != rt->tensor.dims[d].value) return false;
+    }
+    return true;
+}
+
 static ry_status fast_op(vm_machine *mc, const insn *I, ry_value **R, ry_value **S, int nargs,
                          ry_value *const *args, ry_value **out, bool *taken) {
     vm_opcall *oc = I->opcall;
@@ -211,6 +230,15 @@ static ry_status fast_op(vm_machine *mc, const insn *I, ry_value **R, ry_value *
         }
         return st;
     }
+    /* several results (a fused call's list): the tuple of the last call
+     * again when only the call holds it (a warm step allocates nothing) */
+    ry_value *last = oc->results;
+    if (mc->plan && last && reusable_results(last, sg)) {
+        for (int i = 0; i < sg->nout; i++) res[i] = last->tuple.fields[i]->tensor;
+        ry_status st = oc->kernel(&kc, nin, in, sg->nout, res);
+        if (st == RY_OK) *out = ry_value_retain(last);
+        return st;
+    }
     /* without a plan, every result in a fresh buffer (ry_vm_opts.no_plan) */
     ry_allocator *alloc = mc->plan ? vm_pool_allocator(mc->prog->pool) : vm_cpu_allocator();
     for (int i = 0; i < sg->nout; i++) {
@@ -231,6 +259,11 @@ static ry_status fast_op(vm_machine *mc, const insn *I, ry_value **R, ry_value *
         if (!*out) st = ry_error_at(mc->err, call->span, "out of memory");
     }
     for (int i = 0; i < sg->nout; i++) ry_tensor_release(res[i]); /* those not taken over */
+    if (st == RY_OK && mc->plan && sg->nout > 1 && sg->out_type->kind == RY_TYPE_TUPLE &&
+        sg->out_type->tuple.n == sg->nout) {
+        ry_value_release(oc->results);
+        oc->results = ry_value_retain(*out);
+    }
     return st;
 }
 
@@ -409,6 +442,8 @@ void vm_opcalls_free(ry_vm_program *p) {
             oc->sig_owned = false;
             ry_value_release(oc->zero);
             oc->zero = NULL;
+            ry_value_release(oc->results);
+            oc->results = NULL;
         }
 }
 

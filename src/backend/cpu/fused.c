@@ -61,12 +61,12 @@ ry_status ry_cpu_fused_elemwise(ry_kernel_ctx *c, int nin, ry_tensor *const *in,
                                 ry_tensor *const *out) {
     ry_dtype dts[RY_FZ_MAX_IN];
     const ry_fz_prog *p;
-    if (nout != 1 || nin < 1 || nin > RY_FZ_MAX_IN)
-        return ry_error_at(c->err, c->span, "%s: expected 1 to %d inputs and one result",
-                           c->op->name, RY_FZ_MAX_IN);
+    if (nout < 1 || nout > RY_FZ_MAX_OUT || nin < 1 || nin > RY_FZ_MAX_IN)
+        return ry_error_at(c->err, c->span, "%s: expected 1 to %d inputs and 1 to %d results",
+                           c->op->name, RY_FZ_MAX_IN, RY_FZ_MAX_OUT);
     for (int k = 0; k < nin; k++) dts[k] = in[k]->dtype;
     if (program(c, false, nin, dts, &p)) return RY_ERR;
-    return ry_fz_exec(p, out[0], nin, in, NULL, c);
+    return ry_fz_exec_n(p, nout, out, nin, in, NULL, c);
 }
 
 /* The GEMM's result shape (as nn.matmul's relation gives it):

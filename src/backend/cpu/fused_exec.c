@@ -124,9 +124,11 @@ typedef struct plan {
     int buf[NVALS];     /* tile buffer of each value; -1: none */
     bool fixed[NVALS];  /* the same in every tile: filled once */
     int nbufs;
-    char *out;
-    size_t oes;
-    bool to_out;        /* the last instruction writes straight into out */
+    int nout;
+    char *out[RY_FZ_MAX_OUT]; /* the results' data */
+    size_t oes[RY_FZ_MAX_OUT];
+    int outk[NVALS];    /* the result a value is (-1: none) */
+    bool to_out;        /* results are written straight into out (no input shares it) */
     const char *pre;    /* instruction 0's result, already computed (or NULL) */
     fz_fn fn[RY_FZ_MAX_INS];
 } plan;
@@ -184,7 +186,7 @@ static bool overlaps(const ry_tensor *a, const ry_tensor *b) {
  * take a free buffer and give their operands' back after their last use. */
 static void plan_buffers(plan *pl) {
     const ry_fz_prog *p = pl->p;
-    int nv = p->nin + p->nconst + p->nins, last = nv - 1;
+    int nv = p->nin + p->nconst + p->nins;
     int free_list[NVALS], nfree = 0;
     pl->nvals = nv;
     pl->nbufs = 0;
@@ -202,7 +204,7 @@ static void plan_buffers(plan *pl) {
         } else if (in->op == RY_FZ_ZEROS || in->op == RY_FZ_ONES) {
             pl->buf[v] = pl->nbufs++;
             pl->fixed[v] = true;
-        } else if (!(v == last && pl->to_out)) {
+        } else if (!(pl->outk[v] >= 0 && pl->to_out)) {
             pl->buf[v] = nfree ? free_list[--nfree] : pl->nbufs++;
         }
         for (int k = 0; k < in->nargs; k++) {
@@ -310,7 +312,7 @@ static void run_tiles(const plan *pl, char *mem, int64_t t0, int64_t t1) {
     for (int b = 0; b < pl->nbufs; b++) bufs[b] = mem + (size_t)b * TILE * 8;
     fill_fixed(pl, bufs);
     for (int v = 0; v < pl->nvals; v++) ptr[v] = pl->buf[v] >= 0 ? bufs[pl->buf[v]] : NULL;
-    int base = p->nin + p->nconst, last = pl->nvals - 1;
+    int base = p->nin + p->nconst;
     for (int64_t t = t0; t < t1; t++) {
         int64_t lo = t * TILE, len = pl->n - lo < TILE ? pl->n - lo : TILE;
         for (int k = 0; k < p->nin; k++) {
@@ -323,13 +325,16 @@ static void run_tiles(const plan *pl, char *mem, int64_t t0, int64_t t1) {
             const ry_fz_ins *in = &p->ins[i];
             int v = base + i;
             if (pl->fixed[v]) continue;
-            char *dst = pl->buf[v] >= 0 ? bufs[pl->buf[v]] : pl->out + (size_t)lo * pl->oes;
+            int k = pl->outk[v];
+            char *dst = pl->buf[v] >= 0 ? bufs[pl->buf[v]] : pl->out[k] + (size_t)lo * pl->oes[k];
             ptr[v] = dst;
             pl->fn[i](len, dst, ptr[in->a[0]], in->nargs > 1 ? ptr[in->a[1]] : NULL,
                       in->nargs > 2 ? ptr[in->a[2]] : NULL, in->p);
         }
-        if (!(pl->buf[last] < 0))
-            memcpy(pl->out + (size_t)lo * pl->oes, ptr[last], (size_t)len * pl->oes);
+        for (int k = 0; k < pl->nout; k++) { /* results computed in buffers */
+            char *dst = pl->out[k] + (size_t)lo * pl->oes[k];
+            if (ptr[p->outs[k]] != dst) memcpy(dst, ptr[p->outs[k]], (size_t)len * pl->oes[k]);
+        }
     }
 }
 
@@ -384,18 +389,38 @@ static int64_t grain_tiles(const plan *pl) {
     return g > 0 ? g : 1;
 }
 
-ry_status ry_fz_exec(const ry_fz_prog *p, ry_tensor *out, int nin, ry_tensor *const *in,
-                     const ry_tensor *pre, ry_kernel_ctx *c) {
+ry_status ry_fz_exec_n(const ry_fz_prog *p, int nout, ry_tensor *const *outs, int nin,
+                       ry_tensor *const *in, const ry_tensor *pre, ry_kernel_ctx *c) {
     plan plan_, *pl = &plan_;
     ry_status st = RY_ERR;
+    const ry_tensor *out = outs[0];
     pl->p = p;
     pl->ndim = out->ndim;
     memcpy(pl->shape, out->shape, sizeof pl->shape);
     pl->n = out->size;
-    pl->out = out->data;
-    pl->oes = ry_dtype_size(out->dtype);
     pl->to_out = true;
     pl->pre = NULL;
+    if (nout != p->nout)
+        return ry_error_at(c->err, c->span, "%s: %d results for a program of %d", c->op->name,
+                           nout, p->nout);
+    for (int v = 0; v < NVALS; v++) pl->outk[v] = -1;
+    pl->nout = nout;
+    for (int k = 0; k < nout; k++) {
+        const ry_tensor *o = outs[k];
+        if (o->dtype != p->out_dts[k])
+            return ry_error_at(c->err, c->span, "%s: result %d has dtype %s, the program gives %s",
+                               c->op->name, k + 1, ry_dtype_name(o->dtype),
+                               ry_dtype_name(p->out_dts[k]));
+        if (!ry_tensor_same_shape(o, out))
+            return ry_error_at(c->err, c->span, "%s: the results differ in shape", c->op->name);
+        for (int j = 0; j < k; j++)
+            if (overlaps(o, outs[j]))
+                return ry_error_at(c->err, c->span, "%s: results %d and %d share memory",
+                                   c->op->name, j + 1, k + 1);
+        pl->out[k] = o->data;
+        pl->oes[k] = ry_dtype_size(o->dtype);
+        pl->outk[p->outs[k]] = k;
+    }
     if (pre) {
         if (pre->dtype != p->ins[0].odt || pre->size != out->size)
             return ry_error_at(c->err, c->span, "%s: the first result does not fit", c->op->name);
@@ -410,11 +435,6 @@ ry_status ry_fz_exec(const ry_fz_prog *p, ry_tensor *out, int nin, ry_tensor *co
         ry_error_at(c->err, c->span, "%s: %d inputs for a program of %d", c->op->name, nin, p->nin);
         goto done;
     }
-    if (out->dtype != p->out_dt) {
-        ry_error_at(c->err, c->span, "%s: result dtype %s, the program gives %s", c->op->name,
-                    ry_dtype_name(out->dtype), ry_dtype_name(p->out_dt));
-        goto done;
-    }
     for (int k = 0; k < nin; k++) {
         if (in[k]->dtype != p->in_dt[k]) {
             ry_error_at(c->err, c->span, "%s: input %d has dtype %s, the program expects %s",
@@ -422,7 +442,8 @@ ry_status ry_fz_exec(const ry_fz_prog *p, ry_tensor *out, int nin, ry_tensor *co
             goto done;
         }
         if (plan_input(c, pl, k, in[k])) goto done;
-        if (overlaps(in[k], out)) pl->to_out = false; /* written in place: via a buffer */
+        for (int j = 0; j < nout; j++) /* written in place: via a buffer */
+            if (overlaps(in[k], outs[j])) pl->to_out = false;
     }
     fz_tables tb = tables();
     for (int i = 0; i < p->nins; i++) {
@@ -450,4 +471,9 @@ ry_status ry_fz_exec(const ry_fz_prog *p, ry_tensor *out, int nin, ry_tensor *co
     }
 done:
     return st;
+}
+
+ry_status ry_fz_exec(const ry_fz_prog *p, ry_tensor *out, int nin, ry_tensor *const *in,
+                     const ry_tensor *pre, ry_kernel_ctx *c) {
+    return ry_fz_exec_n(p, 1, &out, nin, in, pre, c);
 }

@@ -21,5 +21,9 @@ ry_status ry_cpu_fused_matmul(ry_kernel_ctx *c, int nin, ry_tensor *const *in, i
  * (out's shape; it may be out itself): the run starts at the second. */
 ry_status ry_fz_exec(const ry_fz_prog *p, ry_tensor *out, int nin, ry_tensor *const *in,
                      const ry_tensor *pre, ry_kernel_ctx *c);
+/* The same for a program with nout results (p->nout), of one shape, in
+ * outs[0..nout) (none sharing memory with another). */
+ry_status ry_fz_exec_n(const ry_fz_prog *p, int nout, ry_tensor *const *outs, int nin,
+                       ry_tensor *const *in, const ry_tensor *pre, ry_kernel_ctx *c);
 
 #endif
