@@ -53,6 +53,19 @@ static size_t type_bytes(const ry_type *rt) {
     return n;
 }
 
+/* Whether v is a tensor owning its buffer (not a view, not viewed) of
+ * static type rt's dtype and shape. */
+static bool owns_buffer_of(const ry_value *v, const ry_type *rt) {
+    if (v->kind != RY_VAL_TENSOR) return false;
+    const ry_tensor *t = v->tensor;
+    if (t->refcount != 1 || !t->alloc || t->base || t->dtype != rt->tensor.dtype ||
+        t->ndim != rt->tensor.ndim)
+        return false;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] != rt->tensor.dims[d].value) return false;
+    return true;
+}
+
 /* The value v (of a register that dies at this instruction) may take the
  * result when nothing but the references this instruction accounts for
  * holds it: the register, the result's slot, and the ref the next
@@ -62,13 +75,7 @@ static size_t type_bytes(const ry_type *rt) {
  * dtype and shape. */
 static bool can_take(const insn *I, ry_value **R, ry_value **S, const ry_value *v,
                      const ry_type *rt) {
-    if (v->kind != RY_VAL_TENSOR) return false;
-    const ry_tensor *t = v->tensor;
-    if (t->refcount != 1 || !t->alloc || t->base || t->dtype != rt->tensor.dtype ||
-        t->ndim != rt->tensor.ndim)
-        return false;
-    for (int d = 0; d < t->ndim; d++)
-        if (t->shape[d] != rt->tensor.dims[d].value) return false;
+    if (!owns_buffer_of(v, rt)) return false;
     int expect = 1;
     if (S && I->slot >= 0 && S[I->slot] == v) expect++;
     if (I->refacc >= 0) {
@@ -193,17 +200,9 @@ static const vm_sig *find_sig(vm_opcall *oc, int nin, ry_tensor *const *in) {
  * whose tensors own their buffers and have the results' dtypes and shapes. */
 static bool reusable_results(const ry_value *t, const vm_sig *sg) {
     if (t->refcount != 1 || t->kind != RY_VAL_TUPLE || t->tuple.n != sg->nout) return false;
-    for (int i = 0; i < sg->nout; i++) {
-        const ry_value *f = t->tuple.fields[i];
-        const ry_type *rt = sg->outs[i];
-        if (f->refcount != 1 || f->kind != RY_VAL_TENSOR) return false;
-        const ry_tensor *x = f->tensor;
-        if (x->refcount != 1 || !x->alloc || x->base || x->dtype != rt->tensor.dtype ||
-            x->ndim != rt->tensor.ndim)
+    for (int i = 0; i < sg->nout; i++)
+        if (t->tuple.fields[i]->refcount != 1 || !owns_buffer_of(t->tuple.fields[i], sg->outs[i]))
             return false;
-        for (int d = 0; d < x->ndim; d++)
-            if (x->shape[d] != rt->tensor.dims[d].value) return false;
-    }
     return true;
 }
 
