@@ -73,6 +73,7 @@ static bool dead_ref(const dce *d, const ry_expr *r) {
 }
 
 static ry_expr *sweep(dce *d, ry_expr *e);
+static ry_expr *sweep_scope(void *d, ry_expr *e) { return sweep(d, e); }
 
 /* Uses of var id inside e (a recursive function's calls of itself). */
 static int count_uses(const ry_expr *e, int id) {
@@ -144,29 +145,10 @@ static ry_expr *sweep_lets(dce *d, ry_expr *e) {
 }
 
 static ry_expr *sweep(dce *d, ry_expr *e) {
-    ry_expr *c;
     switch (e->kind) {
     case RY_EXPR_LET: return sweep_lets(d, e);
-    case RY_EXPR_IF:
-        c = ry_expr_new(d->m, e->kind, e->span);
-        *c = *e;
-        c->if_.then_ = sweep(d, e->if_.then_);
-        c->if_.else_ = sweep(d, e->if_.else_);
-        return c;
-    case RY_EXPR_MATCH:
-        c = ry_expr_new(d->m, e->kind, e->span);
-        *c = *e;
-        c->match.clauses = RY_NEW_ARRAY(d->m->arena, ry_clause, e->match.nclauses);
-        for (int i = 0; i < e->match.nclauses; i++) {
-            c->match.clauses[i].pat = e->match.clauses[i].pat;
-            c->match.clauses[i].body = sweep(d, e->match.clauses[i].body);
-        }
-        return c;
-    case RY_EXPR_FUNC:
-        c = ry_expr_new(d->m, e->kind, e->span);
-        *c = *e;
-        c->func.body = sweep(d, e->func.body);
-        return c;
+    case RY_EXPR_IF: case RY_EXPR_MATCH: case RY_EXPR_FUNC:
+        return pass_map_scopes(d->m, e, sweep_scope, d);
     default: return e; /* ANF: other nodes hold only atoms */
     }
 }

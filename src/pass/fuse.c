@@ -672,30 +672,12 @@ static void fuse_chain(fz *f, chain *c) {
 /* ---- walking the program ---- */
 
 static ry_expr *walk(fz *f, ry_expr *e);
+static ry_expr *walk_scope(void *f, ry_expr *e) { return walk(f, e); }
 
 static ry_expr *rewrite(fz *f, ry_expr *e) {
-    ry_expr *n;
     switch (e->kind) {
-    case RY_EXPR_IF:
-        n = ry_expr_new(f->m, e->kind, e->span);
-        *n = *e;
-        n->if_.then_ = walk(f, e->if_.then_);
-        n->if_.else_ = walk(f, e->if_.else_);
-        return n;
-    case RY_EXPR_MATCH:
-        n = ry_expr_new(f->m, e->kind, e->span);
-        *n = *e;
-        n->match.clauses = RY_NEW_ARRAY(f->m->arena, ry_clause, e->match.nclauses);
-        for (int i = 0; i < e->match.nclauses; i++) {
-            n->match.clauses[i].pat = e->match.clauses[i].pat;
-            n->match.clauses[i].body = walk(f, e->match.clauses[i].body);
-        }
-        return n;
-    case RY_EXPR_FUNC:
-        n = ry_expr_new(f->m, e->kind, e->span);
-        *n = *e;
-        n->func.body = walk(f, e->func.body);
-        return n;
+    case RY_EXPR_IF: case RY_EXPR_MATCH: case RY_EXPR_FUNC:
+        return pass_map_scopes(f->m, e, walk_scope, f);
     default:
         return e; /* in ANF every other node holds atoms only */
     }

@@ -208,6 +208,7 @@ static ry_expr *commute(hoist *h, ry_expr *e) {
 /* ---- the walk over the body ---- */
 
 static ry_expr *walk(hoist *h, ry_expr *e);
+static ry_expr *walk_scope(void *h, ry_expr *e) { return walk(h, e); }
 
 /* A call of @g: to @g_loop, its extra arguments added at the end
  * (patch_calls, once they are known). */
@@ -226,7 +227,6 @@ static ry_expr *redirect(hoist *h, ry_expr *e) {
 }
 
 static ry_expr *walk_node(hoist *h, ry_expr *e) {
-    ry_expr *n;
     switch (e->kind) {
     case RY_EXPR_CALL:
         if (is_self(h, e->call.callee)) {
@@ -237,26 +237,8 @@ static ry_expr *walk_node(hoist *h, ry_expr *e) {
         for (int i = 0; i < e->call.nargs; i++) walk_node(h, e->call.args[i]);
         return commute(h, e);
     case RY_EXPR_LET: return walk(h, e);
-    case RY_EXPR_IF:
-        n = ry_expr_new(h->m, e->kind, e->span);
-        *n = *e;
-        n->if_.then_ = walk(h, e->if_.then_);
-        n->if_.else_ = walk(h, e->if_.else_);
-        return n;
-    case RY_EXPR_MATCH:
-        n = ry_expr_new(h->m, e->kind, e->span);
-        *n = *e;
-        n->match.clauses = RY_NEW_ARRAY(h->m->arena, ry_clause, e->match.nclauses);
-        for (int i = 0; i < e->match.nclauses; i++) {
-            n->match.clauses[i].pat = e->match.clauses[i].pat;
-            n->match.clauses[i].body = walk(h, e->match.clauses[i].body);
-        }
-        return n;
-    case RY_EXPR_FUNC:
-        n = ry_expr_new(h->m, e->kind, e->span);
-        *n = *e;
-        n->func.body = walk(h, e->func.body);
-        return n;
+    case RY_EXPR_IF: case RY_EXPR_MATCH: case RY_EXPR_FUNC:
+        return pass_map_scopes(h->m, e, walk_scope, h);
     case RY_EXPR_TUPLE:
         for (int i = 0; i < e->tuple.n; i++) walk_node(h, e->tuple.fields[i]);
         return e;

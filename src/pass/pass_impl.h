@@ -20,6 +20,13 @@ ry_var *pass_fresh_var(ry_module *m, const char *name, ry_type *t);
 /* A typed use of v. */
 ry_expr *pass_use(ry_module *m, ry_var *v);
 
+/* For a node with nested scopes (if, match, fn): a copy whose then/else
+ * branches, clause bodies or function body are fn(ctx, scope), the rest
+ * (condition, scrutinee, patterns, parameters) shared; NULL for any other
+ * node. The passes' walks over A-normal form recurse through it. */
+typedef ry_expr *(*pass_scope_fn)(void *ctx, ry_expr *scope);
+ry_expr *pass_map_scopes(ry_module *m, const ry_expr *e, pass_scope_fn fn, void *ctx);
+
 /* Atoms are what may be shared freely: vars, globals, constants, operators,
  * constructors and the empty tuple. */
 bool pass_is_atom(const ry_expr *e);

@@ -75,30 +75,12 @@ static ry_expr *rewrite_dense(simp *s, ry_expr *e) {
 }
 
 static ry_expr *walk(simp *s, ry_expr *e);
+static ry_expr *walk_scope(void *s, ry_expr *e) { return walk(s, e); }
 
 static ry_expr *walk_scopes(simp *s, ry_expr *e) {
-    ry_expr *n;
     switch (e->kind) {
-    case RY_EXPR_IF:
-        n = ry_expr_new(s->m, e->kind, e->span);
-        *n = *e;
-        n->if_.then_ = walk(s, e->if_.then_);
-        n->if_.else_ = walk(s, e->if_.else_);
-        return n;
-    case RY_EXPR_MATCH:
-        n = ry_expr_new(s->m, e->kind, e->span);
-        *n = *e;
-        n->match.clauses = RY_NEW_ARRAY(s->m->arena, ry_clause, e->match.nclauses);
-        for (int i = 0; i < e->match.nclauses; i++) {
-            n->match.clauses[i].pat = e->match.clauses[i].pat;
-            n->match.clauses[i].body = walk(s, e->match.clauses[i].body);
-        }
-        return n;
-    case RY_EXPR_FUNC:
-        n = ry_expr_new(s->m, e->kind, e->span);
-        *n = *e;
-        n->func.body = walk(s, e->func.body);
-        return n;
+    case RY_EXPR_IF: case RY_EXPR_MATCH: case RY_EXPR_FUNC:
+        return pass_map_scopes(s->m, e, walk_scope, s);
     default: return rewrite_dense(s, e);
     }
 }

@@ -115,6 +115,27 @@ bool ry_call_checks_shapes(const ry_expr *fn, const ry_expr *call) {
     return false;
 }
 
+ry_expr *pass_map_scopes(ry_module *m, const ry_expr *e, pass_scope_fn fn, void *ctx) {
+    if (e->kind != RY_EXPR_IF && e->kind != RY_EXPR_MATCH && e->kind != RY_EXPR_FUNC) return NULL;
+    ry_expr *n = ry_expr_new(m, e->kind, e->span);
+    *n = *e;
+    switch (e->kind) {
+    case RY_EXPR_IF:
+        n->if_.then_ = fn(ctx, e->if_.then_);
+        n->if_.else_ = fn(ctx, e->if_.else_);
+        break;
+    case RY_EXPR_MATCH:
+        n->match.clauses = RY_NEW_ARRAY(m->arena, ry_clause, e->match.nclauses);
+        for (int i = 0; i < e->match.nclauses; i++) {
+            n->match.clauses[i].pat = e->match.clauses[i].pat;
+            n->match.clauses[i].body = fn(ctx, e->match.clauses[i].body);
+        }
+        break;
+    default: n->func.body = fn(ctx, e->func.body); break;
+    }
+    return n;
+}
+
 /* pure(e): the node and everything it evaluates (not the bodies of
  * functions it merely creates) may be dropped when its value is unused. */
 bool pass_is_pure(const ry_expr *e) {
