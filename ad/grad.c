@@ -178,7 +178,8 @@ static ry_expr *xop(gx *s, gx_block *b, const ry_expr *e, ry_var *bp, const ry_v
     bool local = let_var && gx_run_is_local(s, let_var);
     ry_expr *r = local ? NULL : gx_bind(s, b, "r", fresh(s, y, e->type), gx_type(s, e->type));
     gx_adj *out = gx_run_result(s, let_var, e->type, y, r);
-    if (rule.fn && reaches) gx_run_defer(s, e, rule.fn, prim, out, aadj, targs);
+    if (rule.fn && reaches && !gx_run_never_added(s, let_var))
+        gx_run_defer(s, e, rule.fn, prim, out, aadj, targs);
     if (s->per_op) gx_run_flush(s, b); /* one closure per operator */
     return local ? y : r;
 }

@@ -143,6 +143,11 @@ ry_expr *gx_adj_primal(gx *s, const gx_adj *a);
  * y (a var use) and, unless local, its cell pair r (var may be NULL: an
  * operator call in tail position): the adjoint record of the result. */
 bool gx_run_is_local(gx *s, const ry_var *var);
+/* Whether nothing ever adds to let var's adjoint (every use, closures'
+ * included, is an argument of an operator without a backward body): the
+ * adjoint stays zero, so its operator's rule is skipped, as for a local
+ * value to which nothing was added (0 x inf would make NaN of a zero). */
+bool gx_run_never_added(gx *s, const ry_var *var);
 gx_adj *gx_run_result(gx *s, const ry_var *var, const ry_type *t, ry_expr *y, ry_expr *r);
 /* `let var = t.i` of a value of the open run: binds its primal into b and
  * returns its transformed value when var is local, else NULL (transform

@@ -58,6 +58,7 @@ struct gx_pending {
 struct gx_cand {
     int run;                      /* analysis: id of its run */
     int uses, ok;                 /* occurrences; in-run operator arguments */
+    int writes;                   /* occurrences that may add to its adjoint */
     struct gx_cand *parent;       /* a projection: of which candidate */
     bool local;
     const gx_run *in;             /* emission: the scope's run and its */
@@ -81,24 +82,35 @@ static bool is_op_call(const ry_expr *e) {
     return e->kind == RY_EXPR_CALL && e->call.callee->kind == RY_EXPR_OP;
 }
 
+/* Whether op's calls push no backward body (comparisons, argmax, ...):
+ * their arguments' adjoints are never added to. */
+static bool no_grad_op(const ry_expr *e) {
+    ry_grad_rule rule;
+    return is_op_call(e) && ry_grad_rule_lookup(e->call.callee->op.op, &rule) && !rule.fn;
+}
+
 /* Counts every occurrence of the candidates with run ids >= first (this
- * scope's) anywhere in e, nested functions and branches included. */
-static void count_uses(gx *s, const ry_expr *e, int first) {
+ * scope's) anywhere in e, nested functions and branches included, and
+ * those that may add to the adjoint: all but the arguments of no_grad
+ * operators. */
+static void count_uses(gx *s, const ry_expr *e, int first, bool writes) {
     for (; e->kind == RY_EXPR_LET; e = e->let.body)
-        count_uses(s, e->let.value, first);
+        count_uses(s, e->let.value, first, true);
     if (e->kind == RY_EXPR_VAR) {
         struct gx_cand *c = ad_map_get(&s->cands, e->var.var);
-        if (c && c->run >= first) c->uses++;
+        if (c && c->run >= first) c->uses++, c->writes += writes;
     }
+    bool args_write = !no_grad_op(e);
     int slot;
     const ry_expr *k;
     for (int i = 0; (k = ry_expr_child(e, i, &slot)); i++)
-        count_uses(s, k, first);
+        count_uses(s, k, first, args_write);
 }
 
 /* Splits the scope's let chain e into runs the way the emitter will (a new
  * run after each binding that gx_run_breaks), makes a candidate of each
- * operator result and projection of one, and decides which are local. */
+ * operator result and projection of one, counts their uses and decides
+ * which are local (none with one closure per operator). */
 static void analyse(gx *s, const ry_expr *e) {
     int first = s->next_run + 1, run = first, n = 0;
     s->next_run = first;
@@ -122,7 +134,7 @@ static void analyse(gx *s, const ry_expr *e) {
         n++;
     }
     if (!n) return;
-    count_uses(s, e, first);
+    count_uses(s, e, first, true);
     struct gx_cand **chain = RY_NEW_ARRAY(s->scratch, struct gx_cand *, n);
     int k = 0;
     run = first;
@@ -142,7 +154,7 @@ static void analyse(gx *s, const ry_expr *e) {
     /* Backwards: a projection is decided before the tuple it reads, whose
      * use by a local projection is then an in-run use. */
     for (int i = k - 1; i >= 0; i--) {
-        chain[i]->local = chain[i]->uses == chain[i]->ok;
+        chain[i]->local = !s->per_op && chain[i]->uses == chain[i]->ok;
         if (chain[i]->parent && chain[i]->local) chain[i]->parent->ok++;
     }
 }
@@ -150,7 +162,7 @@ static void analyse(gx *s, const ry_expr *e) {
 void gx_run_enter(gx *s, gx_run *run, ry_var *bp, const ry_expr *e) {
     *run = (gx_run){.bp = bp, .outer = s->run};
     s->run = run;
-    if (!s->per_op) analyse(s, e); /* per operator: nothing is local */
+    analyse(s, e); /* per operator: nothing is local (see analyse) */
 }
 
 void gx_run_leave(gx *s, gx_run *run, gx_block *b) {
@@ -199,6 +211,11 @@ gx_adj *gx_run_arg(gx *s, const ry_var *v) {
 bool gx_run_is_local(gx *s, const ry_var *var) {
     struct gx_cand *c = ad_map_get(&s->cands, var);
     return c && c->local && s->run;
+}
+
+bool gx_run_never_added(gx *s, const ry_var *var) {
+    struct gx_cand *c = var ? ad_map_get(&s->cands, var) : NULL;
+    return c && c->writes == 0 && s->run;
 }
 
 gx_adj *gx_run_result(gx *s, const ry_var *var, const ry_type *t, ry_expr *y, ry_expr *r) {

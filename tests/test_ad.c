@@ -102,21 +102,25 @@ static void test_op_gradients(void **state) {
 /* dropout and batch_norm: ry_gradcheck builds the gradient for the mode
  * its runs are made in (ry_grad_opts.inference); checked at inference and
  * in training (same seed for every run, so the same dropout masks). The
- * degenerate inputs are in test_ad_opts.c. */
-static void test_mode_dependent_ops(void **state) {
-    (void)state;
-    const char *text = "#[version = \"0.0.5\"]\n"
-                       "def @main(%x: Tensor[(4, 3, 2), float64], %g: Tensor[(3), float64], %b: "
-                       "Tensor[(3), float64],\n"
-                       "          %mm: Tensor[(3), float64], %mv: Tensor[(3), float64]) {\n"
-                       "  %0 = nn.batch_norm(%x, %g, %b, %mm, %mv);\n"
-                       "  %1 = nn.dropout(tanh(%0.0), rate=0.25f);\n"
-                       "  (multiply(%1.0, %x), %0.1, multiply(%0.2, %0.2))\n"
-                       "}\n";
+ * degenerate inputs are in test_ad_opts.c. gamma_type "(n)" on a channel
+ * of 1: a symbolic length the type checker matched to a constant (the
+ * rule reshapes gamma to the data's channel count, else the gradient
+ * program mixes 1 and n and does not type-check). */
+static void check_batch_norm_modes(int64_t ch, const char *gamma_type) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "#[version = \"0.0.5\"]\n"
+             "def @main(%%x: Tensor[(4, %lld, 2), float64], %%g: Tensor[%s, float64],\n"
+             "          %%b: Tensor[(%lld), float64], %%mm: Tensor[(%lld), float64],\n"
+             "          %%mv: Tensor[(%lld), float64]) {\n"
+             "  %%0 = nn.batch_norm(%%x, %%g, %%b, %%mm, %%mv);\n"
+             "  %%1 = nn.dropout(tanh(%%0.0), rate=0.25f);\n"
+             "  (multiply(%%1.0, %%x), %%0.1, multiply(%%0.2, %%0.2))\n"
+             "}\n",
+             (long long)ch, gamma_type, (long long)ch, (long long)ch, (long long)ch);
     for (int mode = 0; mode < 2; mode++) {
-        ry_value *a[5] = {rv2(4, 3), rv1(3), rv1(3), rv1(3), rand_value(1, (int64_t[]){3}, 0.5, 2)};
-        ry_value_release(a[0]);
-        a[0] = rand_value(3, (int64_t[]){4, 3, 2}, -1, 1);
+        ry_value *a[5] = {rand_value(3, (int64_t[]){4, ch, 2}, -1, 1), rv1(ch), rv1(ch), rv1(ch),
+                          rand_value(1, (int64_t[]){ch}, 0.5, 2)};
         ry_module *m = test_parse(text, true);
         ry_interp_opts io = {.training = mode == 1, .seed = 42};
         ry_gradcheck_opts o = {.eps = 1e-6, .rtol = 1e-5, .atol = 1e-7, .interp = &io};
@@ -133,6 +137,12 @@ static void test_mode_dependent_ops(void **state) {
         ry_module_free(m);
         release_all(5, a);
     }
+}
+
+static void test_mode_dependent_ops(void **state) {
+    (void)state;
+    check_batch_norm_modes(3, "(3)");
+    check_batch_norm_modes(1, "(n)");
 }
 
 /* ---- control flow, recursion, ADTs ---- */

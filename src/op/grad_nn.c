@@ -257,9 +257,29 @@ ry_status ry_grad_cross_entropy_with_logits(ry_grad_ctx *c, ry_expr *const *args
     return xent_grads(c, args, g, grads, true);
 }
 
-/* v (C) shaped to broadcast against an ndim-tensor whose C is at axis:
- * (C, 1, .., 1) with ndim - axis - 1 trailing ones */
-static ry_expr *along_axis(ry_grad_ctx *c, ry_expr *v, int64_t axis, int ndim) {
+/* v (C) shaped to broadcast against x (ndim dims, C at axis): (C, 1, .., 1)
+ * with ndim - axis - 1 trailing ones. When x's C is a constant and v's
+ * length is not known to be that constant (a parameter `Tensor[(n)]` that
+ * the type checker matched to a channel of 1), a reshape to the constant
+ * shape, so that products with x's adjoint keep x's type rather than
+ * broadcasting 1 against n. */
+static ry_expr *along_axis(ry_grad_ctx *c, ry_expr *v, const ry_expr *x, int64_t axis, int ndim) {
+    const ry_type *xt = ry_gb_type(x), *vt = ry_gb_type(v);
+    const ry_dim *xc = xt && xt->kind == RY_TYPE_TENSOR && xt->tensor.ndim == ndim
+                           ? &xt->tensor.dims[axis]
+                           : NULL;
+    bool v_is_c = vt && vt->kind == RY_TYPE_TENSOR && vt->tensor.ndim == 1 &&
+                  vt->tensor.dims[0].kind == RY_DIM_CONST;
+    if (xc && xc->kind == RY_DIM_CONST && !(v_is_c && vt->tensor.dims[0].value == xc->value)) {
+        int64_t shape[RY_MAX_RANK];
+        int n = 0;
+        shape[n++] = xc->value;
+        for (int i = (int)axis + 1; i < ndim; i++)
+            shape[n++] = 1;
+        ry_expr *e = OP1("reshape", v);
+        ry_gb_attr_ints(M_, e, "newshape", n, shape);
+        return e;
+    }
     if (axis == ndim - 1) return v;
     ry_expr *e = OP1("expand_dims", v);
     ry_gb_attr_int(M_, e, "axis", 1);
@@ -299,7 +319,7 @@ static ry_status norm_grads(ry_grad_ctx *c, ry_expr *const *args, ry_expr *g, ry
     ry_expr *rstd = OP1("rsqrt", OP2("add", var, eps));
     ry_expr *xhat = OP2("multiply", xc, rstd);
     bool scale = ry_attr_bool(op, at, "scale"), center = ry_attr_bool(op, at, "center");
-    ry_expr *dxhat = scale ? OP2("multiply", g, along_axis(c, args[1], axis, nd)) : g;
+    ry_expr *dxhat = scale ? OP2("multiply", g, along_axis(c, args[1], x, axis, nd)) : g;
     ry_expr *m1 = reduce_keep(c, "mean", dxhat, nd, red);
     ry_expr *m2 = reduce_keep(c, "mean", OP2("multiply", dxhat, xhat), nd, red);
     ry_expr *inner = OP2("subtract", OP2("subtract", dxhat, m1), OP2("multiply", xhat, m2));
@@ -362,7 +382,7 @@ ry_status ry_grad_group_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
     ry_expr *xhat = OP2("multiply", xc, rstd);
     bool scale = ry_attr_bool(op, at, "scale"), center = ry_attr_bool(op, at, "center");
     ry_expr *dxhat =
-        OP1("reshape", scale ? OP2("multiply", g, along_axis(c, args[1], axis, nd)) : g);
+        OP1("reshape", scale ? OP2("multiply", g, along_axis(c, args[1], x, axis, nd)) : g);
     ry_gb_attr_ints(M_, dxhat, "newshape", 5, v5);
     ry_expr *m1 = reduce_keep(c, "mean", dxhat, 5, red);
     ry_expr *m2 = reduce_keep(c, "mean", OP2("multiply", dxhat, xhat), 5, red);
@@ -416,7 +436,7 @@ ry_status ry_grad_prelu(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_exp
     int64_t axis = norm_axis(ry_attr_int(call_op(c), call_attrs(c), "axis"), nd);
     ry_expr *pos = OP2("greater", x, ry_gb_scalar(M_, ry_gb_dtype(x), 0));
     ry_expr *zero = OP1("zeros_like", g);
-    grads[0] = ry_gb_op3(M_, "where", pos, g, OP2("multiply", g, along_axis(c, args[1], axis, nd)));
+    grads[0] = ry_gb_op3(M_, "where", pos, g, OP2("multiply", g, along_axis(c, args[1], x, axis, nd)));
     ry_expr *neg = ry_gb_op3(M_, "where", pos, zero, OP2("multiply", g, x));
     grads[1] = nd == 1 ? neg : sum_axis(c, neg, axis, false, true);
     return RY_OK;
@@ -710,7 +730,7 @@ ry_status ry_grad_batch_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
     }
     ry_dtype dt = ry_gb_dtype(x);
 #define K(v) ry_gb_scalar(M_, dt, (v))
-#define ALONG(v) along_axis(c, (v), axis, nd)
+#define ALONG(v) along_axis(c, (v), x, axis, nd)
     ry_expr *g0 = ry_expr_proj(M_, g, 0, RY_NO_SPAN), *g1 = ry_expr_proj(M_, g, 1, RY_NO_SPAN);
     ry_expr *g2 = ry_expr_proj(M_, g, 2, RY_NO_SPAN);
     ry_expr *mm = args[3], *mv = args[4], *eps = K(ry_attr_float(op, at, "epsilon"));

@@ -74,6 +74,11 @@ static const op_case op_cases[] = {
     {"layer_norm axis 1 of 3", PROG("%x: " T("(2, 3, 2)") ", %s: " T("(3)") ", %b: " T("(3)"), "multiply(nn.layer_norm(%x, %s, %b, axis=1, epsilon=0.01f), %x)"), 3, {3, 1, 1}, {{2, 3, 2}, {3}, {3}}, -1, 1, 0},
     {"prelu", PROG("%x: " T("(2, 3, 2)") ", %a: " T("(3)"), "multiply(nn.prelu(%x, %a), %x)"), 2, {3, 1}, {{2, 3, 2}, {3}}, -1, 1, 0},
     {"instance_norm", PROG("%x: " T("(2, 3, 2, 2)") ", %s: " T("(3)") ", %b: " T("(3)"), "multiply(nn.instance_norm(%x, %s, %b), %x)"), 3, {4, 1, 1}, {{2, 3, 2, 2}, {3}, {3}}, -1, 1, 0},
+    /* gamma/alpha `(n)` matched to a channel of 1 (see test_mode_dependent_ops) */
+    {"instance_norm gamma (n) on 1 channel", PROG("%x: " T("(2, 1, 3)") ", %s: " T("(n)") ", %b: " T("(1)"), "multiply(nn.instance_norm(%x, %s, %b), %x)"), 3, {3, 1, 1}, {{2, 1, 3}, {1}, {1}}, -1, 1, 0},
+    {"layer_norm gamma (n) on 1 channel", PROG("%x: " T("(2, 3, 1)") ", %s: " T("(n)") ", %b: " T("(1)"), "multiply(nn.layer_norm(%x, %s, %b, axis=2), %x)"), 3, {3, 1, 1}, {{2, 3, 1}, {1}, {1}}, -1, 1, 0},
+    {"group_norm gamma (n) on 1 channel", PROG("%x: " T("(2, 1, 3)") ", %s: " T("(n)") ", %b: " T("(1)"), "multiply(nn.group_norm(%x, %s, %b, num_groups=1), %x)"), 3, {3, 1, 1}, {{2, 1, 3}, {1}, {1}}, -1, 1, 0},
+    {"prelu alpha (n) on 1 channel", PROG("%x: " T("(2, 1, 2)") ", %a: " T("(n)"), "multiply(nn.prelu(%x, %a), %x)"), 2, {3, 1}, {{2, 1, 2}, {1}}, -1, 1, 0},
     {"group_norm", PROG("%x: " T("(2, 4, 3)") ", %s: " T("(4)") ", %b: " T("(4)"), "multiply(nn.group_norm(%x, %s, %b, num_groups=2), %x)"), 3, {3, 1, 1}, {{2, 4, 3}, {4}, {4}}, -1, 1, 0},
     {"group_norm axis 2", PROG("%x: " T("(2, 2, 4, 2)") ", %s: " T("(4)") ", %b: " T("(4)"), "multiply(nn.group_norm(%x, %s, %b, num_groups=2, axis=2, scale=False), %x)"), 3, {4, 1, 1}, {{2, 2, 4, 2}, {4}, {4}}, -1, 1, 0},
     {"l2_normalize", PROG("%x: " T("(2, 3)"), "(multiply(nn.l2_normalize(%x, eps=1e-10f, axis=[1]), %x), nn.l2_normalize(%x, eps=100f, axis=[0]))"), 1, {2}, {{2, 3}}, -1, 1, 0},
