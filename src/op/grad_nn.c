@@ -188,6 +188,33 @@ static ry_expr *sum_axis(ry_grad_ctx *c, ry_expr *x, int64_t axis, bool keepdims
     return s;
 }
 
+/* d, a per-channel vector (the data x's channel axis summed out), typed as
+ * parameter p (gamma, beta, a bias): when p's length is a constant L and
+ * x's channel is not known to be L (a symbolic n the type checker matched
+ * to it), reshaped to (L), else its adjoint would be typed (n) against
+ * p's (L) and the gradient program would not type-check. */
+static ry_expr *as_channel_param(ry_grad_ctx *c, ry_expr *d, const ry_expr *x, const ry_expr *p,
+                                 int64_t axis) {
+    const ry_type *pt = ry_gb_type(p), *xt = ry_gb_type(x);
+    if (!pt || pt->kind != RY_TYPE_TENSOR || pt->tensor.ndim != 1 ||
+        pt->tensor.dims[0].kind != RY_DIM_CONST)
+        return d;
+    int64_t len = pt->tensor.dims[0].value;
+    if (xt && xt->kind == RY_TYPE_TENSOR && axis < xt->tensor.ndim &&
+        xt->tensor.dims[axis].kind == RY_DIM_CONST && xt->tensor.dims[axis].value == len)
+        return d;
+    ry_expr *r = OP1("reshape", d);
+    ry_gb_attr_ints(M_, r, "newshape", 1, &len);
+    return r;
+}
+
+/* sum of v over every axis of x but `axis`, typed as parameter p */
+static ry_expr *channel_sum(ry_grad_ctx *c, ry_expr *v, const ry_expr *x, const ry_expr *p,
+                            int64_t axis) {
+    int nd = tensor_rank(x);
+    return as_channel_param(c, nd == 1 ? v : sum_axis(c, v, axis, false, true), x, p, axis);
+}
+
 /* bias_add: x (..., C at axis, ...) x b (C): dx = g, db = sum of g over
  * every axis but `axis` */
 ry_status ry_grad_bias_add(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
@@ -195,7 +222,7 @@ ry_status ry_grad_bias_add(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_
     int nd = tensor_rank(args[0]);
     int64_t axis = norm_axis(ry_attr_int(call_op(c), call_attrs(c), "axis"), nd);
     grads[0] = g;
-    grads[1] = nd == 1 ? g : sum_axis(c, g, axis, false, true);
+    grads[1] = channel_sum(c, g, args[0], args[1], axis);
     return RY_OK;
 }
 
@@ -324,8 +351,8 @@ static ry_status norm_grads(ry_grad_ctx *c, ry_expr *const *args, ry_expr *g, ry
     ry_expr *m2 = reduce_keep(c, "mean", OP2("multiply", dxhat, xhat), nd, red);
     ry_expr *inner = OP2("subtract", OP2("subtract", dxhat, m1), OP2("multiply", xhat, m2));
     grads[0] = OP2("multiply", rstd, inner);
-    grads[1] = scale ? sum_axis(c, OP2("multiply", g, xhat), axis, false, true) : NULL;
-    grads[2] = center ? sum_axis(c, g, axis, false, true) : NULL;
+    grads[1] = scale ? channel_sum(c, OP2("multiply", g, xhat), x, args[1], axis) : NULL;
+    grads[2] = center ? channel_sum(c, g, x, args[2], axis) : NULL;
     return RY_OK;
 }
 
@@ -391,8 +418,8 @@ ry_status ry_grad_group_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
     if (ry_gb_reshape_to(c, dx, ry_gb_type(x), &grads[0])) return RY_ERR;
     ry_expr *xhat_x;
     if (ry_gb_reshape_to(c, xhat, ry_gb_type(x), &xhat_x)) return RY_ERR;
-    grads[1] = scale ? sum_axis(c, OP2("multiply", g, xhat_x), axis, false, true) : NULL;
-    grads[2] = center ? sum_axis(c, g, axis, false, true) : NULL;
+    grads[1] = scale ? channel_sum(c, OP2("multiply", g, xhat_x), x, args[1], axis) : NULL;
+    grads[2] = center ? channel_sum(c, g, x, args[2], axis) : NULL;
     return RY_OK;
 }
 
@@ -438,7 +465,7 @@ ry_status ry_grad_prelu(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_exp
     ry_expr *zero = OP1("zeros_like", g);
     grads[0] = ry_gb_op3(M_, "where", pos, g, OP2("multiply", g, along_axis(c, args[1], x, axis, nd)));
     ry_expr *neg = ry_gb_op3(M_, "where", pos, zero, OP2("multiply", g, x));
-    grads[1] = nd == 1 ? neg : sum_axis(c, neg, axis, false, true);
+    grads[1] = channel_sum(c, neg, x, args[1], axis);
     return RY_OK;
 }
 
@@ -759,14 +786,14 @@ ry_status ry_grad_batch_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
         ry_expr *dx = OP2("multiply", dxhat, rstd);
         ry_expr *r3 = OP2("multiply", rstd, OP2("multiply", rstd, rstd));
         grads[0] = dx;
-        grads[3] = OP2("subtract", g1, sum_axis(c, dx, axis, false, true));
-        grads[4] = OP2(
-            "subtract", g2,
-            OP2("multiply", K(0.5),
-                sum_axis(c, OP2("multiply", OP2("multiply", dxhat, xm), r3), axis, false, true)));
+        grads[3] = OP2("subtract", g1, channel_sum(c, dx, x, mm, axis));
+        grads[4] = OP2("subtract", g2,
+                       OP2("multiply", K(0.5),
+                           channel_sum(c, OP2("multiply", OP2("multiply", dxhat, xm), r3), x, mv,
+                                       axis)));
     }
-    grads[1] = scale ? sum_axis(c, OP2("multiply", g0, xhat), axis, false, true) : NULL;
-    grads[2] = center ? sum_axis(c, g0, axis, false, true) : NULL;
+    grads[1] = scale ? channel_sum(c, OP2("multiply", g0, xhat), x, args[1], axis) : NULL;
+    grads[2] = center ? channel_sum(c, g0, x, args[2], axis) : NULL;
 #undef K
 #undef ALONG
     return RY_OK;
