@@ -136,6 +136,7 @@ static void analyse(gx *s, const ry_expr *e) {
     if (!n) return;
     count_uses(s, e, first, true);
     struct gx_cand **chain = RY_NEW_ARRAY(s->scratch, struct gx_cand *, n);
+    const ry_expr **values = RY_NEW_ARRAY(s->scratch, const ry_expr *, n);
     int k = 0;
     run = first;
     for (const ry_expr *x = e; x->kind == RY_EXPR_LET; x = x->let.body) {
@@ -149,7 +150,21 @@ static void analyse(gx *s, const ry_expr *e) {
                 if (c && c->run == run) c->ok++;
             }
         struct gx_cand *c = ad_map_get(&s->cands, x->let.var);
-        if (c && c->run >= first) chain[k++] = c;
+        if (c && c->run >= first) values[k] = v, chain[k++] = c;
+    }
+    /* Backwards, so that every use of a value is settled before its
+     * binding: an operator whose result nothing adds to has its rule
+     * skipped, so its uses of its arguments add nothing either (nor does a
+     * projection nothing adds to), e.g. a dead chain exp -> multiply. */
+    for (int i = k - 1; i >= 0; i--) {
+        if (chain[i]->writes) continue;
+        const ry_expr *v = values[i];
+        int nargs = v->kind == RY_EXPR_PROJ ? 1 : v->call.nargs;
+        for (int j = 0; j < nargs; j++) {
+            const ry_expr *a = v->kind == RY_EXPR_PROJ ? v->proj.tuple : v->call.args[j];
+            struct gx_cand *c = a->kind == RY_EXPR_VAR ? ad_map_get(&s->cands, a->var.var) : NULL;
+            if (c && c->run >= first && !no_grad_op(v)) c->writes--;
+        }
     }
     /* Backwards: a projection is decided before the tuple it reads, whose
      * use by a local projection is then an in-run use. */

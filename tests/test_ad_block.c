@@ -206,21 +206,25 @@ static void test_tuples_ints_refs(void **state) {
 }
 
 /* Values whose adjoint nothing adds to (every use a comparison: one in a
- * closure, one after a call, where they are not local to their run) skip
- * their rule as local ones do: exp(100) is inf in float32, and pushing a
- * zero adjoint through exp's rule would make x's gradient 0 x inf = NaN.
- * Both emitters, the interpreter and the VM. */
+ * closure, one after a call, where they are not local to their run; or
+ * only dead code after a call uses them) skip their rule as local ones
+ * do: exp(100) is inf in float32, and pushing a zero adjoint through exp's
+ * rule would make x's gradient 0 x inf = NaN. Both emitters, the
+ * interpreter and the VM. */
 static void test_never_added_adjoint(void **state) {
     (void)state;
     const char *text = "#[version = \"0.0.5\"]\n"
                        "def @main(%x: Tensor[(2), float32], %w: Tensor[(2), float32]) {\n"
                        "  let %t = exp(%x);\n"
+                       "  let %s = exp(%x);\n"
                        "  let %f = fn (%z: Tensor[(2), float32]) -> Tensor[(2), bool] {\n"
                        "    greater(%t, %z)\n"
                        "  };\n"
                        "  let %u = exp(%w);\n"
                        "  let %k = %f(%x);\n"
                        "  %0 = less(%u, %x);\n"
+                       "  let %d = multiply(%s, cast(%k, dtype=\"float32\"));\n"
+                       "  let %e = tanh(%d);\n"
                        "  (%k, %0, sum(multiply(%w, %w)))\n"
                        "}\n";
     ry_tensor *x = ry_tensor_new(RY_FLOAT32, 1, (int64_t[]){2});

@@ -29,10 +29,12 @@
  * when every argument's and the result's shape is static (the type checker
  * then proved the call valid; with `?` or symbolic dims it may fail at run
  * time): they may run when the loop's body would not have, and
- * speculation is then harmless. One difference remains: the table's
- * gradient is dTable W, which puts 0 x W in the rows the window never
- * looked up, NaN where W holds an infinity (the unhoisted gradient has 0
- * there); with finite weights the two agree to rounding.
+ * speculation is then harmless. One difference remains: moved work is
+ * differentiated with a zero adjoint where the loop never used it (the
+ * table's gradient dTable W puts 0 x W in the rows the window never looked
+ * up; a loop of no step still pushes zero through its invariant work),
+ * NaN where the work's inputs hold an infinity or NaN (the unhoisted
+ * gradient has 0 there); with finite values the two agree to rounding.
  */
 #include <stdlib.h>
 #include <string.h>
