@@ -201,6 +201,23 @@ def gen_reshape():
          [x.reshape(3, 0)])
 
 
+# ---- reshape_like (TVM's lhs/rhs ranges: data's dims [lb, le) take the
+# shape of like's [rb, re)) ----
+
+def gen_reshape_like():
+    reseed("gen_reshape_like")
+    x, like = rand((2, 3, 4)), rand((6, 4))
+    case("reshape_like_whole", "reshape_like", "", [x, like], [x.reshape(6, 4)])
+    x, like = rand((2, 3, 4)), rand((3, 2, 7))
+    case("reshape_like_ranges", "reshape_like", attr_str(lhs_begin=0, lhs_end=2, rhs_begin=0, rhs_end=2),
+         [x, like], [x.reshape(3, 2, 4)])
+    x, like = rand((2, 12)), rand((5, 3, 4))
+    case("reshape_like_negative", "reshape_like", attr_str(lhs_begin=-1, rhs_begin=-2), [x, like],
+         [x.reshape(2, 3, 4)])
+    x, like = rand((4, 2), np.int32), rand((8,))
+    case("reshape_like_i32", "reshape_like", "", [x, like], [x.reshape(8)])
+
+
 def gen_transpose():
     reseed("gen_transpose")
     x = rand((2, 3, 4))
@@ -375,6 +392,7 @@ def gen_program():
 def main():
     gen_reductions()
     gen_reshape()
+    gen_reshape_like()
     gen_transpose()
     gen_concat_stack_split()
     gen_take()

@@ -247,7 +247,7 @@ ry_status ry_grad_log_softmax(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, 
 /* batch_flatten: (N, a, b, ...) -> (N, a*b*...): dx = g reshaped back */
 ry_status ry_grad_batch_flatten(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
                                 ry_expr **grads) {
-    return ry_gb_reshape_to(c, g, ry_gb_type(args[0]), &grads[0]);
+    return ry_gb_reshape_like(c, g, args[0], &grads[0]);
 }
 
 /* cross_entropy: y = -sum(t * log(x)) / N  (N = rows of x)
@@ -415,9 +415,9 @@ ry_status ry_grad_group_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
     ry_expr *m2 = reduce_keep(c, "mean", OP2("multiply", dxhat, xhat), 5, red);
     ry_expr *dx = OP2("multiply", rstd,
                       OP2("subtract", OP2("subtract", dxhat, m1), OP2("multiply", xhat, m2)));
-    if (ry_gb_reshape_to(c, dx, ry_gb_type(x), &grads[0])) return RY_ERR;
+    if (ry_gb_reshape_like(c, dx, x, &grads[0])) return RY_ERR;
     ry_expr *xhat_x;
-    if (ry_gb_reshape_to(c, xhat, ry_gb_type(x), &xhat_x)) return RY_ERR;
+    if (ry_gb_reshape_like(c, xhat, x, &xhat_x)) return RY_ERR;
     grads[1] = scale ? channel_sum(c, OP2("multiply", g, xhat_x), x, args[1], axis) : NULL;
     grads[2] = center ? channel_sum(c, g, x, args[2], axis) : NULL;
     return RY_OK;

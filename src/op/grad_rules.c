@@ -202,6 +202,16 @@ ry_status ry_gb_reshape_to(ry_grad_ctx *c, ry_expr *g, const ry_type *t, ry_expr
     return RY_OK;
 }
 
+ry_status ry_gb_reshape_like(ry_grad_ctx *c, ry_expr *g, ry_expr *x, ry_expr **out) {
+    const ry_type *t = ry_gb_type(x);
+    int unknown = 0;
+    for (int i = 0; t && t->kind == RY_TYPE_TENSOR && i < t->tensor.ndim; i++)
+        unknown += t->tensor.dims[i].kind != RY_DIM_CONST;
+    if (unknown <= 1) return ry_gb_reshape_to(c, g, t, out);
+    *out = ry_gb_op2(c->m, "reshape_like", g, x);
+    return RY_OK;
+}
+
 /* scatter: g (P, N, Q) added into (P, V, Q) rows idx[n] along the middle
  * axis, as a product with a one-hot matrix (no scatter operator needed):
  *   H  = one_hot(idx, depth=V)                                 (N, V)

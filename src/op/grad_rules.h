@@ -62,8 +62,12 @@ const ry_type *ry_gb_type(const ry_expr *e);
 ry_dtype ry_gb_dtype(const ry_expr *e);
 /* Concrete shape of a tensor type; false when a dim is not a constant. */
 bool ry_gb_shape(const ry_type *t, int *ndim, int64_t *shape);
-/* reshape(g, newshape = shape of t); errors when t's shape is not concrete. */
+/* reshape(g, newshape = shape of t), one dim that is not a constant
+ * written -1; errors when two or more are not. */
 ry_status ry_gb_reshape_to(ry_grad_ctx *c, ry_expr *g, const ry_type *t, ry_expr **out);
+/* g reshaped to the shape of x: as ry_gb_reshape_to when x's type allows,
+ * else reshape_like(g, x) (two or more symbolic or Any dims). */
+ry_status ry_gb_reshape_like(ry_grad_ctx *c, ry_expr *g, ry_expr *x, ry_expr **out);
 
 /* ---- the rules ---- */
 /* grad_elemwise.c */
@@ -130,6 +134,7 @@ ry_status ry_grad_sum(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_
 ry_status ry_grad_mean(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_max(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_reshape(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_reshape_like(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_transpose(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_concatenate(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_split(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);

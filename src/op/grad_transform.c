@@ -99,7 +99,15 @@ ry_status ry_grad_max(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr 
 /* reshape, expand_dims, squeeze: dx = g reshaped to x's shape */
 ry_status ry_grad_reshape(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
                           ry_expr **grads) {
-    return ry_gb_reshape_to(c, g, ry_gb_type(args[0]), &grads[0]);
+    return ry_gb_reshape_like(c, g, args[0], &grads[0]);
+}
+
+/* reshape_like(x, like): dx = g reshaped to x's shape; like gives only a
+ * shape, so no gradient */
+ry_status ry_grad_reshape_like(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                               ry_expr **grads) {
+    grads[1] = NULL;
+    return ry_gb_reshape_like(c, g, args[0], &grads[0]);
 }
 
 /* transpose by axes p: dx = transpose(g, p^-1); None reverses, its own inverse */

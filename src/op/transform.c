@@ -1,7 +1,8 @@
 /*
  * transform.c: the transform operator family: reductions (sum, mean, max, min,
- * argmax, argmin) and shape/index transforms (reshape, transpose, concatenate,
- * split, take, expand_dims, squeeze, stack, one_hot). Each entry holds TVM's
+ * argmax, argmin) and shape/index transforms (reshape, reshape_like,
+ * transpose, concatenate, split, take, expand_dims, squeeze, stack,
+ * one_hot). Each entry holds TVM's
  * name, its attributes with TVM's C++ defaults, its type relation (rule in one
  * line above it) and its CPU kernel (src/backend/cpu/{reduce,transform}.c).
  * Gradient rules: .grad points at src/op/grad_transform.c; argmax, argmin and
@@ -357,6 +358,75 @@ static ry_rel_status rel_reshape(ry_rel_ctx *c, int nargs, ry_type *const *args,
                     ry_type_str(x, a, sizeof a), (long long)isz, b, (long long)osz);
     }
     *out = tensor_type(c, x->tensor.dtype, st.nout, st.out);
+    return RY_REL_OK;
+}
+
+/* ---- reshape_like ----
+ * reshape_like: data x like -> data's dims [lhs_begin, lhs_end) replaced by
+ * like's [rhs_begin, rhs_end) (TVM's attributes; None ends are the ranks,
+ * negative ones count from the end). The replaced runs must hold the same
+ * number of elements, checked here when both are known and at run time
+ * (where every type is) otherwise. */
+static bool dim_range(ry_rel_ctx *c, const char *bname, const char *ename, int rank, int *lo,
+                      int *hi) {
+    int64_t b = 0, e = rank;
+    bool none;
+    if (!read_int(c, bname, false, &b, NULL) || !read_int(c, ename, true, &e, &none)) return false;
+    if (none) e = rank;
+    if (b < 0) b += rank;
+    if (e < 0) e += rank;
+    if (b < 0 || b > rank || e < b || e > rank) {
+        fail(c, attr_span(c, written(c, bname) ? bname : ename),
+             "%s: [%s, %s) is not a range of dims of a rank-%d tensor", nm(c), bname, ename, rank);
+        return false;
+    }
+    *lo = (int)b;
+    *hi = (int)e;
+    return true;
+}
+
+static ry_rel_status rel_reshape_like(ry_rel_ctx *c, int nargs, ry_type *const *args,
+                                      ry_type **out) {
+    if (!check_nargs(c, nargs)) return RY_REL_FAIL;
+    ry_rel_status s = tensor_arg(c, args[0], "data");
+    if (s == RY_REL_OK) s = tensor_arg(c, args[1], "shape_like");
+    if (s != RY_REL_OK) return s;
+    const ry_type *x = args[0], *l = args[1];
+    int xb, xe, lb, le;
+    if (!dim_range(c, "lhs_begin", "lhs_end", x->tensor.ndim, &xb, &xe) ||
+        !dim_range(c, "rhs_begin", "rhs_end", l->tensor.ndim, &lb, &le))
+        return RY_REL_FAIL;
+    int n = xb + (le - lb) + (x->tensor.ndim - xe);
+    if (n > RY_MAX_RANK)
+        return fail(c, c->span, "%s: the result would have more than %d dims", nm(c), RY_MAX_RANK);
+    ry_dim dims[RY_MAX_RANK];
+    int k = 0;
+    for (int i = 0; i < xb; i++) dims[k++] = x->tensor.dims[i];
+    for (int i = lb; i < le; i++) dims[k++] = l->tensor.dims[i];
+    for (int i = xe; i < x->tensor.ndim; i++) dims[k++] = x->tensor.dims[i];
+    int64_t xs = 1, ls = 1;
+    bool known = true;
+    for (int i = xb; i < xe; i++) {
+        known = known && is_const(&x->tensor.dims[i]);
+        xs = mul_sat(xs, x->tensor.dims[i].value);
+    }
+    for (int i = lb; i < le; i++) {
+        known = known && is_const(&l->tensor.dims[i]);
+        ls = mul_sat(ls, l->tensor.dims[i].value);
+    }
+    if (known && xs != ls) {
+        char a[128], b[128];
+        if (xb == 0 && xe == x->tensor.ndim && lb == 0 && le == l->tensor.ndim)
+            return fail(c, c->span, "%s: cannot reshape %s (%lld elements) to the shape of %s (%lld)",
+                        nm(c), ry_type_str(x, a, sizeof a), (long long)xs,
+                        ry_type_str(l, b, sizeof b), (long long)ls);
+        return fail(c, c->span,
+                    "%s: dims [%d, %d) of %s (%lld elements) cannot take the shape of dims [%d, "
+                    "%d) of %s (%lld)",
+                    nm(c), xb, xe, ry_type_str(x, a, sizeof a), (long long)xs, lb, le,
+                    ry_type_str(l, b, sizeof b), (long long)ls);
+    }
+    *out = tensor_type(c, x->tensor.dtype, n, dims);
     return RY_REL_OK;
 }
 
@@ -741,6 +811,12 @@ const ry_op ry_ops_transform[] = {
      rel_reshape, {ry_cpu_reshape},
      "reshape: (d...) -> newshape with 0 (copy), -1 (infer), -2, -3, -4 as TVM",
      ry_grad_reshape, false},
+    {"reshape_like", 2, RY_PAT_INJECTIVE,
+     4, {{"lhs_begin", RY_AINT(0)}, {"lhs_end", RY_ANONE}, {"rhs_begin", RY_AINT(0)},
+         {"rhs_end", RY_ANONE}},
+     rel_reshape_like, {ry_cpu_reshape},
+     "reshape_like: data x like -> data with dims [lhs_begin, lhs_end) as like's [rhs_begin, rhs_end)",
+     ry_grad_reshape_like, false},
     {"transpose", 1, RY_PAT_INJECTIVE,
      1, {{"axes", RY_ANONE}},
      rel_transpose, {ry_cpu_transpose},

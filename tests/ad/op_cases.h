@@ -61,6 +61,10 @@ static const op_case op_cases[] = {
     {"sum axes", PROG("%x: " T("(2, 3, 4)"), "(sum(%x, axis=[0, 2]), sum(multiply(%x, %x), axis=[1], keepdims=True), sum(tanh(%x), axis=[1], exclude=True), sum(exp(%x)))"), 1, {3}, {{2, 3, 4}}, -1, 1, 0},
     {"mean", PROG("%x: " T("(2, 3)"), "(mean(multiply(%x, %x), axis=[1]), mean(tanh(%x)))"), 1, {2}, {{2, 3}}, -1, 1, 0},
     {"max min", PROG("%x: " T("(3, 4)"), "(max(%x, axis=[1]), min(multiply(%x, %x)), max(%x, axis=[0], keepdims=True))"), 1, {2}, {{3, 4}}, -1, 1, 0},
+    /* two or more dims unknown: the gradient reshapes through reshape_like */
+    {"reshape of (?, ?, 3) to (-1, 3)", PROG("%x: " T("(?, ?, 3)") ", %w: " T("(3, 2)"), "%0 = reshape(%x, newshape=[-1, 3]);\n  reshape_like(tanh(nn.matmul(%0, %w)), %x, lhs_end=1, rhs_end=2)"), 2, {3, 2}, {{2, 2, 3}, {3, 2}}, -1, 1, 0},
+    {"expand_dims squeeze batch_flatten of (n, m, 2)", PROG("%x: " T("(n, m, 2)"), "%0 = expand_dims(%x, axis=1);\n  %1 = squeeze(tanh(%0), axis=[1]);\n  multiply(nn.batch_flatten(%1), nn.batch_flatten(%x))"), 1, {3}, {{2, 3, 2}}, -1, 1, 0},
+    {"reshape_like (shape donor differentiable too)", PROG("%a: " T("(2, 3)") ", %b: " T("(3, 2)"), "multiply(reshape_like(%a, %b), %b)"), 2, {2, 2}, {{2, 3}, {3, 2}}, -1, 1, 0},
     {"reshape expand_dims squeeze", PROG("%x: " T("(2, 3)"), "%0 = reshape(%x, newshape=[3, -1]);\n  %1 = expand_dims(tanh(%0), axis=1);\n  multiply(squeeze(%1, axis=[1]), %0)"), 1, {2}, {{2, 3}}, -1, 1, 0},
     {"transpose", PROG("%x: " T("(2, 3, 4)"), "(multiply(transpose(%x, axes=[1, 2, 0]), transpose(tanh(%x), axes=[1, 2, 0])), transpose(exp(%x)))"), 1, {3}, {{2, 3, 4}}, -1, 1, 0},
     {"concatenate", PROG("%a: " T("(2, 1)") ", %b: " T("(2, 3)"), "%0 = concatenate((%a, %b, %a), axis=1);\n  multiply(%0, %0)"), 2, {2, 2}, {{2, 1}, {2, 3}}, -1, 1, 0},
