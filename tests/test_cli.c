@@ -226,6 +226,14 @@ static void test_grad_and_opt(void **s) {
     assert_int_equal(run("opt tests/run/lstm_list.relay --passes=anf,bogus"), 1);
     assert_err_contains("unknown pass 'bogus'");
     assert_int_equal(run("opt tests/run/lstm_list.relay --level 3"), 1);
+    /* the memory plan, after the module it was made for: the MLP's three
+     * layers and softmax share two slots */
+    assert_int_equal(run("opt tests/run/mlp.relay --passes=fuse,plan"), 0);
+    read_tmp("out.txt", buf, sizeof buf);
+    char *plan = strstr(buf, "@main: 5 instructions, 2 slots");
+    assert_non_null(plan);
+    assert_true(plan > strstr(buf, "def @main("));
+    assert_non_null(strstr(plan, "fused.matmul3 -> slot 0"));
 }
 
 static void test_gradcheck(void **s) {

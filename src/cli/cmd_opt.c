@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "relayc/ad.h"
 #include "relayc/pass.h"
+#include "relayc/vm.h"
 
 static const char *help =
     "usage: relayc opt FILE [--passes=P,Q,...] [--level N]\n"
@@ -17,7 +18,9 @@ static const char *help =
     "\n"
     "  --passes=LIST   passes to run in this order, comma-separated:\n"
     "                  anf, inline, hoist, partial-eval, dce, fold, cse, simplify, fuse,\n"
-    "                  verify\n"
+    "                  verify; and plan: after the module, the memory plan the compiled\n"
+    "                  engine makes for it (per function its slots, which values share\n"
+    "                  them, which updates run in place; as relayc run --plan)\n"
     "  --level N       the whole pipeline at level N (0 none, 1 folding/CSE/DCE/fusion,\n"
     "                  2 partial evaluation first; default 2) when --passes is absent\n";
 
@@ -41,12 +44,18 @@ static const pass passes[] = {
 };
 #define NPASSES (int)(sizeof passes / sizeof passes[0])
 
-/* Runs each pass named in list (comma-separated), then type-checks. */
-static int run_list(ry_module *m, const char *list) {
+/* Runs each pass named in list (comma-separated), then type-checks;
+ * `plan` sets *plan (printed after the module). */
+static int run_list(ry_module *m, const char *list, bool *plan) {
     ry_error err;
     memset(&err, 0, sizeof err);
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
+        if (n == 4 && strncmp(p, "plan", 4) == 0) {
+            *plan = true;
+            p += n + (p[n] == ',');
+            continue;
+        }
         int k = 0;
         while (k < NPASSES && !(strlen(passes[k].name) == n && strncmp(passes[k].name, p, n) == 0)) k++;
         if (k == NPASSES) return cli_fail("opt", "unknown pass '%.*s' (see relayc opt --help)", (int)n, p);
@@ -90,10 +99,11 @@ int cmd_opt(int argc, char **argv) {
     ry_module *m = cli_load(path, true);
     if (!m) return 1;
     int rc;
+    bool plan = false;
     ry_error err;
     memset(&err, 0, sizeof err);
     if (list) {
-        rc = run_list(m, list);
+        rc = run_list(m, list, &plan);
     } else {
         rc = ry_optimize(m, level, &err) != RY_OK;
         if (rc) ry_error_print(stderr, &err);
@@ -106,6 +116,17 @@ int cmd_opt(int argc, char **argv) {
             fputs(text, stdout);
             ry_free(text);
         }
+    }
+    if (rc == 0 && plan) {
+        ry_vm_program *prog = NULL;
+        if (ry_vm_compile(m, &prog, &err) != RY_OK) {
+            ry_error_print(stderr, &err);
+            rc = 1;
+        } else {
+            fputs("\n", stdout);
+            ry_vm_print_plan(prog, stdout);
+        }
+        ry_vm_free(prog);
     }
     ry_module_free(m);
     return rc;
