@@ -29,17 +29,50 @@ static int tensor_rank(const ry_expr *e) {
     return t && t->kind == RY_TYPE_TENSOR ? t->tensor.ndim : -1;
 }
 
-/* reshape(x, [-1, last]) where last is x's last dimension (concrete) */
+static ry_expr *reshape_to(ry_grad_ctx *c, ry_expr *x, int n, const int64_t *shape) {
+    ry_expr *r = OP1("reshape", x);
+    ry_gb_attr_ints(M_, r, "newshape", n, shape);
+    return r;
+}
+
+/* x (R..., last) as rows (R, last): reshape(x, [-1, last]) when last is
+ * known (>= 0); else, last unknown, the leading dims merged two at a time
+ * (TVM's -3 takes two dims, each 0 copies one), as many reshapes as x has
+ * dims beyond 2, and a rank-1 x as one row. */
 static ry_status flatten_rows(ry_grad_ctx *c, ry_expr *x, int64_t last, ry_expr **out) {
-    if (tensor_rank(x) == 2) {
+    int nd = tensor_rank(x);
+    if (nd == 2 || nd < 1) {
         *out = x;
         return RY_OK;
     }
-    ry_expr *r = OP1("reshape", x);
-    const int64_t shape[2] = {-1, last};
-    ry_gb_attr_ints(M_, r, "newshape", 2, shape);
-    *out = r;
+    int64_t shape[RY_MAX_RANK] = {-1, last};
+    if (last >= 0) {
+        *out = reshape_to(c, x, 2, shape);
+        return RY_OK;
+    }
+    if (nd == 1) {
+        shape[0] = 1;
+        *out = reshape_to(c, x, 2, shape);
+        return RY_OK;
+    }
+    for (; nd > 2; nd--) {
+        shape[0] = -3;
+        for (int i = 1; i < nd - 1; i++) shape[i] = 0;
+        x = reshape_to(c, x, nd - 1, shape);
+    }
+    *out = x;
     return RY_OK;
+}
+
+/* A weight's (rows, cols) when its type is a 2-D tensor: each dim, or -1
+ * where it is symbolic or Any. */
+static bool weight_dims(const ry_expr *w, int64_t *rows, int64_t *cols) {
+    const ry_type *t = ry_gb_type(w);
+    if (!t || t->kind != RY_TYPE_TENSOR || t->tensor.ndim != 2) return false;
+    const ry_dim *d = t->tensor.dims;
+    *rows = d[0].kind == RY_DIM_CONST ? d[0].value : -1;
+    *cols = d[1].kind == RY_DIM_CONST ? d[1].value : -1;
+    return true;
 }
 
 /* dense: x (..., K) x w (M, K) -> y (..., M)
@@ -49,14 +82,12 @@ static ry_status flatten_rows(ry_grad_ctx *c, ry_expr *x, int64_t last, ry_expr 
 ry_status ry_grad_dense(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
                         ry_expr **grads) {
     ry_expr *x = args[0], *w = args[1];
-    int nd;
-    int64_t ws[RY_MAX_RANK];
-    if (!ry_gb_shape(ry_gb_type(w), &nd, ws) || nd != 2)
-        return ry_error_at(c->err, c->span,
-                           "gradient of nn.dense needs a 2-D weight of known shape");
+    int64_t M, K;
+    if (!weight_dims(w, &M, &K))
+        return ry_error_at(c->err, c->span, "gradient of nn.dense needs a 2-D weight");
     grads[0] = OP2("nn.dense", g, transpose2(c, w));
     ry_expr *g2, *x2;
-    if (flatten_rows(c, g, ws[0], &g2) || flatten_rows(c, x, ws[1], &x2)) return RY_ERR;
+    if (flatten_rows(c, g, M, &g2) || flatten_rows(c, x, K, &x2)) return RY_ERR;
     grads[1] = OP2("nn.dense", transpose2(c, g2), transpose2(c, x2));
     return RY_OK;
 }
@@ -122,12 +153,6 @@ static ry_expr *swap_last2(ry_grad_ctx *c, ry_expr *x, int nd) {
     return t;
 }
 
-static ry_expr *reshape_to(ry_grad_ctx *c, ry_expr *x, int n, const int64_t *shape) {
-    ry_expr *r = OP1("reshape", x);
-    ry_gb_attr_ints(M_, r, "newshape", n, shape);
-    return r;
-}
-
 /* nn.matmul with data of rank 1 or above 2 (the weight is always 2-D):
  * without transpose_a the data's leading dims are rows, a (R..., K) x
  * op(b) (K, M) -> (R..., M):
@@ -138,11 +163,11 @@ static ry_expr *reshape_to(ry_grad_ctx *c, ry_expr *x, int n, const int64_t *sha
  *   db = sum over the batch of a_r g_r (batch_matmul, then sum). */
 static ry_status matmul_nd(ry_grad_ctx *c, ry_expr *a, ry_expr *b, ry_expr *g, bool ta, bool tb,
                            ry_expr **grads) {
-    int na, nb;
-    int64_t as[RY_MAX_RANK], bs[RY_MAX_RANK];
-    if (!ry_gb_shape(ry_gb_type(b), &nb, bs) || nb != 2)
-        return ry_error_at(c->err, c->span, "gradient of nn.matmul needs a 2-D weight of known shape");
-    int64_t K = tb ? bs[1] : bs[0], M = tb ? bs[0] : bs[1];
+    int na;
+    int64_t as[RY_MAX_RANK], rows, cols;
+    if (!weight_dims(b, &rows, &cols))
+        return ry_error_at(c->err, c->span, "gradient of nn.matmul needs a 2-D weight");
+    int64_t K = tb ? cols : rows, M = tb ? rows : cols;
     ry_expr *dg = mm(c, "nn.matmul", g, b, false, !tb); /* g op(b)^T: (R..., [N,] K) */
     if (!ta) {
         grads[0] = dg;
@@ -151,9 +176,10 @@ static ry_status matmul_nd(ry_grad_ctx *c, ry_expr *a, ry_expr *b, ry_expr *g, b
         grads[1] = tb ? mm(c, "nn.matmul", g2, a2, true, false) : mm(c, "nn.matmul", a2, g2, true, false);
         return RY_OK;
     }
-    if (!ry_gb_shape(ry_gb_type(a), &na, as))
+    if (!ry_gb_shape(ry_gb_type(a), &na, as) || K < 0 || M < 0)
         return ry_error_at(c->err, c->span,
-                           "gradient of nn.matmul with transpose_a needs data of known shape");
+                           "gradient of nn.matmul with transpose_a needs data and weight of "
+                           "known shape");
     int64_t N = as[na - 1], a3[3] = {-1, K, N}, g3[3] = {-1, N, M};
     grads[0] = swap_last2(c, dg, na);
     ry_expr *p = OP2("nn.batch_matmul", reshape_to(c, a, 3, a3), reshape_to(c, g, 3, g3));

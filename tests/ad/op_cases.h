@@ -35,6 +35,11 @@ static const op_case op_cases[] = {
     {"broadcast_to collapse_sum_like", PROG("%a: " T("(3)") ", %b: " T("(2, 3)"), "multiply(broadcast_to(%a, shape=[2, 3]), collapse_sum_like(multiply(%b, %b), %a))"), 2, {1, 2}, {{3}, {2, 3}}, -1, 1, 0},
     {"dense", PROG("%x: " T("(2, 3)") ", %w: " T("(4, 3)"), "nn.dense(%x, %w)"), 2, {2, 2}, {{2, 3}, {4, 3}}, -1, 1, 0},
     {"dense 3-D", PROG("%x: " T("(2, 2, 3)") ", %w: " T("(4, 3)"), "nn.dense(%x, %w)"), 2, {3, 2}, {{2, 2, 3}, {4, 3}}, -1, 1, 0},
+    /* weights whose dims are unknown: rows flattened without knowing the last dim */
+    {"dense 4-D, weight (?, ?)", PROG("%x: " T("(2, 2, 1, 3)") ", %w: " T("(?, ?)"), "nn.dense(%x, %w)"), 2, {4, 2}, {{2, 2, 1, 3}, {4, 3}}, -1, 1, 0},
+    {"dense 3-D data (n, ?, ?), weight (m, ?)", PROG("%x: " T("(n, ?, ?)") ", %w: " T("(m, ?)"), "nn.dense(%x, %w)"), 2, {3, 2}, {{2, 2, 3}, {4, 3}}, -1, 1, 0},
+    {"matmul 3-D, weight (?, ?) transposed", PROG("%a: " T("(2, 2, 3)") ", %b: " T("(?, ?)"), "nn.matmul(%a, %b, transpose_b=True)"), 2, {3, 2}, {{2, 2, 3}, {4, 3}}, -1, 1, 0},
+    {"matmul 1-D, weight (?, 4)", PROG("%a: " T("(?)") ", %b: " T("(?, 4)"), "nn.matmul(%a, %b)"), 2, {1, 2}, {{3}, {3, 4}}, -1, 1, 0},
     {"matmul", PROG("%a: " T("(2, 3)") ", %b: " T("(3, 4)"), "nn.matmul(%a, %b)"), 2, {2, 2}, {{2, 3}, {3, 4}}, -1, 1, 0},
     {"matmul A^T B^T", PROG("%a: " T("(3, 2)") ", %b: " T("(4, 3)"), "nn.matmul(%a, %b, transpose_a=True, transpose_b=True)"), 2, {2, 2}, {{3, 2}, {4, 3}}, -1, 1, 0},
     {"matmul A B^T", PROG("%a: " T("(2, 3)") ", %b: " T("(4, 3)"), "nn.matmul(%a, %b, transpose_b=True)"), 2, {2, 2}, {{2, 3}, {4, 3}}, -1, 1, 0},
