@@ -389,6 +389,40 @@ static void gemm_epilogue_matches(void **state) {
         }
 }
 
+/* An epilogue that reads the GEMM's addend again after the leading add
+ * (`add(acc, x2); add(t0, x2)`: the AD transform's zero adjoints summed
+ * into one weight gradient make these). When the VM runs the call in place
+ * over x2, the add must not be folded into the GEMM: x2 would then read
+ * acc + x2 (found by the fuzzer: a gradient 3x too large). */
+static void epilogue_reads_addend_again(void **state) {
+    (void)state;
+    const char *text =
+        "#[version = \"0.0.5\"]\n"
+        "def @main(%a: Tensor[(5, 3), float32], %b: Tensor[(3, 4), float32], "
+        "%c: Tensor[(5, 4), float32]) {\n"
+        "  %0 = add(%c, 1f);\n"
+        "  fused.matmul3(%a, %b, %0, code=\"add(acc, x2); add(t0, x2); add(t1, x2)\", "
+        "transpose_a=False, transpose_b=False)\n"
+        "}\n";
+    ry_module *m = test_parse(text, true);
+    int64_t sa[2] = {5, 3}, sb[2] = {3, 4}, sc[2] = {5, 4};
+    ry_value *args[3] = {ry_value_tensor(random_tensor(RY_FLOAT32, 2, sa)),
+                         ry_value_tensor(random_tensor(RY_FLOAT32, 2, sb)),
+                         ry_value_tensor(random_tensor(RY_FLOAT32, 2, sc))};
+    ry_value *want = call(m, NULL, "main", 3, args);
+    ry_vm_program *p = NULL;
+    ok(ry_vm_compile(m, &p, &err));
+    for (int rep = 0; rep < 2; rep++) { /* cold, then with the plan's slots warm */
+        ry_value *got = call(m, p, "main", 3, args);
+        assert_match(got->tensor, want->tensor, 4, 1e-6, "in place over the addend");
+        ry_value_release(got);
+    }
+    ry_vm_free(p);
+    ry_value_release(want);
+    for (int k = 0; k < 3; k++) ry_value_release(args[k]);
+    ry_module_free(m);
+}
+
 /* A hand-written program holding more values than the executor keeps on
  * the stack (its buffers then come from the heap), with copies, casts to
  * the same dtype and every literal kind. */
@@ -713,6 +747,7 @@ int main(void) {
         cmocka_unit_test(rewrites_open_groups),
         cmocka_unit_test(kernels_match_unfused),
         cmocka_unit_test(gemm_epilogue_matches),
+        cmocka_unit_test(epilogue_reads_addend_again),
         cmocka_unit_test(large_program),
         cmocka_unit_test(fused_programs_reparse),
         cmocka_unit_test(bad_programs_are_errors),

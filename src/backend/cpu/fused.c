@@ -157,8 +157,12 @@ ry_status ry_cpu_fused_matmul(ry_kernel_ctx *c, int nin, ry_tensor *const *in, i
     int s = leading_add(p);
     if (fits && s >= 0 && nd == 2 && (a->dtype == RY_FLOAT32 || a->dtype == RY_FLOAT64) &&
         b->dtype == a->dtype) {
-        bool clash = false; /* the result must not overlap what the rest still reads */
-        for (int k = 1; k < nin - 1; k++) clash |= k != s && overlaps(res, ein[k]);
+        /* the result must not overlap what the rest still reads: the other
+         * inputs, and the addend itself when the epilogue reads it again
+         * (`add(acc, x2); add(t0, x2)` in place over x2 would read acc + x2) */
+        bool clash = false;
+        for (int k = 1; k < nin - 1; k++)
+            clash |= (k != s || p->last_use[s] != 0) && overlaps(res, ein[k]);
         ein[0] = res; /* acc's slot: read only by the add, which the GEMM does */
         if (!clash) return fold_add(c, p, s, ein, nin - 1, in, ta, tb, res);
     }
