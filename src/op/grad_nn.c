@@ -86,6 +86,10 @@ ry_status ry_grad_dense(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_exp
     if (!weight_dims(w, &M, &K))
         return ry_error_at(c->err, c->span, "gradient of nn.dense needs a 2-D weight");
     grads[0] = OP2("nn.dense", g, transpose2(c, w));
+    if (M == 0 || K == 0) { /* an empty weight: rows of nothing cannot be inferred */
+        grads[1] = OP1("zeros_like", w);
+        return RY_OK;
+    }
     ry_expr *g2, *x2;
     if (flatten_rows(c, g, M, &g2) || flatten_rows(c, x, K, &x2)) return RY_ERR;
     grads[1] = OP2("nn.dense", transpose2(c, g2), transpose2(c, x2));
@@ -169,6 +173,11 @@ static ry_status matmul_nd(ry_grad_ctx *c, ry_expr *a, ry_expr *b, ry_expr *g, b
         return ry_error_at(c->err, c->span, "gradient of nn.matmul needs a 2-D weight");
     int64_t K = tb ? cols : rows, M = tb ? rows : cols;
     ry_expr *dg = mm(c, "nn.matmul", g, b, false, !tb); /* g op(b)^T: (R..., [N,] K) */
+    if (M == 0 || K == 0) { /* an empty weight (as in dense) */
+        grads[0] = ta ? swap_last2(c, dg, tensor_rank(a)) : dg;
+        grads[1] = OP1("zeros_like", b);
+        return RY_OK;
+    }
     if (!ta) {
         grads[0] = dg;
         ry_expr *a2, *g2;

@@ -205,9 +205,13 @@ ry_status ry_gb_reshape_to(ry_grad_ctx *c, ry_expr *g, const ry_type *t, ry_expr
 ry_status ry_gb_reshape_like(ry_grad_ctx *c, ry_expr *g, ry_expr *x, ry_expr **out) {
     const ry_type *t = ry_gb_type(x);
     int unknown = 0;
-    for (int i = 0; t && t->kind == RY_TYPE_TENSOR && i < t->tensor.ndim; i++)
-        unknown += t->tensor.dims[i].kind != RY_DIM_CONST;
-    if (unknown <= 1) return ry_gb_reshape_to(c, g, t, out);
+    bool empty = false; /* a 0 dim: a -1 beside it could not be inferred */
+    for (int i = 0; t && t->kind == RY_TYPE_TENSOR && i < t->tensor.ndim; i++) {
+        const ry_dim *d = &t->tensor.dims[i];
+        unknown += d->kind != RY_DIM_CONST;
+        empty |= d->kind == RY_DIM_CONST && d->value == 0;
+    }
+    if (unknown == 0 || (unknown == 1 && !empty)) return ry_gb_reshape_to(c, g, t, out);
     *out = ry_gb_op2(c->m, "reshape_like", g, x);
     return RY_OK;
 }

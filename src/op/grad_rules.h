@@ -66,7 +66,8 @@ bool ry_gb_shape(const ry_type *t, int *ndim, int64_t *shape);
  * written -1; errors when two or more are not. */
 ry_status ry_gb_reshape_to(ry_grad_ctx *c, ry_expr *g, const ry_type *t, ry_expr **out);
 /* g reshaped to the shape of x: as ry_gb_reshape_to when x's type allows,
- * else reshape_like(g, x) (two or more symbolic or Any dims). */
+ * else reshape_like(g, x) (two or more symbolic or Any dims, or one beside
+ * a 0). */
 ry_status ry_gb_reshape_like(ry_grad_ctx *c, ry_expr *g, ry_expr *x, ry_expr **out);
 
 /* ---- the rules ---- */

@@ -221,9 +221,13 @@ ry_status ry_grad_stack(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_exp
  * mode="clip" clips the indices first and "wrap" wraps them (a take of
  * arange(V) with mode="wrap"), as the forward does; "fast" indices are in
  * range (the forward checked them). */
+/* reshape to a shape of sizes (and -1): a 0 is a size, not "copy" */
 static ry_expr *reshape_to(ry_grad_ctx *c, ry_expr *x, int n, const int64_t *shape) {
     ry_expr *r = OP1("reshape", x);
     ry_gb_attr_ints(M_, r, "newshape", n, shape);
+    bool zero = false;
+    for (int i = 0; i < n; i++) zero |= shape[i] == 0;
+    if (zero) ry_gb_attr_bool(M_, r, "allowzero", true);
     return r;
 }
 
@@ -327,6 +331,10 @@ ry_status ry_grad_take(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr
             *(i < axis ? &p : i == axis ? &v : &q) *= shape[i];
     }
     if (p > INT32_MAX) return ry_error_at(c->err, c->span, "gradient of take: data too large");
+    if (p * v * q == 0) { /* no element to add to (and no -1 to infer beside a 0) */
+        grads[0] = OP1("zeros_like", data);
+        return RY_OK;
+    }
     if (axis == nd - 1 && nd >= 1 && rank_of(ind) == 0 && v <= TAKE_PICK_MAX &&
         strcmp(ry_attr_str(op, at, "mode"), "wrap") != 0) {
         grads[0] = take_pick_grad(c, data, ind, g, nd, v);

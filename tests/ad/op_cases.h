@@ -40,6 +40,11 @@ static const op_case op_cases[] = {
     {"dense 3-D data (n, ?, ?), weight (m, ?)", PROG("%x: " T("(n, ?, ?)") ", %w: " T("(m, ?)"), "nn.dense(%x, %w)"), 2, {3, 2}, {{2, 2, 3}, {4, 3}}, -1, 1, 0},
     {"matmul 3-D, weight (?, ?) transposed", PROG("%a: " T("(2, 2, 3)") ", %b: " T("(?, ?)"), "nn.matmul(%a, %b, transpose_b=True)"), 2, {3, 2}, {{2, 2, 3}, {4, 3}}, -1, 1, 0},
     {"matmul 1-D, weight (?, 4)", PROG("%a: " T("(?)") ", %b: " T("(?, 4)"), "nn.matmul(%a, %b)"), 2, {1, 2}, {{3}, {3, 4}}, -1, 1, 0},
+    /* empty operands: gradients of nothing, built without a -1 beside a 0 */
+    {"dense 3-D, empty weight (0, 3)", PROG("%x: " T("(2, 2, 3)") ", %w: " T("(0, 3)"), "(nn.dense(%x, %w), tanh(%x))"), 2, {3, 2}, {{2, 2, 3}, {0, 3}}, -1, 1, 0},
+    {"matmul 3-D transpose_a, empty weight", PROG("%a: " T("(2, 3, 2)") ", %b: " T("(0, 3)"), "(nn.matmul(%a, %b, transpose_a=True, transpose_b=True), tanh(%a))"), 2, {3, 2}, {{2, 3, 2}, {0, 3}}, -1, 1, 0},
+    {"reshape of (0, ?)", PROG("%x: " T("(0, ?)") ", %y: " T("(2)"), "(reshape(%x, newshape=[0, 2], allowzero=True), tanh(%y))"), 2, {2, 1}, {{0, 2}, {2}}, -1, 1, 0},
+    {"take from (0, 4) along axis 1", PROG("%x: " T("(0, 4)") ", %i: Tensor[(2), int32], %y: " T("(2)"), "(take(%x, %i, axis=1), tanh(%y))"), 3, {2, -1, 1}, {{0, 4}, {2}, {2}}, -1, 1, 0},
     {"matmul", PROG("%a: " T("(2, 3)") ", %b: " T("(3, 4)"), "nn.matmul(%a, %b)"), 2, {2, 2}, {{2, 3}, {3, 4}}, -1, 1, 0},
     {"matmul A^T B^T", PROG("%a: " T("(3, 2)") ", %b: " T("(4, 3)"), "nn.matmul(%a, %b, transpose_a=True, transpose_b=True)"), 2, {2, 2}, {{3, 2}, {4, 3}}, -1, 1, 0},
     {"matmul A B^T", PROG("%a: " T("(2, 3)") ", %b: " T("(4, 3)"), "nn.matmul(%a, %b, transpose_b=True)"), 2, {2, 2}, {{2, 3}, {4, 3}}, -1, 1, 0},
