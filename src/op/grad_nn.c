@@ -75,6 +75,27 @@ static bool weight_dims(const ry_expr *w, int64_t *rows, int64_t *cols) {
     return true;
 }
 
+/* A tensor's rank and dims, -1 where a dim is symbolic or Any; false when
+ * its type is not a tensor. */
+static bool data_dims(const ry_expr *x, int *nd, int64_t *shape) {
+    const ry_type *t = ry_gb_type(x);
+    if (!t || t->kind != RY_TYPE_TENSOR) return false;
+    *nd = t->tensor.ndim;
+    for (int i = 0; i < *nd; i++)
+        shape[i] = t->tensor.dims[i].kind == RY_DIM_CONST ? t->tensor.dims[i].value : -1;
+    return true;
+}
+
+/* The product of dims [lo, hi), or -1 when one of them is unknown. */
+static int64_t dims_product(const int64_t *shape, int lo, int hi) {
+    int64_t p = 1;
+    for (int i = lo; i < hi; i++) {
+        if (shape[i] < 0) return -1;
+        p *= shape[i];
+    }
+    return p;
+}
+
 /* dense: x (..., K) x w (M, K) -> y (..., M)
  *   dx = dense(g, w^T)                   (..., M) x (K, M) -> (..., K)
  *   dw = dense(g2^T, x2^T)               (M, N) x (K, N) -> (M, K)
@@ -422,17 +443,21 @@ ry_status ry_grad_group_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
     const ry_attrs *at = call_attrs(c);
     int nd;
     int64_t shape[RY_MAX_RANK];
-    if (!ry_gb_shape(ry_gb_type(x), &nd, shape) || nd < 2)
-        return ry_error_at(c->err, c->span, "gradient of nn.group_norm needs a known data shape");
+    if (!data_dims(x, &nd, shape) || nd < 2)
+        return ry_error_at(c->err, c->span, "gradient of nn.group_norm needs data of rank >= 2");
     int64_t axis = norm_axis(ry_attr_int(op, at, "axis"), nd),
             groups = ry_attr_int(op, at, "num_groups");
-    if (axis < 1 || axis >= nd || groups < 1 || shape[axis] % groups)
-        return ry_error_at(c->err, c->span, "gradient of nn.group_norm: bad axis or num_groups");
-    int64_t v5[5] = {shape[0], 1, groups, shape[axis] / groups, 1};
-    for (int i = 1; i < axis; i++)
-        v5[1] *= shape[i];
-    for (int i = (int)axis + 1; i < nd; i++)
-        v5[4] *= shape[i];
+    if (axis < 1 || axis >= nd || groups < 1 || shape[axis] < 0 || shape[axis] % groups)
+        return ry_error_at(c->err, c->span,
+                           "gradient of nn.group_norm: bad axis or num_groups, or an unknown "
+                           "channel count");
+    /* (N, before, G, C / G, after); one unknown factor becomes reshape's -1 */
+    int64_t v5[5] = {shape[0], dims_product(shape, 1, (int)axis), groups, shape[axis] / groups,
+                     dims_product(shape, (int)axis + 1, nd)};
+    if ((v5[0] < 0) + (v5[1] < 0) + (v5[4] < 0) > 1)
+        return ry_error_at(c->err, c->span,
+                           "gradient of nn.group_norm needs a data shape with at most one "
+                           "unknown dimension");
     const bool red[5] = {false, true, false, true, true};
     ry_dtype dt = ry_gb_dtype(x);
     ry_expr *xr = OP1("reshape", x);
@@ -543,9 +568,8 @@ static ry_status pad_grads(ry_grad_ctx *c, ry_expr *const *args, ry_expr *g, ry_
                            const char *mode_name, bool has_value) {
     int nd, ndy;
     int64_t xs[RY_MAX_RANK], ys[RY_MAX_RANK], b[RY_MAX_RANK], a[RY_MAX_RANK];
-    if (!ry_gb_shape(ry_gb_type(args[0]), &nd, xs) || !ry_gb_shape(c->call->type, &ndy, ys) ||
-        ndy != nd)
-        return ry_error_at(c->err, c->span, "gradient of %s needs known shapes", call_op(c)->name);
+    if (!data_dims(args[0], &nd, xs))
+        return ry_error_at(c->err, c->span, "gradient of %s needs a tensor", call_op(c)->name);
     if (pad_widths(c, nd, b, a)) return RY_ERR;
     int mode = strcmp(mode_name, "edge") == 0                                           ? 1
                : strcmp(mode_name, "reflect") == 0 || strcmp(mode_name, "REFLECT") == 0 ? 2
@@ -554,6 +578,17 @@ static ry_status pad_grads(ry_grad_ctx *c, ry_expr *const *args, ry_expr *g, ry_
     bool crop = mode == 0;
     for (int i = 0; i < nd; i++)
         crop &= b[i] >= 0 && a[i] >= 0;
+    /* cropping needs the sizes of the padded axes only (a batch may stay
+     * unknown); the other modes gather by index over known shapes */
+    bool known = true;
+    for (int i = 0; i < nd; i++)
+        if (xs[i] < 0 && (b[i] != 0 || a[i] != 0)) known = false;
+    if (!crop && (!ry_gb_shape(ry_gb_type(args[0]), &nd, xs) ||
+                  !ry_gb_shape(c->call->type, &ndy, ys) || ndy != nd))
+        known = false;
+    if (!known)
+        return ry_error_at(c->err, c->span, "gradient of %s needs known shapes%s",
+                           call_op(c)->name, crop ? " along the padded axes" : "");
     ry_expr *cur = g;
     for (int i = 0; i < nd; i++) {
         if (b[i] == 0 && a[i] == 0) continue;
@@ -609,7 +644,7 @@ ry_status ry_grad_mirror_pad(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
  * (W is symmetric). W is applied as a product with a constant (C, C)
  * matrix: t as (O, C, I) -> (C, O*I), dense(W, that^T), and back. */
 static ry_expr *window_sum(ry_grad_ctx *c, ry_expr *t, ry_expr *w, int64_t o, int64_t ch, int64_t i,
-                           int nd, const int64_t *shape) {
+                           ry_expr *x) {
     const int64_t oci[3] = {o, ch, i}, cn[2] = {ch, -1}, coi[3] = {ch, o, i};
     const int64_t swap[3] = {1, 0, 2}, t2[2] = {1, 0};
     ry_expr *r = OP1("reshape", t);
@@ -624,8 +659,8 @@ static ry_expr *window_sum(ry_grad_ctx *c, ry_expr *t, ry_expr *w, int64_t o, in
     ry_gb_attr_ints(M_, sr, "newshape", 3, coi);
     ry_expr *back = OP1("transpose", sr);
     ry_gb_attr_ints(M_, back, "axes", 3, swap);
-    ry_expr *out = OP1("reshape", back);
-    ry_gb_attr_ints(M_, out, "newshape", nd, shape);
+    ry_expr *out = NULL;
+    ry_gb_reshape_like(c, back, x, &out); /* x: at most one unknown dim (ry_grad_lrn) */
     return out;
 }
 
@@ -636,14 +671,18 @@ ry_status ry_grad_lrn(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr 
     const ry_attrs *at = call_attrs(c);
     int nd;
     int64_t shape[RY_MAX_RANK];
-    if (!ry_gb_shape(ry_gb_type(x), &nd, shape) || nd < 1)
-        return ry_error_at(c->err, c->span, "gradient of nn.lrn needs a known data shape");
-    int64_t axis = norm_axis(ry_attr_int(op, at, "axis"), nd), o = 1, i = 1;
+    if (!data_dims(x, &nd, shape) || nd < 1)
+        return ry_error_at(c->err, c->span, "gradient of nn.lrn needs a tensor");
+    int64_t axis = norm_axis(ry_attr_int(op, at, "axis"), nd);
     if (axis < 0 || axis >= nd) return ry_error_at(c->err, c->span, "nn.lrn: axis out of range");
-    for (int k = 0; k < nd; k++) {
-        if (k < axis) o *= shape[k];
-        if (k > axis) i *= shape[k];
-    }
+    /* (O, C, I) around the axis; one of O and I may be unknown (-1) */
+    int64_t o = dims_product(shape, 0, (int)axis), i = dims_product(shape, (int)axis + 1, nd);
+    int unknown = 0;
+    for (int k = 0; k < nd; k++) unknown += shape[k] < 0;
+    if (shape[axis] < 0 || unknown > 1)
+        return ry_error_at(c->err, c->span,
+                           "gradient of nn.lrn needs a known channel count and at most one "
+                           "unknown dimension");
     int64_t ch = shape[axis], size = ry_attr_int(op, at, "size"), half = size / 2;
     double bias = ry_attr_float(op, at, "bias"), alpha = ry_attr_float(op, at, "alpha");
     double beta = ry_attr_float(op, at, "beta");
@@ -655,12 +694,12 @@ ry_status ry_grad_lrn(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr 
             ry_tensor_set(wt, r * ch + k, (k >= r - half && k <= r + half) ? 1 : 0);
     ry_expr *w = ry_expr_const(M_, wt, RY_NO_SPAN);
     w->type = ry_type_tensor(M_, dt, 2, (int64_t[]){ch, ch});
-    ry_expr *s = window_sum(c, OP2("multiply", x, x), w, o, ch, i, nd, shape);
+    ry_expr *s = window_sum(c, OP2("multiply", x, x), w, o, ch, i, x);
     ry_expr *d = OP2("add", ry_gb_scalar(M_, dt, bias),
                      OP2("multiply", s, ry_gb_scalar(M_, dt, alpha / (double)size)));
     ry_expr *u =
         OP2("multiply", OP2("multiply", g, x), OP2("power", d, ry_gb_scalar(M_, dt, -beta - 1)));
-    ry_expr *back = OP2("multiply", x, window_sum(c, u, w, o, ch, i, nd, shape));
+    ry_expr *back = OP2("multiply", x, window_sum(c, u, w, o, ch, i, x));
     grads[0] = OP2("subtract", OP2("multiply", g, OP2("power", d, ry_gb_scalar(M_, dt, -beta))),
                    OP2("multiply", back, ry_gb_scalar(M_, dt, 2 * alpha * beta / (double)size)));
     return RY_OK;
@@ -781,14 +820,14 @@ ry_status ry_grad_batch_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
     const ry_attrs *at = call_attrs(c);
     int nd;
     int64_t shape[RY_MAX_RANK];
-    if (!ry_gb_shape(ry_gb_type(x), &nd, shape))
-        return ry_error_at(c->err, c->span, "gradient of nn.batch_norm needs a known data shape");
+    if (!data_dims(x, &nd, shape))
+        return ry_error_at(c->err, c->span, "gradient of nn.batch_norm needs a tensor");
     int64_t axis = norm_axis(ry_attr_int(op, at, "axis"), nd);
     bool red[RY_MAX_RANK] = {false};
-    double n = 1;
+    double n = 1; /* values per channel, < 0 when a dim is unknown (a batch n) */
     for (int i = 0; i < nd; i++) {
         red[i] = i != axis;
-        if (red[i]) n *= (double)shape[i];
+        if (red[i]) n = n < 0 || shape[i] < 0 ? -1 : n * (double)shape[i];
     }
     ry_dtype dt = ry_gb_dtype(x);
 #define K(v) ry_gb_scalar(M_, dt, (v))
@@ -808,9 +847,22 @@ ry_status ry_grad_batch_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
         ry_expr *m2 = reduce_keep(c, "mean", OP2("multiply", dxhat, xhat), nd, red);
         ry_expr *dx = OP2("multiply", rstd,
                           OP2("subtract", OP2("subtract", dxhat, m1), OP2("multiply", xhat, m2)));
-        dx = OP2("add", dx, ALONG(OP2("multiply", g1, K(0.1 / n))));
-        if (n > 1)
-            dx = OP2("add", dx, OP2("multiply", OP2("multiply", xc, ALONG(g2)), K(0.2 / (n - 1))));
+        /* 0.1 / n and 0.2 / (n - 1) (0 when n is 1); with n unknown until run
+         * time, n counted as the elements of one channel's slice */
+        ry_expr *k1, *k2;
+        if (n >= 0) {
+            k1 = K(0.1 / n);
+            k2 = n > 1 ? K(0.2 / (n - 1)) : NULL;
+        } else {
+            ry_expr *slice = OP2("take", x, ry_gb_scalar(M_, RY_INT32, 0));
+            ry_gb_attr_int(M_, slice, "axis", axis);
+            ry_expr *cnt = OP1("sum", OP1("ones_like", slice));
+            k1 = OP2("divide", K(0.1), cnt);
+            k2 = ry_gb_op3(M_, "where", OP2("greater", cnt, K(1)),
+                           OP2("divide", K(0.2), OP2("subtract", cnt, K(1))), K(0));
+        }
+        dx = OP2("add", dx, ALONG(OP2("multiply", g1, k1)));
+        if (k2) dx = OP2("add", dx, OP2("multiply", OP2("multiply", xc, ALONG(g2)), k2));
         grads[0] = dx;
         grads[3] = OP2("multiply", g1, K(0.9));
         grads[4] = OP2("multiply", g2, K(0.9));

@@ -98,6 +98,10 @@ static const op_case op_cases[] = {
     {"layer_norm data (2, 3, n)", PROG("%x: " T("(2, 3, n)") ", %s: " T("(1)") ", %b: " T("(1)"), "multiply(nn.layer_norm(%x, %s, %b, axis=2), %x)"), 3, {3, 1, 1}, {{2, 3, 1}, {1}, {1}}, -1, 1, 0},
     {"prelu data (2, n, 2)", PROG("%x: " T("(2, n, 2)") ", %a: " T("(1)"), "multiply(nn.prelu(%x, %a), %x)"), 2, {3, 1}, {{2, 1, 2}, {1}}, -1, 1, 0},
     {"bias_add data (2, n)", PROG("%x: " T("(2, n)") ", %b: " T("(1)"), "multiply(nn.bias_add(%x, %b), %x)"), 2, {2, 1}, {{2, 1}, {1}}, -1, 1, 0},
+    /* a batch known only at run time */
+    {"group_norm data (n, 4, 3)", PROG("%x: " T("(n, 4, 3)") ", %s: " T("(4)") ", %b: " T("(4)"), "multiply(nn.group_norm(%x, %s, %b, num_groups=2), %x)"), 3, {3, 1, 1}, {{2, 4, 3}, {4}, {4}}, -1, 1, 0},
+    {"lrn data (n, 5, 2)", PROG("%x: " T("(n, 5, 2)"), "nn.lrn(%x, size=3, axis=1, alpha=0.1f)"), 1, {3}, {{2, 5, 2}}, -1, 1, 0},
+    {"pad data (n, 2, 3), padded axes known", PROG("%x: " T("(n, 2, 3)") ", %v: " T("()"), "tanh(nn.pad(%x, %v, pad_width=[[0, 0], [1, 0], [2, 1]]))"), 2, {3, 0}, {{2, 2, 3}, {0}}, -1, 1, 0},
     {"group_norm", PROG("%x: " T("(2, 4, 3)") ", %s: " T("(4)") ", %b: " T("(4)"), "multiply(nn.group_norm(%x, %s, %b, num_groups=2), %x)"), 3, {3, 1, 1}, {{2, 4, 3}, {4}, {4}}, -1, 1, 0},
     {"group_norm axis 2", PROG("%x: " T("(2, 2, 4, 2)") ", %s: " T("(4)") ", %b: " T("(4)"), "multiply(nn.group_norm(%x, %s, %b, num_groups=2, axis=2, scale=False), %x)"), 3, {4, 1, 1}, {{2, 2, 4, 2}, {4}, {4}}, -1, 1, 0},
     {"l2_normalize", PROG("%x: " T("(2, 3)"), "(multiply(nn.l2_normalize(%x, eps=1e-10f, axis=[1]), %x), nn.l2_normalize(%x, eps=100f, axis=[0]))"), 1, {2}, {{2, 3}}, -1, 1, 0},
