@@ -749,7 +749,7 @@ static void test_first_rule_error(void **state) {
     (void)state;
     const char *text = "#[version = \"0.0.5\"]\n"
                        "def @main(%x: Tensor[(n, 3), float64], %w: Tensor[(?, 3), float64]) {\n"
-                       "  %0 = take(%w, 1, axis=1);\n"
+                       "  %0 = take(%w, 1, axis=0);\n"
                        "  %1 = concatenate((%x, %x), axis=0);\n"
                        "  (sum(%0), sum(%1))\n"
                        "}\n";

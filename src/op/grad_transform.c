@@ -307,6 +307,63 @@ static ry_expr *take_pick_grad(ry_grad_ctx *c, ry_expr *data, ry_expr *ind, ry_e
     return ry_gb_op3(M_, "where", hit, gcol, ry_gb_scalar(M_, ry_gb_dtype(data), 0));
 }
 
+static ry_expr *transposed(ry_grad_ctx *c, ry_expr *x, int n, const int64_t *axes) {
+    for (int i = 0; i < n; i++)
+        if (axes[i] != i) {
+            ry_expr *t = OP1("transpose", x);
+            ry_gb_attr_ints(M_, t, "axes", n, axes);
+            return t;
+        }
+    return x; /* the identity */
+}
+
+/* take along `axis` of data whose shape is not all known (a batch n):
+ * the axis is moved first, where the adjoint is rows scattered at the
+ * indices, and moved back. g (P..., K..., Q...) has the index dims K
+ * (rank r) where the axis was: they go first and merge into one, two at a
+ * time by reshape's -3 (a scalar index: one row). The length along the
+ * axis must be known to clip or wrap the indices (mode="fast" needs none). */
+static ry_status take_grad_unknown(ry_grad_ctx *c, ry_expr *data, ry_expr *ind, ry_expr *g,
+                                   int64_t axis, ry_expr **out) {
+    const ry_type *t = ry_gb_type(data);
+    int nd = t->tensor.ndim, r = rank_of(ind), ng = nd - 1 + r;
+    const ry_dim *va = &t->tensor.dims[axis];
+    int64_t v = va->kind == RY_DIM_CONST ? va->value : -1;
+    if (v < 0 && strcmp(ry_attr_str(call_op(c), call_attrs(c), "mode"), "fast") != 0)
+        return ry_error_at(c->err, c->span,
+                           "gradient of take needs the length along the axis to clip or wrap "
+                           "indices (mode=\"fast\" does without)");
+    if (r < 0 || ng > RY_MAX_RANK)
+        return ry_error_at(c->err, c->span, "gradient of take: indices of unknown rank");
+    ry_expr *idx;
+    if (take_indices(c, ind, v, &idx)) return RY_ERR;
+    int64_t perm[RY_MAX_RANK], back[RY_MAX_RANK], gperm[RY_MAX_RANK];
+    int k = 0;
+    perm[k++] = axis;
+    for (int i = 0; i < nd; i++)
+        if (i != axis) perm[k++] = i;
+    for (int i = 0; i < nd; i++) back[perm[i]] = i;
+    k = 0;
+    for (int i = 0; i < r; i++) gperm[k++] = axis + i;
+    for (int i = 0; i < ng; i++)
+        if (i < axis || i >= axis + r) gperm[k++] = i;
+    ry_expr *rows = transposed(c, g, ng, gperm);
+    if (r == 0) {
+        rows = OP1("expand_dims", rows);
+        ry_gb_attr_int(M_, rows, "axis", 0);
+    }
+    for (int n = ng; n > nd; n--) { /* (K1, K2, ...) -> (K1 K2, ...); 0 copies a dim */
+        int64_t ms[RY_MAX_RANK] = {-3};
+        for (int i = 1; i < n - 1; i++) ms[i] = 0;
+        rows = OP1("reshape", rows);
+        ry_gb_attr_ints(M_, rows, "newshape", n - 1, ms);
+    }
+    const int64_t one_n[2] = {1, -1};
+    ry_expr *zeros = transposed(c, OP1("zeros_like", data), nd, perm);
+    *out = transposed(c, scatter_add(c, zeros, reshape_to(c, idx, 2, one_n), rows), nd, back);
+    return RY_OK;
+}
+
 ry_status ry_grad_take(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
                        ry_expr **grads) {
     ry_expr *data = args[0], *ind = args[1];
@@ -315,10 +372,20 @@ ry_status ry_grad_take(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr
     int nd;
     int64_t shape[RY_MAX_RANK];
     grads[1] = NULL;
-    if (ry_attr_int(op, at, "batch_dims") != 0 || !ry_gb_shape(ry_gb_type(data), &nd, shape))
+    const ry_type *dt = ry_gb_type(data);
+    bool batch0 = ry_attr_int(op, at, "batch_dims") == 0;
+    if (batch0 && dt && dt->kind == RY_TYPE_TENSOR && !ry_gb_shape(dt, &nd, shape) &&
+        !ry_attr_is_none(op, at, "axis")) {
+        int64_t axis = ry_attr_int(op, at, "axis");
+        if (axis < 0) axis += dt->tensor.ndim;
+        if (axis < 0 || axis >= dt->tensor.ndim)
+            return ry_error_at(c->err, c->span, "take: axis out of range");
+        return take_grad_unknown(c, data, ind, g, axis, &grads[0]);
+    }
+    if (!batch0 || !ry_gb_shape(dt, &nd, shape))
         return ry_error_at(c->err, c->span,
-                           "gradient of take is written for batch_dims=0 and a data tensor of "
-                           "known shape");
+                           "gradient of take is written for batch_dims=0 and, with axis=None, "
+                           "a data tensor of known shape");
     int64_t p = 1, v = 1, q = 1, axis = -1;
     if (ry_attr_is_none(op, at, "axis")) {
         for (int i = 0; i < nd; i++)

@@ -107,6 +107,10 @@ static const op_case op_cases[] = {
     {"l2_normalize", PROG("%x: " T("(2, 3)"), "(multiply(nn.l2_normalize(%x, eps=1e-10f, axis=[1]), %x), nn.l2_normalize(%x, eps=100f, axis=[0]))"), 1, {2}, {{2, 3}}, -1, 1, 0},
     {"pad", PROG("%x: " T("(2, 3)") ", %v: " T("()"), "%0 = nn.pad(%x, %v, pad_width=[[1, 0], [2, 1]]);\n  multiply(%0, %0)"), 2, {2, 0}, {{2, 3}, {0}}, -1, 1, 0},
     {"take axis 1 and flat", PROG("%x: " T("(2, 5, 3)") ", %i: Tensor[(4), int32]", "%0 = take(%x, %i, axis=1);\n  (multiply(%0, %0), take(tanh(%x), %i))"), 2, {3, -1}, {{2, 5, 3}, {4}}, -1, 1, 0},
+    /* data of unknown shape: the axis moved first, rows scattered, moved back */
+    {"take from (n, 5, 2) along axis 1", PROG("%x: " T("(n, 5, 2)") ", %i: Tensor[(4), int32]", "%0 = take(%x, %i, axis=1);\n  multiply(%0, tanh(%0))"), 2, {3, -1}, {{2, 5, 2}, {4}}, -1, 1, 0},
+    {"take from (n, t, 2), mode fast, and a scalar index", PROG("%x: " T("(n, t, 2)") ", %i: Tensor[(4), int32]", "%0 = take(%x, %i, axis=1, mode=\"fast\");\n  (tanh(%0), tanh(take(%x, 3, axis=1, mode=\"fast\")))"), 2, {3, -1}, {{2, 5, 2}, {4}}, -1, 1, 0},
+    {"take rows of (5, m), wrapped", PROG("%x: " T("(5, m)") ", %i: Tensor[(4), int32]", "%0 = take(%x, %i, axis=0, mode=\"wrap\");\n  multiply(%0, %0)"), 2, {2, -1}, {{5, 3}, {4}}, -1, 1, 0},
     {"take clipped", PROG("%x: " T("(3, 2)") ", %i: Tensor[(4), int32]", "%0 = take(%x, %i, axis=0, mode=\"clip\");\n  multiply(%0, %0)"), 2, {2, -1}, {{3, 2}, {4}}, -1, 1, 0},
     {"pad edge reflect, crop", PROG("%x: " T("(3, 4)") ", %v: " T("()"), "%0 = nn.pad(%x, %v, pad_width=[[2, 1], [1, 2]], pad_mode=\"edge\");\n  %1 = nn.pad(%x, %v, pad_width=[[2, 2], [0, 3]], pad_mode=\"reflect\");\n  %2 = nn.pad(%x, %v, pad_width=[[-1, 1], [1, -2]]);\n  (multiply(%0, %0), tanh(%1), multiply(%2, %2))"), 2, {2, 0}, {{3, 4}, {0}}, -1, 1, 0},
     {"mirror_pad", PROG("%x: " T("(1, 3, 4)"), "%0 = nn.mirror_pad(%x, pad_width=[[0, 0], [2, 1], [3, 2]]);\n  %1 = nn.mirror_pad(%x, pad_width=[[0, 0], [1, 2], [1, 0]], mode=\"REFLECT\");\n  (multiply(%0, %0), tanh(%1))"), 1, {3}, {{1, 3, 4}}, -1, 1, 0},
