@@ -14,6 +14,7 @@
 
 #include "op/grad_rules.h"
 #include "relayc/ad.h"
+#include "relayc/vm.h"
 
 #include "ad/helpers.h"
 #include "ad/models.h"
@@ -745,6 +746,40 @@ static void test_mutual_adts(void **state) {
 /* ---- errors ---- */
 
 /* Two calls whose rules fail: the first (in program order) is reported. */
+/* ? dims that match in the types but not in the values: p (1, 1) times
+ * x (1, 3), both typed (?, ?), broadcasts, so p's adjoint must be summed
+ * back to p's shape (it was left (1, 3): a gradient of the wrong shape),
+ * on the interpreter and the compiled engine. */
+static void test_any_dims_broadcast(void **state) {
+    (void)state;
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "def @main(%p: Tensor[(?, ?), float64], %x: Tensor[(?, ?), float64]) {\n"
+                       "  multiply(%p, %x)\n"
+                       "}\n";
+    ry_value *a[2] = {rand_value(2, (int64_t[]){1, 1}, -1, 1),
+                      rand_value(2, (int64_t[]){1, 3}, -1, 1)};
+    ry_module *m = gradcheck_ok(text, "main", 2, a, 1e-6, 1e-9);
+    double sum_x = 0;
+    for (int64_t i = 0; i < 3; i++) sum_x += ry_tensor_get(a[1]->tensor, i);
+    ry_vm_program *p = NULL;
+    ry_error err = {0};
+    assert_int_equal(ry_vm_compile(m, &p, &err), RY_OK);
+    for (int engine = 0; engine < 2; engine++) {
+        ry_value *out = NULL;
+        if (engine) assert_int_equal(ry_vm_call(p, "main_gradient", 2, a, NULL, &out, &err), RY_OK);
+        else out = run(m, "main_gradient", 2, a);
+        const ry_tensor *gp = out->tuple.fields[1]->tuple.fields[0]->tensor;
+        assert_int_equal(gp->ndim, 2);
+        assert_int_equal(gp->shape[0], 1);
+        assert_int_equal(gp->shape[1], 1);
+        assert_true(fabs(ry_tensor_get(gp, 0) - sum_x) < 1e-12);
+        ry_value_release(out);
+    }
+    ry_vm_free(p);
+    ry_module_free(m);
+    release_all(2, a);
+}
+
 static void test_first_rule_error(void **state) {
     (void)state;
     const char *text = "#[version = \"0.0.5\"]\n"
@@ -907,6 +942,7 @@ int main(void) {
         cmocka_unit_test(test_symbolic_dims),
         cmocka_unit_test(test_mutual_adts),
         cmocka_unit_test(test_gradcheck_detects_mismatch),
+        cmocka_unit_test(test_any_dims_broadcast),
         cmocka_unit_test(test_first_rule_error),
         cmocka_unit_test(test_rejected_inputs),
         cmocka_unit_test(test_adt_parameter),

@@ -129,9 +129,23 @@ ry_expr *ry_gb_scalar(ry_module *m, ry_dtype dtype, double v) {
     return e;
 }
 
+/* Whether t has a ? dim: two types equal with one may still differ when
+ * the program runs (a ? that is 1 against one that is 3). */
+static bool has_any_dim(const ry_type *t) {
+    if (t->kind == RY_TYPE_TUPLE) {
+        for (int i = 0; i < t->tuple.n; i++)
+            if (has_any_dim(t->tuple.fields[i])) return true;
+        return false;
+    }
+    if (t->kind != RY_TYPE_TENSOR) return false;
+    for (int i = 0; i < t->tensor.ndim; i++)
+        if (t->tensor.dims[i].kind == RY_DIM_ANY) return true;
+    return false;
+}
+
 ry_expr *ry_gb_unbroadcast(ry_module *m, ry_expr *g, const ry_type *res, ry_expr *like) {
     const ry_type *lt = ry_gb_type(like);
-    if (res && lt && ry_type_equal(res, lt)) return g;
+    if (res && lt && ry_type_equal(res, lt) && !has_any_dim(lt)) return g;
     return ry_gb_op2(m, "collapse_sum_like", g, like);
 }
 

@@ -42,7 +42,8 @@ void ry_gb_attr_copy(ry_module *m, ry_expr *call, const ry_attr *a);
 /* A scalar constant of dtype holding v. */
 ry_expr *ry_gb_scalar(ry_module *m, ry_dtype dtype, double v);
 /* collapse_sum_like(g, like), or g when g's result type (res) already equals
- * like's type (both known). */
+ * like's type (both known, and no ? dim that may be 1 in one and not the
+ * other when the program runs). */
 ry_expr *ry_gb_unbroadcast(ry_module *m, ry_expr *g, const ry_type *res, ry_expr *like);
 /* A fresh var (name made by the printer unique) with its type set. */
 ry_var *ry_gb_var(ry_module *m, const char *name, ry_type *type);
