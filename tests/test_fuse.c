@@ -389,6 +389,25 @@ static void gemm_epilogue_matches(void **state) {
         }
 }
 
+/* An input that would widen the group's type stays out: bias_add matched
+ * a symbolic channel n to the data's 1 and typed its result (1); fused
+ * with what follows, the call would broadcast (1) against (n) and be typed
+ * (n) (found by the fuzzer: the optimized module no longer type-checked). */
+static void inputs_never_widen(void **state) {
+    (void)state;
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "def @main(%x: Tensor[(1), float32], %b: Tensor[(n), float32]) {\n"
+                       "  %0 = nn.bias_add(%x, %b, axis=0);\n"
+                       "  %1 = tanh(%0);\n"
+                       "  multiply(%1, %x)\n"
+                       "}\n";
+    int64_t one[1] = {1};
+    char *s = fused_same(text, 1, one, 1, one);
+    assert_int_equal(occurrences(s, "fused.elemwise"), 1); /* tanh and multiply */
+    assert_int_equal(occurrences(s, "nn.bias_add("), 1);
+    ry_free(s);
+}
+
 /* An epilogue that reads the GEMM's addend again after the leading add
  * (`add(acc, x2); add(t0, x2)`: the AD transform's zero adjoints summed
  * into one weight gradient make these). When the VM runs the call in place
@@ -748,6 +767,7 @@ int main(void) {
         cmocka_unit_test(kernels_match_unfused),
         cmocka_unit_test(gemm_epilogue_matches),
         cmocka_unit_test(epilogue_reads_addend_again),
+        cmocka_unit_test(inputs_never_widen),
         cmocka_unit_test(large_program),
         cmocka_unit_test(fused_programs_reparse),
         cmocka_unit_test(bad_programs_are_errors),

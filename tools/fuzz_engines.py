@@ -1790,7 +1790,7 @@ class Fuzzer:
                     # a gradient rule's limitation in code that level 2 removed as dead
                     self.count("grad_limit_dead_code")
                     continue
-                if (not grad and ref[0] == 1 and got[0] == 0 and name in ("cpu1", "cpu2")
+                if (ref[0] == 1 and got[0] == 0 and name in ("cpu1", "cpu2")
                         and res["cpu0"][0] == 1 and res["cpu0"][1].split("\n")[0] == ref[1].split("\n")[0]):
                     # a run-time error of dead code, which DCE removed at level 1 and 2
                     self.count("dce_removed_error")

@@ -583,6 +583,15 @@ static ry_status grad_conv2d(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
     grads[0] = grads[1] = NULL;
     if (!ry_dtype_is_float(ry_gb_dtype(args[0]))) return RY_OK;
     if (grad_setup(c, args, 2, &p, s)) return RY_ERR;
+    if (s[1][0] < 0) { /* dW's channels: the weight's, else the call's attribute */
+        const ry_op *op = call_op(c);
+        if (!ry_attr_is_none(op, &c->call->call.attrs, "channels"))
+            s[1][0] = ry_attr_int(op, &c->call->call.attrs, "channels");
+        if (s[1][0] < 1)
+            return ry_error_at(c->err, c->span,
+                               "gradient of nn.conv2d needs the weight's output channels (its "
+                               "type or the channels attribute)");
+    }
     int64_t opad[2];
     for (int i = 0; i < 2; i++)
         opad[i] = (s[0][2 + i] + p.pad[i] + p.pad[i + 2] - p.dilation[i] * (s[1][2 + i] - 1) - 1) %

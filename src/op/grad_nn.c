@@ -96,6 +96,27 @@ static int64_t dims_product(const int64_t *shape, int lo, int hi) {
     return p;
 }
 
+/* Whether two dims the forward relation matched are one at run time as far
+ * as the types tell: equal constants, the same symbol, or a ?. A symbol
+ * matched to a constant (x (?, n) times w (4, 1)) is not: each operand's
+ * adjoint, built from the other's dims, then takes its own operand's type
+ * through reshape_like. */
+static bool dims_agree(const ry_expr *a, int ia, const ry_expr *b, int ib) {
+    const ry_type *ta = ry_gb_type(a), *tb = ry_gb_type(b);
+    if (!ta || !tb || ta->kind != RY_TYPE_TENSOR || tb->kind != RY_TYPE_TENSOR) return true;
+    if (ia < 0) ia += ta->tensor.ndim;
+    if (ib < 0) ib += tb->tensor.ndim;
+    if (ia < 0 || ib < 0 || ia >= ta->tensor.ndim || ib >= tb->tensor.ndim) return true;
+    const ry_dim *x = &ta->tensor.dims[ia], *y = &tb->tensor.dims[ib];
+    if (x->kind == RY_DIM_ANY || y->kind == RY_DIM_ANY) return true;
+    if (x->kind != y->kind) return false;
+    return x->kind == RY_DIM_CONST ? x->value == y->value : strcmp(x->name, y->name) == 0;
+}
+
+static ry_expr *typed_like(ry_grad_ctx *c, ry_expr *d, ry_expr *operand) {
+    return d ? OP2("reshape_like", d, operand) : NULL;
+}
+
 /* dense: x (..., K) x w (M, K) -> y (..., M)
  *   dx = dense(g, w^T)                   (..., M) x (K, M) -> (..., K)
  *   dw = dense(g2^T, x2^T)               (M, N) x (K, N) -> (M, K)
@@ -114,6 +135,10 @@ ry_status ry_grad_dense(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_exp
     ry_expr *g2, *x2;
     if (flatten_rows(c, g, M, &g2) || flatten_rows(c, x, K, &x2)) return RY_ERR;
     grads[1] = OP2("nn.dense", transpose2(c, g2), transpose2(c, x2));
+    if (!dims_agree(x, -1, w, 1)) {
+        grads[0] = typed_like(c, grads[0], x);
+        grads[1] = typed_like(c, grads[1], w);
+    }
     return RY_OK;
 }
 
@@ -159,7 +184,7 @@ static ry_status matmul_grads(ry_grad_ctx *c, const char *op, ry_expr *const *ar
             same_batch &=
                 x->kind == RY_DIM_CONST && z->kind == RY_DIM_CONST && x->value == z->value;
         }
-        if (same_batch) {
+        if (same_batch && dims_agree(a, ta ? -2 : -1, b, tb ? -1 : -2)) {
             grads[0] = da;
             grads[1] = db;
         }
@@ -204,6 +229,10 @@ static ry_status matmul_nd(ry_grad_ctx *c, ry_expr *a, ry_expr *b, ry_expr *g, b
         ry_expr *a2, *g2;
         if (flatten_rows(c, a, K, &a2) || flatten_rows(c, g, M, &g2)) return RY_ERR;
         grads[1] = tb ? mm(c, "nn.matmul", g2, a2, true, false) : mm(c, "nn.matmul", a2, g2, true, false);
+        if (!dims_agree(a, -1, b, tb ? 1 : 0)) {
+            grads[0] = typed_like(c, grads[0], a);
+            grads[1] = typed_like(c, grads[1], b);
+        }
         return RY_OK;
     }
     if (!ry_gb_shape(ry_gb_type(a), &na, as) || K < 0 || M < 0)
@@ -864,8 +893,8 @@ ry_status ry_grad_batch_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
         dx = OP2("add", dx, ALONG(OP2("multiply", g1, k1)));
         if (k2) dx = OP2("add", dx, OP2("multiply", OP2("multiply", xc, ALONG(g2)), k2));
         grads[0] = dx;
-        grads[3] = OP2("multiply", g1, K(0.9));
-        grads[4] = OP2("multiply", g2, K(0.9));
+        grads[3] = as_channel_param(c, OP2("multiply", g1, K(0.9)), x, mm, axis);
+        grads[4] = as_channel_param(c, OP2("multiply", g2, K(0.9)), x, mv, axis);
     } else {
         ry_expr *xm = OP2("subtract", x, ALONG(mm));
         ry_expr *rstd = OP1("rsqrt", OP2("add", ALONG(mv), eps));
@@ -873,11 +902,14 @@ ry_status ry_grad_batch_norm(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
         ry_expr *dx = OP2("multiply", dxhat, rstd);
         ry_expr *r3 = OP2("multiply", rstd, OP2("multiply", rstd, rstd));
         grads[0] = dx;
-        grads[3] = OP2("subtract", g1, channel_sum(c, dx, x, mm, axis));
-        grads[4] = OP2("subtract", g2,
-                       OP2("multiply", K(0.5),
-                           channel_sum(c, OP2("multiply", OP2("multiply", dxhat, xm), r3), x, mv,
-                                       axis)));
+        grads[3] = as_channel_param(
+            c, OP2("subtract", g1, channel_sum(c, dx, x, mm, axis)), x, mm, axis);
+        grads[4] = as_channel_param(
+            c,
+            OP2("subtract", g2,
+                OP2("multiply", K(0.5),
+                    channel_sum(c, OP2("multiply", OP2("multiply", dxhat, xm), r3), x, mv, axis))),
+            x, mv, axis);
     }
     grads[1] = scale ? channel_sum(c, OP2("multiply", g0, xhat), x, args[1], axis) : NULL;
     grads[2] = center ? channel_sum(c, g0, x, args[2], axis) : NULL;

@@ -229,6 +229,32 @@ static void collect_inputs(const fz *f, const chain *c, grp *g) {
 
 static bool is_call_of(const ry_expr *e, const char *name);
 
+/* Whether every input broadcasts into the root's type without changing it:
+ * the fused call's relation broadcasts its inputs, so an input (n) where
+ * the root has (1) (bias_add matched a symbolic channel n to 1, typing its
+ * result as the data's (1)) would type the call (n). Each input dim is 1,
+ * the root's own (the same constant or symbol), or a ?. */
+static bool inputs_fit(const chain *c, const grp *g) {
+    const ry_type *rt = c->vals[g->members[0]]->type;
+    if (!rt || rt->kind != RY_TYPE_TENSOR) return true;
+    for (int k = 0; k < g->ninputs; k++) {
+        const ry_type *t = g->inputs[k]->type;
+        if (!t || t->kind != RY_TYPE_TENSOR) continue;
+        int off = rt->tensor.ndim - t->tensor.ndim;
+        if (off < 0) return false;
+        for (int d = 0; d < t->tensor.ndim; d++) {
+            const ry_dim *x = &t->tensor.dims[d], *r = &rt->tensor.dims[off + d];
+            bool fits = (x->kind == RY_DIM_CONST && x->value == 1) || x->kind == RY_DIM_ANY ||
+                        r->kind == RY_DIM_ANY ||
+                        (x->kind == r->kind &&
+                         (x->kind == RY_DIM_CONST ? x->value == r->value
+                                                  : strcmp(x->name, r->name) == 0));
+            if (!fits) return false;
+        }
+    }
+    return true;
+}
+
 /* Whether e reads v anywhere (nested functions too). */
 static bool mentions(const ry_expr *e, const ry_var *v) {
     for (;;) {
@@ -303,7 +329,7 @@ static void grow(fz *f, const chain *c, grp *g, int gid, bool extras) {
                 f->group[w] = gid;
                 g->nextra += extra;
                 collect_inputs(f, c, g);
-                if (g->ninputs > RY_FZ_MAX_IN || g->nliterals > MAX_LITERALS) {
+                if (g->ninputs > RY_FZ_MAX_IN || g->nliterals > MAX_LITERALS || !inputs_fit(c, g)) {
                     f->group[w] = -1; /* too big: leave it out */
                     g->n--;
                     g->nextra -= extra;
@@ -625,7 +651,7 @@ static void fuse_chain(fz *f, chain *c) {
         g->nextra = 0;
         f->group[i] = i;
         collect_inputs(f, c, g);
-        if (g->ninputs > RY_FZ_MAX_IN) {
+        if (g->ninputs > RY_FZ_MAX_IN || !inputs_fit(c, g)) {
             f->group[i] = -1;
             continue;
         }
