@@ -106,20 +106,23 @@ static void test_op_gradients(void **state) {
  * degenerate inputs are in test_ad_opts.c. gamma_type "(n)" on a channel
  * of 1: a symbolic length the type checker matched to a constant (the
  * rule reshapes gamma to the data's channel count, else the gradient
- * program mixes 1 and n and does not type-check). A batch "n" is counted
- * when the gradient runs. */
-static void check_batch_norm_modes(const char *batch, int64_t ch, const char *gamma_type) {
-    char text[1024];
+ * program mixes 1 and n and does not type-check); data_ch "c" the same
+ * the other way round. A batch "n" is counted when the gradient runs. */
+static void check_batch_norm_modes(const char *batch, int64_t ch, const char *gamma_type,
+                                   const char *data_ch) {
+    char text[1024], chs[32];
+    snprintf(chs, sizeof chs, "%lld", (long long)ch);
     snprintf(text, sizeof text,
              "#[version = \"0.0.5\"]\n"
-             "def @main(%%x: Tensor[(%s, %lld, 2), float64], %%g: Tensor[%s, float64],\n"
+             "def @main(%%x: Tensor[(%s, %s, 2), float64], %%g: Tensor[%s, float64],\n"
              "          %%b: Tensor[(%lld), float64], %%mm: Tensor[(%lld), float64],\n"
              "          %%mv: Tensor[(%lld), float64]) {\n"
              "  %%0 = nn.batch_norm(%%x, %%g, %%b, %%mm, %%mv);\n"
              "  %%1 = nn.dropout(tanh(%%0.0), rate=0.25f);\n"
              "  (multiply(%%1.0, %%x), %%0.1, multiply(%%0.2, %%0.2))\n"
              "}\n",
-             batch, (long long)ch, gamma_type, (long long)ch, (long long)ch, (long long)ch);
+             batch, data_ch ? data_ch : chs, gamma_type, (long long)ch, (long long)ch,
+             (long long)ch);
     for (int mode = 0; mode < 2; mode++) {
         ry_value *a[5] = {rand_value(3, (int64_t[]){4, ch, 2}, -1, 1), rv1(ch), rv1(ch), rv1(ch),
                           rand_value(1, (int64_t[]){ch}, 0.5, 2)};
@@ -143,9 +146,10 @@ static void check_batch_norm_modes(const char *batch, int64_t ch, const char *ga
 
 static void test_mode_dependent_ops(void **state) {
     (void)state;
-    check_batch_norm_modes("4", 3, "(3)");
-    check_batch_norm_modes("4", 1, "(n)");
-    check_batch_norm_modes("n", 3, "(3)"); /* a batch known at run time: n counted then */
+    check_batch_norm_modes("4", 3, "(3)", NULL);
+    check_batch_norm_modes("4", 1, "(n)", NULL);
+    check_batch_norm_modes("n", 3, "(3)", NULL); /* a batch known at run time: n counted then */
+    check_batch_norm_modes("4", 1, "(1)", "c");  /* the data's channel c matched to 1 */
 }
 
 /* ---- control flow, recursion, ADTs ---- */

@@ -45,6 +45,10 @@ static const op_case op_cases[] = {
     {"matmul 3-D transpose_a, empty weight", PROG("%a: " T("(2, 3, 2)") ", %b: " T("(0, 3)"), "(nn.matmul(%a, %b, transpose_a=True, transpose_b=True), tanh(%a))"), 2, {3, 2}, {{2, 3, 2}, {0, 3}}, -1, 1, 0},
     {"reshape of (0, ?)", PROG("%x: " T("(0, ?)") ", %y: " T("(2)"), "(reshape(%x, newshape=[0, 2], allowzero=True), tanh(%y))"), 2, {2, 1}, {{0, 2}, {2}}, -1, 1, 0},
     {"take from (0, 4) along axis 1", PROG("%x: " T("(0, 4)") ", %i: Tensor[(2), int32], %y: " T("(2)"), "(take(%x, %i, axis=1), tanh(%y))"), 3, {2, -1, 1}, {{0, 4}, {2}, {2}}, -1, 1, 0},
+    /* a symbolic K matched to the weight's constant: each gradient typed as its operand */
+    {"dense, data (?, n) against weight (3, 2)", PROG("%x: " T("(?, n)") ", %w: " T("(3, 2)"), "nn.dense(%x, %w)"), 2, {2, 2}, {{4, 2}, {3, 2}}, -1, 1, 0},
+    {"matmul 3-D data (2, 2, n) against weight (2, 3)", PROG("%a: " T("(2, 2, n)") ", %b: " T("(2, 3)"), "tanh(nn.matmul(%a, %b))"), 2, {3, 2}, {{2, 2, 2}, {2, 3}}, -1, 1, 0},
+    {"matmul 2-D data (2, n) against weight (1, 3)", PROG("%a: " T("(2, n)") ", %b: " T("(1, 3)"), "tanh(nn.matmul(%a, %b))"), 2, {2, 2}, {{2, 1}, {1, 3}}, -1, 1, 0},
     {"matmul", PROG("%a: " T("(2, 3)") ", %b: " T("(3, 4)"), "nn.matmul(%a, %b)"), 2, {2, 2}, {{2, 3}, {3, 4}}, -1, 1, 0},
     {"matmul A^T B^T", PROG("%a: " T("(3, 2)") ", %b: " T("(4, 3)"), "nn.matmul(%a, %b, transpose_a=True, transpose_b=True)"), 2, {2, 2}, {{3, 2}, {4, 3}}, -1, 1, 0},
     {"matmul A B^T", PROG("%a: " T("(2, 3)") ", %b: " T("(4, 3)"), "nn.matmul(%a, %b, transpose_b=True)"), 2, {2, 2}, {{2, 3}, {4, 3}}, -1, 1, 0},
