@@ -392,7 +392,9 @@ static void gemm_epilogue_matches(void **state) {
 /* An input that would widen the group's type stays out: bias_add matched
  * a symbolic channel n to the data's 1 and typed its result (1); fused
  * with what follows, the call would broadcast (1) against (n) and be typed
- * (n) (found by the fuzzer: the optimized module no longer type-checked). */
+ * (n). Nor does a group whose fused call its own relation would type
+ * otherwise (both found by the fuzzer: the optimized module no longer
+ * type-checked). */
 static void inputs_never_widen(void **state) {
     (void)state;
     const char *text = "#[version = \"0.0.5\"]\n"
@@ -405,6 +407,17 @@ static void inputs_never_widen(void **state) {
     char *s = fused_same(text, 1, one, 1, one);
     assert_int_equal(occurrences(s, "fused.elemwise"), 1); /* tanh and multiply */
     assert_int_equal(occurrences(s, "nn.bias_add("), 1);
+    ry_free(s);
+    /* dense typed (2, 1) by units=1 while its weight says (n, ?): a fused
+     * GEMM, typed from the weight, would come out (2, n) */
+    const char *units = "#[version = \"0.0.5\"]\n"
+                        "def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(n, ?), float32]) {\n"
+                        "  %0 = nn.dense(%x, %w, units=1);\n"
+                        "  multiply(%0, 2f)\n"
+                        "}\n";
+    int64_t sx[2] = {2, 3}, sw[2] = {1, 3};
+    s = fused_same(units, 2, sx, 2, sw);
+    assert_int_equal(occurrences(s, "fused.matmul"), 0);
     ry_free(s);
 }
 

@@ -229,6 +229,44 @@ static void collect_inputs(const fz *f, const chain *c, grp *g) {
 
 static bool is_call_of(const ry_expr *e, const char *name);
 
+/* Whether types a and b can be one at run time: equal dtypes and ranks,
+ * each dim equal (constants, symbols) or a ? on either side; tuples field
+ * by field. */
+static bool types_agree(const ry_type *a, const ry_type *b) {
+    if (!a || !b || a->kind != b->kind) return false;
+    if (a->kind == RY_TYPE_TUPLE) {
+        if (a->tuple.n != b->tuple.n) return false;
+        for (int i = 0; i < a->tuple.n; i++)
+            if (!types_agree(a->tuple.fields[i], b->tuple.fields[i])) return false;
+        return true;
+    }
+    if (a->kind != RY_TYPE_TENSOR) return ry_type_equal(a, b);
+    if (a->tensor.dtype != b->tensor.dtype || a->tensor.ndim != b->tensor.ndim) return false;
+    for (int d = 0; d < a->tensor.ndim; d++) {
+        const ry_dim *x = &a->tensor.dims[d], *y = &b->tensor.dims[d];
+        if (x->kind == RY_DIM_ANY || y->kind == RY_DIM_ANY) continue;
+        if (x->kind != y->kind) return false;
+        if (x->kind == RY_DIM_CONST ? x->value != y->value : strcmp(x->name, y->name) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* Whether the fused call's own relation types it as the values it
+ * replaces: a GEMM typed by `units` where its weight has a symbol (dense
+ * with units=1 and a weight (n, ?)) would come out (.., n). */
+static bool typed_as_before(fz *f, const ry_expr *call) {
+    const ry_op *op = call->call.callee->op.op;
+    const ry_type *args[RY_FZ_MAX_IN + 2];
+    for (int i = 0; i < call->call.nargs; i++)
+        if (!(args[i] = call->call.args[i]->type)) return false;
+    ry_error err = {0};
+    ry_rel_ctx rc = {f->a, op, &call->call.attrs, call->span, &err};
+    ry_type *t = NULL;
+    return op->rel(&rc, call->call.nargs, (ry_type *const *)args, &t) == RY_REL_OK &&
+           types_agree(t, call->type);
+}
+
 /* Whether every input broadcasts into the root's type without changing it:
  * the fused call's relation broadcasts its inputs, so an input (n) where
  * the root has (1) (bias_add matched a symbolic channel n to 1, typing its
@@ -520,7 +558,7 @@ static ry_expr *fused_call(fz *f, const chain *c, grp *g, int *rets, int *nrets)
         items[2] = (ry_attr){"transpose_b", {.kind = RY_AV_BOOL, .b = tb}, RY_NO_SPAN};
     }
     call->call.attrs = (ry_attrs){nattrs, items};
-    return call;
+    return typed_as_before(f, call) ? call : NULL;
 }
 
 /* ---- rewrites that open up groups ---- */
