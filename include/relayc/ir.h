@@ -351,6 +351,10 @@ ry_type *ry_type_tensor(ry_module *m, ry_dtype dtype, int ndim, const int64_t *s
 ry_type *ry_type_tensor_arena(ry_arena *a, ry_dtype dtype, int ndim, const ry_dim *dims);
 ry_type *ry_type_tuple_arena(ry_arena *a, int n, ry_type **fields);
 bool ry_type_equal(const ry_type *a, const ry_type *b); /* structural */
+/* Whether dims a and b can be one at run time as far as the types tell:
+ * equal constants, the same symbol, or a ? on either side (a symbol and a
+ * constant the checker matched are not: their types still differ). */
+bool ry_dim_compatible(const ry_dim *a, const ry_dim *b);
 
 /* The free variables of the function expression fn: used inside it
  * (nested functions included) and bound nowhere inside it, each once. The

@@ -195,6 +195,10 @@ static bool types_equal(const ry_type *const *a, const ry_type *const *b, int n)
     return true;
 }
 
+bool ry_dim_compatible(const ry_dim *a, const ry_dim *b) {
+    return a->kind == RY_DIM_ANY || b->kind == RY_DIM_ANY || dim_equal(a, b);
+}
+
 bool ry_type_equal(const ry_type *a, const ry_type *b) {
     if (a == b) return true;
     if (!a || !b || a->kind != b->kind) return false;

@@ -103,26 +103,27 @@ ry_status ry_grad_full_like(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr 
 ry_status ry_grad_dense(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_matmul(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_batch_matmul(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
-ry_status ry_grad_bias_add(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_softmax(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_log_softmax(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_batch_flatten(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_cross_entropy(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_cross_entropy_with_logits(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *,
                                             ry_expr **);
-ry_status ry_grad_layer_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
-ry_status ry_grad_prelu(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
-ry_status ry_grad_instance_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
-ry_status ry_grad_group_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
-ry_status ry_grad_l2_normalize(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_pad(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_conv2d_backward_weight(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *,
                                          ry_expr **);
 ry_status ry_grad_avg_pool2d_grad(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *,
                                   ry_expr **);
-ry_status ry_grad_lrn(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_mirror_pad(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_dropout(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+/* grad_norm.c */
+ry_status ry_grad_bias_add(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_layer_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_prelu(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_instance_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_group_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_l2_normalize(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_lrn(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_batch_norm(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 /* grad_pool.c */
 ry_status ry_grad_adaptive_avg_pool2d(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *,

@@ -230,8 +230,7 @@ static void collect_inputs(const fz *f, const chain *c, grp *g) {
 static bool is_call_of(const ry_expr *e, const char *name);
 
 /* Whether types a and b can be one at run time: equal dtypes and ranks,
- * each dim equal (constants, symbols) or a ? on either side; tuples field
- * by field. */
+ * compatible dims (ry_dim_compatible); tuples field by field. */
 static bool types_agree(const ry_type *a, const ry_type *b) {
     if (!a || !b || a->kind != b->kind) return false;
     if (a->kind == RY_TYPE_TUPLE) {
@@ -242,13 +241,8 @@ static bool types_agree(const ry_type *a, const ry_type *b) {
     }
     if (a->kind != RY_TYPE_TENSOR) return ry_type_equal(a, b);
     if (a->tensor.dtype != b->tensor.dtype || a->tensor.ndim != b->tensor.ndim) return false;
-    for (int d = 0; d < a->tensor.ndim; d++) {
-        const ry_dim *x = &a->tensor.dims[d], *y = &b->tensor.dims[d];
-        if (x->kind == RY_DIM_ANY || y->kind == RY_DIM_ANY) continue;
-        if (x->kind != y->kind) return false;
-        if (x->kind == RY_DIM_CONST ? x->value != y->value : strcmp(x->name, y->name) != 0)
-            return false;
-    }
+    for (int d = 0; d < a->tensor.ndim; d++)
+        if (!ry_dim_compatible(&a->tensor.dims[d], &b->tensor.dims[d])) return false;
     return true;
 }
 
@@ -281,13 +275,9 @@ static bool inputs_fit(const chain *c, const grp *g) {
         int off = rt->tensor.ndim - t->tensor.ndim;
         if (off < 0) return false;
         for (int d = 0; d < t->tensor.ndim; d++) {
-            const ry_dim *x = &t->tensor.dims[d], *r = &rt->tensor.dims[off + d];
-            bool fits = (x->kind == RY_DIM_CONST && x->value == 1) || x->kind == RY_DIM_ANY ||
-                        r->kind == RY_DIM_ANY ||
-                        (x->kind == r->kind &&
-                         (x->kind == RY_DIM_CONST ? x->value == r->value
-                                                  : strcmp(x->name, r->name) == 0));
-            if (!fits) return false;
+            const ry_dim *x = &t->tensor.dims[d];
+            bool one = x->kind == RY_DIM_CONST && x->value == 1;
+            if (!one && !ry_dim_compatible(x, &rt->tensor.dims[off + d])) return false;
         }
     }
     return true;
