@@ -12,7 +12,8 @@
 /* ---- lookup ----
  * The rules sit in the registry entries (.grad, .no_grad), next to the
  * forward definitions; the rule functions themselves are in
- * grad_elemwise.c, grad_nn.c and grad_transform.c (conv.c keeps its own). */
+ * grad_elemwise.c, grad_nn.c, grad_norm.c, grad_pool.c and grad_transform.c
+ * (conv.c keeps its own). */
 
 const ry_grad_fn *ry_grad_rule_find(const char *op_name) {
     const ry_op *op = ry_op_find(op_name);

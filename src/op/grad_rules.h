@@ -2,7 +2,7 @@
  * grad_rules.h: gradient rules of the operators (IR-building functions of
  * type ry_grad_fn, see op.h; each registry entry points at its own with
  * .grad) and the small IR builder they share with the AD transform (ad/).
- * The rules live in grad_elemwise.c, grad_nn.c, grad_pool.c and
+ * The rules live in grad_elemwise.c, grad_nn.c, grad_norm.c, grad_pool.c and
  * grad_transform.c;
  * grad_rules.c holds the builder and the lookup.
  */
