@@ -303,6 +303,58 @@ static ry_expr *xconst(gx *s, const ry_expr *e) {
     return ry_expr_tuple(s->m, 2, pair, e->span);
 }
 
+/* ---- an if whose branches differ in shape ----
+ * The checker joins branches of different shapes into one type T with a ?
+ * there, but each branch's value carries an adjoint ref of its own type,
+ * and refs do not join. So each branch returns its primal and a function
+ * taking the adjoint at type T into its own ref (one type in both
+ * branches); after the if, the value gets a fresh cell of type T and a
+ * backpropagator step that hands the cell's content to that function. */
+static bool branches_differ(gx *s, const ry_expr *e) {
+    return gx_changes(s, e->type) &&
+           (!ry_type_equal(e->if_.then_->type, e->type) || !ry_type_equal(e->if_.else_->type, e->type));
+}
+
+static ry_expr *widen_branch(gx *s, const ry_expr *body, const ry_type *t, ry_var *bp) {
+    gx_block wb = {0};
+    ry_expr *v = gx_bind(s, &wb, "w", xscope(s, body, bp), gx_type(s, body->type));
+    ry_var *adj = ry_var_new(s->m, "adj", (ry_type *)t, RY_NO_SPAN);
+    adj->type = (ry_type *)t;
+    gx_block fb = {0};
+    gx_accumulate(s, &fb, v, body->type, gx_use(s, adj));
+    ry_expr *fn = ry_expr_new(s->m, RY_EXPR_FUNC, RY_NO_SPAN);
+    fn->func.nparams = 1;
+    fn->func.params = RY_NEW_ARRAY(s->m->arena, ry_var *, 1);
+    fn->func.params[0] = adj;
+    fn->func.body = gx_fold(s, &fb, gx_unit(s));
+    /* the primal annotated with the branch's type, so that the checker
+     * joins the branches' tensors (not still-unknown types) into t */
+    ry_var *pv = ry_var_new(s->m, "pv", gx_annot((ry_type *)body->type), RY_NO_SPAN);
+    pv->type = (ry_type *)body->type;
+    gx_push(s, &wb, pv, gx_primal(s, v, body->type));
+    ry_expr *pair[2] = {gx_use(s, pv), fn};
+    return gx_fold(s, &wb, ry_expr_tuple(s->m, 2, pair, RY_NO_SPAN));
+}
+
+static ry_expr *xif_widened(gx *s, gx_block *b, const ry_expr *e, ry_expr *r, ry_var *bp) {
+    const ry_type *t = e->type;
+    r->if_.then_ = widen_branch(s, e->if_.then_, t, bp);
+    r->if_.else_ = widen_branch(s, e->if_.else_, t, bp);
+    r->type = NULL;
+    ry_expr *z = gx_bind(s, b, "z", r, NULL);
+    ry_expr *y = gx_bind(s, b, "p", gx_proj(s, z, 0), (ry_type *)t);
+    ry_expr *f = gx_bind(s, b, "f", gx_proj(s, z, 1), NULL);
+    ry_expr *cell = gx_bind(s, b, "r", fresh(s, y, t), gx_type(s, (ry_type *)t));
+    ry_expr *k = gx_bind(s, b, "k", gx_ref_read(s, gx_use(s, bp)), NULL);
+    gx_block cb = {0};
+    ry_expr *arg = gx_adjoint(s, cell, t);
+    gx_do(s, &cb, ry_expr_call(s->m, f, 1, &arg, RY_NO_SPAN));
+    ry_expr *clo = ry_expr_new(s->m, RY_EXPR_FUNC, RY_NO_SPAN);
+    clo->func.body = gx_fold(s, &cb, ry_expr_call(s->m, k, 0, NULL, RY_NO_SPAN));
+    gx_do(s, b, gx_ref_write(s, gx_use(s, bp), clo));
+    return cell;
+}
+
 /* value'(e): the transformed value of e; may add bindings to b.
  *   let x = v; body  =>  [x' = value'(v)] value'(body)   (x' known inside v
  *                                                        for recursive fns) */
@@ -355,6 +407,7 @@ static ry_expr *xval(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
     case RY_EXPR_IF:
         r = copy_node(s, e);
         r->if_.cond = xval(s, b, e->if_.cond, bp);
+        if (branches_differ(s, e)) return xif_widened(s, b, e, r, bp);
         r->if_.then_ = xscope(s, e->if_.then_, bp);
         r->if_.else_ = xscope(s, e->if_.else_, bp);
         break;

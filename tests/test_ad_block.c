@@ -262,6 +262,42 @@ static void test_never_added_adjoint(void **state) {
     release_all(2, args);
 }
 
+/* An if whose branches give different shapes (typed (2, ?)): each branch
+ * hands its adjoint to its own cell through a function of the joined type
+ * (ad/grad.c, xif_widened). Either branch, against finite differences and
+ * the former emitter, and on the VM. */
+static void test_if_branches_differ_in_shape(void **state) {
+    (void)state;
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "def @main(%c: bool, %a: Tensor[(2, 1), float64], %b: Tensor[(2, 3), float64]) {\n"
+                       "  %0 = if (%c) { tanh(%a) } else { multiply(%b, %b) };\n"
+                       "  %1 = (%0, %a);\n"
+                       "  %2 = if (%c) { %1 } else { (%b, %a) };\n"
+                       "  add(sum(multiply(%2.0, %2.0)), sum(%2.1))\n"
+                       "}\n";
+    for (int branch = 0; branch < 2; branch++) {
+        ry_tensor *c = ry_tensor_new(RY_BOOL, 0, NULL);
+        assert_non_null(c);
+        ry_tensor_set(c, 0, branch);
+        ry_value *a[3] = {ry_value_tensor(c), rv2(2, 1), rv2(2, 3)};
+        same_as_per_op(text, 3, a);
+        ry_module *m = grad_of(text);
+        ry_vm_program *p = NULL;
+        ry_error err = {0};
+        assert_int_equal(ry_vm_compile(m, &p, &err), RY_OK);
+        ry_value *want = run(m, "main_gradient", 3, a), *got = NULL;
+        assert_int_equal(ry_vm_call(p, "main_gradient", 3, a, NULL, &got, &err), RY_OK);
+        for (int i = 1; i < 3; i++)
+            test_assert_close(got->tuple.fields[1]->tuple.fields[i]->tensor,
+                              want->tuple.fields[1]->tuple.fields[i]->tensor, 1e-12, 1e-12);
+        ry_value_release(want);
+        ry_value_release(got);
+        ry_vm_free(p);
+        ry_module_free(m);
+        release_all(3, a);
+    }
+}
+
 /* Globals inlined into their caller (one of them twice, one with its own
  * name for the symbolic batch dimension), a recursive one left a call. */
 static void test_inlined_globals(void **state) {
@@ -457,6 +493,7 @@ int main(void) {
         cmocka_unit_test(test_branches_between_runs),
         cmocka_unit_test(test_tuples_ints_refs),
         cmocka_unit_test(test_never_added_adjoint),
+        cmocka_unit_test(test_if_branches_differ_in_shape),
         cmocka_unit_test(test_inlined_globals),
         cmocka_unit_test(test_second_order),
         cmocka_unit_test(test_charlstm_same_gradient),
