@@ -203,7 +203,8 @@ ry_status ry_grad_stack(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_exp
     ry_expr *fields[64];
     for (int i = 0; i < k; i++) {
         ry_expr *part = ry_expr_proj(M_, ry_expr_var(M_, sv, RY_NO_SPAN), i, RY_NO_SPAN);
-        if (ry_gb_reshape_to(c, part, tt->tuple.fields[i], &fields[i])) return RY_ERR;
+        ry_expr *xi = ry_expr_proj(M_, args[0], i, RY_NO_SPAN); /* typed by tt's field */
+        if (ry_gb_reshape_like(c, part, xi, &fields[i])) return RY_ERR;
     }
     grads[0] = ry_expr_let(M_, sv, s, ry_expr_tuple(M_, k, fields, RY_NO_SPAN), RY_NO_SPAN);
     return RY_OK;

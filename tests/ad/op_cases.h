@@ -49,6 +49,7 @@ static const op_case op_cases[] = {
     {"dense, data (?, n) against weight (3, 2)", PROG("%x: " T("(?, n)") ", %w: " T("(3, 2)"), "nn.dense(%x, %w)"), 2, {2, 2}, {{4, 2}, {3, 2}}, -1, 1, 0},
     {"matmul 3-D data (2, 2, n) against weight (2, 3)", PROG("%a: " T("(2, 2, n)") ", %b: " T("(2, 3)"), "tanh(nn.matmul(%a, %b))"), 2, {3, 2}, {{2, 2, 2}, {2, 3}}, -1, 1, 0},
     {"matmul 2-D data (2, n) against weight (1, 3)", PROG("%a: " T("(2, n)") ", %b: " T("(1, 3)"), "tanh(nn.matmul(%a, %b))"), 2, {2, 2}, {{2, 1}, {1, 3}}, -1, 1, 0},
+    {"stack of (?, ?) and (2, 3) fields, and of (?, 0) ones", PROG("%a: " T("(?, ?)") ", %b: " T("(?, 0)") ", %c: " T("(2, 3)"), "(tanh(stack((%a, %a, %c), axis=1)), stack((%b, %b), axis=-1))"), 3, {2, 2, 2}, {{2, 3}, {3, 0}, {2, 3}}, -1, 1, 0},
     {"matmul", PROG("%a: " T("(2, 3)") ", %b: " T("(3, 4)"), "nn.matmul(%a, %b)"), 2, {2, 2}, {{2, 3}, {3, 4}}, -1, 1, 0},
     {"matmul A^T B^T", PROG("%a: " T("(3, 2)") ", %b: " T("(4, 3)"), "nn.matmul(%a, %b, transpose_a=True, transpose_b=True)"), 2, {2, 2}, {{3, 2}, {4, 3}}, -1, 1, 0},
     {"matmul A B^T", PROG("%a: " T("(2, 3)") ", %b: " T("(4, 3)"), "nn.matmul(%a, %b, transpose_b=True)"), 2, {2, 2}, {{2, 3}, {4, 3}}, -1, 1, 0},
