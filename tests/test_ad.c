@@ -14,7 +14,6 @@
 
 #include "op/grad_rules.h"
 #include "relayc/ad.h"
-#include "relayc/vm.h"
 
 #include "ad/helpers.h"
 #include "ad/models.h"
@@ -765,13 +764,8 @@ static void test_any_dims_broadcast(void **state) {
     ry_module *m = gradcheck_ok(text, "main", 2, a, 1e-6, 1e-9);
     double sum_x = 0;
     for (int64_t i = 0; i < 3; i++) sum_x += ry_tensor_get(a[1]->tensor, i);
-    ry_vm_program *p = NULL;
-    ry_error err = {0};
-    assert_int_equal(ry_vm_compile(m, &p, &err), RY_OK);
     for (int engine = 0; engine < 2; engine++) {
-        ry_value *out = NULL;
-        if (engine) assert_int_equal(ry_vm_call(p, "main_gradient", 2, a, NULL, &out, &err), RY_OK);
-        else out = run(m, "main_gradient", 2, a);
+        ry_value *out = engine ? run_vm(m, "main_gradient", 2, a) : run(m, "main_gradient", 2, a);
         const ry_tensor *gp = out->tuple.fields[1]->tuple.fields[0]->tensor;
         assert_int_equal(gp->ndim, 2);
         assert_int_equal(gp->shape[0], 1);
@@ -779,7 +773,6 @@ static void test_any_dims_broadcast(void **state) {
         assert_true(fabs(ry_tensor_get(gp, 0) - sum_x) < 1e-12);
         ry_value_release(out);
     }
-    ry_vm_free(p);
     ry_module_free(m);
     release_all(2, a);
 }

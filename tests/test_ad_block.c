@@ -18,7 +18,6 @@
 #include "relayc/datasets.h"
 #include "relayc/interp.h"
 #include "relayc/pass.h"
-#include "relayc/vm.h"
 
 #include "ad/helpers.h"
 
@@ -238,14 +237,9 @@ static void test_never_added_adjoint(void **state) {
         per_op(emitter == 1);
         ry_module *m = grad_of(text);
         per_op(false);
-        ry_vm_program *p = NULL;
-        ry_error err = {0};
-        assert_int_equal(ry_vm_compile(m, &p, &err), RY_OK);
         for (int engine = 0; engine < 2; engine++) {
-            ry_value *out = NULL;
-            assert_int_equal(engine ? ry_vm_call(p, "main_gradient", 2, args, NULL, &out, &err)
-                                    : ry_interp_call(m, "main_gradient", 2, args, NULL, &out, &err),
-                             RY_OK);
+            ry_value *out = engine ? run_vm(m, "main_gradient", 2, args)
+                                   : run(m, "main_gradient", 2, args);
             const ry_value *g = out->tuple.fields[1];
             const ry_tensor *gx = g->tuple.fields[0]->tensor, *gw = g->tuple.fields[1]->tensor;
             for (int i = 0; i < 2; i++) {
@@ -256,7 +250,6 @@ static void test_never_added_adjoint(void **state) {
             }
             ry_value_release(out);
         }
-        ry_vm_free(p);
         ry_module_free(m);
     }
     release_all(2, args);
@@ -282,17 +275,12 @@ static void test_if_branches_differ_in_shape(void **state) {
         ry_value *a[3] = {ry_value_tensor(c), rv2(2, 1), rv2(2, 3)};
         same_as_per_op(text, 3, a);
         ry_module *m = grad_of(text);
-        ry_vm_program *p = NULL;
-        ry_error err = {0};
-        assert_int_equal(ry_vm_compile(m, &p, &err), RY_OK);
-        ry_value *want = run(m, "main_gradient", 3, a), *got = NULL;
-        assert_int_equal(ry_vm_call(p, "main_gradient", 3, a, NULL, &got, &err), RY_OK);
+        ry_value *want = run(m, "main_gradient", 3, a), *got = run_vm(m, "main_gradient", 3, a);
         for (int i = 1; i < 3; i++)
             test_assert_close(got->tuple.fields[1]->tuple.fields[i]->tensor,
                               want->tuple.fields[1]->tuple.fields[i]->tensor, 1e-12, 1e-12);
         ry_value_release(want);
         ry_value_release(got);
-        ry_vm_free(p);
         ry_module_free(m);
         release_all(3, a);
     }

@@ -1,11 +1,13 @@
 /*
- * helpers.h: what tests/test_ad.c's cases share: random float64 values,
- * running a global, the print/re-parse round trip, and gradcheck_ok, which
- * parses, differentiates and checks a program against finite differences.
- * Included by test_ad.c only (after test_util.h and relayc/ad.h).
+ * helpers.h: what the AD suites' cases share: random float64 values,
+ * running a global (interpreter or VM), the print/re-parse round trip, and
+ * gradcheck_ok, which parses, differentiates and checks a program against
+ * finite differences. Included after test_util.h and relayc/ad.h.
  */
 #ifndef RELAYC_TESTS_AD_HELPERS_H
 #define RELAYC_TESTS_AD_HELPERS_H
+
+#include "relayc/vm.h"
 
 static uint64_t rng_state = 0x1234567ull;
 
@@ -94,6 +96,20 @@ static ry_value *run(ry_module *m, const char *name, int nargs, ry_value **args)
         ry_error_print(stderr, &err);
         fail_msg("run of @%s failed: %s", name, err.msg);
     }
+    return out;
+}
+
+/* The same on the compiled engine: @name of m compiled and run once. */
+static inline ry_value *run_vm(ry_module *m, const char *name, int nargs, ry_value **args) {
+    ry_vm_program *p = NULL;
+    ry_value *out = NULL;
+    ry_error err = {0};
+    if (ry_vm_compile(m, &p, &err) != RY_OK ||
+        ry_vm_call(p, name, nargs, args, NULL, &out, &err) != RY_OK) {
+        ry_error_print(stderr, &err);
+        fail_msg("VM run of @%s failed: %s", name, err.msg);
+    }
+    ry_vm_free(p);
     return out;
 }
 
