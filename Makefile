@@ -17,7 +17,7 @@ ALL_CFLAGS = $(WARN) $(CFLAGS) -fPIC -pthread $(FILE_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS   += $(PKG_LIBS) -lz -lm -pthread
 
 LIB_SRCS := $(sort $(wildcard src/tensor/*.c src/ir/*.c src/op/*.c src/pass/*.c \
-              src/runtime/*.c src/backend/cpu/*.c src/io/*.c src/train/*.c \
+              src/runtime/*.c src/backend/*.c src/backend/cpu/*.c src/io/*.c src/train/*.c \
               ad/*.c optim/*.c datasets/*.c))
 CLI_SRCS := $(sort $(wildcard src/cli/*.c))
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
@@ -39,6 +39,7 @@ all: $(STATIC) $(SHARED) $(RELAYC) $(EXAMPLES)
 # The optimizers' square roots (of sums of squares: they never set errno)
 # vectorize only without errno semantics; the results are the same bits.
 $(BUILD)/obj/optim/%.o: FILE_CFLAGS := -fno-math-errno
+$(BUILD)/obj/src/backend/cpu/update_%.o: FILE_CFLAGS := -fno-math-errno
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

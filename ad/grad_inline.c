@@ -257,7 +257,7 @@ static bool prune(inl *c, ry_expr **e) {
 static bool hoistable(const ry_expr *v) {
     if (v->kind == RY_EXPR_PROJ) return true;
     return v->kind == RY_EXPR_CALL && v->call.callee->kind == RY_EXPR_OP &&
-           strcmp(v->call.callee->op.op->name, "nn.dropout") != 0; /* it draws */
+           !v->call.callee->op.op->random;
 }
 
 static void schedule(inl *c, ry_expr **e);

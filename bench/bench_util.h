@@ -51,4 +51,10 @@ ry_status bench_read_file(const char *path, char **out, size_t *len, ry_error *e
  * value after argv[i] when argv[i] equals name (advancing *i), else NULL. */
 const char *bench_opt(int argc, char **argv, int *i, const char *name);
 
+/* op's kernel on the CPU target (src/backend/target.h), or NULL. */
+static inline ry_kernel_fn cpu_kernel(const ry_op *op) {
+    const ry_kernel *k = ry_target_kernel(ry_target_cpu(), op);
+    return k ? k->fn : NULL;
+}
+
 #endif

@@ -115,7 +115,7 @@ static void run_kernel(void *ctx) {
     kern_job *k = ctx;
     ry_error err;
     ry_kernel_ctx c = {.op = k->op, .attrs = k->attrs, .err = &err};
-    if (k->op->kernels[RY_TARGET_CPU](&c, k->nin, k->in, 1, &k->out)) {
+    if (cpu_kernel(k->op)(&c, k->nin, k->in, 1, &k->out)) {
         fprintf(stderr, "gemm: %s: %s\n", k->op->name, err.msg);
         exit(1);
     }

@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
     ry_vm_program *p = NULL;
     if (ry_module_parse_file("models/treelstm.relay", &m, &err) || ry_module_typecheck(m, &err) ||
         ry_grad(m, "loss", NULL, NULL, &g, &err) || ry_optimize(m, 1, &err) ||
-        ry_vm_compile(m, &p, &err))
+        ry_vm_compile(m, NULL, &p, &err))
         die(&err);
     char path[1024];
     snprintf(path, sizeof path, "%s/train.txt", sst);

@@ -49,7 +49,7 @@ static ry_attr_value ints(int n, const int64_t *v, ry_attr_value *items) {
 
 static int run_case(const kcase *k, int64_t batch, double seconds, ry_rng *rng) {
     const ry_op *op = ry_op_find(k->op);
-    if (!op || !op->kernels[RY_TARGET_CPU]) {
+    if (!op || !cpu_kernel(op)) {
         fprintf(stderr, "kernels: no CPU kernel for %s\n", k->op);
         return 1;
     }
@@ -79,7 +79,7 @@ static int run_case(const kcase *k, int64_t batch, double seconds, ry_rng *rng) 
     double start = bench_now();
     while (reps < 4096 && (reps < 5 || bench_now() - start < seconds)) {
         double t0 = bench_now(), c0 = cpu_now();
-        if (op->kernels[RY_TARGET_CPU](&c, k->nin, in, 1, &out)) {
+        if (cpu_kernel(op)(&c, k->nin, in, 1, &out)) {
             fprintf(stderr, "kernels: %s: %s\n", k->name, err.msg);
             return 1;
         }

@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
         args[i] = t->kind == RY_TYPE_TENSOR ? tensor_arg(t, model) : NULL;
     }
     ry_vm_program *p = NULL;
-    if (ry_vm_compile(m, &p, &err)) {
+    if (ry_vm_compile(m, NULL, &p, &err)) {
         ry_error_print(stderr, &err);
         return 1;
     }

@@ -5,18 +5,10 @@
  * whose gradient holds a NaN or an Inf, so the loop can name it.
  */
 #include <math.h>
-#include <stdatomic.h>
 #include <string.h>
 
+#include "backend/target.h"
 #include "relayc/optim.h"
-
-#include "backend/cpu/parallel.h"
-
-/* The finiteness scans are integer tests on the exponent bits, which
- * vectorize (GCC needs the pragma at -O2; clang does it anyway). */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
-#endif
 
 /* The p-norm of one tensor's n elements, accumulated in double. */
 static double tensor_norm(const ry_tensor *t, double p) {
@@ -114,98 +106,15 @@ ry_status ry_clip_grad_value(ry_param_set *grads, double clip, ry_error *err) {
     return RY_OK;
 }
 
-/* Whether x[0..n) holds a NaN or Inf: an all-ones exponent. One OR over
- * the whole run (no early exit), so the loop vectorizes. */
-static bool any_bad_f32(const float *x, int64_t n) {
-    uint32_t bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &x[i], sizeof u);
-        bad |= (u & 0x7f800000u) == 0x7f800000u;
-    }
-    return bad != 0;
-}
-
-static bool any_bad_f64(const double *x, int64_t n) {
-    uint64_t bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        uint64_t u;
-        memcpy(&u, &x[i], sizeof u);
-        bad |= (u & 0x7ff0000000000000u) == 0x7ff0000000000000u;
-    }
-    return bad != 0;
-}
-
-/* The scan of a large run split over the CPU pool: an OR of the chunks'
- * answers, so the split never changes the result. */
-typedef struct bad_split {
-    const ry_tensor *t;
-    int64_t lo;
-    atomic_bool bad;
-} bad_split;
-
-static void bad_chunk(void *ctx, int64_t lo, int64_t hi) {
-    bad_split *b = ctx;
-    const ry_tensor *t = b->t;
-    bool bad = t->dtype == RY_FLOAT32 ? any_bad_f32((const float *)t->data + b->lo + lo, hi - lo)
-                                      : any_bad_f64((const double *)t->data + b->lo + lo, hi - lo);
-    if (bad) atomic_store_explicit(&b->bad, true, memory_order_relaxed);
-}
-
-/* The first NaN/Inf of t's elements [lo, hi), or -1. */
-static int64_t first_bad(const ry_tensor *t, int64_t lo, int64_t hi) {
-    bool f32 = t->dtype == RY_FLOAT32;
-    bad_split b = {.t = t, .lo = lo};
-    atomic_init(&b.bad, false);
-    /* a read-only pass at memory speed: split only long runs */
-    ry_parallel_for(hi - lo, RY_PAR_GRAIN_EW, bad_chunk, &b);
-    if (!atomic_load_explicit(&b.bad, memory_order_relaxed)) return -1;
-    for (int64_t k = lo; k < hi; k++)
-        if (!isfinite(f32 ? (double)((const float *)t->data)[k] : ((const double *)t->data)[k]))
-            return k;
-    return -1;
-}
-
+/* The scans are the target's kernels; these host-tensor entry points use
+ * the CPU's. */
 int64_t ry_grad_scan(const ry_tensor *t, const int64_t *rows, int64_t nrows, double *norm) {
-    int64_t row = !rows ? t->size : t->shape[0] ? t->size / t->shape[0] : 0;
-    int64_t runs = rows ? nrows : 1;
-    double acc = 0;
-    for (int64_t r = 0; r < runs; r++) {
-        int64_t lo = rows ? rows[r] * row : 0, hi = lo + row;
-        if (!norm) {
-            int64_t k = first_bad(t, lo, hi);
-            if (k >= 0) return k;
-            continue;
-        }
-        /* as tensor_norm(t, 2): squares summed in double in element order
-         * (rows left out are zero and would add exactly nothing) */
-        if (t->dtype == RY_FLOAT32) {
-            const float *x = t->data;
-            for (int64_t k = lo; k < hi; k++) {
-                double a = fabs((double)x[k]);
-                acc += a * a;
-            }
-        } else {
-            const double *x = t->data;
-            for (int64_t k = lo; k < hi; k++) {
-                double a = fabs(x[k]);
-                acc += a * a;
-            }
-        }
-    }
-    if (!norm) return -1;
-    *norm = sqrt(acc);
-    if (isfinite(acc)) return -1; /* finite squares only come from finite elements */
-    for (int64_t r = 0; r < runs; r++) {
-        int64_t lo = rows ? rows[r] * row : 0, k = first_bad(t, lo, lo + row);
-        if (k >= 0) return k;
-    }
-    return -1; /* float64 squares can overflow: a finite gradient, an infinite norm */
+    return ry_target_cpu()->grad_scan(t, rows, nrows, norm);
 }
 
 int ry_params_find_nonfinite(const ry_param_set *g, int64_t *elem) {
     for (int i = 0; i < g->n; i++) {
-        int64_t k = first_bad(g->views[i], 0, g->views[i]->size);
+        int64_t k = ry_grad_scan(g->views[i], NULL, 0, NULL);
         if (k >= 0) {
             if (elem) *elem = k;
             return i;

@@ -10,7 +10,6 @@
 
 #include "optim_impl.h"
 
-#include "backend/cpu/parallel.h"
 
 static const char *const kind_names[RY_OPTIM_KIND_COUNT] = {"sgd", "adam", "adamw", "adagrad",
                                                             "rmsprop"};
@@ -188,6 +187,7 @@ ry_status ry_optim_new(const ry_optim_config *cfg, const ry_param_set *params, r
     ry_optimizer *o = ry_calloc(1, sizeof *o);
     if (!o || !keep_layout(o, params)) return oom(o, err);
     o->cfg = *cfg;
+    o->target = ry_target_cpu();
     o->n_slots = slot_plan(cfg, o->slot_names);
     for (int i = 0; i < o->n_slots; i++) {
         if (!o->slot_names[i]) continue;
@@ -223,15 +223,6 @@ static ry_status check_layout(const ry_optimizer *o, const ry_param_set *p, cons
         }
     }
     return RY_OK;
-}
-
-typedef void (*update_fn)(const ry_optim_config *, const ry_update_args *);
-
-static update_fn rule_of(const ry_optimizer *o) {
-    return o->cfg.kind == RY_OPTIM_SGD       ? ry_optim_sgd_update
-           : o->cfg.kind == RY_OPTIM_ADAGRAD ? ry_optim_adagrad_update
-           : o->cfg.kind == RY_OPTIM_RMSPROP ? ry_optim_rmsprop_update
-                                             : ry_optim_adam_update;
 }
 
 /* The counts may have been loaded from a file: whole numbers only. */
@@ -302,33 +293,10 @@ static ry_status check_grad(const ry_optimizer *o, const ry_param_set *params, i
     return RY_OK;
 }
 
-/* A dense update split over the CPU pool: each chunk is the rule over a
- * sub-run of the slabs. The rules are elementwise (each element's new
- * value depends on that element alone), so any split gives the bits of
- * one call over the whole run, at any thread count. */
-typedef struct update_split {
-    update_fn update;
-    const ry_optim_config *cfg;
-    const ry_update_args *a;
-    size_t es;
-} update_split;
-
-static void update_chunk(void *ctx, int64_t lo, int64_t hi) {
-    const update_split *u = ctx;
-    ry_update_args a = *u->a;
-    size_t off = (size_t)lo * u->es;
-    a.n = hi - lo;
-    a.param = (char *)a.param + off;
-    a.grad = (const char *)a.grad + off;
-    for (int s = 0; s < RY_OPTIM_MAX_SLOTS; s++)
-        if (a.slot[s]) a.slot[s] = (char *)a.slot[s] + off;
-    u->update(u->cfg, &a);
-}
-
 /* Parameter i's update, over all of it or over its listed rows (each row
  * one run of the slabs: the rules are elementwise). */
-static void update_param(ry_optimizer *o, update_fn update, ry_param_set *params, int i,
-                         const ry_optim_grad *g, double scale) {
+static void update_param(ry_optimizer *o, ry_param_set *params, int i, const ry_optim_grad *g,
+                         double scale) {
     const ry_tensor *p = params->views[i];
     size_t es = ry_dtype_size(o->dtype);
     ry_update_args a;
@@ -344,10 +312,7 @@ static void update_param(ry_optimizer *o, update_fn update, ry_param_set *params
         a.grad = g->t->data;
         for (int s = 0; s < o->n_slots; s++)
             a.slot[s] = o->slots[s] ? o->slots[s]->views[i]->data : NULL;
-        /* the update reads 2-5 runs and writes 1-4 per element, more than
-         * an elementwise map does: split from half its grain */
-        update_split u = {update, &o->cfg, &a, es};
-        ry_parallel_for(a.n, RY_PAR_GRAIN_EW / 2, update_chunk, &u);
+        o->target->update(&o->cfg, &a);
         return;
     }
     int64_t row = p->shape[0] ? p->size / p->shape[0] : 0;
@@ -358,7 +323,7 @@ static void update_param(ry_optimizer *o, update_fn update, ry_param_set *params
         a.grad = (const char *)g->t->data + off;
         for (int s = 0; s < o->n_slots; s++)
             a.slot[s] = o->slots[s] ? (char *)o->slots[s]->views[i]->data + off : NULL;
-        update(&o->cfg, &a);
+        o->target->update(&o->cfg, &a);
     }
 }
 
@@ -367,9 +332,8 @@ ry_status ry_optim_step_grads(ry_optimizer *o, ry_param_set *params, const ry_op
     if (check_layout(o, params, "parameters", err) || check_steps(o, err)) return RY_ERR;
     for (int i = 0; i < o->n_params; i++)
         if (!o->frozen[i] && check_grad(o, params, i, &grads[i], err)) return RY_ERR;
-    update_fn update = rule_of(o);
     for (int i = 0; i < o->n_params; i++)
-        if (!o->frozen[i]) update_param(o, update, params, i, &grads[i], scale);
+        if (!o->frozen[i]) update_param(o, params, i, &grads[i], scale);
     o->steps++;
     return RY_OK;
 }
@@ -383,15 +347,16 @@ ry_status ry_optim_step(ry_optimizer *o, ry_param_set *params, const ry_param_se
         return RY_ERR;
     if (grads->slab->data == params->slab->data)
         return ry_error_at(err, RY_NO_SPAN, "optimizer: the gradients are the parameters");
-    update_fn update = rule_of(o);
     for (int i = 0; i < o->n_params; i++) {
         if (o->frozen[i]) continue;
         ry_optim_grad g = {.t = grads->views[i]};
-        update_param(o, update, params, i, &g, 1.0);
+        update_param(o, params, i, &g, 1.0);
     }
     o->steps++;
     return RY_OK;
 }
+
+void ry_optim_set_target(ry_optimizer *o, const ry_target *t) { o->target = t ? t : ry_target_cpu(); }
 
 double ry_optim_lr(const ry_optimizer *o) { return o->cfg.lr; }
 void ry_optim_set_lr(ry_optimizer *o, double lr) { o->cfg.lr = lr; }

@@ -225,7 +225,7 @@ static void test_dropout_gradient_on_vm(void **state) {
         ry_value *oi = run_io(m, gname, 2, a, &io), *ov = NULL;
         ry_vm_program *prog = NULL;
         ry_vm_opts vo = {.training = true, .seed = 5};
-        if (ry_vm_compile(m, &prog, &err) || ry_vm_call(prog, gname, 2, a, &vo, &ov, &err))
+        if (ry_vm_compile(m, NULL, &prog, &err) || ry_vm_call(prog, gname, 2, a, &vo, &ov, &err))
             fail_msg("%s", err.msg);
         test_assert_close(ov->tuple.fields[0]->tensor, oi->tuple.fields[0]->tensor, 1e-12, 1e-14);
         for (int i = 0; i < 2; i++)

@@ -45,10 +45,10 @@ static void assert_err_contains(const char *what) {
 
 /* Runs tests/run/NAME.relay with every tests/run/NAME/in_*.npy and checks
  * each out_K.npy against the expected one. */
-static void check_program_on(const char *name, const char *target, double rtol, double atol) {
+static void check_program_on(const char *name, const char *engine, double rtol, double atol) {
     char args[6000], dir[512];
     snprintf(dir, sizeof dir, "tests/run/%s", name);
-    int n = snprintf(args, sizeof args, "run tests/run/%s.relay --target %s --out %s/%s", name, target, tmpdir, name);
+    int n = snprintf(args, sizeof args, "run tests/run/%s.relay --engine %s --out %s/%s", name, engine, tmpdir, name);
     DIR *d = opendir(dir);
     assert_non_null(d);
     int nexpected = 0;
@@ -85,7 +85,7 @@ static void check_program_on(const char *name, const char *target, double rtol, 
 /* Every program on both engines: the compiled one (the default) and the
  * reference interpreter. */
 static void check_program(const char *name, double rtol, double atol) {
-    check_program_on(name, "cpu", rtol, atol);
+    check_program_on(name, "vm", rtol, atol);
     check_program_on(name, "interp", rtol, atol);
 }
 
@@ -117,7 +117,14 @@ static void test_bad_command_lines(void **s) {
     assert_int_equal(run("run tests/run/mlp.relay --bogus"), 1);
     assert_err_contains("unknown option '--bogus'");
     assert_int_equal(run("run tests/run/mlp.relay --target gpu"), 1);
-    assert_err_contains("--target is cpu or interp");
+    assert_err_contains("--target: unknown target 'gpu' (known: cpu, opencl, cuda)");
+    assert_int_equal(run("run tests/run/mlp.relay --engine jit"), 1);
+    assert_err_contains("--engine is vm or interp, not 'jit'");
+    assert_int_equal(run("run tests/run/mlp.relay --target cuda"), 1);
+    assert_err_contains("target cuda is not built into this relayc");
+    /* the interpreter is an engine, not a target */
+    assert_int_equal(run("run tests/run/mlp.relay --target interp"), 1);
+    assert_err_contains("the interpreter is an engine: --engine interp");
     assert_int_equal(run("run tests/run/mlp.relay --level 3"), 1);
     assert_err_contains("--level needs 0, 1 or 2, got '3'");
     assert_int_equal(run("run tests/run/mlp.relay --input"), 1);
@@ -128,8 +135,8 @@ static void test_bad_command_lines(void **s) {
     assert_err_contains("tests/run/no_such_file.relay");
     assert_int_equal(run("run tests/run/mlp.relay --entry nothere"), 1);
     assert_err_contains("no global @nothere");
-    assert_int_equal(run("run tests/run/deep_recursion.relay --target interp --profile"), 1);
-    assert_err_contains("--profile is the compiled engine's; not with --target interp");
+    assert_int_equal(run("run tests/run/deep_recursion.relay --engine interp --profile"), 1);
+    assert_err_contains("--profile is the compiled engine's; not with --engine interp");
 }
 
 static void test_bad_inputs(void **s) {
@@ -171,7 +178,7 @@ static void test_runtime_errors(void **s) {
     assert_err_contains("tests/run_errors/any_mismatch.relay:");
     assert_err_contains("%x");
     /* a call passing a (?, ?) value to a (5, 1) parameter checks it */
-    const char *targets[4] = {"--target interp", "--level 0", "--level 1", "--level 2"};
+    const char *targets[4] = {"--engine interp", "--level 0", "--level 1", "--level 2"};
     for (int i = 0; i < 4; i++) {
         char args[300];
         snprintf(args, sizeof args,

@@ -59,7 +59,7 @@ static ry_tensor *call(const char *opname, ry_tensor *const *in, ry_dtype dt,
     ry_error err;
     memset(&err, 0, sizeof err);
     ry_kernel_ctx k = {.op = op, .attrs = &at, .err = &err};
-    if (op->kernels[RY_TARGET_CPU](&k, 2, in, 1, &out)) fail_msg("%s: %s", opname, err.msg);
+    if (cpu_kernel(op)(&k, 2, in, 1, &out)) fail_msg("%s: %s", opname, err.msg);
     return out;
 }
 

@@ -325,7 +325,7 @@ static void check_body(const body *b, ry_dtype dt, const char *const *shp, int t
     ry_free(printed);
     ry_set_num_threads(threads);
     ry_vm_program *p = NULL;
-    ok(ry_vm_compile(m, &p, &err));
+    ok(ry_vm_compile(m, NULL, &p, &err));
     ry_value *gi = call(m, NULL, "main", 3, args), *gv = call(m, p, "main", 3, args);
     ry_set_num_threads(1);
     char what[256];
@@ -443,7 +443,7 @@ static void epilogue_reads_addend_again(void **state) {
                          ry_value_tensor(random_tensor(RY_FLOAT32, 2, sc))};
     ry_value *want = call(m, NULL, "main", 3, args);
     ry_vm_program *p = NULL;
-    ok(ry_vm_compile(m, &p, &err));
+    ok(ry_vm_compile(m, NULL, &p, &err));
     for (int rep = 0; rep < 2; rep++) { /* cold, then with the plan's slots warm */
         ry_value *got = call(m, p, "main", 3, args);
         assert_match(got->tensor, want->tensor, 4, 1e-6, "in place over the addend");
@@ -566,7 +566,7 @@ static void results_list(void **state) {
     int64_t shape[1] = {70000};
     ry_value *arg = ry_value_tensor(random_tensor(RY_FLOAT32, 1, shape));
     ry_vm_program *p = NULL;
-    ok(ry_vm_compile(m, &p, &err));
+    ok(ry_vm_compile(m, NULL, &p, &err));
     for (int run = 0; run < 4; run++) { /* interpreter and VM, 1 and 2 threads */
         ry_set_num_threads(1 + run / 2);
         ry_value *got = call(m, run % 2 ? p : NULL, "main", 1, &arg);
@@ -624,7 +624,7 @@ static void *worker(void *arg) {
         ry_type *ot;
         int nout;
         ry_tensor **out;
-        if (ry_op_run(op, &attrs, a, 1, &t, 1, &x, &kc, &ot, &nout, &out) != RY_OK) {
+        if (ry_op_run(NULL, op, &attrs, a, 1, &t, 1, &x, &kc, &ot, &nout, &out) != RY_OK) {
             bad++;
             continue;
         }
@@ -727,7 +727,7 @@ static int check_program(const char *path, const char *dir) {
     nfused = occurrences(s, "fused.");
     ry_free(s);
     ry_vm_program *p = NULL;
-    ok(ry_vm_compile(m, &p, &err));
+    ok(ry_vm_compile(m, NULL, &p, &err));
     for (int engine = 0; engine < 2; engine++) {
         ry_value *got = call(m, engine ? p : NULL, "main", na, args);
         assert_values_close(got, want);

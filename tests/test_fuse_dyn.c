@@ -77,7 +77,7 @@ static char *check_fused(const char *text, int nin, const int64_t (*shapes)[2], 
     ok(ry_module_typecheck(m, &err));
     char *s = ry_module_print(m);
     ry_vm_program *p = NULL;
-    ok(ry_vm_compile(m, &p, &err));
+    ok(ry_vm_compile(m, NULL, &p, &err));
     ry_value *gi = call(m, NULL, nin, args), *gv = call(m, p, nin, args);
     assert_same(gi, want, rtol);
     assert_same(gv, gi, 0);

@@ -42,7 +42,7 @@ static ry_tensor *call(const char *opname, int nin, ry_tensor *const *in, ry_dty
     ry_error err;
     memset(&err, 0, sizeof err);
     ry_kernel_ctx c = {.op = op, .attrs = &at, .err = &err};
-    if (op->kernels[RY_TARGET_CPU](&c, nin, in, 1, &out)) fail_msg("%s: %s", opname, err.msg);
+    if (cpu_kernel(op)(&c, nin, in, 1, &out)) fail_msg("%s: %s", opname, err.msg);
     return out;
 }
 

@@ -358,7 +358,7 @@ static ry_tensor *run_kernel(const kcall *k, ry_tensor *const *in) {
     ry_error err;
     memset(&err, 0, sizeof err);
     ry_kernel_ctx c = {.op = op, .attrs = &as, .err = &err};
-    if (op->kernels[RY_TARGET_CPU](&c, k->nin, in, 1, &out)) fail_msg("%s: %s", k->op, err.msg);
+    if (cpu_kernel(op)(&c, k->nin, in, 1, &out)) fail_msg("%s: %s", k->op, err.msg);
     return out;
 }
 
@@ -469,7 +469,7 @@ static void call_kernel(const char *name, int nin, ry_tensor *const *in, int nou
     ry_error err;
     memset(&err, 0, sizeof err);
     ry_kernel_ctx c = {.op = op, .attrs = &as, .err = &err};
-    if (op->kernels[RY_TARGET_CPU](&c, nin, in, nout, out)) fail_msg("%s: %s", name, err.msg);
+    if (cpu_kernel(op)(&c, nin, in, nout, out)) fail_msg("%s: %s", name, err.msg);
 }
 
 /* split, concatenate and take of rows: large copies split over the pool

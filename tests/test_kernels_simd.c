@@ -147,7 +147,7 @@ static ry_tensor *run(const char *opname, const char *code, int nin, ry_tensor *
     ry_error err;
     memset(&err, 0, sizeof err);
     ry_kernel_ctx c = {.op = op, .attrs = &attrs, .err = &err};
-    if (op->kernels[RY_TARGET_CPU](&c, nin, in, 1, &out)) fail_msg("%s: %s", opname, err.msg);
+    if (cpu_kernel(op)(&c, nin, in, 1, &out)) fail_msg("%s: %s", opname, err.msg);
     return out;
 }
 

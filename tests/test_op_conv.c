@@ -121,7 +121,7 @@ static void run_fixture(void **state) {
     ry_type *out_type = NULL;
     int nout = 0;
     ry_tensor **out = NULL;
-    if (ry_op_run(op, &attrs, a, k->nin, types, k->nin, in, &kc, &out_type, &nout, &out)) {
+    if (ry_op_run(NULL, op, &attrs, a, k->nin, types, k->nin, in, &kc, &out_type, &nout, &out)) {
         ry_error_print(stderr, &err);
         fail_msg("%s: %s", k->name, err.msg);
     }
@@ -395,7 +395,7 @@ static void test_registry_entries(void **state) {
     for (int i = 0; i < ry_op_count(); i++) {
         const ry_op *op = ry_op_at(i);
         if (op >= ry_ops_conv && op < ry_ops_conv + ry_ops_conv_count) {
-            assert_non_null(op->kernels[RY_TARGET_CPU]);
+            assert_non_null(cpu_kernel(op));
             assert_non_null(op->doc);
             assert_true(op->grad != NULL || strstr(op->name, "grad") ||
                         strstr(op->name, "backward") || strstr(op->name, "adaptive"));
@@ -693,7 +693,7 @@ static void test_kernels_out_of_memory(void **state) {
             int nout = 0;
             ry_tensor **out = NULL;
             ry_alloc_fail_after(n);
-            ry_status s = ry_op_run(op, &attrs, a, k->nin, types, k->nin, in, &kc, &t, &nout, &out);
+            ry_status s = ry_op_run(NULL, op, &attrs, a, k->nin, types, k->nin, in, &kc, &t, &nout, &out);
             ry_alloc_fail_after(-1);
             if (s == RY_OK) {
                 ok = true;

@@ -73,7 +73,7 @@ static void run_case(const ry_op *op, const char *name, int nin, int nattrs, cha
     int nout = 0;
     ry_tensor **outs = NULL;
     if (ry_op_check_attrs(op, &as, &err) ||
-        ry_op_run(op, &as, arena, nin, types, nin, in, &kc, &ot, &nout, &outs))
+        ry_op_run(NULL, op, &as, arena, nin, types, nin, in, &kc, &ot, &nout, &outs))
         fail_msg("%s: %s", name, err.msg);
     assert_int_equal(nout, 1);
     snprintf(path, sizeof path, DIR "%s_out.npy", name);
@@ -374,7 +374,7 @@ static void kernel_errors(void **state) {
         ry_type *ot;
         int nout;
         ry_tensor **outs;
-        ry_status st = ry_op_run(ry_op_find(ops[k]), NULL, a, 2, ty, 2, t, &kc, &ot, &nout, &outs);
+        ry_status st = ry_op_run(NULL, ry_op_find(ops[k]), NULL, a, 2, ty, 2, t, &kc, &ot, &nout, &outs);
         assert_int_equal(st, RY_ERR);
         assert_int_equal(err.col, 6);
         if (!strstr(err.msg, msgs[k])) fail_msg("message \"%s\"", err.msg);
@@ -436,7 +436,7 @@ static void alloc_failures(void **state) {
             int nout;
             ry_tensor **outs;
             ry_alloc_fail_after(k);
-            ry_status st = ry_op_run(ry_op_find(runs[r].op), NULL, a, runs[r].n, ty, runs[r].n,
+            ry_status st = ry_op_run(NULL, ry_op_find(runs[r].op), NULL, a, runs[r].n, ty, runs[r].n,
                                      runs[r].in, &kc, &ot, &nout, &outs);
             ry_alloc_fail_after(-1);
             if (st == RY_OK) {
@@ -542,7 +542,7 @@ static void registry(void **state) {
         assert_non_null(op);
         assert_int_equal(op->pattern, want[i].pat);
         assert_int_equal(op->nargs, want[i].nargs);
-        assert_non_null(op->kernels[RY_TARGET_CPU]);
+        assert_non_null(cpu_kernel(op));
         assert_non_null(op->doc);
     }
     assert_int_equal(ry_ops_elemwise_count, 39); /* 38 + stop_gradient */

@@ -44,7 +44,7 @@ static ry_status run_op(const char *opname, ry_attrs attrs, int nin, ry_tensor *
     for (int i = 0; i < nin; i++) types[i] = ry_type_of_tensor(ar, in[i]);
     ry_kernel_ctx kc = {.span = RY_NO_SPAN, .err = err, .training = training, .rng = rng};
     ry_type *ot = NULL;
-    return ry_op_run(op, &attrs, ar, nin, types, nin, in, &kc, &ot, nout, outs);
+    return ry_op_run(NULL, op, &attrs, ar, nin, types, nin, in, &kc, &ot, nout, outs);
 }
 
 static void release_all(int n, ry_tensor **t) {
@@ -928,7 +928,7 @@ static void test_registry(void **state) {
         assert_int_equal(op->nargs, ops[i].nargs);
         assert_int_equal(op->pattern, ops[i].pat);
         assert_non_null(op->rel);
-        assert_non_null(op->kernels[RY_TARGET_CPU]);
+        assert_non_null(cpu_kernel(op));
         assert_non_null(op->doc);
     }
     const ry_op *bmm = ry_op_find("nn.batch_matmul");

@@ -308,7 +308,7 @@ static void run_case(const tcase *tc) {
     ry_type *ot = NULL;
     int nout = 0;
     ry_tensor **out = NULL;
-    if (ry_op_run(op, &attrs, a, nargs, argt, tc->nin, in, &kc, &ot, &nout, &out) != RY_OK)
+    if (ry_op_run(NULL, op, &attrs, a, nargs, argt, tc->nin, in, &kc, &ot, &nout, &out) != RY_OK)
         fail_msg("case %s: %s", tc->name, err.msg);
     assert_int_equal(nout, tc->nout);
     for (int i = 0; i < nout; i++) {
@@ -673,7 +673,7 @@ static ry_status run_op(const char *opname, const char *attrs, int nin, ry_tenso
     ry_attrs attr = parse_attrs(a, attrs);
     ry_kernel_ctx kc = {.span = CALL_SPAN, .err = err};
     ry_type *ot;
-    ry_status s = ry_op_run(ry_op_find(opname), &attr, a, nin, at, nin, in, &kc, &ot, nout, out);
+    ry_status s = ry_op_run(NULL, ry_op_find(opname), &attr, a, nin, at, nin, in, &kc, &ot, nout, out);
     ry_arena_free(a);
     return s;
 }
@@ -733,7 +733,7 @@ static void test_defaults_and_patterns(void **state) {
         assert_int_equal(op->nargs, want[i].nargs);
         assert_int_equal(op->pattern, want[i].pat);
         assert_non_null(op->rel);
-        assert_non_null(op->kernels[RY_TARGET_CPU]);
+        assert_non_null(cpu_kernel(op));
         assert_non_null(op->doc);
     }
     /* TVM's C++ defaults */

@@ -447,7 +447,7 @@ static void test_call_keeps_shape_check(void **state) {
     ry_value *args[2] = {ry_value_tensor(ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){5, 3})),
                          ry_value_tensor(ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){3, 4}))};
     ry_vm_program *p = NULL;
-    ok(ry_vm_compile(g, &p, &err), &err);
+    ok(ry_vm_compile(g, NULL, &p, &err), &err);
     ry_value *out = NULL;
     assert_int_equal(ry_vm_call(p, "main", 2, args, NULL, &out, &err), RY_ERR);
     assert_non_null(strstr(err.msg, "parameter %x"));

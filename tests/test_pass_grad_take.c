@@ -75,7 +75,7 @@ static void builds_one_where(void **state) {
     for (int k = 0; k < 5; k++) ry_tensor_set(x, k, 0.5 * k - 1);
     ry_value *a[2] = {ry_value_tensor(x), ry_value_tensor(ry_tensor_scalar(RY_INT32, 3))};
     ry_vm_program *p = NULL;
-    if (ry_vm_compile(m, &p, &err)) fail_msg("%s", err.msg);
+    if (ry_vm_compile(m, NULL, &p, &err)) fail_msg("%s", err.msg);
     ry_value *r = NULL;
     if (ry_vm_call(p, gname, 2, a, NULL, &r, &err)) fail_msg("%s", err.msg);
     ry_tensor *ts[4];

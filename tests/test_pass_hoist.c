@@ -129,7 +129,7 @@ static ry_value *vm_gradient(const char *text, int nargs, ry_value **args) {
     ok(ry_grad(m, "main", NULL, NULL, NULL, &err));
     ok(ry_optimize(m, 2, &err));
     ry_vm_program *p = NULL;
-    ok(ry_vm_compile(m, &p, &err));
+    ok(ry_vm_compile(m, NULL, &p, &err));
     ry_value *v = NULL;
     ok(ry_vm_call(p, "main_gradient", nargs, args, NULL, &v, &err));
     ry_vm_free(p);
@@ -299,7 +299,7 @@ static ry_value *charlstm_gradient(bool hoist, bool vm, ry_value **a) {
     if (vm) {
         ok(ry_optimize(m, 2, &err));
         ry_vm_program *p = NULL;
-        ok(ry_vm_compile(m, &p, &err));
+        ok(ry_vm_compile(m, NULL, &p, &err));
         ok(ry_vm_call(p, "loss_gradient", 11, a, NULL, &v, &err));
         ry_vm_free(p);
     } else {

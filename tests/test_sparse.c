@@ -59,7 +59,7 @@ static ry_value *run_vm(ry_module *m, const char *entry, int n, ry_value *const 
     ry_vm_program *p = NULL;
     ry_value *out = NULL;
     ry_error err = {0};
-    if (ry_vm_compile(m, &p, &err) != RY_OK || ry_vm_call(p, entry, n, a, NULL, &out, &err) != RY_OK) {
+    if (ry_vm_compile(m, NULL, &p, &err) != RY_OK || ry_vm_call(p, entry, n, a, NULL, &out, &err) != RY_OK) {
         ry_error_print(stderr, &err);
         ry_vm_free(p);
         fail_msg("vm: %s", err.msg);
@@ -199,7 +199,7 @@ static void test_index_out_of_range(void **state) {
     ry_value *out = NULL;
     ry_vm_program *p = NULL;
     ry_error err = {0};
-    assert_int_equal(ry_vm_compile(m, &p, &err), RY_OK);
+    assert_int_equal(ry_vm_compile(m, NULL, &p, &err), RY_OK);
     for (int f = 0; f < 2; f++) {
         const char *entry = f ? "g" : "s";
         int n = f ? 2 : 3;

@@ -67,7 +67,7 @@ static void test_rows_value(void **state) {
     ry_tensor *in[3] = {z, it, vals}, *out = ry_tensor_new(RY_FLOAT32, 2, shape);
     ry_error err = {0};
     ry_kernel_ctx kc = {.op = sc, .attrs = &attrs, .err = &err};
-    assert_int_equal(sc->kernels[RY_TARGET_CPU](&kc, 3, in, 1, &out), RY_OK);
+    assert_int_equal(cpu_kernel(sc)(&kc, 3, in, 1, &out), RY_OK);
     assert_memory_equal(d->data, out->data, ry_tensor_nbytes(d));
     /* add into a dense tensor: its values plus the rows */
     ry_tensor *base = rand_tensor(RY_FLOAT32, 2, shape), *sum = ry_tensor_copy(base);
@@ -172,7 +172,7 @@ static int run_three(ry_module *m, const char *entry, int n, ry_value *const *a,
     ry_vm_program *p = NULL;
     ry_value *ref = NULL;
     ry_error err = {0};
-    if (ry_interp_call(m, entry, n, a, NULL, &ref, &err) != RY_OK || ry_vm_compile(m, &p, &err) != RY_OK) {
+    if (ry_interp_call(m, entry, n, a, NULL, &ref, &err) != RY_OK || ry_vm_compile(m, NULL, &p, &err) != RY_OK) {
         ry_error_print(stderr, &err);
         fail_msg("%s", err.msg);
     }
@@ -318,7 +318,7 @@ static void test_vm_rows_error(void **state) {
                       ry_value_tensor(rand_tensor(RY_FLOAT32, 2, (int64_t[]){2, 2}))};
     ry_vm_program *p = NULL;
     ry_error err = {0};
-    assert_int_equal(ry_vm_compile(m, &p, &err), RY_OK);
+    assert_int_equal(ry_vm_compile(m, NULL, &p, &err), RY_OK);
     for (int s = 0; s < 2; s++) {
         ry_vm_opts o = {.sparse_rows = s == 1};
         ry_value *out = NULL;
@@ -428,7 +428,7 @@ static void test_treelstm_grad(void **state) {
         a[1 + i] = ry_value_tensor(t);
     }
     ry_vm_program *p = NULL;
-    assert_int_equal(ry_vm_compile(m, &p, &err), RY_OK);
+    assert_int_equal(ry_vm_compile(m, NULL, &p, &err), RY_OK);
     for (int k = 0; k < tb->ntrees; k++) {
         assert_int_equal(ry_tree_to_value(&tb->trees[k], leaf, node, &a[0], &err), RY_OK);
         ry_value *dense = vm_run(p, g, 10, a, false), *sparse = vm_run(p, g, 10, a, true);

@@ -741,11 +741,11 @@ static void test_cli_threads(void **state) {
     assert_non_null(strstr(prof, "ms in operators"));
     free(prof);
     snprintf(cmd, sizeof cmd,
-             "%s train %s/tree.relay --data sst:%s --steps 2 --profile --target interp > %s/out_prof.txt 2>&1",
+             "%s train %s/tree.relay --data sst:%s --steps 2 --profile --engine interp > %s/out_prof.txt 2>&1",
              relayc, dir, dir, dir);
     assert_int_not_equal(system(cmd), 0);
     prof = read_all(p);
-    assert_non_null(strstr(prof, "--profile needs --target cpu"));
+    assert_non_null(strstr(prof, "--profile needs the compiled engine (--engine vm)"));
     free(prof);
     snprintf(cmd, sizeof cmd, "%s train %s/tree.relay --data sst:%s --threads two > /dev/null 2>&1",
              relayc, dir, dir);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/target.h"
 #include "relayc/relayc.h"
 
 /* Parses text (and type-checks it when check is true); fails the test with
@@ -68,6 +69,12 @@ char *openblas_get_corename(void); /* OpenBLAS's; cblas.h would define I */
 static inline bool test_gemm_split_exact(void) {
     const char *c = openblas_get_corename();
     return c && (strcmp(c, "SkylakeX") == 0 || strcmp(c, "Cooperlake") == 0);
+}
+
+/* op's kernel on the CPU target (src/backend/target.h), or NULL. */
+static inline ry_kernel_fn cpu_kernel(const ry_op *op) {
+    const ry_kernel *k = ry_target_kernel(ry_target_cpu(), op);
+    return k ? k->fn : NULL;
 }
 
 #endif

@@ -61,7 +61,7 @@ static ry_vm_program *compile_ok(ry_module *m) {
     ry_vm_program *p = NULL;
     ry_error err;
     memset(&err, 0, sizeof err);
-    if (ry_vm_compile(m, &p, &err) != RY_OK) {
+    if (ry_vm_compile(m, NULL, &p, &err) != RY_OK) {
         ry_error_print(stderr, &err);
         fail_msg("vm compile failed: %s", err.msg);
     }
@@ -632,7 +632,7 @@ static void kind_errors_unchecked(void **state) {
  * same size, 64-byte aligned; tensors made with it free into it. */
 static void result_buffers_are_reused(void **state) {
     (void)state;
-    ry_allocator *a = vm_cpu_allocator();
+    ry_allocator *a = ry_target_cpu()->allocator();
     int64_t big[2] = {512, 512}, small[1] = {16};
     ry_tensor *t = ry_tensor_new_on(a, RY_FLOAT32, 2, big);
     assert_non_null(t);

@@ -79,7 +79,7 @@ static ry_module *load(const char *path) {
 static ry_vm_program *compile_ok(ry_module *m) {
     ry_vm_program *p = NULL;
     ry_error err;
-    if (ry_vm_compile(m, &p, &err) != RY_OK) fail_msg("vm compile: %s", err.msg);
+    if (ry_vm_compile(m, NULL, &p, &err) != RY_OK) fail_msg("vm compile: %s", err.msg);
     return p;
 }
 
@@ -441,7 +441,7 @@ typedef struct worker {
 static void *work(void *arg) {
     worker *w = arg;
     ry_error err;
-    w->ok = ry_vm_compile(w->s->m, &w->p, &err) == RY_OK;
+    w->ok = ry_vm_compile(w->s->m, NULL, &w->p, &err) == RY_OK;
     for (int i = 0; w->ok && i < w->steps; i++) {
         /* each thread its own argument values (value counts are not atomic) */
         ry_value *args[8];

@@ -110,7 +110,7 @@ static void pool_keeps_steps_flat(void **state) {
     rnn_setup(&s, 30);
     ry_vm_program *p = NULL;
     ry_error err = {0};
-    assert_int_equal(ry_vm_compile(s.m, &p, &err), RY_OK);
+    assert_int_equal(ry_vm_compile(s.m, NULL, &p, &err), RY_OK);
     ry_value *want = NULL;
     assert_int_equal(ry_interp_call(s.m, s.g, 3, s.args, NULL, &want, &err), RY_OK);
     ry_vm_opts off = {.no_plan = true};
@@ -125,7 +125,7 @@ static void pool_keeps_steps_flat(void **state) {
         counts[k] = ry_alloc_count() - before;
         assert_same(v, want);
         ry_value_release(v);
-        kept[k] = vm_pool_kept(p->pool);
+        kept[k] = p->target->pool_kept(p->pool);
     }
     print_message("allocations per step: %ld (first) %ld %ld %ld %ld %ld; pool keeps %ld buffers\n",
                   counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], kept[5]);
@@ -155,7 +155,7 @@ static void pool_outlives_program(void **state) {
     rnn_setup(&s, 5);
     ry_vm_program *p = NULL;
     ry_error err = {0};
-    assert_int_equal(ry_vm_compile(s.m, &p, &err), RY_OK);
+    assert_int_equal(ry_vm_compile(s.m, NULL, &p, &err), RY_OK);
     ry_value *a = call_ok(p, s.g, 3, s.args, NULL);
     ry_value *b = call_ok(p, s.g, 3, s.args, NULL);
     assert_same(a, b);
@@ -203,7 +203,7 @@ static void signatures_learned_per_shape(void **state) {
     ry_module *m = test_parse(poly_src, true);
     ry_vm_program *p = NULL;
     ry_error err = {0};
-    assert_int_equal(ry_vm_compile(m, &p, &err), RY_OK);
+    assert_int_equal(ry_vm_compile(m, NULL, &p, &err), RY_OK);
     ry_value *y = ry_value_tensor(ramp(2, (int64_t[]){2, 3}, -0.5));
     /* a tuple argument of static tensors: the fast path from the start */
     ry_value *fx[2] = {ry_value_tensor(ramp(2, (int64_t[]){4, 3}, 2.0)), y};
@@ -248,7 +248,7 @@ static void zeros_like_shared(void **state) {
     ry_module *m = test_parse(zeros_src, true);
     ry_vm_program *p = NULL;
     ry_error err = {0};
-    assert_int_equal(ry_vm_compile(m, &p, &err), RY_OK);
+    assert_int_equal(ry_vm_compile(m, NULL, &p, &err), RY_OK);
     ry_vm_opts o = {.sparse_rows = true};
     ry_value *x3 = ry_value_tensor(ramp(2, (int64_t[]){3, 4}, 1.0));
     ry_value *x5 = ry_value_tensor(ramp(2, (int64_t[]){5, 4}, 1.0));

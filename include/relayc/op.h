@@ -1,8 +1,10 @@
 /*
  * op.h: the operator registry. Each operator is one entry: TVM's name, its
- * attributes with TVM's C++ defaults, its type relation, its kernels per
- * target and its fusion pattern. Adding an operator means adding one entry
- * (in the family file under src/op/) and its tests, nothing elsewhere.
+ * attributes with TVM's C++ defaults, its type relation, its gradient rule,
+ * its fusion pattern and the facts that hold on every target (random,
+ * movable out of a loop). Adding an operator means adding one entry (in the
+ * family file under src/op/), its kernel on each target that has it (the
+ * target's table in src/backend/<target>/kernels.c) and its tests.
  *
  * Kernels receive their outputs already allocated: the runtime computes the
  * result's shape by running the type relation on the concrete input types, so
@@ -12,6 +14,7 @@
 #define RELAYC_OP_H
 
 #include "relayc/ir.h"
+#include "relayc/target.h"
 
 /* How an operator may be fused (TVM's OpPatternKind). */
 typedef enum ry_op_pattern {
@@ -22,13 +25,6 @@ typedef enum ry_op_pattern {
     RY_PAT_OUT_ELEMWISE = 4,   /* dense, conv2d: fusable epilogue */
     RY_PAT_OPAQUE = 8
 } ry_op_pattern;
-
-typedef enum ry_target {
-    RY_TARGET_CPU = 0,
-    RY_TARGET_CUDA,
-    RY_TARGET_OPENCL,
-    RY_TARGET_COUNT
-} ry_target;
 
 /* ---- type relations ---------------------------------------------------
  * Called by the type checker (and at run time on concrete types) with the
@@ -102,10 +98,16 @@ struct ry_op {
     int nattrs;
     ry_attr_def attrs[RY_MAX_ATTRS];
     ry_type_rel_fn rel;
-    ry_kernel_fn kernels[RY_TARGET_COUNT]; /* NULL where a target lacks it */
     const char *doc;    /* one line: the rule, e.g. "dense: (n, k) x (m, k) -> (n, m)" */
     ry_grad_fn grad;    /* NULL: no rule (an error where a gradient is asked) */
     bool no_grad;       /* not differentiable (comparisons, argmax): zero adjoints */
+    bool random;        /* draws from the random state (nn.dropout): never folded,
+                         * removed when dead or moved */
+    bool zeros;         /* its result is all zeros (zeros, zeros_like): a known zero to
+                         * partial evaluation and to the engine's row-sparse values */
+    bool movable;       /* pure, deterministic and total on arguments of its checked
+                         * types: may run once before a loop instead of at each step
+                         * (ry_hoist) */
 };
 
 /* Attribute-value shorthands for registry entries. */
@@ -130,6 +132,13 @@ extern const ry_op ry_ops_conv[];
 extern const int ry_ops_conv_count;
 extern const ry_op ry_ops_transform[];
 extern const int ry_ops_transform_count;
+extern const ry_op ry_ops_scatter[];
+extern const int ry_ops_scatter_count;
+
+/* op's position in the registry (0 .. ry_op_count() - 1: ry_op_at's), or
+ * -1 for an op that is not a registry entry. Constant time: targets index
+ * their kernel tables by it. */
+int ry_op_index(const ry_op *op);
 
 /* Checks that every attribute in attrs is declared by op and has a usable
  * kind; errors point at the attribute. */
@@ -147,14 +156,15 @@ const char *ry_attr_str(const ry_op *op, const ry_attrs *attrs, const char *name
 int ry_attr_ints(const ry_op *op, const ry_attrs *attrs, const char *name, int64_t *out,
                  int max);
 
-/* Runs op's CPU kernel on concrete arguments. arg_types: one per argument,
+/* Runs op's kernel on target t (NULL: the CPU) on concrete host tensors
+ * (constant folding, the interpreter). arg_types: one per argument,
  * tensor types with constant dims (or tuples of them); in: the tensors,
  * flattened depth-first. Computes the result type with the relation,
  * allocates the results and runs the kernel. On success *out_type is the
  * result type (in scratch) and (*out)[0..*nout) are new tensors the caller
  * owns, in an array allocated with ry_malloc. */
-ry_status ry_op_run(const ry_op *op, const ry_attrs *attrs, ry_arena *scratch, int nargs,
-                    ry_type *const *arg_types, int nin, ry_tensor *const *in,
+ry_status ry_op_run(const ry_target *t, const ry_op *op, const ry_attrs *attrs, ry_arena *scratch,
+                    int nargs, ry_type *const *arg_types, int nin, ry_tensor *const *in,
                     ry_kernel_ctx *kctx, ry_type **out_type, int *nout, ry_tensor ***out);
 
 /* Helpers for relations: a tensor type from a tensor, and broadcasting. */

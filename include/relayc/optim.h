@@ -12,6 +12,7 @@
 #define RELAYC_OPTIM_H
 
 #include "relayc/params.h"
+#include "relayc/target.h"
 
 typedef enum ry_optim_kind {
     RY_OPTIM_SGD,
@@ -60,6 +61,11 @@ typedef struct ry_optimizer ry_optimizer;
 ry_status ry_optim_new(const ry_optim_config *cfg, const ry_param_set *params,
                        ry_optimizer **out, ry_error *err);
 void ry_optim_free(ry_optimizer *o); /* NULL is fine */
+
+/* The target whose update kernel steps run on (default, and for NULL: the
+ * CPU); the parameters, gradients and slots handed to steps must live
+ * there. The trainer sets its own target. */
+void ry_optim_set_target(ry_optimizer *o, const ry_target *t);
 
 /* One update of params from grads, both laid out as at ry_optim_new, in one
  * pass over the slabs. Frozen parameters are skipped entirely (no update, no

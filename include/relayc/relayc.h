@@ -6,6 +6,7 @@
 
 #include "relayc/base.h"
 #include "relayc/tensor.h"
+#include "relayc/target.h"
 #include "relayc/ir.h"
 #include "relayc/op.h"
 #include "relayc/value.h"

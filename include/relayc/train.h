@@ -48,8 +48,11 @@ typedef struct ry_train_opts {
     const char *sym_names[RY_TRAIN_MAX_SYMS];
     int64_t sym_values[RY_TRAIN_MAX_SYMS];
     bool training;               /* training mode (dropout) */
-    bool use_interp;             /* run with the reference interpreter instead
-                                    of the compiled engine (vm.h) */
+    ry_engine engine;            /* RY_ENGINE_VM (default): the compiled engine
+                                    (vm.h); RY_ENGINE_INTERP: the reference
+                                    interpreter (CPU only) */
+    const ry_target *target;     /* where the kernels, parameters, gradients and
+                                    optimizer state live; NULL: the CPU */
     bool dense_grads;            /* never ask the engine for row-sparse
                                     gradients (RY_VAL_ROWS); the results are
                                     the same to rounding (train_grad.c) */
@@ -81,7 +84,7 @@ ry_status ry_trainer_new_file(const char *path, const ry_train_opts *opts, ry_tr
 void ry_trainer_free(ry_trainer *tr); /* NULL is fine */
 
 /* The compiled gradient program the trainer runs on the calling thread
- * (for ry_vm_set_profile and ry_vm_print_profile); NULL with use_interp. */
+ * (for ry_vm_set_profile and ry_vm_print_profile); NULL with the interpreter. */
 ry_vm_program *ry_trainer_vm(ry_trainer *tr);
 
 /* Borrowed views of the trainer's state. */

@@ -76,6 +76,7 @@
 
 #include <stdio.h>
 
+#include "relayc/target.h"
 #include "relayc/value.h"
 
 typedef struct ry_vm_program ry_vm_program;
@@ -95,12 +96,14 @@ typedef struct ry_vm_opts {
     bool no_plan;
 } ry_vm_opts;
 
-/* Compiles every global function of the type-checked module m. The program
+/* Compiles every global function of the type-checked module m for target t
+ * (NULL: the CPU; target.h): its kernels are t's, and an operator t has no
+ * kernel for is an error here, located at the call. The program
  * keeps pointers into m (its nodes, constants and the ANF forms it adds to
  * m's arena): free it before m, and recompile after changing m. Several
  * threads may compile programs from one m at once (nothing else may change
  * m meanwhile). On error *out is NULL and err is set (located). */
-ry_status ry_vm_compile(ry_module *m, ry_vm_program **out, ry_error *err);
+ry_status ry_vm_compile(ry_module *m, const ry_target *t, ry_vm_program **out, ry_error *err);
 
 /* Calls global `entry` with args (borrowed). Arguments are checked against
  * the entry's annotated parameter types as the interpreter checks them. On

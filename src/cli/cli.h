@@ -27,9 +27,13 @@ bool cli_is_help(const char *arg);
  * value and advances *i, or NULL if argv[*i] is not this option. Prints an
  * error and sets *bad when the value is missing. */
 const char *cli_option(int argc, char **argv, int *i, const char *name, bool *bad);
-/* `--target cpu|interp`: the compiled engine or the reference interpreter;
- * returns the exit status (1 after printing an error). */
-int cli_target(const char *cmd, const char *v, bool *use_interp);
+/* `--engine vm|interp`: the compiled engine or the reference interpreter;
+ * `--target cpu|opencl|cuda`: where the kernels run (target.h). Each
+ * returns the exit status (1 after printing an error). cli_engine_check:
+ * the interpreter runs on the CPU target only. */
+int cli_engine(const char *cmd, const char *v, ry_engine *out);
+int cli_target(const char *cmd, const char *v, const ry_target **out);
+int cli_engine_check(const char *cmd, ry_engine engine, const ry_target *target);
 /* Prints "relayc CMD: error: ..." to stderr and returns 1. */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

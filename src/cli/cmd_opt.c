@@ -119,7 +119,7 @@ int cmd_opt(int argc, char **argv) {
     }
     if (rc == 0 && plan) {
         ry_vm_program *prog = NULL;
-        if (ry_vm_compile(m, &prog, &err) != RY_OK) {
+        if (ry_vm_compile(m, NULL, &prog, &err) != RY_OK) {
             ry_error_print(stderr, &err);
             rc = 1;
         } else {

@@ -1,7 +1,8 @@
 /*
  * cmd_run.c: `relayc run FILE [--entry NAME] [--input NAME=PATH.npy]...
- * [--out DIR] [--grad] [--target cpu|interp]`: run a function with the
- * compiled engine (or the reference interpreter) and write its result,
+ * [--out DIR] [--grad] [--engine vm|interp] [--target cpu]`: run a
+ * function with the compiled engine (or the reference interpreter) on a
+ * target and write its result,
  * flattened depth-first, as DIR/out_0.npy, ...; with
  * --grad, differentiate it first (seeding the result with ones, as TVM's
  * gradient pass does) and also write DIR/grad_<param>.npy.
@@ -17,7 +18,8 @@
 
 static const char *help =
     "usage: relayc run FILE [--entry NAME] [--input NAME=PATH.npy]... [--out DIR]\n"
-    "                 [--grad] [--target cpu|interp] [--level N] [--train] [--seed N]\n"
+    "                 [--grad] [--engine vm|interp] [--target cpu] [--level N] [--train]\n"
+    "                 [--seed N]\n"
     "                 [--plan] [--profile]\n"
     "\n"
     "Runs global @NAME (default main) of FILE with the compiled engine.\n"
@@ -30,7 +32,9 @@ static const char *help =
     "  --out DIR             where to write the outputs (created if missing)\n"
     "  --grad                differentiate @NAME (every output seeded with ones) and\n"
     "                        also write DIR/grad_<param>.npy for each tensor parameter\n"
-    "  --target cpu|interp   the compiled engine (default) or the reference interpreter\n"
+    "  --engine vm|interp    the compiled engine (default) or the reference interpreter\n"
+    "  --target NAME         where the compiled engine's kernels run: cpu (default;\n"
+    "                        opencl and cuda where built in)\n"
     "  --level N             the compiled engine's optimization: 0 none, 1 folding, CSE,\n"
     "                        DCE and fusion, 2 (default) also loop-invariant code motion\n"
     "                        and partial evaluation first\n"
@@ -46,7 +50,9 @@ typedef struct run_args {
     const char *path, *entry, *out;
     cli_inputs inputs;
     ry_interp_opts opts;
-    bool grad, use_interp, plan, profile;
+    bool grad, plan, profile;
+    ry_engine engine;
+    const ry_target *target;
     int level;
 } run_args;
 
@@ -67,8 +73,10 @@ static int parse_args(int argc, char **argv, run_args *a) {
             a->entry = v[0] == '@' ? v + 1 : v;
         } else if (!bad && (v = cli_option(argc, argv, &i, "--out", &bad))) {
             a->out = v;
+        } else if (!bad && (v = cli_option(argc, argv, &i, "--engine", &bad))) {
+            if (cli_engine("run", v, &a->engine)) return 1;
         } else if (!bad && (v = cli_option(argc, argv, &i, "--target", &bad))) {
-            if (cli_target("run", v, &a->use_interp)) return 1;
+            if (cli_target("run", v, &a->target)) return 1;
         } else if (!bad && (v = cli_option(argc, argv, &i, "--level", &bad))) {
             if (strlen(v) != 1 || v[0] < '0' || v[0] > '2')
                 return cli_fail("run", "--level needs 0, 1 or 2, got '%s'", v);
@@ -98,8 +106,9 @@ static int parse_args(int argc, char **argv, run_args *a) {
         }
     }
     if (!a->path) return cli_fail("run", "missing FILE (see relayc run --help)");
-    if (a->use_interp && (a->plan || a->profile))
-        return cli_fail("run", "%s is the compiled engine's; not with --target interp",
+    if (cli_engine_check("run", a->engine, a->target)) return 1;
+    if (a->engine == RY_ENGINE_INTERP && (a->plan || a->profile))
+        return cli_fail("run", "%s is the compiled engine's; not with --engine interp",
                         a->plan ? "--plan" : "--profile");
     return 0;
 }
@@ -121,14 +130,14 @@ static int write_results(const run_args *a, const ry_expr *fn, const ry_value *r
     return 0;
 }
 
-/* Runs entry on the compiled engine, or the interpreter with --target interp. */
+/* Runs entry on the compiled engine, or the interpreter with --engine interp. */
 static ry_status call(const run_args *a, ry_module *m, const char *entry, int n, ry_value **args,
                       ry_value **out, ry_error *err) {
-    if (a->use_interp) return ry_interp_call(m, entry, n, args, &a->opts, out, err);
+    if (a->engine == RY_ENGINE_INTERP) return ry_interp_call(m, entry, n, args, &a->opts, out, err);
     ry_vm_program *prog = NULL;
     ry_vm_opts vo = {.training = a->opts.training, .seed = a->opts.seed, .max_depth = a->opts.max_depth};
     ry_status st = ry_optimize(m, a->level, err);
-    if (st == RY_OK) st = ry_vm_compile(m, &prog, err);
+    if (st == RY_OK) st = ry_vm_compile(m, a->target, &prog, err);
     if (st == RY_OK && a->plan) ry_vm_print_plan(prog, stdout);
     if (st == RY_OK) ry_vm_set_profile(prog, a->profile);
     if (st == RY_OK) st = ry_vm_call(prog, entry, n, args, &vo, out, err);
@@ -159,7 +168,7 @@ int cmd_run(int argc, char **argv) {
     } else if (!(args = ry_calloc((size_t)(n ? n : 1), sizeof *args))) {
         rc = cli_fail("run", "out of memory");
     } else if ((rc = cli_bind_params("run", a->entry, &a->inputs, g->func, NULL, false, args)) != 0) {
-    } else if (!a->use_interp && a->level >= 2 && ry_hoist(m, &err) != RY_OK) {
+    } else if (a->engine == RY_ENGINE_VM && a->level >= 2 && ry_hoist(m, &err) != RY_OK) {
         ry_error_print(stderr, &err);
         rc = 1;
     } else if (a->grad && ry_grad_ex(m, a->entry, NULL, NULL,

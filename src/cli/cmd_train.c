@@ -47,7 +47,9 @@ static const char *help =
     "  --csv PATH                  metrics, one row per logged step and evaluation\n"
     "  --log-every N               plain log lines every N steps (default 50)\n"
     "  --quiet                     no progress output\n"
-    "  --target cpu|interp         the compiled engine (default) or the interpreter\n"
+    "  --engine vm|interp          the compiled engine (default) or the interpreter\n"
+    "  --target NAME               where kernels, parameters and optimizer state live:\n"
+    "                              cpu (default; opencl and cuda where built in)\n"
     "  --threads N                 cores for the kernels and for a step's independent\n"
     "                              calls (trees); results do not depend on it\n"
     "                              (default: RELAYC_NUM_THREADS, else 1)\n"
@@ -62,7 +64,8 @@ typedef struct train_args {
     int64_t epochs, steps, batch, seq, val, ckpt_every, keep, log_every, threads;
     uint64_t seed;
     bool resume, quiet, drop_last, profile;
-    bool use_interp;
+    ry_engine engine;
+    const ry_target *target;
 } train_args;
 
 static bool num(const char *v, double *out) {
@@ -125,8 +128,10 @@ static int parse_args(int argc, char **argv, train_args *a) {
         else if (!bad && (v = cli_option(argc, argv, &i, "--optimizer", &bad))) a->optimizer = v;
         else if (!bad && (v = cli_option(argc, argv, &i, "--checkpoint-dir", &bad))) a->ckpt_dir = v;
         else if (!bad && (v = cli_option(argc, argv, &i, "--csv", &bad))) a->csv = v;
-        else if (!bad && (v = cli_option(argc, argv, &i, "--target", &bad))) {
-            if (cli_target("train", v, &a->use_interp)) return 1;
+        else if (!bad && (v = cli_option(argc, argv, &i, "--engine", &bad))) {
+            if (cli_engine("train", v, &a->engine)) return 1;
+        } else if (!bad && (v = cli_option(argc, argv, &i, "--target", &bad))) {
+            if (cli_target("train", v, &a->target)) return 1;
         }
         else if (!bad && (v = cli_option(argc, argv, &i, "--seed", &bad))) {
             int64_t s;
@@ -150,7 +155,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (!a->data) return cli_fail("train", "no --data (relayc train --help)");
     if (a->resume && !a->ckpt_dir) return cli_fail("train", "--resume needs --checkpoint-dir");
     if (a->threads > 64) return cli_fail("train", "--threads %lld: at most 64", (long long)a->threads);
-    return 0;
+    return cli_engine_check("train", a->engine, a->target);
 }
 
 static int make_opts(const train_args *a, ry_train_opts *o) {
@@ -166,7 +171,8 @@ static int make_opts(const train_args *a, ry_train_opts *o) {
     if (!isnan(a->weight_decay)) o->optim.weight_decay = a->weight_decay;
     o->clip_norm = a->clip_norm;
     o->seed = a->seed;
-    o->use_interp = a->use_interp;
+    o->engine = a->engine;
+    o->target = a->target;
     /* kernels and OpenBLAS (threads.h), and the trainer's workers */
     if (a->threads > 0) ry_set_num_threads((int)a->threads);
     o->threads = (int)a->threads;
@@ -364,7 +370,7 @@ int cmd_train(int argc, char **argv) {
     config_line(argc, argv, config, sizeof config);
     rc = load_data(tr, &a, &d, &err);
     ry_vm_program *vm = ry_trainer_vm(tr);
-    if (rc == 0 && a.profile && !vm) rc = cli_fail("train", "--profile needs --target cpu");
+    if (rc == 0 && a.profile && !vm) rc = cli_fail("train", "--profile needs the compiled engine (--engine vm)");
     ry_vm_set_profile(vm, a.profile);
     if (rc == 0) rc = fit(tr, &a, &d, config);
     if (rc == 0 && a.profile) ry_vm_print_profile(vm, stderr, 30);

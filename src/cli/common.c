@@ -49,9 +49,26 @@ int cli_fail(const char *cmd, const char *fmt, ...) {
     return 1;
 }
 
-int cli_target(const char *cmd, const char *v, bool *use_interp) {
-    if (strcmp(v, "cpu") == 0) *use_interp = false;
-    else if (strcmp(v, "interp") == 0) *use_interp = true;
-    else return cli_fail(cmd, "--target is cpu or interp, not '%s'", v);
+int cli_engine(const char *cmd, const char *v, ry_engine *out) {
+    if (strcmp(v, "vm") == 0) *out = RY_ENGINE_VM;
+    else if (strcmp(v, "interp") == 0) *out = RY_ENGINE_INTERP;
+    else return cli_fail(cmd, "--engine is vm or interp, not '%s'", v);
+    return 0;
+}
+
+int cli_target(const char *cmd, const char *v, const ry_target **out) {
+    if (strcmp(v, "interp") == 0)
+        return cli_fail(cmd, "--target names where kernels run (cpu, opencl, cuda); the "
+                             "interpreter is an engine: --engine interp");
+    ry_error err;
+    if (ry_target_find(v, out, &err)) return cli_fail(cmd, "--target: %s", err.msg);
+    return 0;
+}
+
+int cli_engine_check(const char *cmd, ry_engine engine, const ry_target *target) {
+    if (engine == RY_ENGINE_INTERP && target && target != ry_target_cpu())
+        return cli_fail(cmd, "the interpreter runs on the CPU only: --engine interp with "
+                             "--target %s",
+                        ry_target_name(target));
     return 0;
 }

@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "backend/cpu/conv_kernels.h"
+#include "op/conv_attrs.h"
 #include "op/grad_rules.h"
 
 /* ---- attribute reading ---- */
@@ -696,7 +696,6 @@ const ry_op ry_ops_conv[] = {
                {"out_layout", RY_ASTR("")},
                {"out_dtype", RY_ASTR("")}},
      .rel = conv2d_rel,
-     .kernels = {[RY_TARGET_CPU] = ry_cpu_conv2d},
      .doc = "conv2d: (N, C, H, W) x (O, C/groups, KH, KW) -> (N, O, OH, OW)",
      .grad = grad_conv2d},
     {.name = "nn.conv2d_transpose",
@@ -715,7 +714,6 @@ const ry_op ry_ops_conv[] = {
                {"out_layout", RY_ASTR("")},
                {"out_dtype", RY_ASTR("")}},
      .rel = conv2d_transpose_rel,
-     .kernels = {[RY_TARGET_CPU] = ry_cpu_conv2d_transpose},
      .doc = "conv2d_transpose: (N, C, H, W) x (C, O/groups, KH, KW) -> (N, O, OH, OW)",
      .grad = grad_conv2d_transpose},
     {.name = "nn.max_pool2d",
@@ -730,7 +728,6 @@ const ry_op ry_ops_conv[] = {
                {"out_layout", RY_ASTR("")},
                {"ceil_mode", RY_ABOOL(false)}},
      .rel = pool2d_rel,
-     .kernels = {[RY_TARGET_CPU] = ry_cpu_max_pool2d},
      .doc = "max_pool2d: (N, C, H, W) -> (N, C, OH, OW), max over each window",
      .grad = grad_max_pool2d},
     {.name = "nn.avg_pool2d",
@@ -746,7 +743,6 @@ const ry_op ry_ops_conv[] = {
                {"ceil_mode", RY_ABOOL(false)},
                {"count_include_pad", RY_ABOOL(false)}},
      .rel = pool2d_rel,
-     .kernels = {[RY_TARGET_CPU] = ry_cpu_avg_pool2d},
      .doc = "avg_pool2d: (N, C, H, W) -> (N, C, OH, OW), mean over each window",
      .grad = grad_avg_pool2d},
     {.name = "nn.global_avg_pool2d",
@@ -755,7 +751,6 @@ const ry_op ry_ops_conv[] = {
      .nattrs = 2,
      .attrs = {{"layout", RY_ASTR("NCHW")}, {"out_layout", RY_ASTR("")}},
      .rel = global_pool2d_rel,
-     .kernels = {[RY_TARGET_CPU] = ry_cpu_global_avg_pool2d},
      .doc = "global_avg_pool2d: (N, C, H, W) -> (N, C, 1, 1)",
      .grad = grad_global_avg_pool2d},
     {.name = "nn.global_max_pool2d",
@@ -764,7 +759,6 @@ const ry_op ry_ops_conv[] = {
      .nattrs = 2,
      .attrs = {{"layout", RY_ASTR("NCHW")}, {"out_layout", RY_ASTR("")}},
      .rel = global_pool2d_rel,
-     .kernels = {[RY_TARGET_CPU] = ry_cpu_adaptive_max_pool2d},
      .doc = "global_max_pool2d: (N, C, H, W) -> (N, C, 1, 1)",
      .grad = grad_global_max_pool2d},
     {.name = "nn.adaptive_avg_pool2d",
@@ -773,7 +767,6 @@ const ry_op ry_ops_conv[] = {
      .nattrs = 3,
      .attrs = {{"output_size", RY_AEMPTY}, {"layout", RY_ASTR("NCHW")}, {"out_layout", RY_ASTR("")}},
      .rel = global_pool2d_rel,
-     .kernels = {[RY_TARGET_CPU] = ry_cpu_adaptive_avg_pool2d},
      .doc = "adaptive_avg_pool2d: (N, C, H, W) -> (N, C, OH, OW), OH, OW = output_size",
      .grad = ry_grad_adaptive_avg_pool2d}, /* rule in grad_pool.c */
     {.name = "nn.adaptive_max_pool2d",
@@ -782,7 +775,6 @@ const ry_op ry_ops_conv[] = {
      .nattrs = 3,
      .attrs = {{"output_size", RY_AEMPTY}, {"layout", RY_ASTR("NCHW")}, {"out_layout", RY_ASTR("")}},
      .rel = global_pool2d_rel,
-     .kernels = {[RY_TARGET_CPU] = ry_cpu_adaptive_max_pool2d},
      .doc = "adaptive_max_pool2d: (N, C, H, W) -> (N, C, OH, OW), OH, OW = output_size",
      .grad = ry_grad_adaptive_max_pool2d},
     {.name = "nn.conv2d_backward_weight",
@@ -800,7 +792,6 @@ const ry_op ry_ops_conv[] = {
                {"out_layout", RY_ASTR("")},
                {"out_dtype", RY_ASTR("")}},
      .rel = conv2d_backward_weight_rel,
-     .kernels = {[RY_TARGET_CPU] = ry_cpu_conv2d_backward_weight},
      .doc = "conv2d_backward_weight: (N, O, OH, OW) x (N, C, H, W) -> (O, C/groups, KH, KW)",
      .grad = ry_grad_conv2d_backward_weight},
     {.name = "nn.max_pool2d_grad",
@@ -815,7 +806,6 @@ const ry_op ry_ops_conv[] = {
                {"out_layout", RY_ASTR("")},
                {"ceil_mode", RY_ABOOL(false)}},
      .rel = pool2d_grad_rel,
-     .kernels = {[RY_TARGET_CPU] = ry_cpu_max_pool2d_grad},
      .doc = "max_pool2d_grad: (N, C, OH, OW) x (N, C, H, W) -> (N, C, H, W), to each argmax",
      .grad = ry_grad_max_pool2d_grad},
     {.name = "nn.avg_pool2d_grad",
@@ -831,7 +821,6 @@ const ry_op ry_ops_conv[] = {
                {"ceil_mode", RY_ABOOL(false)},
                {"count_include_pad", RY_ABOOL(false)}},
      .rel = pool2d_grad_rel,
-     .kernels = {[RY_TARGET_CPU] = ry_cpu_avg_pool2d_grad},
      .doc = "avg_pool2d_grad: (N, C, OH, OW) x (N, C, H, W) -> (N, C, H, W), spread evenly",
      .grad = ry_grad_avg_pool2d_grad},
 };

@@ -15,7 +15,6 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "backend/cpu/elemwise_kernels.h"
 #include "op/grad_rules.h"
 #include "relayc/op.h"
 
@@ -325,104 +324,107 @@ static ry_rel_status rel_collapse_sum_like(ry_rel_ctx *c, int n, ry_type *const 
 
 /* ---- the table ---- */
 
-#define CPU(k) .kernels = {[RY_TARGET_CPU] = ry_cpu_##k}
-#define BIN(NAME, K, REL, DOC, GRAD)                                                        \
-    {.name = NAME, .nargs = 2, .pattern = RY_PAT_BROADCAST, .rel = REL, CPU(K), .doc = DOC, \
+#define BIN(NAME, REL, DOC, GRAD)                                                        \
+    {.name = NAME, .nargs = 2, .pattern = RY_PAT_BROADCAST, .rel = REL, .doc = DOC, \
      .grad = GRAD}
 /* comparisons and logic: bool results, zero adjoints */
-#define CMP(NAME, K, REL, DOC)                                                        \
-    {.name = NAME, .nargs = 2, .pattern = RY_PAT_BROADCAST, .rel = REL, CPU(K), .doc = DOC, \
+#define CMP(NAME, REL, DOC)                                                        \
+    {.name = NAME, .nargs = 2, .pattern = RY_PAT_BROADCAST, .rel = REL, .doc = DOC, \
      .no_grad = true}
-#define UN(NAME, K, REL, DOC, GRAD)                                                        \
-    {.name = NAME, .nargs = 1, .pattern = RY_PAT_ELEMWISE, .rel = REL, CPU(K), .doc = DOC, \
+#define UN(NAME, REL, DOC, GRAD)                                                        \
+    {.name = NAME, .nargs = 1, .pattern = RY_PAT_ELEMWISE, .rel = REL, .doc = DOC, \
      .grad = GRAD}
+/* a gradient rule, and the fact that the op may run before a loop instead
+ * of in it (ry_op.movable) */
+#define MOVABLE(GRAD) GRAD, .movable = true
 #define INIT_ATTRS .nattrs = 2, .attrs = {{"shape", RY_ANONE}, {"dtype", RY_ANONE}}
 
 const ry_op ry_ops_elemwise[] = {
-    BIN("add", add, rel_arith, "add: (s1, d) x (s2, d) -> (broadcast(s1, s2), d): x + y",
-        ry_grad_add),
-    BIN("subtract", subtract, rel_arith, "subtract: (s1, d) x (s2, d) -> (broadcast, d): x - y",
-        ry_grad_subtract),
-    BIN("multiply", multiply, rel_arith, "multiply: (s1, d) x (s2, d) -> (broadcast, d): x * y",
-        ry_grad_multiply),
-    BIN("divide", divide, rel_arith,
+    BIN("add", rel_arith, "add: (s1, d) x (s2, d) -> (broadcast(s1, s2), d): x + y",
+        MOVABLE(ry_grad_add)),
+    BIN("subtract", rel_arith, "subtract: (s1, d) x (s2, d) -> (broadcast, d): x - y",
+        MOVABLE(ry_grad_subtract)),
+    BIN("multiply", rel_arith, "multiply: (s1, d) x (s2, d) -> (broadcast, d): x * y",
+        MOVABLE(ry_grad_multiply)),
+    BIN("divide", rel_arith,
         "divide: (s1, d) x (s2, d) -> (broadcast, d): x / y, integers truncate toward zero",
         ry_grad_divide),
-    BIN("power", power, rel_arith, "power: (s1, d) x (s2, d) -> (broadcast, d): x ** y",
+    BIN("power", rel_arith, "power: (s1, d) x (s2, d) -> (broadcast, d): x ** y",
         ry_grad_power),
-    BIN("maximum", maximum, rel_arith, "maximum: (s1, d) x (s2, d) -> (broadcast, d), NaN wins",
+    BIN("maximum", rel_arith, "maximum: (s1, d) x (s2, d) -> (broadcast, d), NaN wins",
         ry_grad_maximum),
-    BIN("minimum", minimum, rel_arith, "minimum: (s1, d) x (s2, d) -> (broadcast, d), NaN wins",
+    BIN("minimum", rel_arith, "minimum: (s1, d) x (s2, d) -> (broadcast, d), NaN wins",
         ry_grad_minimum),
-    CMP("equal", equal, rel_compare, "equal: (s1, d) x (s2, d) -> (broadcast, bool): x == y"),
-    CMP("not_equal", not_equal, rel_compare, "not_equal: (s1, d) x (s2, d) -> (broadcast, bool)"),
-    CMP("less", less, rel_compare, "less: (s1, d) x (s2, d) -> (broadcast, bool): x < y"),
-    CMP("less_equal", less_equal, rel_compare, "less_equal: -> (broadcast, bool): x <= y"),
-    CMP("greater", greater, rel_compare, "greater: (s1, d) x (s2, d) -> (broadcast, bool): x > y"),
-    CMP("greater_equal", greater_equal, rel_compare, "greater_equal: -> (broadcast, bool): x >= y"),
-    CMP("logical_and", logical_and, rel_logical,
+    CMP("equal", rel_compare, "equal: (s1, d) x (s2, d) -> (broadcast, bool): x == y"),
+    CMP("not_equal", rel_compare, "not_equal: (s1, d) x (s2, d) -> (broadcast, bool)"),
+    CMP("less", rel_compare, "less: (s1, d) x (s2, d) -> (broadcast, bool): x < y"),
+    CMP("less_equal", rel_compare, "less_equal: -> (broadcast, bool): x <= y"),
+    CMP("greater", rel_compare, "greater: (s1, d) x (s2, d) -> (broadcast, bool): x > y"),
+    CMP("greater_equal", rel_compare, "greater_equal: -> (broadcast, bool): x >= y"),
+    CMP("logical_and", rel_logical,
         "logical_and: (s1, bool) x (s2, bool) -> (broadcast, bool)"),
-    CMP("logical_or", logical_or, rel_logical,
+    CMP("logical_or", rel_logical,
         "logical_or: (s1, bool) x (s2, bool) -> (broadcast, bool)"),
 
-    UN("negative", negative, rel_num, "negative: (s, d) -> (s, d): -x, integers wrap",
-         ry_grad_negative),
-    UN("exp", exp, rel_float, "exp: (s, f) -> (s, f)", ry_grad_exp),
-    UN("log", log, rel_float, "log: (s, f) -> (s, f)", ry_grad_log),
-    UN("sqrt", sqrt, rel_float, "sqrt: (s, f) -> (s, f)", ry_grad_sqrt),
-    UN("rsqrt", rsqrt, rel_float, "rsqrt: (s, f) -> (s, f): 1 / sqrt(x)", ry_grad_rsqrt),
-    UN("tanh", tanh, rel_float, "tanh: (s, f) -> (s, f)", ry_grad_tanh),
-    UN("sigmoid", sigmoid, rel_float, "sigmoid: (s, f) -> (s, f): 1 / (1 + exp(-x))",
-        ry_grad_sigmoid),
-    UN("abs", abs, rel_num, "abs: (s, d) -> (s, d)", ry_grad_abs),
-    UN("nn.relu", relu, rel_num, "nn.relu: (s, d) -> (s, d): max(x, 0)", ry_grad_relu),
+    UN("negative", rel_num, "negative: (s, d) -> (s, d): -x, integers wrap",
+         MOVABLE(ry_grad_negative)),
+    UN("exp", rel_float, "exp: (s, f) -> (s, f)", MOVABLE(ry_grad_exp)),
+    UN("log", rel_float, "log: (s, f) -> (s, f)", ry_grad_log),
+    UN("sqrt", rel_float, "sqrt: (s, f) -> (s, f)", ry_grad_sqrt),
+    UN("rsqrt", rel_float, "rsqrt: (s, f) -> (s, f): 1 / sqrt(x)", ry_grad_rsqrt),
+    UN("tanh", rel_float, "tanh: (s, f) -> (s, f)", MOVABLE(ry_grad_tanh)),
+    UN("sigmoid", rel_float, "sigmoid: (s, f) -> (s, f): 1 / (1 + exp(-x))",
+        MOVABLE(ry_grad_sigmoid)),
+    UN("abs", rel_num, "abs: (s, d) -> (s, d)", ry_grad_abs),
+    UN("nn.relu", rel_num, "nn.relu: (s, d) -> (s, d): max(x, 0)", ry_grad_relu),
     {.name = "nn.leaky_relu", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .nattrs = 1,
-     .attrs = {{"alpha", RY_AFLOAT(0.25)}}, .rel = rel_leaky_relu, CPU(leaky_relu),
+     .attrs = {{"alpha", RY_AFLOAT(0.25)}}, .rel = rel_leaky_relu,
      .doc = "nn.leaky_relu: (s, f) -> (s, f): x > 0 ? x : alpha * x",
      .grad = ry_grad_leaky_relu},
     {.name = "clip", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .nattrs = 2,
-     .attrs = {{"a_min", RY_ANONE}, {"a_max", RY_ANONE}}, .rel = rel_clip, CPU(clip),
+     .attrs = {{"a_min", RY_ANONE}, {"a_max", RY_ANONE}}, .rel = rel_clip,
      .doc = "clip: (s, d) -> (s, d): max(min(x, a_max), a_min), bounds cast to d",
      .grad = ry_grad_clip},
     {.name = "logical_not", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .rel = rel_bool,
-     CPU(logical_not), .doc = "logical_not: (s, bool) -> (s, bool)", .no_grad = true},
-    {.name = "where", .nargs = 3, .pattern = RY_PAT_BROADCAST, .rel = rel_where, CPU(where),
+     .doc = "logical_not: (s, bool) -> (s, bool)", .no_grad = true},
+    {.name = "where", .nargs = 3, .pattern = RY_PAT_BROADCAST, .rel = rel_where,
      .doc = "where: (s1, bool) x (s2, d) x (s3, d) -> (broadcast(s1, s2, s3), d)",
      .grad = ry_grad_where},
     {.name = "cast", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .nattrs = 1,
-     .attrs = {{"dtype", RY_ANONE}}, .rel = rel_cast, CPU(cast),
+     .attrs = {{"dtype", RY_ANONE}}, .rel = rel_cast,
      .doc = "cast: (s, d) -> (s, dtype); float to int truncates and saturates",
      .grad = ry_grad_cast},
     {.name = "zeros", .nargs = 0, .pattern = RY_PAT_ELEMWISE, INIT_ATTRS, .rel = rel_init,
-     CPU(zeros), .doc = "zeros: () -> (shape, dtype)",
-     .no_grad = true},
+     .doc = "zeros: () -> (shape, dtype)",
+     .no_grad = true, .zeros = true},
     {.name = "ones", .nargs = 0, .pattern = RY_PAT_ELEMWISE, INIT_ATTRS, .rel = rel_init,
-     CPU(ones), .doc = "ones: () -> (shape, dtype)",
+     .doc = "ones: () -> (shape, dtype)",
      .no_grad = true},
     {.name = "full", .nargs = 1, .pattern = RY_PAT_ELEMWISE, INIT_ATTRS, .rel = rel_full,
-     CPU(full), .doc = "full: ((), v) -> (shape, dtype or v)",
+     .doc = "full: ((), v) -> (shape, dtype or v)",
      .grad = ry_grad_full},
     {.name = "zeros_like", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .rel = rel_any,
-     CPU(zeros_like), .doc = "zeros_like: (s, d) -> (s, d)", .no_grad = true},
+     .doc = "zeros_like: (s, d) -> (s, d)", .no_grad = true,
+     .zeros = true},
     {.name = "ones_like", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .rel = rel_any,
-     CPU(ones_like), .doc = "ones_like: (s, d) -> (s, d)", .no_grad = true},
+     .doc = "ones_like: (s, d) -> (s, d)", .no_grad = true},
     {.name = "full_like", .nargs = 2, .pattern = RY_PAT_ELEMWISE, .rel = rel_full_like,
-     CPU(full_like), .doc = "full_like: (s, d) x ((), v) -> (s, d)",
+     .doc = "full_like: (s, d) x ((), v) -> (s, d)",
      .grad = ry_grad_full_like},
     {.name = "broadcast_to", .nargs = 1, .pattern = RY_PAT_BROADCAST, INIT_ATTRS,
-     .rel = rel_broadcast_to, CPU(broadcast_to),
+     .rel = rel_broadcast_to,
      .doc = "broadcast_to: (s, d) -> (shape, d), s broadcasts to shape",
      .grad = ry_grad_broadcast_to},
     {.name = "collapse_sum_like", .nargs = 2, .pattern = RY_PAT_COMM_REDUCE,
-     .rel = rel_collapse_sum_like, CPU(collapse_sum_like),
+     .rel = rel_collapse_sum_like,
      .doc = "collapse_sum_like: (s1, d) x (s2, e) -> (s2, e): sum over broadcast dims",
      .grad = ry_grad_collapse_sum_like},
-    UN("copy", copy, rel_any, "copy: (s, d) -> (s, d)", ry_grad_copy),
+    UN("copy", rel_any, "copy: (s, d) -> (s, d)", ry_grad_copy),
     /* stop_gradient: the identity whose adjoint is zero, so a model can hand
      * back carried RNN state without gradients flowing through it; the
      * identity kernel is copy's. */
     {.name = "stop_gradient", .nargs = 1, .pattern = RY_PAT_INJECTIVE, .rel = rel_any,
-     CPU(copy), .doc = "stop_gradient: (s, d) -> (s, d): x, with a zero adjoint",
+     .doc = "stop_gradient: (s, d) -> (s, d): x, with a zero adjoint",
      .no_grad = true},
 };
 const int ry_ops_elemwise_count = (int)(sizeof ry_ops_elemwise / sizeof ry_ops_elemwise[0]);

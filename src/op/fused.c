@@ -12,7 +12,6 @@
  */
 #include <string.h>
 
-#include "backend/cpu/fused_kernels.h"
 #include "op/fused_prog.h"
 
 /* The broadcast of every argument's shape, with dtype dt. */
@@ -104,14 +103,13 @@ static ry_status no_gradient(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
 #define EW(N)                                                                              \
     {.name = "fused.elemwise" #N, .nargs = N, .pattern = RY_PAT_OPAQUE, .nattrs = 1,        \
      .attrs = {{"code", RY_ASTR("")}}, .rel = rel_elemwise,                                \
-     .kernels = {[RY_TARGET_CPU] = ry_cpu_fused_elemwise},                                 \
      .doc = "fused.elemwise" #N ": (s1, d1) x ... -> (broadcast, program dtype): code",    \
      .grad = no_gradient}
 #define MM(N)                                                                              \
     {.name = "fused.matmul" #N, .nargs = N, .pattern = RY_PAT_OPAQUE, .nattrs = 3,          \
      .attrs = {{"code", RY_ASTR("")}, {"transpose_a", RY_ABOOL(false)},                    \
                {"transpose_b", RY_ABOOL(false)}},                                          \
-     .rel = rel_matmul, .kernels = {[RY_TARGET_CPU] = ry_cpu_fused_matmul},                \
+     .rel = rel_matmul,                                                                 \
      .doc = "fused.matmul" #N ": a x b x ... -> epilogue(matmul(a, b), ...): code",        \
      .grad = no_gradient}
 

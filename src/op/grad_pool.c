@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/conv_kernels.h" /* the pools' attribute reader */
+#include "op/conv_attrs.h" /* the pools' attribute reader */
 #include "op/grad_rules.h"
 
 #define M_ (c->m)

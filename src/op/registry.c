@@ -1,12 +1,12 @@
 /*
  * registry.c: gathers the operator families into one table, reads
- * attributes with their defaults, and runs an operator's CPU kernel on
- * concrete tensors (result shapes from the type relation).
+ * attributes with their defaults, and runs an operator's kernel on a
+ * target on concrete host tensors (result shapes from the type relation).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/scatter_kernels.h"
+#include "backend/target.h"
 #include "relayc/op.h"
 
 /* the fused operators (src/op/fused.c), written by the fusion pass */
@@ -40,6 +40,16 @@ const ry_op *ry_op_at(int i) {
         i -= *families[f].count;
     }
     return NULL;
+}
+
+int ry_op_index(const ry_op *op) {
+    int base = 0;
+    for (int f = 0; f < NFAMILIES; f++) {
+        const ry_op *first = families[f].ops;
+        if (op >= first && op < first + *families[f].count) return base + (int)(op - first);
+        base += *families[f].count;
+    }
+    return -1;
 }
 
 const ry_op *ry_op_find(const char *name) {
@@ -244,8 +254,8 @@ static ry_status alloc_results(const ry_type *t, ry_tensor **out, int *k, ry_ker
     return RY_OK;
 }
 
-ry_status ry_op_run(const ry_op *op, const ry_attrs *attrs, ry_arena *scratch, int nargs,
-                    ry_type *const *arg_types, int nin, ry_tensor *const *in, ry_kernel_ctx *kctx,
+ry_status ry_op_run(const ry_target *target, const ry_op *op, const ry_attrs *attrs,
+                    ry_arena *scratch, int nargs, ry_type *const *arg_types, int nin, ry_tensor *const *in, ry_kernel_ctx *kctx,
                     ry_type **out_type, int *nout, ry_tensor ***out) {
     kctx->op = op;
     kctx->attrs = attrs;
@@ -255,12 +265,15 @@ ry_status ry_op_run(const ry_op *op, const ry_attrs *attrs, ry_arena *scratch, i
     if (rs == RY_REL_FAIL) return RY_ERR;
     if (rs == RY_REL_DEFER || !t)
         return ry_error_at(kctx->err, kctx->span, "%s: cannot infer the result type", op->name);
-    ry_kernel_fn kernel = op->kernels[RY_TARGET_CPU];
-    if (!kernel) return ry_error_at(kctx->err, kctx->span, "%s has no CPU kernel", op->name);
+    if (!target) target = ry_target_cpu();
+    const ry_kernel *kernel = ry_target_kernel(target, op);
+    if (!kernel)
+        return ry_error_at(kctx->err, kctx->span, "%s has no kernel on target %s", op->name,
+                           target->name);
     int n = count_tensors(t), k = 0;
     ry_tensor **res = ry_calloc((size_t)(n ? n : 1), sizeof *res);
     if (!res) return ry_error_at(kctx->err, kctx->span, "out of memory");
-    if (alloc_results(t, res, &k, kctx) || kernel(kctx, nin, in, n, res)) {
+    if (alloc_results(t, res, &k, kctx) || kernel->fn(kctx, nin, in, n, res)) {
         for (int i = 0; i < n; i++) ry_tensor_release(res[i]);
         ry_free(res);
         return RY_ERR;

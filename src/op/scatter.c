@@ -8,7 +8,6 @@
  */
 #include <string.h>
 
-#include "backend/cpu/scatter_kernels.h"
 #include "op/grad_rules.h"
 
 static ry_rel_status fail(ry_rel_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -161,14 +160,14 @@ static ry_status grad_gather_nd(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y
 const ry_op ry_ops_scatter[] = {
     {"scatter_nd", 3, RY_PAT_OPAQUE,
      1, {{"mode", RY_ASTR("update")}},
-     rel_scatter_nd, {ry_cpu_scatter_nd},
+     rel_scatter_nd,
      "scatter_nd: (X) x (M, Y) x (Y, X[M:]) -> (X): out[idx[:, y]] (+)= updates[y]",
-     grad_scatter_nd, false},
+     grad_scatter_nd, false, false, false, false},
     {"gather_nd", 2, RY_PAT_INJECTIVE,
      2, {{"batch_dims", RY_AINT(0)}, {"index_rank", RY_ANONE}},
-     rel_gather_nd, {ry_cpu_gather_nd},
+     rel_gather_nd,
      "gather_nd: (B, X) x (M, B, Y) -> (B, Y, X[M:]): out[b, y] = data[b, idx[:, b, y]]",
-     grad_gather_nd, false},
+     grad_gather_nd, false, false, false, false},
 };
 /* clang-format on */
 const int ry_ops_scatter_count = (int)(sizeof ry_ops_scatter / sizeof ry_ops_scatter[0]);

@@ -10,8 +10,28 @@
  */
 #include <string.h>
 
-#include "backend/cpu/transform_kernels.h"
 #include "op/grad_rules.h"
+#include "op/reduce_attrs.h"
+
+/* reduce_attrs.h */
+bool ry_reduce_mask(const ry_op *op, const ry_attrs *attrs, int ndim, bool mask[RY_MAX_RANK]) {
+    int64_t axes[RY_MAX_RANK];
+    int n = ry_attr_ints(op, attrs, "axis", axes, RY_MAX_RANK);
+    bool exclude = ry_attr_bool(op, attrs, "exclude");
+    if (n > RY_MAX_RANK) return false;
+    /* None or [] reduces every axis, whatever exclude says (TVM's
+     * GetReduceAxes) */
+    for (int d = 0; d < RY_MAX_RANK; d++) mask[d] = n <= 0;
+    if (n <= 0) return true;
+    for (int i = 0; i < n; i++) {
+        int64_t a = axes[i] < 0 ? axes[i] + ndim : axes[i];
+        if (a < 0 || a >= ndim || mask[a]) return false;
+        mask[a] = true;
+    }
+    if (exclude)
+        for (int d = 0; d < ndim; d++) mask[d] = !mask[d];
+    return true;
+}
 
 /* ---- helpers ---- */
 
@@ -788,75 +808,75 @@ static ry_rel_status rel_one_hot(ry_rel_ctx *c, int nargs, ry_type *const *args,
         {"select_last_index", RY_ABOOL(false)}, {"exclude", RY_ABOOL(false)}}
 
 const ry_op ry_ops_transform[] = {
-    {"sum", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_max, {ry_cpu_reduce_sum},
+    {"sum", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_max,
      "sum: (d...) -> d without the reduced axes; any dtype (bool: or)",
-     ry_grad_sum, false},
-    {"mean", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_mean, {ry_cpu_reduce_mean},
+     ry_grad_sum, false, false, false, false},
+    {"mean", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_mean,
      "mean: (d...) -> d without the reduced axes; integers divide with truncation",
-     ry_grad_mean, false},
-    {"max", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_max, {ry_cpu_reduce_max},
+     ry_grad_mean, false, false, false, false},
+    {"max", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_max,
      "max: (d...) -> d without the reduced axes",
-     ry_grad_max, false},
-    {"min", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_max, {ry_cpu_reduce_min},
+     ry_grad_max, false, false, false, false},
+    {"min", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_max,
      "min: (d...) -> d without the reduced axes",
-     ry_grad_max, false},
-    {"argmax", 1, RY_PAT_COMM_REDUCE, ARGREDUCE_ATTRS, rel_argmax, {ry_cpu_reduce_argmax},
+     ry_grad_max, false, false, false, false},
+    {"argmax", 1, RY_PAT_COMM_REDUCE, ARGREDUCE_ATTRS, rel_argmax,
      "argmax: (d...) -> int32 index within the reduced axes",
-     NULL, true},
-    {"argmin", 1, RY_PAT_COMM_REDUCE, ARGREDUCE_ATTRS, rel_argmax, {ry_cpu_reduce_argmin},
+     NULL, true, false, false, false},
+    {"argmin", 1, RY_PAT_COMM_REDUCE, ARGREDUCE_ATTRS, rel_argmax,
      "argmin: (d...) -> int32 index within the reduced axes",
-     NULL, true},
+     NULL, true, false, false, false},
     {"reshape", 1, RY_PAT_INJECTIVE,
      2, {{"newshape", RY_ANONE}, {"allowzero", RY_ABOOL(false)}},
-     rel_reshape, {ry_cpu_reshape},
+     rel_reshape,
      "reshape: (d...) -> newshape with 0 (copy), -1 (infer), -2, -3, -4 as TVM",
-     ry_grad_reshape, false},
+     ry_grad_reshape, false, false, false, false},
     {"reshape_like", 2, RY_PAT_INJECTIVE,
      4, {{"lhs_begin", RY_AINT(0)}, {"lhs_end", RY_ANONE}, {"rhs_begin", RY_AINT(0)},
          {"rhs_end", RY_ANONE}},
-     rel_reshape_like, {ry_cpu_reshape},
+     rel_reshape_like,
      "reshape_like: data x like -> data with dims [lhs_begin, lhs_end) as like's [rhs_begin, rhs_end)",
-     ry_grad_reshape_like, false},
+     ry_grad_reshape_like, false, false, false, false},
     {"transpose", 1, RY_PAT_INJECTIVE,
      1, {{"axes", RY_ANONE}},
-     rel_transpose, {ry_cpu_transpose},
+     rel_transpose,
      "transpose: (d0, ..., dn-1) -> (d[axes[0]], ...); None reverses",
-     ry_grad_transpose, false},
+     ry_grad_transpose, false, false, false, true},
     {"concatenate", 1, RY_PAT_INJECTIVE,
      1, {{"axis", RY_AINT(0)}},
-     rel_concatenate, {ry_cpu_concatenate},
+     rel_concatenate,
      "concatenate: ((a, ki, b)...) -> (a, sum ki, b)",
-     ry_grad_concatenate, false},
+     ry_grad_concatenate, false, false, false, false},
     {"split", 1, RY_PAT_INJECTIVE,
      2, {{"indices_or_sections", RY_ANONE}, {"axis", RY_AINT(0)}},
-     rel_split, {ry_cpu_split},
+     rel_split,
      "split: (a, d, b) -> ((a, di, b)...) by sections or indices",
-     ry_grad_split, false},
+     ry_grad_split, false, false, false, false},
     {"take", 2, RY_PAT_INJECTIVE,
      3, {{"batch_dims", RY_AINT(0)}, {"axis", RY_ANONE}, {"mode", RY_ASTR("clip")}},
-     rel_take, {ry_cpu_take},
+     rel_take,
      "take: (B, O, n, I) x (B, K) -> (B, O, K, I); axis=None flattens",
-     ry_grad_take, false},
+     ry_grad_take, false, false, false, false},
     {"expand_dims", 1, RY_PAT_BROADCAST,
      2, {{"axis", RY_ANONE}, {"num_newaxis", RY_AINT(1)}},
-     rel_expand_dims, {ry_cpu_reshape},
+     rel_expand_dims,
      "expand_dims: (a, b) -> (a, 1 x num_newaxis, b)",
-     ry_grad_reshape, false},
+     ry_grad_reshape, false, false, false, false},
     {"squeeze", 1, RY_PAT_INJECTIVE,
      1, {{"axis", RY_ANONE}},
-     rel_squeeze, {ry_cpu_reshape},
+     rel_squeeze,
      "squeeze: (a, 1, b) -> (a, b); None drops every 1",
-     ry_grad_reshape, false},
+     ry_grad_reshape, false, false, false, false},
     {"stack", 1, RY_PAT_INJECTIVE,
      1, {{"axis", RY_AINT(0)}},
-     rel_stack, {ry_cpu_stack},
+     rel_stack,
      "stack: k x (a, b) -> (a, k, b)",
-     ry_grad_stack, false},
+     ry_grad_stack, false, false, false, false},
     {"one_hot", 3, RY_PAT_OUT_ELEMWISE,
      3, {{"depth", RY_AINT(1)}, {"axis", RY_AINT(-1)}, {"dtype", RY_ANONE}},
-     rel_one_hot, {ry_cpu_one_hot},
+     rel_one_hot,
      "one_hot: (P, Q) x () x () -> (P, depth, Q) of dtype",
-     NULL, true},
+     NULL, true, false, false, false},
 };
 /* clang-format on */
 const int ry_ops_transform_count = (int)(sizeof ry_ops_transform / sizeof ry_ops_transform[0]);

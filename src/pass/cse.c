@@ -54,7 +54,7 @@ static bool same_atom(const ry_expr *a, const ry_expr *b) {
 static bool shareable(const ry_expr *e) {
     if (e->kind == RY_EXPR_PROJ) return pass_is_atom(e->proj.tuple);
     if (e->kind != RY_EXPR_CALL || e->call.callee->kind != RY_EXPR_OP) return false;
-    if (pass_op_is_random(e->call.callee->op.op)) return false;
+    if (e->call.callee->op.op->random) return false;
     for (int i = 0; i < e->call.nargs; i++)
         if (!pass_is_atom(e->call.args[i])) return false;
     return true;
@@ -113,13 +113,13 @@ static ry_expr *rewrite(cse *c, ry_expr *e) {
     }
 }
 
-/* op(c1, ..., cn) -> constant, with the op's CPU kernel; NULL if not. */
+/* op(c1, ..., cn) -> constant, with the op's kernel on the host target;
+ * NULL if not. */
 static ry_expr *fold_call(cse *c, const ry_expr *e) {
     if (e->kind != RY_EXPR_CALL || e->call.callee->kind != RY_EXPR_OP) return NULL;
     const ry_op *op = e->call.callee->op.op;
     int n = e->call.nargs;
-    if (pass_op_is_random(op) || !op->kernels[RY_TARGET_CPU] || !pass_foldable_type(e->type))
-        return NULL;
+    if (op->random || !pass_foldable_type(e->type)) return NULL;
     ry_type **types = RY_NEW_ARRAY(c->a, ry_type *, n ? n : 1);
     ry_tensor **in = RY_NEW_ARRAY(c->a, ry_tensor *, n ? n : 1);
     for (int i = 0; i < n; i++) {
@@ -133,7 +133,7 @@ static ry_expr *fold_call(cse *c, const ry_expr *e) {
     ry_type *ot;
     int nout = 0;
     ry_tensor **out = NULL;
-    if (ry_op_run(op, &e->call.attrs, c->a, n, types, n, in, &k, &ot, &nout, &out) != RY_OK)
+    if (ry_op_run(NULL, op, &e->call.attrs, c->a, n, types, n, in, &k, &ot, &nout, &out) != RY_OK)
         return NULL;
     ry_expr *r = NULL;
     if (nout == 1) {

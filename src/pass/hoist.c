@@ -76,16 +76,11 @@ static const ry_expr *def_of(const hoist *h, const ry_expr *e) {
     return e->kind == RY_EXPR_VAR && e->var.var->id < h->nids ? h->def[e->var.var->id] : NULL;
 }
 
-/* Operators that may run once before the loop instead of at each step:
- * pure, deterministic, and total on arguments of their checked types. */
+/* Operators that may run once before the loop instead of at each step
+ * (the registry's ry_op.movable). */
 static bool movable_op(const ry_expr *e) {
-    static const char *const ok[] = {"nn.dense", "nn.matmul", "nn.batch_matmul", "nn.bias_add",
-                                     "transpose", "add", "subtract", "multiply", "negative",
-                                     "sigmoid", "tanh", "exp"};
-    if (e->kind != RY_EXPR_CALL || e->call.callee->kind != RY_EXPR_OP) return false;
-    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
-        if (strcmp(e->call.callee->op.op->name, ok[i]) == 0) return true;
-    return false;
+    return e->kind == RY_EXPR_CALL && e->call.callee->kind == RY_EXPR_OP &&
+           e->call.callee->op.op->movable;
 }
 
 /* A tensor type whose every dimension is a constant. */

@@ -309,13 +309,12 @@ static ps *const_ps(pe *p, ry_tensor *t, ry_span span) {
 }
 
 /* op(c1, ..., cn) with constant tensor arguments and a tensor result:
- * run the CPU kernel now. NULL when it cannot (the call stays residual;
+ * run its kernel on the host target now. NULL when it cannot (the call stays residual;
  * a kernel error then happens at run time, as it would have). */
 static ps *fold(pe *p, const ry_expr *e, ps **args) {
     const ry_op *op = e->call.callee->op.op;
     int n = e->call.nargs;
-    if (pass_op_is_random(op) || !op->kernels[RY_TARGET_CPU] || !pass_foldable_type(e->type))
-        return NULL;
+    if (op->random || !pass_foldable_type(e->type)) return NULL;
     ry_type **types = RY_NEW_ARRAY(p->a, ry_type *, n ? n : 1);
     ry_tensor **in = RY_NEW_ARRAY(p->a, ry_tensor *, n ? n : 1);
     for (int i = 0; i < n; i++) {
@@ -328,7 +327,7 @@ static ps *fold(pe *p, const ry_expr *e, ps **args) {
     ry_type *ot;
     int nout = 0;
     ry_tensor **out = NULL;
-    if (ry_op_run(op, &e->call.attrs, p->a, n, types, n, in, &k, &ot, &nout, &out) != RY_OK)
+    if (ry_op_run(NULL, op, &e->call.attrs, p->a, n, types, n, in, &k, &ot, &nout, &out) != RY_OK)
         return NULL;
     if (nout != 1) {
         for (int i = 0; i < nout; i++) ry_tensor_release(out[i]);
@@ -368,8 +367,7 @@ static ps *eval_op_call(pe *p, const ry_expr *e, ps **args) {
     for (int i = 0; i < n; i++) c->call.args[i] = args[i]->dyn;
     drop_local_type_args(c);
     ps *v = pe_mk(p, PS_DYN, pe_emit(p, "v", c, e->type));
-    const char *name = e->call.callee->op.op->name;
-    v->zero = strcmp(name, "zeros_like") == 0 || strcmp(name, "zeros") == 0;
+    v->zero = e->call.callee->op.op->zeros;
     return v;
 }
 

@@ -42,7 +42,5 @@ bool pass_same_attrs(const ry_attrs *x, const ry_attrs *y);
 /* Whether global `from` is global number target or calls it, directly or
  * through others. */
 bool pass_global_reaches(const ry_module *m, const char *from, int target);
-/* Operators whose results depend on more than their arguments. */
-bool pass_op_is_random(const ry_op *op);
 
 #endif

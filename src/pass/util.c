@@ -59,10 +59,6 @@ bool pass_foldable_type(const ry_type *t) {
     return true;
 }
 
-bool pass_op_is_random(const ry_op *op) {
-    return strcmp(op->name, "nn.dropout") == 0;
-}
-
 static bool same_attr_value(const ry_attr_value *x, const ry_attr_value *y) {
     if (x->kind != y->kind) return false;
     switch (x->kind) {
@@ -148,7 +144,7 @@ bool pass_is_pure(const ry_expr *e) {
             return false;
         /* a random operator draws from the run's stream even when its
          * result is dead: removing it would shift every later draw */
-        if (e->call.callee->kind == RY_EXPR_OP && pass_op_is_random(e->call.callee->op.op))
+        if (e->call.callee->kind == RY_EXPR_OP && e->call.callee->op.op->random)
             return false;
         for (int i = 0; i < e->call.nargs; i++)
             if (!pass_is_pure(e->call.args[i])) return false;

@@ -48,7 +48,7 @@ ry_status run_op(machine *mc, const ry_expr *call, int nargs, ry_value *const *a
     ry_type *rt = NULL;
     int nout = 0;
     ry_tensor **res = NULL;
-    if (ry_op_run(op, &call->call.attrs, mc->scratch, nargs, types, nin, in, &kc, &rt, &nout, &res))
+    if (ry_op_run(NULL, op, &call->call.attrs, mc->scratch, nargs, types, nin, in, &kc, &rt, &nout, &res))
         return RY_ERR;
     int k = 0;
     *out = ry_value_unflatten(rt, res, &k);

@@ -154,12 +154,17 @@ static vm_opcall *make_opcall(cc *c, const ry_expr *e) {
     vm_opcall *oc = RY_NEW(p->arena, vm_opcall);
     oc->call = e;
     oc->op = op;
-    oc->kernel = op->kernels[RY_TARGET_CPU];
-    oc->zeros_like = strcmp(op->name, "zeros_like") == 0;
-    oc->rows_rule = oc->zeros_like || !strcmp(op->name, "scatter_nd") || !strcmp(op->name, "add") ||
-                    !strcmp(op->name, "reshape");
+    oc->kernel = ry_target_kernel(p->target, op);
+    if (!oc->kernel) {
+        char what[160];
+        snprintf(what, sizeof what, "operator %s has no kernel on target ", op->name);
+        fail(c, e->span, what, p->target->name);
+        return oc;
+    }
+    oc->rows_rule = (oc->kernel->flags & RY_KERNEL_ROWS) != 0;
+    oc->zeros_like = oc->rows_rule && op->zeros && op->nargs == 1;
     p->stats.nops++;
-    if (!oc->kernel || e->call.nargs != op->nargs) return oc; /* the general path reports it */
+    if (e->call.nargs != op->nargs) return oc; /* the general path reports it */
     ry_type **in = RY_NEW_ARRAY(p->arena, ry_type *, e->call.nargs ? e->call.nargs : 1);
     const ry_type *flat[VM_MAX_IN];
     int nin = 0;
@@ -630,13 +635,14 @@ vm_fn *vm_fn_lazy(ry_vm_program *p, const ry_expr *func, ry_error *err) {
 
 /* ---- the program ---- */
 
-ry_status ry_vm_compile(ry_module *m, ry_vm_program **out, ry_error *err) {
+ry_status ry_vm_compile(ry_module *m, const ry_target *t, ry_vm_program **out, ry_error *err) {
     *out = NULL;
     ry_vm_program *p = ry_calloc(1, sizeof *p);
     if (!p) return ry_error_at(err, RY_NO_SPAN, "out of memory");
     p->m = m;
+    p->target = t ? t : ry_target_cpu();
     p->arena = ry_arena_new();
-    if (!(p->pool = vm_pool_new())) {
+    if (!(p->pool = p->target->pool_new())) {
         ry_vm_free(p);
         return ry_error_at(err, RY_NO_SPAN, "out of memory");
     }
@@ -682,7 +688,7 @@ void ry_vm_free(ry_vm_program *p) {
     ry_free(p->owned);
     for (int i = 0; i < p->nfns; i++) ry_free(p->fns[i]->code);
     ry_arena_free(p->arena);
-    vm_pool_close(p->pool); /* after the slots: what they held waits no more */
+    if (p->pool) p->target->pool_close(p->pool); /* after the slots: what they held waits no more */
     ry_free(p);
 }
 

@@ -3,12 +3,14 @@
  * compiled function, the program and the machine's state. vm_compile.c
  * turns ANF into instructions; vm_plan.c gives each function its memory
  * plan; vm_exec.c runs them; vm_ops.c does the operator calls (fast and
- * general path, results in planned storage); src/backend/cpu/vm_alloc.c
- * gives result buffers.
+ * general path, results in planned storage). The program's target
+ * (src/backend/target.h) gives the kernels, their facts and the result
+ * buffers.
  */
 #ifndef RELAYC_VM_IMPL_H
 #define RELAYC_VM_IMPL_H
 
+#include "backend/target.h"
 #include "relayc/op.h"
 #include "relayc/vm.h"
 
@@ -77,7 +79,7 @@ typedef struct vm_sig {
 typedef struct vm_opcall {
     const ry_expr *call;
     const ry_op *op;
-    ry_kernel_fn kernel;
+    const ry_kernel *kernel;   /* the target's (never NULL once compiled) */
     int nsig;                  /* 0: every call takes the general path */
     int hit;                   /* the signature the last call matched */
     int relearned;             /* times the run time learned one */
@@ -161,8 +163,9 @@ struct ry_vm_program {
     int nowned, capowned;
     ry_vm_stats stats;
     struct vm_machine *idle; /* the machine of the last call, kept for the next */
+    const ry_target *target; /* where the kernels run; result buffers come from it */
     ry_tensor *zero_base;  /* known zeros are views of this zero block (rows_ops.h) */
-    struct vm_pool *pool;  /* small result buffers (vm_alloc.c); NULL: none */
+    ry_pool *pool;         /* small result buffers (the target's pool_new) */
     bool profile;          /* time every operator call (vm_profile.c) */
 };
 
@@ -212,29 +215,6 @@ void vm_opcalls_free(ry_vm_program *p);
  * (after liveness; live_in: per instruction, the registers live on entry,
  * words 64-bit words each). */
 void vm_plan_fn(ry_vm_program *p, vm_fn *f, const uint64_t *live_in, int words);
-/* Whether op's CPU kernel may write its result over an argument of the
- * same shape and dtype (out == in). */
-bool vm_op_inplace_ok(const ry_op *op);
-
-/* src/backend/cpu/vm_alloc.c: the allocator for operator results (keeps
- * large buffers for reuse; process-wide) */
-ry_allocator *vm_cpu_allocator(void);
-/* A program's pool of small result buffers (size-class free lists, reused
- * across calls; locked: its buffers may be freed by any thread). new: NULL
- * on out-of-memory. allocator: the pool's (vm_cpu_allocator for NULL);
- * requests above 64 KiB go to vm_cpu_allocator's blocks. close: the
- * program is done with it: what waits in it is freed, and the pool itself
- * once every buffer it gave out has come back. kept: the buffers waiting
- * in it (for tests). */
-typedef struct vm_pool vm_pool;
-vm_pool *vm_pool_new(void);
-ry_allocator *vm_pool_allocator(vm_pool *p);
-void vm_pool_close(vm_pool *p);
-long vm_pool_kept(vm_pool *p);
-/* The bytes t's buffer holds (at least its nbytes) when t owns a buffer of
- * vm_cpu_allocator or of a pool; 0 otherwise. */
-size_t vm_alloc_capacity(const ry_tensor *t);
-
 /* vm_exec.c: frees the machine a program keeps between calls, and the
  * slot sets a function keeps between activations */
 void vm_machine_drop(ry_vm_program *prog);

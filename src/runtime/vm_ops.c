@@ -105,7 +105,7 @@ static ry_status planned_result(vm_machine *mc, const insn *I, ry_value **R, ry_
     size_t need = type_bytes(rt), cls = mc->fs[mc->nf - 1].fn->slot_bytes[I->slot];
     ry_value *old = S[I->slot];
     if (old && old->refcount == 1 && old->kind == RY_VAL_TENSOR && old->tensor->refcount == 1 &&
-        (need <= cls || vm_alloc_capacity(old->tensor) >= need)) {
+        (need <= cls || mc->prog->target->capacity(old->tensor) >= need)) {
         retype(old->tensor, rt);
         *v = ry_value_retain(old);
         *res = old->tensor;
@@ -118,7 +118,7 @@ static ry_status planned_result(vm_machine *mc, const insn *I, ry_value **R, ry_
     size_t cap = need;
     if (cls > cap) cap = cls;
     int64_t bytes = (int64_t)(cap ? cap : 1);
-    ry_tensor *t = ry_tensor_new_on(vm_pool_allocator(mc->prog->pool), RY_UINT8, 1, &bytes);
+    ry_tensor *t = ry_tensor_new_on(mc->prog->target->pool_allocator(mc->prog->pool), RY_UINT8, 1, &bytes);
     ry_value *nv = t ? ry_value_tensor(t) : NULL;
     if (!nv)
         return ry_error_at(mc->err, I->span, "%s: out of memory for the result",
@@ -222,7 +222,7 @@ static ry_status fast_op(vm_machine *mc, const insn *I, ry_value **R, ry_value *
                         .err = mc->err, .training = mc->training, .rng = &mc->rng};
     if (S && I->slot >= 0 && sg->nout == 1 && sg->out_type->kind == RY_TYPE_TENSOR) {
         if (planned_result(mc, I, R, S, sg->out_type, out, &res[0])) return RY_ERR;
-        ry_status st = oc->kernel(&kc, nin, in, 1, res);
+        ry_status st = oc->kernel->fn(&kc, nin, in, 1, res);
         if (st) {
             ry_value_release(*out);
             *out = NULL;
@@ -234,12 +234,13 @@ static ry_status fast_op(vm_machine *mc, const insn *I, ry_value **R, ry_value *
     ry_value *last = oc->results;
     if (mc->plan && last && reusable_results(last, sg)) {
         for (int i = 0; i < sg->nout; i++) res[i] = last->tuple.fields[i]->tensor;
-        ry_status st = oc->kernel(&kc, nin, in, sg->nout, res);
+        ry_status st = oc->kernel->fn(&kc, nin, in, sg->nout, res);
         if (st == RY_OK) *out = ry_value_retain(last);
         return st;
     }
     /* without a plan, every result in a fresh buffer (ry_vm_opts.no_plan) */
-    ry_allocator *alloc = mc->plan ? vm_pool_allocator(mc->prog->pool) : vm_cpu_allocator();
+    const ry_target *tg = mc->prog->target;
+    ry_allocator *alloc = mc->plan ? tg->pool_allocator(mc->prog->pool) : tg->allocator();
     for (int i = 0; i < sg->nout; i++) {
         const ry_type *t = sg->outs[i];
         int64_t shape[RY_MAX_RANK];
@@ -251,7 +252,7 @@ static ry_status fast_op(vm_machine *mc, const insn *I, ry_value **R, ry_value *
                                oc->op->name);
         }
     }
-    ry_status st = oc->kernel(&kc, nin, in, sg->nout, res);
+    ry_status st = oc->kernel->fn(&kc, nin, in, sg->nout, res);
     if (st == RY_OK) {
         int k = 0;
         *out = ry_value_unflatten(sg->out_type, res, &k);
@@ -301,7 +302,7 @@ static ry_status general_op(vm_machine *mc, const vm_opcall *oc, int nargs, ry_v
     ry_type *rt = NULL;
     int nout = 0;
     ry_tensor **res = NULL;
-    if (ry_op_run(oc->op, &call->call.attrs, mc->scratch, nargs, types, nin, in, &kc, &rt, &nout,
+    if (ry_op_run(mc->prog->target, oc->op, &call->call.attrs, mc->scratch, nargs, types, nin, in, &kc, &rt, &nout,
                   &res))
         return RY_ERR;
     int k = 0;

@@ -8,7 +8,7 @@
  * same buffers and value objects and allocates nothing. The plan also marks
  * where a result may be written over an argument (in place): the argument
  * dies at the instruction, has the result's type, and the operator's
- * kernel allows out == in. Whether a buffer is really free is decided at
+ * kernel on the program's target allows out == in. Whether a buffer is really free is decided at
  * run time by reference counts (vm_ops.c), so the plan is an advice that
  * can never make a live value change: a value that escapes (into a tuple,
  * a ref, a closure, the caller) is simply not reused while it lives.
@@ -17,29 +17,13 @@
 
 #include "runtime/vm_impl.h"
 
-/* Operators whose CPU kernel computes out[i] from in[i] (and broadcast
- * operands) elementwise through ry_ew_map, or only writes out: writing the
- * result over a same-shape argument reads each element before writing it.
- * GEMM, reductions, softmax and layout changes read elements after writing
- * others and are not here. */
-static const char *const inplace_ops[] = {
-    "add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
-    "negative", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs",
-    "nn.relu", "nn.leaky_relu", "clip", "where", "zeros_like", "ones_like",
-}; /* and the fused.* operators (inplace_arg_ok) */
-
-bool vm_op_inplace_ok(const ry_op *op) {
-    for (size_t i = 0; i < sizeof inplace_ops / sizeof inplace_ops[0]; i++)
-        if (strcmp(op->name, inplace_ops[i]) == 0) return true;
-    return strncmp(op->name, "fused.", 6) == 0;
-}
-
-/* Whether argument k of op may be overwritten by its result. The fused
- * kernels detect a result overlapping an input and go through a tile
- * buffer; fused.matmul's GEMM operands (0 and 1) are read after the first
- * output rows are written, its epilogue inputs are not. */
-static bool inplace_arg_ok(const ry_op *op, int k) {
-    return strncmp(op->name, "fused.matmul", 12) != 0 || k >= 2;
+/* Whether argument k of I's operator may be overwritten by its result:
+ * the target's kernel says so (target.h: elementwise kernels read each
+ * element before writing it; fused.matmul's GEMM operands 0 and 1 are read
+ * after its first rows are written, its epilogue inputs are not). */
+static bool inplace_arg_ok(const ry_kernel *k, int arg) {
+    if (k->flags & RY_KERNEL_INPLACE) return true;
+    return (k->flags & RY_KERNEL_INPLACE_EPILOGUE) && arg >= 2;
 }
 
 /* Same tensor type: dtype, rank, and each dim the same constant or the
@@ -66,7 +50,7 @@ static size_t static_bytes(const ry_type *t) {
 }
 
 /* The result type of an operator call that the plan can hold in a slot:
- * one tensor of a checked type, with a CPU kernel. */
+ * one tensor of a checked type, with a kernel. */
 static const ry_type *planned_type(const insn *I) {
     if (I->op != I_OP || !I->opcall->kernel || I->dst < 0) return NULL;
     const ry_type *t = I->e->type;
@@ -136,12 +120,12 @@ void vm_plan_fn(ry_vm_program *p, vm_fn *f, const uint64_t *live_in, int words) 
         /* in place: an argument dying here with the result's type */
         bool float_out = t->tensor.dtype == RY_FLOAT32 || t->tensor.dtype == RY_FLOAT64;
         int take = -1;
-        if (float_out && vm_op_inplace_ok(I->opcall->op))
+        if (float_out)
             for (int k = 0; k < I->n && k < 8; k++) {
                 int ar = I->args[k];
                 if (ar < 0 || !in_list(ar, I->nkill, I->kill) || ar == r) continue;
                 if (!same_tensor_type(I->e->call.args[k]->type, t) ||
-                    !inplace_arg_ok(I->opcall->op, k))
+                    !inplace_arg_ok(I->opcall->kernel, k))
                     continue;
                 I->inplace |= (uint8_t)(1u << k);
                 if (take < 0 && home[ar] >= 0 && sl[home[ar]].end == pc) take = home[ar];

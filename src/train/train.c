@@ -253,7 +253,10 @@ static ry_status setup(ry_trainer *tr, const char *name, size_t len, ry_error *e
         ry_error_prefix(err, "optimizing the gradient of @%s", tr->loss_name);
         return RY_ERR;
     }
-    if (!tr->opts.use_interp && ry_vm_compile(tr->m, &tr->vm, err)) {
+    if (tr->opts.engine == RY_ENGINE_INTERP && tr->target != ry_target_cpu())
+        return ry_error_at(err, RY_NO_SPAN, "the interpreter runs on the CPU target only, not %s",
+                           tr->target->name);
+    if (tr->opts.engine != RY_ENGINE_INTERP && ry_vm_compile(tr->m, tr->target, &tr->vm, err)) {
         ry_error_prefix(err, "compiling %s", name);
         return RY_ERR;
     }
@@ -261,7 +264,9 @@ static ry_status setup(ry_trainer *tr, const char *name, size_t len, ry_error *e
     if (ry_schedule_check(&tr->opts.schedule, err)) return RY_ERR;
     if (tr->opts.clip_norm < 0 || tr->opts.clip_value < 0)
         return ry_error_at(err, RY_NO_SPAN, "clipping thresholds must not be negative");
-    return ry_optim_new(&tr->opts.optim, tr->params, &tr->optim, err);
+    if (ry_optim_new(&tr->opts.optim, tr->params, &tr->optim, err)) return RY_ERR;
+    ry_optim_set_target(tr->optim, tr->target);
+    return RY_OK;
 }
 
 ry_status ry_trainer_new(const char *name, const char *text, size_t len,
@@ -270,6 +275,7 @@ ry_status ry_trainer_new(const char *name, const char *text, size_t len,
     ry_trainer *tr = ry_calloc(1, sizeof *tr);
     if (!tr) return ry_error_at(err, RY_NO_SPAN, "out of memory");
     tr->opts = opts ? *opts : ry_train_defaults();
+    tr->target = tr->opts.target ? tr->opts.target : ry_target_cpu();
     tr->text = ry_malloc(len + 1);
     if (!tr->text) {
         ry_free(tr);

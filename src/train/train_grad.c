@@ -16,11 +16,6 @@
 
 #include "train/train_impl.h"
 
-/* Loops over whole gradients: GCC vectorizes them only with this at -O2. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
-#endif
-
 ry_status train_grad_init(ry_trainer *tr, ry_error *err) {
     train_grad_state *g = &tr->g;
     size_t n = (size_t)tr->params->n;
@@ -57,9 +52,9 @@ static int64_t row_len(const ry_tensor *t) {
     return t->ndim > 0 && t->shape[0] > 0 ? t->size / t->shape[0] : t->size;
 }
 
-static void zero_rows(ry_tensor *t, const int64_t *rows, int64_t n) {
-    size_t es = ry_dtype_size(t->dtype), len = (size_t)row_len(t) * es;
-    for (int64_t k = 0; k < n; k++) memset((char *)t->data + (size_t)rows[k] * len, 0, len);
+static void zero_rows(ry_trainer *tr, ry_tensor *t, const int64_t *rows, int64_t n) {
+    int64_t len = row_len(t);
+    for (int64_t k = 0; k < n; k++) tr->target->grad_zero(t, rows[k] * len, len);
 }
 
 static void forget_rows(train_rows *r) {
@@ -67,55 +62,12 @@ static void forget_rows(train_rows *r) {
     r->n = 0;
 }
 
-/* d := 0 + x (the sum's first term, as adding into zeros rounds it: -0
- * becomes +0) or d += x; true when a result is NaN or Inf. Two loops, the
- * check an integer OR: so that the compiler vectorizes both (one loop with
- * the choice inside stayed scalar, a tenth of a Tree-LSTM step). */
-#define ADD_LOOP(NAME, T, U, EXP)                                                         \
-    static bool NAME(T *restrict d, const T *restrict x, int64_t n, bool first) {       \
-        U bad = 0;                                                                      \
-        if (first)                                                                      \
-            for (int64_t i = 0; i < n; i++) {                                           \
-                T v = (T)0 + x[i];                                                      \
-                U u;                                                                    \
-                memcpy(&u, &v, sizeof u);                                               \
-                bad |= (U)((u & EXP) == EXP);                                           \
-                d[i] = v;                                                               \
-            }                                                                           \
-        else                                                                            \
-            for (int64_t i = 0; i < n; i++) {                                           \
-                T v = d[i] + x[i];                                                      \
-                U u;                                                                    \
-                memcpy(&u, &v, sizeof u);                                               \
-                bad |= (U)((u & EXP) == EXP);                                           \
-                d[i] = v;                                                               \
-            }                                                                           \
-        return bad != 0;                                                                \
-    }
-ADD_LOOP(grad_add_f32, float, uint32_t, 0x7f800000u)
-ADD_LOOP(grad_add_f64, double, uint64_t, 0x7ff0000000000000u)
-
-static bool add_any(ry_tensor *d, const ry_tensor *x, int64_t lo_d, int64_t lo_x, int64_t n,
-                    bool first) {
-    if (d->dtype == RY_FLOAT32 && x->dtype == RY_FLOAT32)
-        return grad_add_f32((float *)d->data + lo_d, (const float *)x->data + lo_x, n, first);
-    if (d->dtype == RY_FLOAT64 && x->dtype == RY_FLOAT64)
-        return grad_add_f64((double *)d->data + lo_d, (const double *)x->data + lo_x, n, first);
-    bool bad = false;
-    for (int64_t i = 0; i < n; i++) {
-        double v = (first ? 0 : ry_tensor_get(d, lo_d + i)) + ry_tensor_get(x, lo_x + i);
-        ry_tensor_set(d, lo_d + i, v);
-        bad |= !isfinite(ry_tensor_get(d, lo_d + i));
-    }
-    return bad;
-}
-
 /* grads[i] += x (a dense gradient of the parameter's size). */
 static void add_dense(ry_trainer *tr, int i, const ry_tensor *x) {
     train_grad_state *g = &tr->g;
     ry_tensor *d = tr->grads->views[i];
     bool first = g->state[i] == TRAIN_G_ZERO || g->state[i] == TRAIN_G_STALE;
-    g->bad[i] |= add_any(d, x, 0, 0, d->size, first);
+    g->bad[i] |= tr->target->grad_add(d, x, 0, 0, d->size, first);
     g->state[i] = TRAIN_G_DENSE;
 }
 
@@ -127,7 +79,7 @@ static ry_status add_rows(ry_trainer *tr, int i, const ry_value *v, ry_error *er
     train_rows *r = &g->rows[i];
     int64_t rows = d->shape[0], len = row_len(d);
     if (g->state[i] == TRAIN_G_STALE) {
-        memset(d->data, 0, ry_tensor_nbytes(d));
+        tr->target->grad_zero(d, 0, d->size);
         g->state[i] = TRAIN_G_ZERO;
     }
     bool track = g->state[i] != TRAIN_G_DENSE;
@@ -143,7 +95,7 @@ static ry_status add_rows(ry_trainer *tr, int i, const ry_value *v, ry_error *er
             r->list[r->n++] = row;
         }
         /* a ZERO slab's rows are zeros: adding into them is 0 + x */
-        g->bad[i] |= add_any(d, v->rows.values, row * len, k * len, len, false);
+        g->bad[i] |= tr->target->grad_add(d, v->rows.values, row * len, k * len, len, false);
     }
     if (track) g->state[i] = TRAIN_G_ROWS;
     return RY_OK;
@@ -188,7 +140,7 @@ void train_grad_begin(ry_trainer *tr) {
     for (int i = 0; i < tr->params->n; i++) {
         train_rows *r = &g->rows[i];
         if (g->state[i] == TRAIN_G_ROWS) {
-            zero_rows(tr->grads->views[i], r->list, r->n);
+            zero_rows(tr, tr->grads->views[i], r->list, r->n);
             g->state[i] = TRAIN_G_ZERO;
         } else if (g->state[i] == TRAIN_G_DENSE)
             g->state[i] = TRAIN_G_STALE;
@@ -248,13 +200,7 @@ static void clip_values(ry_trainer *tr) {
         int64_t len = rows ? row_len(t) : t->size, runs = rows ? r->n : 1;
         for (int64_t k = 0; k < runs; k++) {
             int64_t lo = rows ? r->list[k] * len : 0;
-            if (t->dtype == RY_FLOAT32) {
-                float *x = (float *)t->data + lo, hi = (float)c;
-                for (int64_t j = 0; j < len; j++) x[j] = x[j] < -hi ? -hi : x[j] > hi ? hi : x[j];
-            } else {
-                double *x = (double *)t->data + lo;
-                for (int64_t j = 0; j < len; j++) x[j] = x[j] < -c ? -c : x[j] > c ? c : x[j];
-            }
+            tr->target->grad_clip(t, lo, len, c);
         }
     }
 }
@@ -269,12 +215,12 @@ static int64_t prepare(ry_trainer *tr, int i, bool want_norm) {
     g->norms[i] = 0;
     if (g->direct[i]) {
         og->t = g->pending->tuple.fields[tr->grad_base + i]->tensor;
-        return ry_grad_scan(og->t, NULL, 0, norm);
+        return tr->target->grad_scan(og->t, NULL, 0, norm);
     }
     ry_tensor *t = tr->grads->views[i];
     og->t = t;
     if (g->state[i] == TRAIN_G_STALE) { /* no call wrote it: a zero gradient */
-        memset(t->data, 0, ry_tensor_nbytes(t));
+        tr->target->grad_zero(t, 0, t->size);
         g->state[i] = TRAIN_G_ZERO;
     }
     if (g->state[i] == TRAIN_G_ZERO || g->state[i] == TRAIN_G_ROWS) {
@@ -286,10 +232,10 @@ static int64_t prepare(ry_trainer *tr, int i, bool want_norm) {
             og->nrows = r->n;
         }
         if (!norm && !g->bad[i]) return -1;
-        return r->n ? ry_grad_scan(t, r->list, r->n, norm) : -1;
+        return r->n ? tr->target->grad_scan(t, r->list, r->n, norm) : -1;
     }
     if (!norm && !g->bad[i]) return -1;
-    return ry_grad_scan(t, NULL, 0, norm);
+    return tr->target->grad_scan(t, NULL, 0, norm);
 }
 
 ry_status ry_trainer_apply(ry_trainer *tr, ry_error *err) {
@@ -331,7 +277,7 @@ ry_param_set *ry_trainer_grads(ry_trainer *tr) {
     for (int i = 0; i < tr->params->n; i++) {
         ry_tensor *t = tr->grads->views[i];
         if (g->state[i] == TRAIN_G_STALE) {
-            memset(t->data, 0, ry_tensor_nbytes(t));
+            tr->target->grad_zero(t, 0, t->size);
             g->state[i] = TRAIN_G_ZERO;
         }
         if (!g->applied || g->last_scale == 1) continue;

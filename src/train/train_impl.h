@@ -8,6 +8,7 @@
 
 #include "relayc/init.h"
 #include "relayc/rng.h"
+#include "backend/target.h"
 #include "relayc/train.h"
 #include "relayc/vm.h"
 
@@ -43,6 +44,7 @@ typedef struct train_grad_state {
 struct ry_trainer {
     ry_module *m;
     ry_vm_program *vm;          /* m compiled; NULL: run the interpreter */
+    const ry_target *target;    /* opts.target, or the CPU */
     char *text;                 /* the model's text, for checkpoints */
     ry_init_spec *spec;         /* its header lines */
     ry_train_opts opts;

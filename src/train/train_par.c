@@ -57,7 +57,7 @@ static ry_status pool_grow(ry_trainer *tr, int n, ry_error *err) {
         bool ok = vals != NULL;
         for (int i = 0; ok && i < np; i++)
             ok = (vals[i] = ry_value_tensor(ry_tensor_retain(tr->params->views[i]))) != NULL;
-        ry_status st = ok ? ry_vm_compile(tr->m, &vm, err)
+        ry_status st = ok ? ry_vm_compile(tr->m, tr->target, &vm, err)
                           : ry_error_at(err, RY_NO_SPAN, "out of memory");
         if (st) {
             for (int i = 0; vals && vals[i]; i++) ry_value_release(vals[i]);

@@ -104,7 +104,7 @@ static inline ry_value *run_vm(ry_module *m, const char *name, int nargs, ry_val
     ry_vm_program *p = NULL;
     ry_value *out = NULL;
     ry_error err = {0};
-    if (ry_vm_compile(m, &p, &err) != RY_OK ||
+    if (ry_vm_compile(m, NULL, &p, &err) != RY_OK ||
         ry_vm_call(p, name, nargs, args, NULL, &out, &err) != RY_OK) {
         ry_error_print(stderr, &err);
         fail_msg("VM run of @%s failed: %s", name, err.msg);

@@ -25,25 +25,6 @@
 
 RY_SIMD_NO_CONTRACT
 
-bool ry_reduce_mask(const ry_op *op, const ry_attrs *attrs, int ndim, bool mask[RY_MAX_RANK]) {
-    int64_t axes[RY_MAX_RANK];
-    int n = ry_attr_ints(op, attrs, "axis", axes, RY_MAX_RANK);
-    bool exclude = ry_attr_bool(op, attrs, "exclude");
-    if (n > RY_MAX_RANK) return false;
-    /* None or [] reduces every axis, whatever exclude says (TVM's
-     * GetReduceAxes) */
-    for (int d = 0; d < RY_MAX_RANK; d++) mask[d] = n <= 0;
-    if (n <= 0) return true;
-    for (int i = 0; i < n; i++) {
-        int64_t a = axes[i] < 0 ? axes[i] + ndim : axes[i];
-        if (a < 0 || a >= ndim || mask[a]) return false;
-        mask[a] = true;
-    }
-    if (exclude)
-        for (int d = 0; d < ndim; d++) mask[d] = !mask[d];
-    return true;
-}
-
 /* ---- reading a row of any dtype as double or int64 ---- */
 
 static bool is_floaty(ry_dtype d) { return ry_dtype_is_float(d); }

@@ -11,9 +11,6 @@
 
 #include "relayc/op.h"
 
-extern const ry_op ry_ops_scatter[];
-extern const int ry_ops_scatter_count;
-
 ry_status ry_cpu_scatter_nd(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                             ry_tensor *const *out);
 ry_status ry_cpu_gather_nd(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,

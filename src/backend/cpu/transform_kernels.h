@@ -10,14 +10,7 @@
 #ifndef RELAYC_CPU_TRANSFORM_KERNELS_H
 #define RELAYC_CPU_TRANSFORM_KERNELS_H
 
-#include "relayc/op.h"
-
-/* The reduction axes of sum/mean/max/min/argmax for an input of rank ndim:
- * mask[d] is true when dimension d is reduced. axis=None or [] means every
- * axis; negative axes count from the end; exclude flips a non-empty set
- * (TVM's GetReduceAxes). Returns false
- * when an axis is out of range or repeated (the relation reports those). */
-bool ry_reduce_mask(const ry_op *op, const ry_attrs *attrs, int ndim, bool mask[RY_MAX_RANK]);
+#include "op/reduce_attrs.h"
 
 /* reduce.c */
 ry_status ry_cpu_reduce_sum(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,

@@ -1,11 +1,12 @@
 /*
- * vm_alloc.c: the CPU allocators the VM gives its operator results.
+ * cpu_alloc.c: the CPU target's caching allocator, which the compiled
+ * engine gives its operator results (target.h's memory functions).
  *
  * Large buffers (64 KiB and up) freed by one training step are kept
  * process-wide and handed to the next request of the same size, so a step
  * does not pay the kernel for fresh zeroed pages each time (page faults
  * were a quarter of a Tree-LSTM step). Smaller ones come from the pool of
- * the program that asked (vm_pool): free lists by size class, so that the
+ * the program that asked (a ry_pool): free lists by size class, so that the
  * results a recursion's closures hold on to (a fresh buffer each, which
  * posix_memalign made a tenth of a Tree-LSTM step) are recycled step after
  * step instead of going through malloc. A pool is the program's, but its
@@ -17,7 +18,7 @@
  */
 #include <pthread.h>
 
-#include "runtime/vm_impl.h"
+#include "backend/cpu/cpu_target.h"
 
 #define HDR 64                             /* keeps the 64-byte alignment */
 #define MIN_KEPT ((size_t)1 << 16)
@@ -63,7 +64,7 @@ static char *take(size_t n) {
     return p;
 }
 
-static void *vm_alloc(ry_allocator *self, size_t n) {
+static void *result_alloc(ry_allocator *self, size_t n) {
     (void)self;
     char *p = n >= MIN_KEPT ? take(n) : NULL;
     if (!p) {
@@ -74,7 +75,7 @@ static void *vm_alloc(ry_allocator *self, size_t n) {
     return p + HDR;
 }
 
-static void vm_free(ry_allocator *self, void *ptr) {
+static void result_free(ry_allocator *self, void *ptr) {
     (void)self;
     if (!ptr) return;
     char *p = (char *)hdr_of(ptr);
@@ -94,9 +95,9 @@ static void vm_free(ry_allocator *self, void *ptr) {
     base->free(base, p);
 }
 
-static ry_allocator vm_allocator = {.device = {RY_DEVICE_CPU, 0}, .alloc = vm_alloc, .free = vm_free};
+static ry_allocator results = {.device = {RY_DEVICE_CPU, 0}, .alloc = result_alloc, .free = result_free};
 
-ry_allocator *vm_cpu_allocator(void) { return &vm_allocator; }
+ry_allocator *ry_cpu_result_allocator(void) { return &results; }
 
 /* ---- a program's pool of small blocks ----
  * Size classes: 64-byte steps up to 1 KiB (0..15), then powers of two up
@@ -105,7 +106,7 @@ ry_allocator *vm_cpu_allocator(void) { return &vm_allocator; }
 #define POOL_MAX ((size_t)1 << 16)
 #define POOL_KEPT_BYTES ((size_t)1 << 26)  /* 64 MiB waiting per pool at most */
 
-struct vm_pool {
+struct ry_pool {
     ry_allocator a;            /* first: an allocator's self is its pool */
     pthread_mutex_t mu;
     hdr *free[NCLASS];
@@ -123,13 +124,13 @@ static int class_of(size_t n) {
 
 static size_t class_bytes(int c) { return c < 16 ? (size_t)(c + 1) * 64 : (size_t)2048 << (c - 16); }
 
-static void pool_destroy(vm_pool *p) {
+static void pool_destroy(ry_pool *p) {
     pthread_mutex_destroy(&p->mu);
     ry_free(p);
 }
 
 static void *pool_alloc(ry_allocator *self, size_t n) {
-    vm_pool *p = (vm_pool *)self;
+    ry_pool *p = (ry_pool *)self;
     int c = n <= POOL_MAX ? class_of(n) : -1;
     pthread_mutex_lock(&p->mu);
     hdr *h = c >= 0 ? p->free[c] : NULL;
@@ -142,7 +143,7 @@ static void *pool_alloc(ry_allocator *self, size_t n) {
     if (h) return (char *)h + HDR;
     void *ptr = NULL;
     if (c < 0) {
-        ptr = vm_alloc(NULL, n);
+        ptr = result_alloc(NULL, n);
     } else {
         ry_allocator *base = ry_cpu_allocator();
         char *b = base->alloc(base, class_bytes(c) + HDR);
@@ -161,7 +162,7 @@ static void *pool_alloc(ry_allocator *self, size_t n) {
 
 static void pool_free(ry_allocator *self, void *ptr) {
     if (!ptr) return;
-    vm_pool *p = (vm_pool *)self;
+    ry_pool *p = (ry_pool *)self;
     hdr *h = hdr_of(ptr);
     bool keep = false;
     pthread_mutex_lock(&p->mu);
@@ -174,23 +175,23 @@ static void pool_free(ry_allocator *self, void *ptr) {
     bool gone = --p->out == 0 && p->closed;
     pthread_mutex_unlock(&p->mu);
     if (!keep) {
-        if (h->cls < 0) vm_free(NULL, ptr);
+        if (h->cls < 0) result_free(NULL, ptr);
         else ry_cpu_allocator()->free(ry_cpu_allocator(), h);
     }
     if (gone) pool_destroy(p);
 }
 
-vm_pool *vm_pool_new(void) {
-    vm_pool *p = ry_calloc(1, sizeof *p);
+ry_pool *ry_cpu_pool_new(void) {
+    ry_pool *p = ry_calloc(1, sizeof *p);
     if (!p) return NULL;
     p->a = (ry_allocator){.device = {RY_DEVICE_CPU, 0}, .alloc = pool_alloc, .free = pool_free};
     pthread_mutex_init(&p->mu, NULL);
     return p;
 }
 
-ry_allocator *vm_pool_allocator(vm_pool *p) { return p ? &p->a : vm_cpu_allocator(); }
+ry_allocator *ry_cpu_pool_allocator(ry_pool *p) { return p ? &p->a : ry_cpu_result_allocator(); }
 
-void vm_pool_close(vm_pool *p) {
+void ry_cpu_pool_close(ry_pool *p) {
     if (!p) return;
     hdr *drop[NCLASS];
     pthread_mutex_lock(&p->mu);
@@ -210,7 +211,7 @@ void vm_pool_close(vm_pool *p) {
     if (gone) pool_destroy(p);
 }
 
-long vm_pool_kept(vm_pool *p) {
+long ry_cpu_pool_kept(ry_pool *p) {
     if (!p) return 0;
     long n = 0;
     pthread_mutex_lock(&p->mu);
@@ -220,8 +221,8 @@ long vm_pool_kept(vm_pool *p) {
     return n;
 }
 
-size_t vm_alloc_capacity(const ry_tensor *t) {
+size_t ry_cpu_capacity(const ry_tensor *t) {
     if (!t || !t->alloc || !t->data) return 0;
-    if (t->alloc != &vm_allocator && t->alloc->alloc != pool_alloc) return 0;
+    if (t->alloc != &results && t->alloc->alloc != pool_alloc) return 0;
     return hdr_of(t->data)->n;
 }

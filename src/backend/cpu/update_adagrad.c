@@ -1,5 +1,5 @@
 /*
- * adagrad.c: Adagrad (Duchi et al.) with learning-rate decay, an initial
+ * update_adagrad.c (cpu): Adagrad (Duchi et al.) with learning-rate decay, an initial
  * accumulator and eps, as torch.optim.Adagrad updates one dense parameter.
  * The accumulator's starting value is set when the optimizer is made
  * (optimizer.c), as torch does. A zero gradient leaves a row unchanged
@@ -9,7 +9,7 @@
  */
 #include <math.h>
 
-#include "optim_impl.h"
+#include "backend/cpu/update_rules.h"
 
 RY_OPTIM_VECTORIZE
 

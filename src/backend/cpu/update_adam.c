@@ -1,5 +1,5 @@
 /*
- * adam.c: Adam and AdamW (Kingma & Ba; Loshchilov & Hutter), with the
+ * update_adam.c (cpu): Adam and AdamW (Kingma & Ba; Loshchilov & Hutter), with the
  * AMSGrad variant, as torch.optim.Adam/AdamW update one parameter (the
  * single-tensor, non-capturable path). AdamW differs only in decaying the
  * parameter itself instead of adding the decay to the gradient. Plain Adam
@@ -8,7 +8,7 @@
  */
 #include <math.h>
 
-#include "optim_impl.h"
+#include "backend/cpu/update_rules.h"
 
 RY_OPTIM_VECTORIZE
 

@@ -1,11 +1,11 @@
 /*
- * rmsprop.c: RMSprop (Hinton), optionally centered and with momentum, as
+ * update_rmsprop.c (cpu): RMSprop (Hinton), optionally centered and with momentum, as
  * torch.optim.RMSprop updates one parameter. eps is added after the square
  * root, as torch does (TensorFlow adds it inside).
  */
 #include <math.h>
 
-#include "optim_impl.h"
+#include "backend/cpu/update_rules.h"
 
 RY_OPTIM_VECTORIZE
 

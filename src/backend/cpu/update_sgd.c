@@ -1,5 +1,5 @@
 /*
- * sgd.c: stochastic gradient descent with momentum, dampening, Nesterov
+ * update_sgd.c (cpu): stochastic gradient descent with momentum, dampening, Nesterov
  * momentum and (coupled) weight decay, as torch.optim.SGD updates one
  * parameter. One loop over the parameter's run of the slabs; the momentum
  * buffer starts as a copy of the first step's gradient, as torch's lazy
@@ -7,7 +7,7 @@
  * configurations get loops of their own with no branch inside, so that
  * they vectorize; every loop does the same arithmetic per element.
  */
-#include "optim_impl.h"
+#include "backend/cpu/update_rules.h"
 
 RY_OPTIM_VECTORIZE
 
