@@ -2,7 +2,8 @@
  * optimizer.c: the optimizer object: configuration (PyTorch's defaults and
  * range checks), the slot sets it owns, per-parameter flags and step counts,
  * and the step that walks the parameters once, handing each contiguous run
- * of the slabs to its rule's kernel (sgd.c, adam.c, adagrad.c, rmsprop.c).
+ * of the slabs to the update kernel of the optimizer's target
+ * (src/backend/target.h; the CPU's rules: src/backend/cpu/update_*.c).
  * Learning-rate schedules (schedule.c) and clipping (clip.c) live apart.
  */
 #include <math.h>

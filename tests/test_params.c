@@ -1,5 +1,5 @@
 /*
- * test_params.c: parameter sets carved from one slab (src/train/params.c):
+ * test_params.c: parameter sets carved from one slab (src/tensor/params.c):
  * layout and 64-byte alignment of the views, aliasing between slab and
  * views, the copy/fill/find/same-layout helpers, refused inputs, and every
  * allocation failing in turn without a leak.

@@ -13,20 +13,7 @@
 
 #include "relayc/interp.h"
 #include "relayc/ir.h"
-
-/* ---- A-normal form ------------------------------------------------------
- * Returns e rewritten so that every non-atomic subexpression (anything but a
- * var, global, constant, operator or constructor) is let-bound once, with
- * atomic operands. A node shared in the DAG (`%0 = e;`) is bound once and
- * its later uses refer to that binding, as long as the binding is in scope
- * (a node first met in one branch of an if is bound again in the other).
- * Branches, clauses and function bodies are normalized as scopes of their
- * own. New nodes carry the types of the nodes they replace, so a typed input
- * gives a typed output. e is not modified. */
-ry_expr *ry_anf(ry_module *m, const ry_expr *e);
-/* Rewrites every global function of m into A-normal form in place (each
- * global's func is replaced by its normal form). */
-void ry_anf_module(ry_module *m);
+#include "relayc/pass.h" /* ry_anf, which the transform normalizes with */
 
 /* ---- the gradient transform -----------------------------------------------
  * ry_grad differentiates a function of the module m (type-checked first if

@@ -5,12 +5,27 @@
  * installs them in the module's globals; types of the nodes it makes are
  * copied from the nodes they replace, and the pipeline type-checks the
  * module again at the end. Passes never name a target and never execute a
- * program, except constant folding, which runs CPU kernels on constants.
+ * program, except constant folding, which runs the host target's kernels on
+ * constants.
  */
 #ifndef RELAYC_PASS_H
 #define RELAYC_PASS_H
 
 #include "relayc/ir.h"
+
+/* ---- A-normal form ------------------------------------------------------
+ * Returns e rewritten so that every non-atomic subexpression (anything but a
+ * var, global, constant, operator or constructor) is let-bound once, with
+ * atomic operands. A node shared in the DAG (`%0 = e;`) is bound once and
+ * its later uses refer to that binding, as long as the binding is in scope
+ * (a node first met in one branch of an if is bound again in the other).
+ * Branches, clauses and function bodies are normalized as scopes of their
+ * own. New nodes carry the types of the nodes they replace, so a typed input
+ * gives a typed output. e is not modified. */
+ry_expr *ry_anf(ry_module *m, const ry_expr *e);
+/* Rewrites every global function of m into A-normal form in place (each
+ * global's func is replaced by its normal form). */
+void ry_anf_module(ry_module *m);
 
 /* Well-formedness: every var used is bound before use and in scope (a
  * let's value does not see its own var unless it is a function: recursive

@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "relayc/ad.h"
+#include "relayc/pass.h"
 #include "pass/pass_impl.h"
 
 typedef struct dce {

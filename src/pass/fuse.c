@@ -26,7 +26,7 @@
 #include "op/fused_prog.h"
 #include "pass/fuse_shape.h"
 #include "pass/pass_impl.h"
-#include "relayc/ad.h"
+#include "relayc/pass.h"
 
 #define MAX_GROUP 24      /* instructions per program */
 #define MAX_LITERALS 16

@@ -40,7 +40,7 @@
 #include <string.h>
 
 #include "ir/parse.h" /* ry_expr_child */
-#include "relayc/ad.h"
+#include "relayc/pass.h"
 #include "pass/pass_impl.h"
 
 #define TABLE_ROWS 1024

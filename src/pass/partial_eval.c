@@ -25,7 +25,7 @@
  */
 #include <string.h>
 
-#include "relayc/ad.h"
+#include "relayc/pass.h"
 #include "pass/pe_impl.h"
 
 static ps *eval(pe *p, const ry_expr *e, env *en);

@@ -12,7 +12,6 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "relayc/ad.h"
 #include "relayc/pass.h"
 #include "runtime/vm_impl.h"
 

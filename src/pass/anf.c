@@ -10,16 +10,17 @@
  * binding made inside one is forgotten when it ends (a node first met in the
  * then-branch is bound again where the else-branch or later code needs it).
  * Types of the input nodes are copied to the nodes that replace them.
+ * The passes that need it (DCE, CSE, simplify, partial evaluation, fusion,
+ * hoisting) and the VM's compiler normalize with it too.
  */
 #include <string.h>
 
-#include "ad_impl.h"
-#include "relayc/ad.h"
+#include "relayc/pass.h"
 
 typedef struct anf {
     ry_module *m;
     ry_arena *scratch;
-    ad_map memo;         /* input node -> ry_var bound to its value, in scope */
+    ry_ptrmap memo;      /* input node -> ry_var bound to its value (0: none in scope) */
     const ry_expr **log; /* memo keys in insertion order, for leaving scopes */
     int nlog, caplog;
 } anf;
@@ -38,12 +39,17 @@ static void remember(anf *s, const ry_expr *e, ry_var *v) {
         s->caplog = ncap;
     }
     s->log[s->nlog++] = e;
-    ad_map_put(&s->memo, e, v);
+    ry_ptrmap_put(s->scratch, &s->memo, e, (intptr_t)v);
+}
+
+static ry_var *bound(const anf *s, const ry_expr *e) {
+    intptr_t v = 0;
+    return ry_ptrmap_get(&s->memo, e, &v) ? (ry_var *)v : NULL;
 }
 
 static void forget_since(anf *s, int mark) {
     while (s->nlog > mark)
-        ad_map_put(&s->memo, s->log[--s->nlog], NULL);
+        ry_ptrmap_put(s->scratch, &s->memo, s->log[--s->nlog], 0);
 }
 
 static bool is_atom(const ry_expr *e) {
@@ -70,7 +76,7 @@ static ry_expr *scope(anf *s, const ry_expr *e);
 /* atom(e): e itself if atomic, else the var bound to e's value. */
 static ry_expr *to_atom(anf *s, block *b, const ry_expr *e) {
     if (is_atom(e)) return copy_atom(s, e);
-    ry_var *v = ad_map_get(&s->memo, e);
+    ry_var *v = bound(s, e);
     if (!v) {
         ry_expr *val = to_value(s, b, e);
         if (is_atom(val)) return val; /* a let whose body is an atom */
@@ -185,7 +191,6 @@ static ry_expr *scope(anf *s, const ry_expr *e) {
 
 ry_expr *ry_anf(ry_module *m, const ry_expr *e) {
     anf s = {.m = m, .scratch = ry_arena_new()};
-    ad_map_init(&s.memo, s.scratch);
     ry_expr *r = e->kind == RY_EXPR_FUNC ? func(&s, e) : scope(&s, e);
     ry_arena_free(s.scratch);
     return r;

@@ -1,9 +1,10 @@
 /*
- * gradcheck.c: gradient checking. The gradient ry_grad computes (seeded
- * with ones, so it is the gradient of the sum of every output tensor) is
- * compared element by element with central finite differences of that sum,
- * computed by running the original function in the interpreter with one
- * element moved by +-h, h = eps * max(1, |x|). Float64 arguments give
+ * gradcheck.c: gradient checking, a runner over the interpreter (so it
+ * lives with the engines, not with the transform). The gradient ry_grad
+ * computes (seeded with ones, so it is the gradient of the sum of every
+ * output tensor) is compared element by element with central finite
+ * differences of that sum, computed by running the original function in
+ * the interpreter with one element moved by +-h, h = eps * max(1, |x|). Float64 arguments give
  * differences good to about 1e-8; the tolerances are the caller's.
  */
 #include <math.h>
