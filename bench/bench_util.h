@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/target.h"
 #include "relayc/relayc.h"
 
 /* Seconds on the monotonic clock. */

@@ -2,8 +2,8 @@
 """fuzz_engines.py: differential fuzzing of relayc's engines.
 
 Generates random, well-typed Relay programs (text format 0.0.5) with random
-.npy inputs, runs each through the reference interpreter (--target interp)
-and the compiled engine (--target cpu --level 0, 1, 2; big programs also at
+.npy inputs, runs each through the reference interpreter (--engine interp)
+and the compiled engine (--engine vm --level 0, 1, 2; big programs also at
 level 2 on two threads and at level 1 without SIMD), again with --grad when
 a parameter is a float tensor, sometimes `relayc gradcheck` (float64 central
 finite differences, sometimes --second-order) on smooth programs, and
@@ -1610,7 +1610,7 @@ PRELUDE = {
 
 # ---------------------------------------------------------------- running
 
-ENGINES = [("interp", ["--target", "interp"]), ("cpu0", ["--target", "cpu", "--level", "0"]),
+ENGINES = [("interp", ["--engine", "interp"]), ("cpu0", ["--target", "cpu", "--level", "0"]),
            ("cpu1", ["--target", "cpu", "--level", "1"]), ("cpu2", ["--target", "cpu", "--level", "2"])]
 # big programs also run on two threads (the pool's split kernels) and without SIMD
 ENGINES_BIG = [("cpu2t", ["--target", "cpu", "--level", "2"]), ("cpu1s", ["--target", "cpu", "--level", "1"])]
