@@ -39,6 +39,9 @@ static const char *help =
     "  --optimizer NAME            sgd (default), adam, adamw, adagrad, rmsprop\n"
     "  --lr X  --momentum X  --weight-decay X\n"
     "  --clip-norm X               clip gradients to this global norm\n"
+    "  --inference-gradients       differentiate in inference mode (dropout as the\n"
+    "                              identity, batch norm on moving statistics);\n"
+    "                              default: training mode\n"
     "  --seed N                    initialization and shuffling (default 0)\n"
     "  --checkpoint-dir DIR        write DIR/ckpt-<step>.h5 (created if missing)\n"
     "  --checkpoint-every N        steps between checkpoints (default: at the end)\n"
@@ -61,7 +64,7 @@ typedef struct train_args {
     double lr, momentum, weight_decay, clip_norm;
     int64_t epochs, steps, batch, seq, val, ckpt_every, keep, log_every, threads;
     uint64_t seed;
-    bool resume, quiet, drop_last, profile;
+    bool resume, quiet, drop_last, profile, inference_grads;
     bool use_interp;
 } train_args;
 
@@ -121,6 +124,10 @@ static int parse_args(int argc, char **argv, train_args *a) {
             a->profile = true;
             continue;
         }
+        if (strcmp(argv[i], "--inference-gradients") == 0) {
+            a->inference_grads = true;
+            continue;
+        }
         if ((v = cli_option(argc, argv, &i, "--data", &bad))) a->data = v;
         else if (!bad && (v = cli_option(argc, argv, &i, "--optimizer", &bad))) a->optimizer = v;
         else if (!bad && (v = cli_option(argc, argv, &i, "--checkpoint-dir", &bad))) a->ckpt_dir = v;
@@ -167,6 +174,7 @@ static int make_opts(const train_args *a, ry_train_opts *o) {
     o->clip_norm = a->clip_norm;
     o->seed = a->seed;
     o->use_interp = a->use_interp;
+    o->training = !a->inference_grads; /* dropout and batch norm as in training */
     /* kernels and OpenBLAS (threads.h), and the trainer's workers */
     if (a->threads > 0) ry_set_num_threads((int)a->threads);
     o->threads = (int)a->threads;

