@@ -32,7 +32,7 @@ STATIC := $(BUILD)/librelayc.a
 SHARED := $(BUILD)/librelayc.so
 RELAYC := $(BUILD)/relayc
 
-.PHONY: all bench debug examples demo train test test-unit test-corpus asan test-asan valgrind test-valgrind install clean help
+.PHONY: all bench debug examples demo train test test-unit test-corpus asan test-asan test-asan-clang valgrind test-valgrind install clean help
 
 all: $(STATIC) $(SHARED) $(RELAYC) $(EXAMPLES)
 
@@ -115,6 +115,10 @@ asan:
 test-asan:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" test
+# The same with clang, whose UBSan also stops at arithmetic on null pointers.
+test-asan-clang:
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(MAKE) BUILD=build-clang CC=clang CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" test
 
 VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
 test-valgrind:
@@ -127,7 +131,7 @@ install: all
 	install -m 644 include/relayc/*.h $(DESTDIR)$(PREFIX)/include/relayc/
 
 clean:
-	rm -rf build build-asan build-vg build-debug
+	rm -rf build build-asan build-clang build-vg build-debug
 
 help:
 	@echo "make            build $(STATIC), $(SHARED) and $(RELAYC)"
@@ -135,6 +139,7 @@ help:
 	@echo "make demo       run LeNet-5 through relayc check and relayc run"
 	@echo "make test       unit suites and the .relay corpora"
 	@echo "make test-asan  the same under ASan+UBSan (build-asan/)"
+	@echo "make test-asan-clang  the same built with clang (build-clang/)"
 	@echo "make test-valgrind  the same under valgrind (build-vg/)"
 	@echo "make install    into PREFIX=$(PREFIX)"
 
