@@ -50,7 +50,7 @@ static char *slurp(const char *name) {
     snprintf(p, sizeof p, "%s/%s", dir, name);
     FILE *f = fopen(p, "r");
     if (!f) fail_msg("cannot open %s", p);
-    static char buf[1 << 16];
+    static char buf[1 << 22];
     size_t k = fread(buf, 1, sizeof buf - 1, f);
     buf[k] = '\0';
     fclose(f);
@@ -158,9 +158,176 @@ static void test_training_mode_default(void **s) {
     assert_true(max_diff(wt, wp, 8) > 1e-3); /* training mode: it drops */
 }
 
+/* ---- SIGINT and SIGTERM ------------------------------------------------------ */
+
+/* Starts `relayc train ARGS` (as train() fills ARGS) in the background;
+ * returns its pid. */
+static pid_t start(const char *args) {
+    char a[4096], cmd[8192];
+    snprintf(a, sizeof a, args, dir, dir, dir, dir);
+    snprintf(cmd, sizeof cmd, "exec %s train %s >%s/out.txt 2>&1", relayc(), a, dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* The rows of DIR/NAME after its header (0 when it is missing). */
+static int csv_rows(const char *name) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "r");
+    if (!f) return 0;
+    int n = 0;
+    for (int c; (c = fgetc(f)) != EOF;) n += c == '\n';
+    fclose(f);
+    return n > 0 ? n - 1 : 0;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits for pid (at most 60 s, then kills it and fails); its wait status. */
+static int wait_for(pid_t pid) {
+    int st;
+    for (int i = 0; i < 6000; i++) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) return st;
+        sleep_ms(10);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    fail_msg("relayc train did not stop within 60 s:\n%s", slurp("out.txt"));
+    return -1;
+}
+
+/* A long run, stopped once its CSV has rows. */
+static const char *long_run =
+    "%s/m.relay --data npy:%s/x.npy,%s/y.npy --steps 100000000 --batch 4 --lr 0.01 --quiet "
+    "--log-every 100 --csv %s/m.csv --checkpoint-dir %s/ck";
+
+static pid_t start_long_run(void) {
+    write_data(8);
+    write_text("m.relay", model_plain);
+    char args[1024];
+    snprintf(args, sizeof args, "%s", long_run);
+    /* five %s: start() fills four, so the last one is spelt out */
+    char *last = strrchr(args, '%');
+    snprintf(last, sizeof args - (size_t)(last - args), "%s/ck", dir);
+    pid_t pid = start(args);
+    for (int i = 0; i < 6000 && csv_rows("m.csv") < 2; i++) sleep_ms(10);
+    return pid;
+}
+
+/* The step of the one ckpt-*.h5 in DIR/ck (-1 when there is none). */
+static long checkpoint_step(void) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/ck", dir);
+    DIR *d = opendir(p);
+    long step = -1;
+    if (!d) return -1;
+    for (struct dirent *e; (e = readdir(d));) {
+        long k;
+        char tail[8];
+        if (sscanf(e->d_name, "ckpt-%ld.%7s", &k, tail) == 2 && strcmp(tail, "h5") == 0) {
+            assert_int_equal(step, -1); /* one checkpoint */
+            step = k;
+        }
+    }
+    closedir(d);
+    return step;
+}
+
+/* The steps of DIR/m.csv's train rows, in order; checks its one header. */
+static int csv_steps(long *steps, int max) {
+    const char *text = slurp("m.csv");
+    assert_true(strncmp(text, "kind,step,", 10) == 0);
+    assert_null(strstr(text + 1, "kind,step,")); /* no second header */
+    int n = 0;
+    for (const char *l = strstr(text, "\ntrain,"); l && n < max; l = strstr(l + 1, "\ntrain,"))
+        steps[n++] = strtol(l + 7, NULL, 10);
+    return n;
+}
+
+/* SIGINT: the step finishes, a checkpoint is saved, one line says so and
+ * the exit status is 130; --resume then continues the run and its CSV. */
+static void test_sigint_saves_and_resumes(void **s) {
+    pid_t pid = start_long_run();
+    assert_true(csv_rows("m.csv") >= 2);
+    assert_int_equal(kill(pid, SIGINT), 0);
+    int st = wait_for(pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 130);
+    assert_out_contains("relayc train: SIGINT: stopped on request after step");
+    assert_out_contains("(continue with --resume)");
+    long step = checkpoint_step();
+    assert_true(step > 0);
+    char want[512];
+    snprintf(want, sizeof want, "after step %ld; checkpoint %s/ck/ckpt-%ld.h5", step, dir, step);
+    assert_out_contains(want);
+    static long before[1 << 16], after[1 << 16];
+    int nb = csv_steps(before, 1 << 16);
+    assert_true(nb >= 2);
+    /* 250 steps more, from the checkpoint */
+    char args[1024];
+    snprintf(args, sizeof args,
+             "%%s/m.relay --data npy:%%s/x.npy,%%s/y.npy --steps %ld --batch 4 --lr 0.01 --quiet "
+             "--log-every 100 --csv %%s/m.csv --checkpoint-dir %s/ck --resume",
+             step + 250, dir);
+    assert_int_equal(train(args), 0);
+    char resumed[128];
+    snprintf(resumed, sizeof resumed, "steps %ld, final training loss", step + 250);
+    assert_out_contains(resumed);
+    int na = csv_steps(after, 1 << 16);
+    assert_true(na >= nb + 2);
+    for (int i = 0; i < nb; i++) assert_int_equal(after[i], before[i]); /* kept */
+    /* every 100 steps, then the last step */
+    for (int i = 1; i < na - 1; i++) assert_int_equal(after[i], after[i - 1] + 100);
+    assert_int_equal(after[na - 1], step + 250);
+}
+
+/* SIGTERM does the same with exit status 143. */
+static void test_sigterm_saves(void **s) {
+    pid_t pid = start_long_run();
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    int st = wait_for(pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 143);
+    assert_out_contains("relayc train: SIGTERM: stopped on request after step");
+    assert_true(checkpoint_step() > 0);
+}
+
+/* A second signal before the step is done ends the run at once: both
+ * arrive while the process is stopped, so both are delivered before it
+ * runs another instruction of the loop. No checkpoint is written. */
+static void test_second_signal_aborts(void **s) {
+    pid_t pid = start_long_run();
+    assert_int_equal(kill(pid, SIGSTOP), 0);
+    int st;
+    assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
+    assert_true(WIFSTOPPED(st));
+    assert_int_equal(kill(pid, SIGINT), 0);
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    assert_int_equal(kill(pid, SIGCONT), 0);
+    st = wait_for(pid);
+    assert_true(WIFEXITED(st));
+    assert_true(WEXITSTATUS(st) == 130 || WEXITSTATUS(st) == 143);
+    assert_out_contains("relayc train: second signal: stopping at once, no checkpoint");
+    assert_null(strstr(slurp("out.txt"), "stopped on request"));
+    assert_int_equal(checkpoint_step(), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_training_mode_default, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sigint_saves_and_resumes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sigterm_saves, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_second_signal_aborts, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

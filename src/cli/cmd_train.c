@@ -9,9 +9,12 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "relayc/threads.h"
@@ -306,6 +309,31 @@ static int load_data(ry_trainer *tr, const train_args *a, data *d, ry_error *err
     return 0;
 }
 
+/* ---- SIGINT and SIGTERM ----
+ * The first asks the trainer to stop after its current step (it saves a
+ * checkpoint and fit reports it); a second one ends the process at once. */
+static atomic_int nsignals;
+
+static void on_signal(int sig) {
+    if (atomic_fetch_add(&nsignals, 1) > 0) {
+        static const char msg[] = "relayc train: second signal: stopping at once, no checkpoint\n";
+        ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+        (void)w;
+        _exit(128 + sig);
+    }
+    ry_train_request_stop(sig);
+}
+
+static void catch_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
 static void config_line(int argc, char **argv, char *buf, size_t n) {
     size_t len = (size_t)snprintf(buf, n, "command=relayc train");
     for (int i = 1; i < argc && len < n; i++) len += (size_t)snprintf(buf + len, n - len, " %s", argv[i]);
@@ -332,8 +360,14 @@ static int fit(ry_trainer *tr, const train_args *a, data *d, const char *config)
     ry_error err;
     memset(&err, 0, sizeof err);
     if (ry_train_fit(tr, &d->td, d->has_eval ? &d->ed : NULL, &fo, &res, &err)) {
-        ry_error_print(stderr, &err);
-        return 1;
+        if (!res.stop_signal) {
+            ry_error_print(stderr, &err);
+            return 1;
+        }
+        fprintf(stderr, "relayc train: %s: %s%s\n",
+                res.stop_signal == SIGINT ? "SIGINT" : res.stop_signal == SIGTERM ? "SIGTERM" : "signal",
+                err.msg, res.checkpoint[0] ? " (continue with --resume)" : "");
+        return 128 + res.stop_signal;
     }
     if (d->has_eval && (!res.evaluated || res.eval_step != res.steps) &&
         ry_train_evaluate(tr, &d->ed, fo.batch, &res.eval_loss, &res.eval_acc, &err)) {
@@ -355,6 +389,7 @@ int cmd_train(int argc, char **argv) {
     memset(&a, 0, sizeof a);
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
+    catch_signals(); /* from here on a signal stops the run at the next step */
     ry_train_opts o;
     if (make_opts(&a, &o)) return 1;
     if (a.ckpt_dir && mkdir(a.ckpt_dir, 0755) != 0 && errno != EEXIST)

@@ -4,14 +4,24 @@
  * are updated, held-out data is evaluated after every epoch, checkpoints
  * are written every N steps and at the end, and a run resumes from the
  * latest checkpoint exactly where it stopped. A NaN/Inf stops the loop
- * before anything more is written, so the last good checkpoint stays.
+ * before anything more is written, so the last good checkpoint stays; a
+ * stop request (a signal the program caught) stops it after the current
+ * step, with a checkpoint.
  */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "train/train_impl.h"
+
+/* The pending stop request; written by signal handlers, so nothing but a
+ * volatile sig_atomic_t. */
+static volatile sig_atomic_t stop_request;
+
+void ry_train_request_stop(int sig) { stop_request = (sig_atomic_t)sig; }
+int ry_train_stop_requested(void) { return (int)stop_request; }
 
 static ry_status fetch_rows(const ry_train_data *d, const int64_t *idx, int64_t k,
                             ry_value **args, ry_error *err) {
@@ -132,6 +142,7 @@ typedef struct fit_state {
     double *losses;
     int64_t nlosses, cap;
     int64_t saved_step;
+    int stopped; /* the stop request acted on */
 } fit_state;
 
 static ry_status save(ry_trainer *tr, const ry_fit_opts *fo, fit_state *s, ry_fit_result *res,
@@ -202,6 +213,10 @@ static ry_status loop(ry_trainer *tr, const ry_train_data *train, const ry_train
         ry_loader_get_state(s->l, &ls);
         if (ls.epoch >= epochs) break;
         if (fo->max_steps > 0 && ry_trainer_steps(tr) >= fo->max_steps) break;
+        if ((s->stopped = (int)stop_request) != 0) {
+            stop_request = 0;
+            break;
+        }
         const int64_t *idx;
         int64_t k = ry_loader_next(s->l, &idx);
         if (k == 0) {
@@ -240,13 +255,25 @@ ry_status ry_train_fit(ry_trainer *tr, const ry_train_data *train, const ry_trai
     int64_t per_epoch = ry_loader_batches(s.l);
     int64_t total = fo->max_steps > 0 ? fo->max_steps
                                       : (fo->epochs > 0 ? fo->epochs : 1) * per_epoch;
-    ry_status st = ry_progress_new(fo->out, fo->progress, total, fo->log_every, fo->csv_path,
-                                   &s.p, err);
+    /* a resumed run continues its CSV once it knows the step */
+    ry_status st = ry_progress_new(fo->out, fo->progress, total, fo->log_every,
+                                   fo->resume ? NULL : fo->csv_path, &s.p, err);
     if (st == RY_OK && fo->resume) st = resume(tr, fo, &s, res, err);
+    if (st == RY_OK && fo->resume && fo->csv_path)
+        st = ry_progress_csv_continue(s.p, fo->csv_path, ry_trainer_steps(tr), err);
     if (st == RY_OK) st = loop(tr, train, eval, fo, &s, res, err);
     if (st == RY_OK && fo->checkpoint_dir && s.saved_step != ry_trainer_steps(tr))
         st = save(tr, fo, &s, res, err);
     if (st) ry_progress_note(s.p, "stopped: %s", err->msg);
+    if (st == RY_OK && s.stopped) {
+        res->stop_signal = s.stopped;
+        st = res->checkpoint[0] && s.saved_step == ry_trainer_steps(tr)
+                 ? ry_error_at(err, RY_NO_SPAN, "stopped on request after step %lld; checkpoint %s",
+                               (long long)ry_trainer_steps(tr), res->checkpoint)
+                 : ry_error_at(err, RY_NO_SPAN,
+                               "stopped on request after step %lld (no checkpoint directory)",
+                               (long long)ry_trainer_steps(tr));
+    }
     res->steps = ry_trainer_steps(tr);
     int64_t tenth = s.nlosses / 10 > 0 ? s.nlosses / 10 : 1;
     if (s.nlosses) {
