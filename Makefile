@@ -59,10 +59,11 @@ $(BUILD)/tests/%: tests/%.c tests/test_util.h $(STATIC)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Itests -MMD -MP -o $@ $< $(STATIC) $(CMOCKA_LIBS) $(LDLIBS)
 
 # The main job: train LeNet-5 on Fashion-MNIST for one epoch (SGD 0.05,
-# momentum 0.9, batch 64), with checkpoints in $(BUILD)/lenet-ckpt.
+# momentum 0.9, batch 64), with checkpoints in $(BUILD)/lenet-ckpt (run
+# again, it continues from them).
 train: $(RELAYC)
 	$(RELAYC) train models/lenet.relay --data fashion-mnist --epochs 1 --batch 64 \
-	  --optimizer sgd --lr 0.05 --momentum 0.9 --seed 0 --checkpoint-dir $(BUILD)/lenet-ckpt
+	  --optimizer sgd --lr 0.05 --momentum 0.9 --seed 0 --checkpoint-dir $(BUILD)/lenet-ckpt --resume
 
 # LeNet-5 through the command line: type-check it, then run it on the
 # committed inputs with the interpreter.

@@ -322,12 +322,101 @@ static void test_second_signal_aborts(void **s) {
     assert_int_equal(checkpoint_step(), -1);
 }
 
+/* ---- one directory, one run ------------------------------------------------ */
+
+static const char *short_run =
+    "%s/m.relay --data npy:%s/x.npy,%s/y.npy --steps 3 --batch 4 --quiet --checkpoint-dir %s/ck";
+
+static bool exists(const char *name) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
+/* A second run on a directory in use fails at once, and leaves the first
+ * one's files alone. */
+static void test_second_run_locked_out(void **s) {
+    pid_t pid = start_long_run();
+    assert_int_equal(train(short_run), 1);
+    assert_out_contains("another run is using this checkpoint directory");
+    assert_out_contains("/ck/.lock");
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    int st = wait_for(pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 143);
+    assert_true(checkpoint_step() > 3); /* the first run's, not swept */
+}
+
+/* A new run refuses a directory holding an earlier run's checkpoints;
+ * --force moves them into DIR/old-<time>/ and starts over. */
+static void test_earlier_run_refused_then_moved(void **s) {
+    write_data(8);
+    write_text("m.relay", model_plain);
+    assert_int_equal(train(short_run), 0);
+    assert_true(exists("ck/ckpt-3.h5"));
+    assert_int_equal(train(short_run), 1);
+    assert_out_contains("holds 1 files of an earlier run (ckpt-3.h5)");
+    assert_out_contains("--resume");
+    assert_out_contains("--force");
+    assert_true(exists("ck/ckpt-3.h5"));
+    char args[1024];
+    snprintf(args, sizeof args, "%s --force --steps 2", short_run);
+    assert_int_equal(train(args), 0);
+    assert_true(exists("ck/ckpt-2.h5"));
+    assert_false(exists("ck/ckpt-3.h5"));
+    char p[512];
+    snprintf(p, sizeof p, "%s/ck", dir);
+    DIR *d = opendir(p);
+    assert_non_null(d);
+    char old[300] = "";
+    for (struct dirent *e; (e = readdir(d));)
+        if (strncmp(e->d_name, "old-", 4) == 0) snprintf(old, sizeof old, "ck/%s/ckpt-3.h5", e->d_name);
+    closedir(d);
+    assert_true(old[0] && exists(old)); /* moved, not deleted */
+}
+
+/* --resume compares the stored configuration and lists what differs;
+ * --resume-anyway goes on regardless. */
+static void test_resume_compares_config(void **s) {
+    write_data(8);
+    write_text("m.relay", model_plain);
+    char args[1024];
+    snprintf(args, sizeof args, "%s --lr 0.1", short_run);
+    assert_int_equal(train(args), 0);
+    snprintf(args, sizeof args, "%s --lr 0.2 --batch 2 --steps 5 --resume", short_run);
+    assert_int_equal(train(args), 1);
+    assert_out_contains("ckpt-3.h5: error: this run differs from the one that wrote the checkpoint: "
+                        "optimizer.lr (stored 0.1, now 0.2), batch (stored 4, now 2)");
+    assert_out_contains("--resume-anyway");
+    write_text("m.relay", model_dropout);
+    snprintf(args, sizeof args, "%s --lr 0.1 --steps 5 --resume --optimizer adam", short_run);
+    assert_int_equal(train(args), 1);
+    assert_out_contains("the model text, optimizer (stored sgd, now adam)");
+    write_text("m.relay", model_plain);
+    snprintf(args, sizeof args,
+             "%s/m.relay --data npy:%s/y.npy,%s/y.npy --steps 5 --batch 4 --quiet --lr 0.1 "
+             "--checkpoint-dir %s/ck --resume",
+             dir, dir, dir, dir);
+    char *arg = strdup(args);
+    assert_int_equal(train(arg), 1); /* y for x: the data differs (and does not fit) */
+    free(arg);
+    assert_out_contains("data (stored npy:");
+    snprintf(args, sizeof args, "%s --lr 0.1 --steps 5 --resume", short_run);
+    assert_int_equal(train(args), 0); /* the same configuration */
+    assert_out_contains("steps 5,");
+    snprintf(args, sizeof args, "%s --lr 0.2 --steps 7 --resume-anyway", short_run);
+    assert_int_equal(train(args), 0);
+    assert_out_contains("steps 7,");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_training_mode_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigint_saves_and_resumes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigterm_saves, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_signal_aborts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_second_run_locked_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_earlier_run_refused_then_moved, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resume_compares_config, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

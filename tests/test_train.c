@@ -50,7 +50,7 @@ static void rm_dir(const char *dir) {
     if (!d) return;
     char p[512];
     for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.') continue;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue; /* .lock too */
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
         unlink(p);
     }
@@ -186,7 +186,11 @@ static void test_mlp_fit(void **state) {
     if (ry_checkpoint_inspect(res.checkpoint, &info, &err)) fail_msg("%s", err.msg);
     assert_int_equal(info->meta.step, 32);
     assert_int_equal(info->meta.epoch, 8);
-    assert_string_equal(info->meta.config, "lr=0.02");
+    /* the trainer's own configuration, then the caller's */
+    const char *cfg = info->meta.config;
+    assert_true(strncmp(cfg, "optimizer=adam\noptimizer.lr=", 28) == 0);
+    assert_non_null(strstr(cfg, "\nbatch=16\n"));
+    assert_string_equal(cfg + strlen(cfg) - 8, "\nlr=0.02");
     assert_string_equal(info->meta.model_text, MLP);
     bool has_avg = false;
     for (int i = 0; i < info->n; i++)
@@ -548,6 +552,12 @@ static void expect_error(const char *text, const ry_train_opts *o, const char *p
 }
 
 static void test_errors(void **state) {
+    /* names the checkpoint layout cannot hold, found before the first step
+     * (and located at the parameter) */
+    expect_error("#[version = \"0.0.5\"]\n// data: x\n"
+                 "def @loss(%x: float32, %a: Tensor[(2), float32], %a/b: Tensor[(2), float32]) -> "
+                 "float32 { add(%x, add(sum(%a), sum(%a/b))) }\n",
+                 NULL, "%a: 'a' cannot be stored in a checkpoint beside 'a/b'");
     expect_error("#[version = \"0.0.5\"]\ndef @loss(%x: float32) -> float32 { %x }\n", NULL,
                  "data");
     expect_error("#[version = \"0.0.5\"]\n// data: y\n"

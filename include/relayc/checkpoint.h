@@ -101,6 +101,13 @@ ry_status ry_checkpoint_load(const char *path, ry_param_set *params,
                              const ry_checkpoint_slots *slots, ry_checkpoint_meta *meta,
                              ry_error *err);
 
+/* Whether names (a model's parameters and carried state) can all be stored
+ * in one checkpoint: each a path of non-empty components other than "." and
+ * "..", none twice, and none the group of another ("a" beside "a/b"). On
+ * error *bad is the index of the first offending name; a trainer checks
+ * this before its first step, so a run never learns it at its first save. */
+ry_status ry_checkpoint_check_names(int n, const char *const *names, int *bad, ry_error *err);
+
 /* ---- inspection --------------------------------------------------------- */
 
 typedef struct ry_checkpoint_entry {

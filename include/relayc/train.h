@@ -221,7 +221,18 @@ typedef struct ry_fit_opts {
     int64_t checkpoint_every;     /* steps; 0: only at the end */
     int keep;                     /* 0: 3 */
     bool resume;                  /* from the latest checkpoint in checkpoint_dir */
-    const char *config;           /* stored in checkpoints */
+    /* The directory is locked for the run (DIR/.lock): a second run on it
+     * fails at once. A run that does not resume refuses a directory that
+     * holds checkpoints, unless force: they are then moved into
+     * DIR/old-<time>/ (never deleted). A resumed run refuses a checkpoint
+     * whose model text or configuration differs from its own (the error
+     * lists the fields), unless resume_anyway. */
+    bool force;
+    bool resume_anyway;
+    /* stored in checkpoints after the trainer's own key=value lines
+     * (optimizer, optimizer.lr, ..., schedule, clip_norm, batch); its
+     * key=value lines are compared on resume too, except `command` */
+    const char *config;
     const char *csv_path;         /* NULL: no CSV */
     ry_progress_mode progress;
     FILE *out;                    /* NULL: stderr */

@@ -49,7 +49,11 @@ static const char *help =
     "  --checkpoint-dir DIR        write DIR/ckpt-<step>.h5 (created if missing)\n"
     "  --checkpoint-every N        steps between checkpoints (default: at the end)\n"
     "  --keep K                    checkpoints kept (default 3)\n"
-    "  --resume                    continue from the latest checkpoint in DIR\n"
+    "  --resume                    continue from the latest checkpoint in DIR (its\n"
+    "                              model, optimizer, batch and data must match)\n"
+    "  --resume-anyway             resume even where they differ\n"
+    "  --force                     start over in a DIR holding checkpoints: they are\n"
+    "                              moved into DIR/old-<time>/\n"
     "  --csv PATH                  metrics, one row per logged step and evaluation\n"
     "  --log-every N               plain log lines every N steps (default 50)\n"
     "  --quiet                     no progress output\n"
@@ -67,7 +71,7 @@ typedef struct train_args {
     double lr, momentum, weight_decay, clip_norm;
     int64_t epochs, steps, batch, seq, val, ckpt_every, keep, log_every, threads;
     uint64_t seed;
-    bool resume, quiet, drop_last, profile, inference_grads;
+    bool resume, resume_anyway, force, quiet, drop_last, profile, inference_grads;
     bool use_interp;
 } train_args;
 
@@ -115,6 +119,14 @@ static int parse_args(int argc, char **argv, train_args *a) {
             a->resume = true;
             continue;
         }
+        if (strcmp(argv[i], "--resume-anyway") == 0) {
+            a->resume = a->resume_anyway = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--force") == 0) {
+            a->force = true;
+            continue;
+        }
         if (strcmp(argv[i], "--drop-last") == 0) {
             a->drop_last = true;
             continue;
@@ -159,6 +171,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (!a->model) return cli_fail("train", "no model file (relayc train --help)");
     if (!a->data) return cli_fail("train", "no --data (relayc train --help)");
     if (a->resume && !a->ckpt_dir) return cli_fail("train", "--resume needs --checkpoint-dir");
+    if (a->resume && a->force) return cli_fail("train", "--force starts over: not with --resume");
     if (a->threads > 64) return cli_fail("train", "--threads %lld: at most 64", (long long)a->threads);
     return 0;
 }
@@ -334,8 +347,12 @@ static void catch_signals(void) {
     sigaction(SIGTERM, &sa, NULL);
 }
 
-static void config_line(int argc, char **argv, char *buf, size_t n) {
-    size_t len = (size_t)snprintf(buf, n, "command=relayc train");
+/* What checkpoints store beside the trainer's own configuration: the data
+ * (compared on --resume) and the command line (kept for the reader). */
+static void config_line(int argc, char **argv, const train_args *a, char *buf, size_t n) {
+    size_t len = (size_t)snprintf(buf, n, "data=%s\nseq=%lld\nval=%lld\ndrop_last=%d\n"
+                                          "command=relayc train", a->data, (long long)a->seq,
+                                  (long long)a->val, a->drop_last);
     for (int i = 1; i < argc && len < n; i++) len += (size_t)snprintf(buf + len, n - len, " %s", argv[i]);
 }
 
@@ -351,6 +368,8 @@ static int fit(ry_trainer *tr, const train_args *a, data *d, const char *config)
         .checkpoint_every = a->ckpt_every,
         .keep = (int)a->keep,
         .resume = a->resume,
+        .resume_anyway = a->resume_anyway,
+        .force = a->force,
         .config = config,
         .csv_path = a->csv,
         .progress = a->quiet ? RY_PROGRESS_QUIET : RY_PROGRESS_AUTO,
@@ -404,7 +423,7 @@ int cmd_train(int argc, char **argv) {
     data d;
     memset(&d, 0, sizeof d);
     char config[2048];
-    config_line(argc, argv, config, sizeof config);
+    config_line(argc, argv, &a, config, sizeof config);
     rc = load_data(tr, &a, &d, &err);
     ry_vm_program *vm = ry_trainer_vm(tr);
     if (rc == 0 && a.profile && !vm) rc = cli_fail("train", "--profile needs --target cpu");

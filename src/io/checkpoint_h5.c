@@ -96,6 +96,30 @@ bool ry_ckpt_name_ok(const char *name, bool slashes) {
     }
 }
 
+/* "a/b" lies in group "a" when a is a whole leading component of it. */
+static bool inside(const char *group, const char *name) {
+    size_t n = strlen(group);
+    return strncmp(group, name, n) == 0 && name[n] == '/';
+}
+
+ry_status ry_checkpoint_check_names(int n, const char *const *names, int *bad, ry_error *err) {
+    for (int i = 0; i < n; i++) {
+        *bad = i;
+        if (!ry_ckpt_name_ok(names[i], true))
+            return ry_error_at(err, RY_NO_SPAN,
+                               "'%s' cannot be stored in a checkpoint (an empty, '.' or '..' "
+                               "component)", names[i] ? names[i] : "");
+        for (int j = 0; j < n; j++)
+            if (j != i && (strcmp(names[i], names[j]) == 0 || inside(names[i], names[j])))
+                return ry_error_at(err, RY_NO_SPAN,
+                                   "'%s' cannot be stored in a checkpoint beside '%s' (a '/' in a "
+                                   "name makes a group: /params/%s would be both a dataset and a "
+                                   "group)", names[i], names[j], names[i]);
+    }
+    *bad = -1;
+    return RY_OK;
+}
+
 /* ---- libhdf5's error stack ---------------------------------------------- */
 
 /* Walked from the API call inward, so the last description seen is the

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "train/train_impl.h"
 
@@ -143,11 +144,13 @@ typedef struct fit_state {
     int64_t nlosses, cap;
     int64_t saved_step;
     int stopped; /* the stop request acted on */
+    char *config; /* what checkpoints store (train_config_text) */
+    int lock;     /* the checkpoint directory's, or -1 */
 } fit_state;
 
 static ry_status save(ry_trainer *tr, const ry_fit_opts *fo, fit_state *s, ry_fit_result *res,
                       ry_error *err) {
-    if (ry_trainer_save(tr, fo->checkpoint_dir, fo->keep > 0 ? fo->keep : 3, s->l, fo->config,
+    if (ry_trainer_save(tr, fo->checkpoint_dir, fo->keep > 0 ? fo->keep : 3, s->l, s->config,
                         res->checkpoint, sizeof res->checkpoint, err))
         return RY_ERR;
     s->saved_step = ry_trainer_steps(tr);
@@ -165,6 +168,7 @@ static ry_status resume(ry_trainer *tr, const ry_fit_opts *fo, fit_state *s, ry_
         ry_progress_note(s->p, "no checkpoint in %s: starting afresh", fo->checkpoint_dir);
         return RY_OK;
     }
+    if (!fo->resume_anyway && train_config_compare(tr, path, s->config, err)) return RY_ERR;
     if (ry_trainer_load(tr, path, s->l, err)) return RY_ERR;
     snprintf(res->checkpoint, sizeof res->checkpoint, "%s", path);
     s->saved_step = ry_trainer_steps(tr);
@@ -248,16 +252,23 @@ ry_status ry_train_fit(ry_trainer *tr, const ry_train_data *train, const ry_trai
                            (long long)train->n);
     if (fo->checkpoint_dir && mkdir(fo->checkpoint_dir, 0755) != 0 && errno != EEXIST)
         return ry_error_file(err, fo->checkpoint_dir, "cannot create: %s", strerror(errno));
-    fit_state s = {.saved_step = -1};
+    fit_state s = {.saved_step = -1, .lock = -1, .config = train_config_text(tr, fo)};
+    if (!s.config) return ry_error_at(err, RY_NO_SPAN, "out of memory");
     ry_loader_opts lo = {.batch = fo->batch > 0 ? fo->batch : 32, .shuffle = !fo->no_shuffle,
                          .drop_last = train->drop_last, .seed = fo->seed};
-    if (ry_loader_new(train->n, &lo, &s.l, err)) return RY_ERR;
+    if (ry_loader_new(train->n, &lo, &s.l, err)) {
+        ry_free(s.config);
+        return RY_ERR;
+    }
     int64_t per_epoch = ry_loader_batches(s.l);
     int64_t total = fo->max_steps > 0 ? fo->max_steps
                                       : (fo->epochs > 0 ? fo->epochs : 1) * per_epoch;
     /* a resumed run continues its CSV once it knows the step */
     ry_status st = ry_progress_new(fo->out, fo->progress, total, fo->log_every,
                                    fo->resume ? NULL : fo->csv_path, &s.p, err);
+    if (st == RY_OK && fo->checkpoint_dir) st = train_lock_dir(fo->checkpoint_dir, &s.lock, err);
+    if (st == RY_OK && fo->checkpoint_dir && !fo->resume)
+        st = train_claim_dir(fo->checkpoint_dir, fo->force, s.p, err);
     if (st == RY_OK && fo->resume) st = resume(tr, fo, &s, res, err);
     if (st == RY_OK && fo->resume && fo->csv_path)
         st = ry_progress_csv_continue(s.p, fo->csv_path, ry_trainer_steps(tr), err);
@@ -282,6 +293,8 @@ ry_status ry_train_fit(ry_trainer *tr, const ry_train_data *train, const ry_trai
     }
     ry_progress_free(s.p);
     ry_loader_free(s.l);
+    ry_free(s.config);
+    if (s.lock >= 0) close(s.lock); /* releases the lock */
     ry_free(s.losses);
     return st;
 }
