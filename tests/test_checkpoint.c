@@ -793,6 +793,40 @@ static void test_failed_save_keeps_previous(void **state) {
     scratch_free(&s);
 }
 
+/* A link planted at the old predictable temporary name (PATH.tmp.<pid>) is
+ * not followed: the save makes its own temporary, and the link's target
+ * keeps its bytes. */
+static void test_planted_link_not_followed(void **state) {
+    (void)state;
+    scratch s;
+    scratch_new(&s);
+    ry_param_set *p = model_set(RY_FLOAT32, 3), *q = ry_params_like(p);
+    char path[256], link[300], victim[256];
+    in_dir(&s, "ckpt-1.h5", path, sizeof path);
+    in_dir(&s, "victim.txt", victim, sizeof victim);
+    write_whole(victim, "precious", 8);
+    snprintf(link, sizeof link, "%s.tmp.%ld", path, (long)getpid());
+    assert_int_equal(symlink(victim, link), 0);
+    ry_error err;
+    assert_int_equal(ry_checkpoint_save(path, p, NULL, NULL, &err), RY_OK);
+    unsigned char *buf;
+    long n;
+    read_whole(victim, &buf, &n);
+    assert_int_equal(n, 8);
+    assert_memory_equal(buf, "precious", 8);
+    free(buf);
+    struct stat ls;
+    assert_int_equal(lstat(link, &ls), 0);
+    assert_true(S_ISLNK(ls.st_mode));
+    assert_int_equal(ry_checkpoint_load(path, q, NULL, NULL, &err), RY_OK);
+    assert_true(same_values(p, q));
+    unlink(link);
+    unlink(victim);
+    ry_params_free(p);
+    ry_params_free(q);
+    scratch_free(&s);
+}
+
 /* ---- a directory of checkpoints -------------------------------------------------- */
 
 static void test_keep_last_k_and_latest(void **state) {
@@ -819,6 +853,9 @@ static void test_keep_last_k_and_latest(void **state) {
     write_whole(in_dir(&s, name, stale, sizeof stale), "x", 1);
     snprintf(name, sizeof name, "ckpt-9.h5.tmp.%d", (int)getppid());
     write_whole(in_dir(&s, name, live, sizeof live), "x", 1);
+    char stale2[128];
+    snprintf(name, sizeof name, "ckpt-8.h5.tmp.%d.Ab3xYz", (int)dead); /* mkstemp's suffix */
+    write_whole(in_dir(&s, name, stale2, sizeof stale2), "x", 1);
 
     for (int64_t step = 1; step <= 6; step++) {
         fill_random(p, (uint64_t)step);
@@ -828,6 +865,7 @@ static void test_keep_last_k_and_latest(void **state) {
         assert_string_equal(path, got);
     }
     assert_false(file_exists(stale));
+    assert_false(file_exists(stale2));
     assert_true(file_exists(live));
     unlink(live);
     const char *expect[] = {"ckpt-100.h5", "ckpt-200.h5", "ckpt-300.h5", "ckpt-400.h5", "ckpt-500.h5", "ckpt-600.h5"};
@@ -920,6 +958,7 @@ int main(void) {
         cmocka_unit_test(test_unsealed_damage_is_reported_quietly),
         cmocka_unit_test(test_killed_saves_leave_a_complete_file),
         cmocka_unit_test(test_failed_save_keeps_previous),
+        cmocka_unit_test(test_planted_link_not_followed),
         cmocka_unit_test(test_keep_last_k_and_latest),
         cmocka_unit_test(test_allocation_failures),
     };

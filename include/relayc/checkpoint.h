@@ -80,7 +80,8 @@ typedef struct ry_checkpoint_slots {
 } ry_checkpoint_slots;
 
 /* Writes params, slots (NULL for none) and meta to path atomically: to
- * PATH.tmp.<pid>, flushed, sealed, fsynced, renamed over PATH, then the
+ * PATH.tmp.<pid>.XXXXXX (made exclusively, with random X's, so never through
+ * a planted link), flushed, sealed, fsynced, renamed over PATH, then the
  * directory fsynced. On any failure the temporary is removed and a previous
  * file at PATH is untouched. A parameter name may contain '/' (Relay
  * identifiers can): "conv1/w" is stored as /params/conv1/w in nested groups,
@@ -140,7 +141,7 @@ ry_status ry_checkpoint_verify(const char *path, ry_error *err);
 
 /* Saves DIR/ckpt-<meta->step>.h5 atomically, then removes the oldest
  * ckpt-*.h5 (by step) so that at most keep remain (keep >= 1), and stale
- * temporaries (ckpt-*.h5.tmp.<pid>) of processes that no longer run. If
+ * temporaries (ckpt-*.h5.tmp.<pid>.*) of processes that no longer run. If
  * path_out is non-NULL the new file's path is written there; a path that
  * does not fit in n bytes is an error (before anything is written).
  * Borrows everything. */

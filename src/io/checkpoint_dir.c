@@ -41,13 +41,15 @@ static bool ckpt_name(const char *name, int64_t *step) {
            strcmp(end, ".h5") == 0;
 }
 
-/* "ckpt-<step>.h5.tmp.<pid>" left by a process that no longer runs. */
+/* "ckpt-<step>.h5.tmp.<pid>.XXXXXX" (or, from older versions, without the
+ * random suffix) left by a process that no longer runs. */
 static bool stale_tmp(const char *name) {
     int64_t step, pid;
     const char *end;
     if (strncmp(name, "ckpt-", 5) != 0 || !parse_u63(name + 5, &step, &end) ||
-        strncmp(end, ".h5.tmp.", 8) != 0 || !parse_u63(end + 8, &pid, &end) || *end ||
-        pid <= 0 || pid > INT32_MAX || pid == (int64_t)getpid())
+        strncmp(end, ".h5.tmp.", 8) != 0 || !parse_u63(end + 8, &pid, &end) ||
+        (*end && (*end != '.' || strlen(end) != 7)) || pid <= 0 || pid > INT32_MAX ||
+        pid == (int64_t)getpid())
         return false;
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
