@@ -12,6 +12,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -793,6 +795,46 @@ static void test_failed_save_keeps_previous(void **state) {
     scratch_free(&s);
 }
 
+/* A write the file system refuses (a full disk; here the file-size limit,
+ * which fails the same write) is one line naming the file and the errno,
+ * not HDF5's multi-line text. In a child, whose limit dies with it. */
+static void test_failed_write_is_one_line(void **state) {
+    (void)state;
+    char msg[300] = "file write failed: time = Tue Dec  1 22:34:04 2026\n, filename = 'x.tmp', "
+                    "file descriptor = 4, errno = 28, error message = 'No space left on device', "
+                    "buf = 0x7f, total write size = 4131328";
+    ry_ckpt_h5_tidy(msg);
+    assert_string_equal(msg, "file write failed: No space left on device (errno 28)");
+    char other[256] = "two\nlines";
+    ry_ckpt_h5_tidy(other);
+    assert_string_equal(other, "two lines");
+    scratch s;
+    scratch_new(&s);
+    ry_param_set *p = big_set();
+    char path[256];
+    in_dir(&s, "ckpt-1.h5", path, sizeof path);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {65536, 65536};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        ry_error err;
+        bool ok = ry_checkpoint_save(path, p, NULL, NULL, &err) == RY_ERR &&
+                  strcmp(err.file, path) == 0 && !strchr(err.msg, '\n') &&
+                  strstr(err.msg, "File too large (errno 27)");
+        if (!ok) fprintf(stderr, "message: %s\n", err.msg);
+        _exit(ok ? 0 : 1);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_false(file_exists(path));
+    ry_params_free(p);
+    scratch_free(&s);
+}
+
 /* A link planted at the old predictable temporary name (PATH.tmp.<pid>) is
  * not followed: the save makes its own temporary, and the link's target
  * keeps its bytes. */
@@ -886,6 +928,17 @@ static void test_keep_last_k_and_latest(void **state) {
     fill_random(p, 6);
     assert_int_equal(ry_checkpoint_load(got, q, NULL, NULL, &err), RY_OK);
     assert_true(same_values(p, q));
+    /* ... and renames it *.corrupt: it keeps its bytes but no keep-slot
+     * (saving 1100 with keep 3 keeps 500, 600 and 1100) */
+    assert_false(file_exists(in_dir(&s, "ckpt-1000.h5", path, sizeof path)));
+    assert_int_equal(file_size(in_dir(&s, "ckpt-1000.h5.corrupt", path, sizeof path)), 7);
+    meta.step = 1100;
+    assert_int_equal(ry_checkpoint_save_dir(s.dir, 3, p, NULL, &meta, NULL, 0, &err), RY_OK);
+    assert_true(file_exists(in_dir(&s, "ckpt-500.h5", path, sizeof path)));
+    assert_true(file_exists(in_dir(&s, "ckpt-600.h5", path, sizeof path)));
+    assert_int_equal(ry_checkpoint_latest(s.dir, got, sizeof got, &found, &err), RY_OK);
+    assert_string_equal(got, in_dir(&s, "ckpt-1100.h5", path, sizeof path));
+    unlink(in_dir(&s, "ckpt-1000.h5.corrupt", path, sizeof path));
     /* a path buffer too small is an error, not a truncation */
     char tiny[8];
     assert_int_equal(ry_checkpoint_latest(s.dir, tiny, sizeof tiny, &found, &err), RY_ERR);
@@ -959,6 +1012,7 @@ int main(void) {
         cmocka_unit_test(test_killed_saves_leave_a_complete_file),
         cmocka_unit_test(test_failed_save_keeps_previous),
         cmocka_unit_test(test_planted_link_not_followed),
+        cmocka_unit_test(test_failed_write_is_one_line),
         cmocka_unit_test(test_keep_last_k_and_latest),
         cmocka_unit_test(test_allocation_failures),
     };

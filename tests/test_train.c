@@ -552,6 +552,12 @@ static void expect_error(const char *text, const ry_train_opts *o, const char *p
 }
 
 static void test_errors(void **state) {
+    /* a parameter set too large to allocate names the parameter */
+    expect_error("#[version = \"0.0.5\"]\n// data: x\n"
+                 "def @loss(%x: float32, %small: Tensor[(2), float32], %huge: Tensor[(2147483647, "
+                 "2147483647, 2147483647), float32]) -> float32 { add(%x, add(sum(%small), "
+                 "sum(%huge))) }\n",
+                 NULL, "out of memory for the parameters: %huge alone needs 3.961e+28 bytes");
     /* names the checkpoint layout cannot hold, found before the first step
      * (and located at the parameter) */
     expect_error("#[version = \"0.0.5\"]\n// data: x\n"

@@ -150,7 +150,9 @@ ry_status ry_checkpoint_save_dir(const char *dir, int keep, const ry_param_set *
                                  char *path_out, size_t n, ry_error *err);
 
 /* Finds the ckpt-*.h5 in dir with the highest step that verifies, skipping
- * damaged ones with a warning on stderr. *found is false (and RY_OK is
+ * damaged ones with a warning on stderr and renaming each to
+ * ckpt-*.h5.corrupt (kept for a post-mortem, no longer counted or warned
+ * about). *found is false (and RY_OK is
  * returned) when there is none; path gets the file's path (an error if it
  * does not fit in n bytes). A directory that cannot be read is an error. */
 ry_status ry_checkpoint_latest(const char *dir, char *path, size_t n, bool *found,

@@ -104,6 +104,24 @@ static ry_status check_names(ry_trainer *tr, const char **names, int n, const ry
     return ry_error_at(err, v->span, "%%%s: %s", v->name, msg);
 }
 
+/* The parameter set (and its gradients) could not be allocated: the error
+ * names the largest parameter, at its declaration, and the bytes asked for. */
+static void params_oom(const ry_expr *fn, int first, int n, const int *ndims,
+                       const int64_t *const *shapes, ry_dtype dt, ry_error *err) {
+    double total = 0, most = -1;
+    int big = 0;
+    for (int i = 0; i < n; i++) {
+        double b = (double)ry_dtype_size(dt);
+        for (int d = 0; d < ndims[i]; d++) b *= (double)shapes[i][d];
+        total += b;
+        if (b > most) most = b, big = i;
+    }
+    const ry_var *v = fn->func.params[first + big];
+    ry_error_at(err, v->span,
+                "out of memory for the parameters: %%%s alone needs %.4g bytes (%.4g in all, "
+                "twice that with the gradients)", v->name, most, total);
+}
+
 /* PARAMS: every @loss parameter after the DATA ones, a float tensor of one
  * dtype with known dimensions. */
 static ry_status bind_params(ry_trainer *tr, const ry_expr *fn, ry_error *err) {
@@ -145,7 +163,7 @@ static ry_status bind_params(ry_trainer *tr, const ry_expr *fn, ry_error *err) {
     tr->grads = tr->params ? ry_params_like(tr->params) : NULL;
     tr->param_vals = ry_calloc((size_t)n, sizeof *tr->param_vals);
     if (!tr->params || !tr->grads || !tr->param_vals) {
-        ry_error_at(err, RY_NO_SPAN, "cannot make the parameter set (out of memory?)");
+        params_oom(fn, tr->nloss_data, n, ndims, shapes, dt, err);
         goto done;
     }
     for (int i = 0; i < n; i++) {
