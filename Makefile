@@ -32,7 +32,7 @@ STATIC := $(BUILD)/librelayc.a
 SHARED := $(BUILD)/librelayc.so
 RELAYC := $(BUILD)/relayc
 
-.PHONY: all bench debug examples demo train test test-unit test-corpus asan test-asan valgrind test-valgrind install clean help
+.PHONY: all bench debug examples demo train test test-unit test-corpus asan test-asan test-asan-clang valgrind test-valgrind install clean help
 
 all: $(STATIC) $(SHARED) $(RELAYC) $(EXAMPLES)
 
@@ -60,10 +60,11 @@ $(BUILD)/tests/%: tests/%.c tests/test_util.h $(STATIC)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Itests -MMD -MP -o $@ $< $(STATIC) $(CMOCKA_LIBS) $(LDLIBS)
 
 # The main job: train LeNet-5 on Fashion-MNIST for one epoch (SGD 0.05,
-# momentum 0.9, batch 64), with checkpoints in $(BUILD)/lenet-ckpt.
+# momentum 0.9, batch 64), with checkpoints in $(BUILD)/lenet-ckpt (run
+# again, it continues from them).
 train: $(RELAYC)
 	$(RELAYC) train models/lenet.relay --data fashion-mnist --epochs 1 --batch 64 \
-	  --optimizer sgd --lr 0.05 --momentum 0.9 --seed 0 --checkpoint-dir $(BUILD)/lenet-ckpt
+	  --optimizer sgd --lr 0.05 --momentum 0.9 --seed 0 --checkpoint-dir $(BUILD)/lenet-ckpt --resume
 
 # LeNet-5 through the command line: type-check it, then run it on the
 # committed inputs with the interpreter.
@@ -116,6 +117,10 @@ asan:
 test-asan:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" test
+# The same with clang, whose UBSan also stops at arithmetic on null pointers.
+test-asan-clang:
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(MAKE) BUILD=build-clang CC=clang CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" test
 
 VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
 test-valgrind:
@@ -128,7 +133,7 @@ install: all
 	install -m 644 include/relayc/*.h $(DESTDIR)$(PREFIX)/include/relayc/
 
 clean:
-	rm -rf build build-asan build-vg build-debug
+	rm -rf build build-asan build-clang build-vg build-debug
 
 help:
 	@echo "make            build $(STATIC), $(SHARED) and $(RELAYC)"
@@ -136,6 +141,7 @@ help:
 	@echo "make demo       run LeNet-5 through relayc check and relayc run"
 	@echo "make test       unit suites and the .relay corpora"
 	@echo "make test-asan  the same under ASan+UBSan (build-asan/)"
+	@echo "make test-asan-clang  the same built with clang (build-clang/)"
 	@echo "make test-valgrind  the same under valgrind (build-vg/)"
 	@echo "make install    into PREFIX=$(PREFIX)"
 

@@ -21,4 +21,14 @@ void *ad_map_get(const ad_map *m, const void *key);
 /* Inserts or replaces; returns the previous value (NULL if none). */
 void *ad_map_put(ad_map *m, const void *key, void *val);
 
+/* Maps of counts and indices hold integers as (void *)(intptr_t)n; an
+ * absent key reads as 0. The arithmetic is done on integers: pointer
+ * arithmetic on the NULL of an absent key is undefined. */
+static inline intptr_t ad_map_int(const ad_map *m, const void *key) {
+    return (intptr_t)ad_map_get(m, key);
+}
+static inline void ad_map_put_int(ad_map *m, const void *key, intptr_t n) {
+    ad_map_put(m, key, (void *)n);
+}
+
 #endif

@@ -30,7 +30,7 @@ static ry_global *inlinable(inl *c, const ry_expr *call) {
     const ry_expr *cal = call->call.callee;
     if (cal->kind != RY_EXPR_GLOBAL || c->budget <= 0) return NULL;
     ry_global *g = ry_module_find_global(c->s->m, cal->global.name);
-    intptr_t i = g ? (intptr_t)ad_map_get(&c->index, g) - 1 : -1;
+    intptr_t i = g ? ad_map_int(&c->index, g) - 1 : -1;
     if (i < 0 || !g->func || g->func->kind != RY_EXPR_FUNC || !g->func->type) return NULL;
     if (g->func->func.ntparams || call->call.ntype_args ||
         g->func->func.nparams != call->call.nargs || ry_call_checks_shapes(g->func, call))
@@ -206,7 +206,7 @@ static void count(inl *c, const ry_expr *e) {
     for (; e->kind == RY_EXPR_LET; e = e->let.body)
         count(c, e->let.value);
     if (e->kind == RY_EXPR_VAR)
-        ad_map_put(&c->uses, e->var.var, (char *)ad_map_get(&c->uses, e->var.var) + 1);
+        ad_map_put_int(&c->uses, e->var.var, ad_map_int(&c->uses, e->var.var) + 1);
     int slot;
     const ry_expr *k;
     for (int i = 0; (k = ry_expr_child(e, i, &slot)); i++)
@@ -304,14 +304,14 @@ static void schedule(inl *c, ry_expr **e) {
             int nops = v->kind == RY_EXPR_PROJ ? 1 : v->call.nargs;
             for (int i = 0; i < nops; i++)
                 if (ops[i]->kind == RY_EXPR_VAR) {
-                    intptr_t sg = (intptr_t)ad_map_get(&segof, ops[i]->var.var) - 1;
+                    intptr_t sg = ad_map_int(&segof, ops[i]->var.var) - 1;
                     if (sg > hi) hi = (int)sg;
                 }
             to = hi;
         }
         lets[k] = l;
         seg[k++] = to;
-        ad_map_put(&segof, l->let.var, (void *)(intptr_t)((to < 0 ? cur : to) + 1));
+        ad_map_put_int(&segof, l->let.var, (to < 0 ? cur : to) + 1);
     }
     schedule_inside(c, tail);
     if (cur == 0) return; /* no separator: nothing moves */
@@ -346,7 +346,7 @@ const ry_expr *gx_inline(gx *s, const ry_expr *f) {
     c.rec = RY_NEW_ARRAY(s->scratch, bool, n + 1);
     c.done = RY_NEW_ARRAY(s->scratch, bool, n + 1);
     for (int i = 0; i < n; i++) {
-        ad_map_put(&c.index, s->m->globals[i], (void *)(intptr_t)(i + 1));
+        ad_map_put_int(&c.index, s->m->globals[i], i + 1);
         c.rec[i] = c.done[i] = false;
     }
     ad_map_init(&c.tuples, s->scratch);

@@ -74,8 +74,9 @@ static size_t size_hint(const uint8_t *buf, size_t len) {
     return isize && isize / 1032 <= len ? isize : fallback;
 }
 
-static ry_status grow(const char *name, uint8_t **out, size_t *cap, ry_error *err) {
+static ry_status grow(const char *name, uint8_t **out, size_t *cap, size_t max, ry_error *err) {
     size_t ncap = *cap * 2;
+    if (ncap > max) ncap = max;
     uint8_t *p = ncap > *cap ? ry_realloc(*out, ncap + 1) : NULL;
     if (!p) return ry_error_file(err, name, "out of memory inflating %zu bytes", ncap);
     *out = p;
@@ -85,15 +86,17 @@ static ry_status grow(const char *name, uint8_t **out, size_t *cap, ry_error *er
 
 /* One pass of inflate over buf: members one after another (gzip allows
  * concatenation); anything after a member that is not another member is an
- * error, as is a stream that ends early. */
+ * error, as is a stream that ends early. Stops, without error, once max
+ * bytes are out. */
 static ry_status inflate_all(const char *name, z_stream *z, const uint8_t *buf, size_t len,
-                             uint8_t **out, size_t *cap, size_t *used, ry_error *err) {
+                             size_t max, uint8_t **out, size_t *cap, size_t *used, ry_error *err) {
     size_t in_pos = 0;
     for (;;) {
         size_t in_chunk = len - in_pos < UINT_MAX ? len - in_pos : UINT_MAX;
         z->next_in = (Bytef *)(buf + in_pos);
         z->avail_in = (uInt)in_chunk;
-        if (*used == *cap && grow(name, out, cap, err) != RY_OK) return RY_ERR;
+        if (*used == max) return RY_OK;
+        if (*used == *cap && grow(name, out, cap, max, err) != RY_OK) return RY_ERR;
         size_t out_room = *cap - *used < UINT_MAX ? *cap - *used : UINT_MAX;
         z->next_out = *out + *used;
         z->avail_out = (uInt)out_room;
@@ -118,8 +121,8 @@ static ry_status inflate_all(const char *name, z_stream *z, const uint8_t *buf, 
     }
 }
 
-ry_status ry_ds_gunzip(const char *name, const uint8_t *buf, size_t len, uint8_t **out,
-                       size_t *outlen, ry_error *err) {
+ry_status ry_ds_gunzip(const char *name, const uint8_t *buf, size_t len, size_t max,
+                       uint8_t **out, size_t *outlen, ry_error *err) {
     *out = NULL;
     *outlen = 0;
     z_stream z;
@@ -128,13 +131,15 @@ ry_status ry_ds_gunzip(const char *name, const uint8_t *buf, size_t len, uint8_t
     z.zfree = zfree;
     if (inflateInit2(&z, 15 + 16) != Z_OK)
         return ry_error_file(err, name, "cannot start gzip decoder (out of memory)");
+    if (max == 0 || max == SIZE_MAX) max = SIZE_MAX - 1; /* room for the NUL */
     size_t cap = size_hint(buf, len), used = 0;
+    if (cap > max) cap = max;
     uint8_t *o = ry_malloc(cap + 1);
     if (!o && cap > 4096) { /* a wrong guess too big to hold: start small */
         cap = 4096;
         o = ry_malloc(cap + 1);
     }
-    ry_status s = o ? inflate_all(name, &z, buf, len, &o, &cap, &used, err)
+    ry_status s = o ? inflate_all(name, &z, buf, len, max, &o, &cap, &used, err)
                     : ry_error_file(err, name, "out of memory inflating %zu bytes", cap);
     inflateEnd(&z);
     if (s != RY_OK) {

@@ -109,6 +109,48 @@ static ry_status parse_idx(const char *name, const char *where, const uint8_t *b
     return RY_OK;
 }
 
+/* The whole size a complete, valid header declares (header and data), or
+ * false when the header is incomplete or invalid (parse_idx says how).
+ * UINT64_MAX when the size overflows. */
+static bool declared_size(const uint8_t *b, size_t len, uint64_t *total) {
+    ry_dtype dt;
+    size_t elem;
+    if (len < 4 || b[0] || b[1] || !idx_dtype(b[2], &dt, &elem) || b[3] < 1 || b[3] > RY_MAX_RANK ||
+        len < 4 + 4 * (size_t)b[3])
+        return false;
+    uint64_t hdr = 4 + 4 * (uint64_t)b[3], count = 1;
+    *total = UINT64_MAX;
+    for (int i = 0; i < b[3]; i++) {
+        uint64_t d = be(b + 4 + 4 * i, 4);
+        if (d && count > UINT64_MAX / d) return true;
+        count *= d;
+    }
+    if (count > (UINT64_MAX - hdr) / elem) return true;
+    *total = hdr + count * elem;
+    return true;
+}
+
+/* Deflate expands at most 1032 times: a header declaring more than the
+ * compressed bytes can hold is refused before anything is inflated. */
+#define DEFLATE_MAX_RATIO 1032
+
+/* A gzipped IDX: the header first, its declared size checked, then the
+ * data inflated up to that size and one byte more (to see there is more). */
+static ry_status gunzip_idx(const char *name, const uint8_t *b, size_t len, uint8_t **raw,
+                            size_t *rawlen, ry_error *err) {
+    if (ry_ds_gunzip(name, b, len, 4 + 4 * RY_MAX_RANK, raw, rawlen, err)) return RY_ERR;
+    uint64_t total;
+    if (!declared_size(*raw, *rawlen, &total)) return RY_OK; /* parse_idx says what is wrong */
+    ry_free(*raw);
+    *raw = NULL;
+    uint64_t most = (uint64_t)len * DEFLATE_MAX_RATIO + 64;
+    if (total > most || total >= SIZE_MAX)
+        return ry_error_file(err, name, "the IDX header declares %s%llu bytes, more than %zu bytes "
+                                        "of gzip data can inflate to",
+                             total == UINT64_MAX ? "over " : "", (unsigned long long)total, len);
+    return ry_ds_gunzip(name, b, len, (size_t)total + 1, raw, rawlen, err);
+}
+
 ry_status ry_idx_read_mem(const char *name, const void *buf, size_t len, ry_tensor **out,
                           ry_error *err) {
     *out = NULL;
@@ -116,7 +158,7 @@ ry_status ry_idx_read_mem(const char *name, const void *buf, size_t len, ry_tens
     if (!ry_ds_is_gzip(b, len)) return parse_idx(name, "", b, len, out, err);
     uint8_t *raw;
     size_t rawlen;
-    if (ry_ds_gunzip(name, b, len, &raw, &rawlen, err) != RY_OK) return RY_ERR;
+    if (gunzip_idx(name, b, len, &raw, &rawlen, err) != RY_OK) return RY_ERR;
     ry_status s = parse_idx(name, " of the decompressed data", raw, rawlen, out, err);
     ry_free(raw);
     return s;

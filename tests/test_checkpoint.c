@@ -12,6 +12,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -793,6 +795,80 @@ static void test_failed_save_keeps_previous(void **state) {
     scratch_free(&s);
 }
 
+/* A write the file system refuses (a full disk; here the file-size limit,
+ * which fails the same write) is one line naming the file and the errno,
+ * not HDF5's multi-line text. In a child, whose limit dies with it. */
+static void test_failed_write_is_one_line(void **state) {
+    (void)state;
+    char msg[300] = "file write failed: time = Tue Dec  1 22:34:04 2026\n, filename = 'x.tmp', "
+                    "file descriptor = 4, errno = 28, error message = 'No space left on device', "
+                    "buf = 0x7f, total write size = 4131328";
+    ry_ckpt_h5_tidy(msg);
+    assert_string_equal(msg, "file write failed: No space left on device (errno 28)");
+    char other[256] = "two\nlines";
+    ry_ckpt_h5_tidy(other);
+    assert_string_equal(other, "two lines");
+    scratch s;
+    scratch_new(&s);
+    ry_param_set *p = big_set();
+    char path[256];
+    in_dir(&s, "ckpt-1.h5", path, sizeof path);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {65536, 65536};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        ry_error err;
+        bool ok = ry_checkpoint_save(path, p, NULL, NULL, &err) == RY_ERR &&
+                  strcmp(err.file, path) == 0 && !strchr(err.msg, '\n') &&
+                  strstr(err.msg, "File too large (errno 27)");
+        if (!ok) fprintf(stderr, "message: %s\n", err.msg);
+        _exit(ok ? 0 : 1);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_false(file_exists(path));
+    ry_params_free(p);
+    scratch_free(&s);
+}
+
+/* A link planted at the old predictable temporary name (PATH.tmp.<pid>) is
+ * not followed: the save makes its own temporary, and the link's target
+ * keeps its bytes. */
+static void test_planted_link_not_followed(void **state) {
+    (void)state;
+    scratch s;
+    scratch_new(&s);
+    ry_param_set *p = model_set(RY_FLOAT32, 3), *q = ry_params_like(p);
+    char path[256], link[300], victim[256];
+    in_dir(&s, "ckpt-1.h5", path, sizeof path);
+    in_dir(&s, "victim.txt", victim, sizeof victim);
+    write_whole(victim, "precious", 8);
+    snprintf(link, sizeof link, "%s.tmp.%ld", path, (long)getpid());
+    assert_int_equal(symlink(victim, link), 0);
+    ry_error err;
+    assert_int_equal(ry_checkpoint_save(path, p, NULL, NULL, &err), RY_OK);
+    unsigned char *buf;
+    long n;
+    read_whole(victim, &buf, &n);
+    assert_int_equal(n, 8);
+    assert_memory_equal(buf, "precious", 8);
+    free(buf);
+    struct stat ls;
+    assert_int_equal(lstat(link, &ls), 0);
+    assert_true(S_ISLNK(ls.st_mode));
+    assert_int_equal(ry_checkpoint_load(path, q, NULL, NULL, &err), RY_OK);
+    assert_true(same_values(p, q));
+    unlink(link);
+    unlink(victim);
+    ry_params_free(p);
+    ry_params_free(q);
+    scratch_free(&s);
+}
+
 /* ---- a directory of checkpoints -------------------------------------------------- */
 
 static void test_keep_last_k_and_latest(void **state) {
@@ -819,6 +895,9 @@ static void test_keep_last_k_and_latest(void **state) {
     write_whole(in_dir(&s, name, stale, sizeof stale), "x", 1);
     snprintf(name, sizeof name, "ckpt-9.h5.tmp.%d", (int)getppid());
     write_whole(in_dir(&s, name, live, sizeof live), "x", 1);
+    char stale2[128];
+    snprintf(name, sizeof name, "ckpt-8.h5.tmp.%d.Ab3xYz", (int)dead); /* mkstemp's suffix */
+    write_whole(in_dir(&s, name, stale2, sizeof stale2), "x", 1);
 
     for (int64_t step = 1; step <= 6; step++) {
         fill_random(p, (uint64_t)step);
@@ -828,6 +907,7 @@ static void test_keep_last_k_and_latest(void **state) {
         assert_string_equal(path, got);
     }
     assert_false(file_exists(stale));
+    assert_false(file_exists(stale2));
     assert_true(file_exists(live));
     unlink(live);
     const char *expect[] = {"ckpt-100.h5", "ckpt-200.h5", "ckpt-300.h5", "ckpt-400.h5", "ckpt-500.h5", "ckpt-600.h5"};
@@ -848,6 +928,17 @@ static void test_keep_last_k_and_latest(void **state) {
     fill_random(p, 6);
     assert_int_equal(ry_checkpoint_load(got, q, NULL, NULL, &err), RY_OK);
     assert_true(same_values(p, q));
+    /* ... and renames it *.corrupt: it keeps its bytes but no keep-slot
+     * (saving 1100 with keep 3 keeps 500, 600 and 1100) */
+    assert_false(file_exists(in_dir(&s, "ckpt-1000.h5", path, sizeof path)));
+    assert_int_equal(file_size(in_dir(&s, "ckpt-1000.h5.corrupt", path, sizeof path)), 7);
+    meta.step = 1100;
+    assert_int_equal(ry_checkpoint_save_dir(s.dir, 3, p, NULL, &meta, NULL, 0, &err), RY_OK);
+    assert_true(file_exists(in_dir(&s, "ckpt-500.h5", path, sizeof path)));
+    assert_true(file_exists(in_dir(&s, "ckpt-600.h5", path, sizeof path)));
+    assert_int_equal(ry_checkpoint_latest(s.dir, got, sizeof got, &found, &err), RY_OK);
+    assert_string_equal(got, in_dir(&s, "ckpt-1100.h5", path, sizeof path));
+    unlink(in_dir(&s, "ckpt-1000.h5.corrupt", path, sizeof path));
     /* a path buffer too small is an error, not a truncation */
     char tiny[8];
     assert_int_equal(ry_checkpoint_latest(s.dir, tiny, sizeof tiny, &found, &err), RY_ERR);
@@ -920,6 +1011,8 @@ int main(void) {
         cmocka_unit_test(test_unsealed_damage_is_reported_quietly),
         cmocka_unit_test(test_killed_saves_leave_a_complete_file),
         cmocka_unit_test(test_failed_save_keeps_previous),
+        cmocka_unit_test(test_planted_link_not_followed),
+        cmocka_unit_test(test_failed_write_is_one_line),
         cmocka_unit_test(test_keep_last_k_and_latest),
         cmocka_unit_test(test_allocation_failures),
     };

@@ -269,6 +269,37 @@ static int teardown(void **s) {
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* Links planted at the temporary names relayc used to write through
+ * (OUT.tmp for fmt -o, DIR/out_0.npy.tmp for run --out) are not followed:
+ * their target keeps its text, the outputs are written. */
+static void test_planted_links_not_followed(void **s) {
+    char victim[300], link[300], args[1200], buf[64] = "";
+    snprintf(victim, sizeof victim, "%s/victim.txt", tmpdir);
+    FILE *f = fopen(victim, "w");
+    fputs("precious\n", f);
+    fclose(f);
+    snprintf(link, sizeof link, "%s/fmt_out.relay.tmp", tmpdir);
+    assert_int_equal(symlink(victim, link), 0);
+    snprintf(args, sizeof args, "fmt tests/run/mlp.relay -o %s/fmt_out.relay", tmpdir);
+    assert_int_equal(run(args), 0);
+    char outdir[300];
+    snprintf(outdir, sizeof outdir, "%s/linked", tmpdir);
+    assert_int_equal(mkdir(outdir, 0755), 0);
+    snprintf(link, sizeof link, "%s/out_0.npy.tmp", outdir);
+    assert_int_equal(symlink(victim, link), 0);
+    snprintf(args, sizeof args, "run tests/run/refs.relay --input x=tests/run/refs/in_x.npy --out %s",
+             outdir);
+    assert_int_equal(run(args), 0);
+    f = fopen(victim, "r");
+    assert_non_null(fgets(buf, sizeof buf, f));
+    fclose(f);
+    assert_string_equal(buf, "precious\n");
+    snprintf(args, sizeof args, "%s/fmt_out.relay", tmpdir);
+    assert_int_equal(access(args, F_OK), 0);
+    snprintf(args, sizeof args, "%s/out_0.npy", outdir);
+    assert_int_equal(access(args, F_OK), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp),         cmocka_unit_test(test_lenet),
@@ -280,6 +311,7 @@ int main(void) {
         cmocka_unit_test(test_profile),
         cmocka_unit_test(test_run_grad),    cmocka_unit_test(test_grad_and_opt),
         cmocka_unit_test(test_gradcheck),
+        cmocka_unit_test(test_planted_links_not_followed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -8,6 +8,10 @@
  * the real Fashion-MNIST, SST and tinyshakespeare are read when present.
  */
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "test_util.h"
 
@@ -339,6 +343,94 @@ static void test_idx_broken(void **state) {
     expect_err(ry_idx_read(D "bad_trunc.idx.gz", &t, &err), NULL, want);
     /* a directory is not a data file */
     expect_err(ry_idx_read("tests/data", &t, &err), "tests/data", "not a regular file");
+}
+
+/* ---- gzip bombs -------------------------------------------------------------- */
+
+/* Appends one gzip member holding raw[0..n) to buf at *len. */
+static void gz_member(uint8_t *buf, size_t cap, size_t *len, const uint8_t *raw, size_t n) {
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    assert_int_equal(deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY), Z_OK);
+    z.next_in = (Bytef *)raw;
+    z.avail_in = (uInt)n;
+    z.next_out = buf + *len;
+    z.avail_out = (uInt)(cap - *len);
+    assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+    *len = cap - z.avail_out;
+    deflateEnd(&z);
+}
+
+/* An IDX header (uint8, the given dims) and then `mib` MiB of zeros, as
+ * that many gzip members: about 1 KB of gzip per MiB. */
+static uint8_t *idx_bomb(int rank, const uint32_t *dims, int mib, size_t *len) {
+    size_t mb = 1 << 20, cap = (size_t)mib * 2048 + 4096;
+    uint8_t *raw = calloc(mb, 1), *gz = malloc(cap);
+    assert_true(raw && gz);
+    *len = 0;
+    uint8_t hdr[4 + 4 * RY_MAX_RANK] = {0, 0, 0x08, (uint8_t)rank};
+    for (int i = 0; i < rank; i++)
+        for (int k = 0; k < 4; k++) hdr[4 + 4 * i + k] = (uint8_t)(dims[i] >> (24 - 8 * k));
+    gz_member(gz, cap, len, hdr, 4 + 4 * (size_t)rank);
+    for (int i = 0; i < mib; i++) gz_member(gz, cap, len, raw, mb);
+    free(raw);
+    return gz;
+}
+
+/* A header declaring 4 bytes in front of 256 MiB: inflating stops one byte
+ * past the declared size (measured in a child: its peak memory grows by
+ * far less than the payload), and the error says there is more data. */
+static void test_idx_gzip_bomb(void **state) {
+    (void)state;
+    uint32_t dims[2] = {2, 2};
+    size_t len;
+    uint8_t *gz = idx_bomb(2, dims, 256, &len);
+    assert_true(len < 1 << 20);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rusage before, after;
+        getrusage(RUSAGE_SELF, &before);
+        ry_tensor *t = NULL;
+        ry_status st = ry_idx_read_mem("bomb.idx.gz", gz, len, &t, &err);
+        getrusage(RUSAGE_SELF, &after);
+        long grown_mb = (after.ru_maxrss - before.ru_maxrss) / 1024;
+        bool said = st == RY_ERR && strstr(err.msg, "(extra data from byte 16 of the decompressed data)");
+        if (!said) fprintf(stderr, "message: %s\n", err.msg);
+        if (grown_mb >= 64) fprintf(stderr, "peak memory grew by %ld MB\n", grown_mb);
+        _exit(said && grown_mb < 64 ? 0 : 1);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    free(gz);
+}
+
+/* Declared sizes no gzip file of this length can hold are refused before
+ * anything is inflated; so is one that overflows. */
+static void test_idx_gzip_absurd_size(void **state) {
+    (void)state;
+    uint32_t big[2] = {60000, 100000}; /* 6 GB in a few KB of gzip */
+    size_t len;
+    uint8_t *gz = idx_bomb(2, big, 1, &len);
+    ry_tensor *t = (ry_tensor *)&err;
+    expect_err(ry_idx_read_mem("big.idx.gz", gz, len, &t, &err), "big.idx.gz",
+               "the IDX header declares 6000000012 bytes, more than");
+    assert_null(t);
+    free(gz);
+    uint32_t huge[4] = {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 7};
+    gz = idx_bomb(4, huge, 1, &len);
+    expect_err(ry_idx_read_mem("huge.idx.gz", gz, len, &t, &err), "huge.idx.gz",
+               "the IDX header declares over");
+    free(gz);
+    /* the same header on a file of the right size still loads */
+    uint32_t ok[2] = {1024, 1024};
+    gz = idx_bomb(2, ok, 1, &len);
+    check_ok(ry_idx_read_mem("ok.idx.gz", gz, len, &t, &err));
+    assert_int_equal(t->size, 1 << 20);
+    ry_tensor_release(t);
+    free(gz);
 }
 
 static void test_mnist_fake(void **state) {
@@ -891,6 +983,8 @@ int main(void) {
         cmocka_unit_test(test_npy_dataset),
         cmocka_unit_test(test_idx_types),
         cmocka_unit_test(test_idx_broken),
+        cmocka_unit_test(test_idx_gzip_bomb),
+        cmocka_unit_test(test_idx_gzip_absurd_size),
         cmocka_unit_test(test_mnist_fake),
         cmocka_unit_test(test_fashion_mnist_real),
         cmocka_unit_test(test_vocab),

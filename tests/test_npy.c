@@ -93,9 +93,18 @@ static const char *tmp_path(char *buf, size_t n, const char *name) {
     return buf;
 }
 
-static bool exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
+/* Whether a temporary of path ("PATH.tmp.<pid>.XXXXXX") is left beside it. */
+static bool tmp_left(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char dir[256], prefix[200];
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    snprintf(prefix, sizeof prefix, "%s.tmp.", slash + 1);
+    DIR *d = opendir(dir);
+    bool found = false;
+    for (struct dirent *e; d && (e = readdir(d));)
+        found |= strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (d) closedir(d);
+    return found;
 }
 
 /* ---- reading what numpy wrote -------------------------------------------- */
@@ -458,17 +467,31 @@ static void test_write_atomic(void **state) {
     ry_tensor *old = ry_tensor_scalar(RY_FLOAT64, 7.0);
     ry_error err;
     assert_int_equal(ry_npy_write(path, old, &err), RY_OK);
-    assert_false(exists(tmp));
-    /* the temporary cannot be created (a directory is in the way) */
-    assert_int_equal(mkdir(tmp, 0700), 0);
+    assert_false(tmp_left(path));
+    /* a link planted at the old predictable name PATH.tmp is not followed:
+     * its target stays as it was */
+    char victim[128];
+    tmp_path(victim, sizeof victim, "victim.txt");
+    FILE *v = fopen(victim, "w");
+    fputs("precious", v);
+    fclose(v);
+    assert_int_equal(symlink(victim, tmp), 0);
     ry_tensor *fresh = ry_tensor_scalar(RY_FLOAT64, 8.0);
-    assert_int_equal(ry_npy_write(path, fresh, &err), RY_ERR);
-    assert_string_equal(err.file, path);
-    assert_non_null(strstr(err.msg, "cannot create"));
-    rmdir(tmp);
+    assert_int_equal(ry_npy_write(path, fresh, &err), RY_OK);
+    char got[32] = "";
+    v = fopen(victim, "r");
+    assert_non_null(fgets(got, sizeof got, v));
+    fclose(v);
+    assert_string_equal(got, "precious");
+    struct stat ls;
+    assert_int_equal(lstat(tmp, &ls), 0);
+    assert_true(S_ISLNK(ls.st_mode));
+    unlink(tmp);
+    unlink(victim);
     ry_tensor *back = test_npy(path);
-    assert_true(ry_tensor_get(back, 0) == 7.0);
+    assert_true(ry_tensor_get(back, 0) == 8.0);
     ry_tensor_release(back);
+    assert_int_equal(ry_npy_write(path, old, &err), RY_OK);
     /* the rename fails (the target is a non-empty directory): the temporary
      * is removed */
     char dir[128], inner[160];
@@ -479,8 +502,7 @@ static void test_write_atomic(void **state) {
     fclose(f);
     assert_int_equal(ry_npy_write(dir, fresh, &err), RY_ERR);
     assert_non_null(strstr(err.msg, "write failed"));
-    snprintf(tmp, sizeof tmp, "%s.tmp", dir);
-    assert_false(exists(tmp));
+    assert_false(tmp_left(dir));
     remove(inner);
     rmdir(dir);
     /* no such directory */
@@ -617,9 +639,7 @@ static void test_alloc_failures(void **state) {
             }
             assert_null(t);
             assert_non_null(strstr(err.msg, "out of memory"));
-            char tmp[140];
-            snprintf(tmp, sizeof tmp, "%s.tmp", path);
-            assert_false(exists(tmp));
+            assert_false(tmp_left(path));
             assert_true(n < 10);
         }
     }

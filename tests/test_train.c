@@ -50,7 +50,7 @@ static void rm_dir(const char *dir) {
     if (!d) return;
     char p[512];
     for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.') continue;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue; /* .lock too */
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
         unlink(p);
     }
@@ -186,7 +186,11 @@ static void test_mlp_fit(void **state) {
     if (ry_checkpoint_inspect(res.checkpoint, &info, &err)) fail_msg("%s", err.msg);
     assert_int_equal(info->meta.step, 32);
     assert_int_equal(info->meta.epoch, 8);
-    assert_string_equal(info->meta.config, "lr=0.02");
+    /* the trainer's own configuration, then the caller's */
+    const char *cfg = info->meta.config;
+    assert_true(strncmp(cfg, "optimizer=adam\noptimizer.lr=", 28) == 0);
+    assert_non_null(strstr(cfg, "\nbatch=16\n"));
+    assert_string_equal(cfg + strlen(cfg) - 8, "\nlr=0.02");
     assert_string_equal(info->meta.model_text, MLP);
     bool has_avg = false;
     for (int i = 0; i < info->n; i++)
@@ -256,6 +260,57 @@ static void test_exact_resume(void **state) {
     ry_params_free(twice);
     rm_dir(d1);
     rm_dir(d2);
+}
+
+/* ---- a stop request (what relayc train's SIGINT handler makes) ---- */
+
+static int fetches;
+
+/* The rows source, asking the loop to stop during the 3rd step. */
+static ry_status fetch_then_stop(const ry_train_data *d, const int64_t *idx, int64_t k,
+                                 ry_value **args, ry_error *err) {
+    if (++fetches == 3) ry_train_request_stop(99);
+    const ry_train_data *rows = d->ctx;
+    return rows->fetch(rows, idx, k, args, err);
+}
+
+static void test_stop_request(void **state) {
+    char dbuf[64];
+    const char *dir = scratch(dbuf, sizeof dbuf, "stop");
+    fresh_dir(dir);
+    ry_trainer *tr = make(MLP, NULL);
+    mlp_data m;
+    mlp_data_load(&m);
+    ry_train_data d = m.d;
+    d.fetch = fetch_then_stop;
+    d.ctx = &m.d;
+    fetches = 0;
+    ry_fit_opts fo = {.max_steps = 10, .batch = 8, .checkpoint_dir = dir,
+                      .progress = RY_PROGRESS_QUIET};
+    ry_fit_result res;
+    ry_error err;
+    assert_int_equal(ry_train_fit(tr, &d, NULL, &fo, &res, &err), RY_ERR);
+    assert_int_equal(res.stop_signal, 99);
+    assert_int_equal(res.steps, 3); /* the step under way finished */
+    assert_int_equal(ry_train_stop_requested(), 0); /* acted on, cleared */
+    char p[256];
+    snprintf(p, sizeof p, "%s/ckpt-3.h5", dir);
+    assert_non_null(strstr(err.msg, "stopped on request after step 3; checkpoint"));
+    assert_non_null(strstr(err.msg, p));
+    assert_int_equal(access(p, F_OK), 0);
+    /* a request made before the fit stops it before its first step */
+    ry_train_request_stop(7);
+    fo.resume = true;
+    assert_int_equal(ry_train_fit(tr, &m.d, NULL, &fo, &res, &err), RY_ERR);
+    assert_int_equal(res.stop_signal, 7);
+    assert_int_equal(res.steps, 3);
+    /* and the run then continues */
+    assert_int_equal(ry_train_fit(tr, &m.d, NULL, &fo, &res, &err), RY_OK);
+    assert_int_equal(res.steps, 10);
+    assert_int_equal(res.stop_signal, 0);
+    ry_trainer_free(tr);
+    mlp_data_free(&m);
+    rm_dir(dir);
 }
 
 /* ---- NaN / Inf ---- */
@@ -497,6 +552,18 @@ static void expect_error(const char *text, const ry_train_opts *o, const char *p
 }
 
 static void test_errors(void **state) {
+    /* a parameter set too large to allocate names the parameter */
+    expect_error("#[version = \"0.0.5\"]\n// data: x\n"
+                 "def @loss(%x: float32, %small: Tensor[(2), float32], %huge: Tensor[(2147483647, "
+                 "2147483647, 2147483647), float32]) -> float32 { add(%x, add(sum(%small), "
+                 "sum(%huge))) }\n",
+                 NULL, "out of memory for the parameters: %huge alone needs 3.961e+28 bytes");
+    /* names the checkpoint layout cannot hold, found before the first step
+     * (and located at the parameter) */
+    expect_error("#[version = \"0.0.5\"]\n// data: x\n"
+                 "def @loss(%x: float32, %a: Tensor[(2), float32], %a/b: Tensor[(2), float32]) -> "
+                 "float32 { add(%x, add(sum(%a), sum(%a/b))) }\n",
+                 NULL, "%a: 'a' cannot be stored in a checkpoint beside 'a/b'");
     expect_error("#[version = \"0.0.5\"]\ndef @loss(%x: float32) -> float32 { %x }\n", NULL,
                  "data");
     expect_error("#[version = \"0.0.5\"]\n// data: y\n"
@@ -612,6 +679,41 @@ static void test_progress_output(void **state) {
     assert_int_equal(ry_progress_new(NULL, RY_PROGRESS_QUIET, 0, 0, "no-such-dir/x.csv", &p, &err),
                      RY_ERR);
     assert_non_null(strstr(err.msg, "CSV"));
+
+    /* continuing a CSV: rows after the step are dropped, so is a torn
+     * last row; a file that is not such a CSV is refused, untouched */
+    char cbuf[64], path[128];
+    snprintf(path, sizeof path, "%s.csv", scratch(cbuf, sizeof cbuf, "csv"));
+    FILE *c = fopen(path, "w");
+    fputs("kind,step,epoch,loss,lr,steps_per_s,elapsed_s,accuracy\n"
+          "train,2,0,1,0.1,1,1,\ntrain,4,0,1,0.1,1,1,\ntrain,6,0,1,0.1,1,1,\ntrain,8,0,1", c);
+    fclose(c);
+    assert_int_equal(ry_progress_new(NULL, RY_PROGRESS_QUIET, 0, 2, NULL, &p, &err), RY_OK);
+    assert_int_equal(ry_progress_csv_continue(p, path, 4, &err), RY_OK);
+    ry_progress_step(p, 6, 0, 0.5, 0.1);
+    ry_progress_free(p);
+    char *text = NULL;
+    size_t tlen = 0;
+    c = fopen(path, "r");
+    assert_true(getdelim(&text, &tlen, '\0', c) > 0);
+    fclose(c);
+    assert_non_null(strstr(text, "\ntrain,4,0,1,0.1,1,1,\ntrain,6,0,0.5,"));
+    assert_null(strstr(text, "train,6,0,1,"));
+    assert_null(strstr(text, "train,8"));
+    free(text);
+    c = fopen(path, "w");
+    fputs("my,own,data\n1,2,3\n", c);
+    fclose(c);
+    assert_int_equal(ry_progress_new(NULL, RY_PROGRESS_QUIET, 0, 2, NULL, &p, &err), RY_OK);
+    assert_int_equal(ry_progress_csv_continue(p, path, 4, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "header"));
+    ry_progress_free(p);
+    c = fopen(path, "r");
+    char line[64];
+    assert_non_null(fgets(line, sizeof line, c));
+    assert_string_equal(line, "my,own,data\n");
+    fclose(c);
+    unlink(path);
 }
 
 int main(void) {
@@ -619,6 +721,7 @@ int main(void) {
         cmocka_unit_test(test_step_matches_torch),
         cmocka_unit_test(test_mlp_fit),
         cmocka_unit_test(test_exact_resume),
+        cmocka_unit_test(test_stop_request),
         cmocka_unit_test(test_nan_stops),
         cmocka_unit_test(test_tree_fit),
         cmocka_unit_test(test_rnn_fit),

@@ -610,7 +610,7 @@ static void rm_dir(const char *dir) {
     if (!dd) return;
     char p[512];
     for (struct dirent *e; (e = readdir(dd));) {
-        if (e->d_name[0] == '.') continue;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue; /* .lock too */
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
         unlink(p);
     }

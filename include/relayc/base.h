@@ -59,6 +59,13 @@ void ry_error_prefix(ry_error *err, const char *fmt, ...)
 /* Prints "FILE:LINE:COL: error: msg", then the source line and a caret. */
 void ry_error_print(FILE *f, const ry_error *err);
 
+/* Creates the temporary for writing path whole: "PATH.tmp.<pid>.XXXXXX"
+ * in path's directory, the X's random, made with O_CREAT|O_EXCL (so never
+ * through a symbolic link) and mode 0644; tmp (n bytes) gets its name and
+ * *fd the open descriptor. The caller writes it, renames it over path, and
+ * removes it on failure. */
+ry_status ry_tmpfile_create(const char *path, char *tmp, size_t n, int *fd, ry_error *err);
+
 /* ---- memory ---------------------------------------------------------
  * Every allocation in the library goes through these, so tests can make
  * the Nth allocation fail (ry_alloc_fail_after) and check that nothing

@@ -80,7 +80,8 @@ typedef struct ry_checkpoint_slots {
 } ry_checkpoint_slots;
 
 /* Writes params, slots (NULL for none) and meta to path atomically: to
- * PATH.tmp.<pid>, flushed, sealed, fsynced, renamed over PATH, then the
+ * PATH.tmp.<pid>.XXXXXX (made exclusively, with random X's, so never through
+ * a planted link), flushed, sealed, fsynced, renamed over PATH, then the
  * directory fsynced. On any failure the temporary is removed and a previous
  * file at PATH is untouched. A parameter name may contain '/' (Relay
  * identifiers can): "conv1/w" is stored as /params/conv1/w in nested groups,
@@ -100,6 +101,13 @@ ry_status ry_checkpoint_save(const char *path, const ry_param_set *params,
 ry_status ry_checkpoint_load(const char *path, ry_param_set *params,
                              const ry_checkpoint_slots *slots, ry_checkpoint_meta *meta,
                              ry_error *err);
+
+/* Whether names (a model's parameters and carried state) can all be stored
+ * in one checkpoint: each a path of non-empty components other than "." and
+ * "..", none twice, and none the group of another ("a" beside "a/b"). On
+ * error *bad is the index of the first offending name; a trainer checks
+ * this before its first step, so a run never learns it at its first save. */
+ry_status ry_checkpoint_check_names(int n, const char *const *names, int *bad, ry_error *err);
 
 /* ---- inspection --------------------------------------------------------- */
 
@@ -133,7 +141,7 @@ ry_status ry_checkpoint_verify(const char *path, ry_error *err);
 
 /* Saves DIR/ckpt-<meta->step>.h5 atomically, then removes the oldest
  * ckpt-*.h5 (by step) so that at most keep remain (keep >= 1), and stale
- * temporaries (ckpt-*.h5.tmp.<pid>) of processes that no longer run. If
+ * temporaries (ckpt-*.h5.tmp.<pid>.*) of processes that no longer run. If
  * path_out is non-NULL the new file's path is written there; a path that
  * does not fit in n bytes is an error (before anything is written).
  * Borrows everything. */
@@ -142,7 +150,9 @@ ry_status ry_checkpoint_save_dir(const char *dir, int keep, const ry_param_set *
                                  char *path_out, size_t n, ry_error *err);
 
 /* Finds the ckpt-*.h5 in dir with the highest step that verifies, skipping
- * damaged ones with a warning on stderr. *found is false (and RY_OK is
+ * damaged ones with a warning on stderr and renaming each to
+ * ckpt-*.h5.corrupt (kept for a post-mortem, no longer counted or warned
+ * about). *found is false (and RY_OK is
  * returned) when there is none; path gets the file's path (an error if it
  * does not fit in n bytes). A directory that cannot be read is an error. */
 ry_status ry_checkpoint_latest(const char *dir, char *path, size_t n, bool *found,

@@ -224,7 +224,18 @@ typedef struct ry_fit_opts {
     int64_t checkpoint_every;     /* steps; 0: only at the end */
     int keep;                     /* 0: 3 */
     bool resume;                  /* from the latest checkpoint in checkpoint_dir */
-    const char *config;           /* stored in checkpoints */
+    /* The directory is locked for the run (DIR/.lock): a second run on it
+     * fails at once. A run that does not resume refuses a directory that
+     * holds checkpoints, unless force: they are then moved into
+     * DIR/old-<time>/ (never deleted). A resumed run refuses a checkpoint
+     * whose model text or configuration differs from its own (the error
+     * lists the fields), unless resume_anyway. */
+    bool force;
+    bool resume_anyway;
+    /* stored in checkpoints after the trainer's own key=value lines
+     * (optimizer, optimizer.lr, ..., schedule, clip_norm, batch); its
+     * key=value lines are compared on resume too, except `command` */
+    const char *config;
     const char *csv_path;         /* NULL: no CSV */
     ry_progress_mode progress;
     FILE *out;                    /* NULL: stderr */
@@ -240,6 +251,7 @@ typedef struct ry_fit_result {
     int64_t eval_step;        /* the step of the last evaluation */
     double eval_loss, eval_acc; /* acc NaN when there are no labels */
     char checkpoint[512];     /* the last checkpoint written or loaded, or "" */
+    int stop_signal;          /* the request that stopped the run, or 0 */
 } ry_fit_result;
 
 /* Trains on train for fo->epochs (or until max_steps), evaluating on eval
@@ -248,6 +260,19 @@ typedef struct ry_fit_result {
  * and no checkpoint is written after the last good one. res may be NULL. */
 ry_status ry_train_fit(ry_trainer *tr, const ry_train_data *train, const ry_train_data *eval,
                        const ry_fit_opts *fo, ry_fit_result *res, ry_error *err);
+/* Stopping a run from outside: ry_train_request_stop(sig) asks the running
+ * ry_train_fit to stop after its current step. It then writes a checkpoint
+ * (when it has a checkpoint directory and took steps since the last one)
+ * and returns RY_ERR with res->stop_signal = sig and a message naming the
+ * step and the checkpoint. The request is one volatile sig_atomic_t, so the
+ * call is async-signal-safe: a program calls it from its own SIGINT/SIGTERM
+ * handler (relayc train does; the library installs no handler). A request
+ * made before ry_train_fit starts stops it before its first step; the fit
+ * that acts on a request clears it; ry_train_request_stop(0) withdraws one.
+ * sig is the caller's to choose (a signal number), non-zero. */
+void ry_train_request_stop(int sig);
+int ry_train_stop_requested(void); /* the pending request, or 0 */
+
 /* Mean loss (and accuracy, when data has labels and @predict exists) over
  * all of data in batches. */
 ry_status ry_train_evaluate(ry_trainer *tr, const ry_train_data *data, int64_t batch,
@@ -260,6 +285,12 @@ ry_status ry_progress_new(FILE *f, ry_progress_mode mode, int64_t total, int64_t
                           const char *csv_path, ry_progress **out, ry_error *err);
 void ry_progress_step(ry_progress *p, int64_t step, int64_t epoch, double loss, double lr);
 void ry_progress_eval(ry_progress *p, int64_t step, int64_t epoch, double loss, double acc);
+/* Continues the CSV at csv_path after a resumed run's step: keeps its
+ * header and the rows up to step, drops later ones (the resumed run writes
+ * them again) and appends from there; a missing or empty file starts with
+ * the header. Errors: a file whose first line is not this CSV's header. */
+ry_status ry_progress_csv_continue(ry_progress *p, const char *csv_path, int64_t step,
+                                   ry_error *err);
 void ry_progress_note(ry_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ry_progress_free(ry_progress *p); /* NULL is fine; ends the bar's line */
 

@@ -19,14 +19,19 @@ static const char *help =
 
 static int write_atomic(const char *path, const char *text) {
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return cli_fail("fmt", "cannot write %s", tmp);
+    int fd;
+    ry_error err;
+    if (ry_tmpfile_create(path, tmp, sizeof tmp, &fd, &err)) {
+        ry_error_print(stderr, &err);
+        return 1;
+    }
+    FILE *f = fdopen(fd, "wb");
     size_t n = strlen(text);
-    bool ok = fwrite(text, 1, n, f) == n && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok = (fclose(f) == 0) && ok;
+    bool ok = f && fwrite(text, 1, n, f) == n && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (f) ok = (fclose(f) == 0) && ok;
+    else close(fd);
     if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
+        unlink(tmp);
         return cli_fail("fmt", "cannot write %s", path);
     }
     return 0;

@@ -9,9 +9,12 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "relayc/threads.h"
@@ -39,11 +42,18 @@ static const char *help =
     "  --optimizer NAME            sgd (default), adam, adamw, adagrad, rmsprop\n"
     "  --lr X  --momentum X  --weight-decay X\n"
     "  --clip-norm X               clip gradients to this global norm\n"
+    "  --inference-gradients       differentiate in inference mode (dropout as the\n"
+    "                              identity, batch norm on moving statistics);\n"
+    "                              default: training mode\n"
     "  --seed N                    initialization and shuffling (default 0)\n"
     "  --checkpoint-dir DIR        write DIR/ckpt-<step>.h5 (created if missing)\n"
     "  --checkpoint-every N        steps between checkpoints (default: at the end)\n"
     "  --keep K                    checkpoints kept (default 3)\n"
-    "  --resume                    continue from the latest checkpoint in DIR\n"
+    "  --resume                    continue from the latest checkpoint in DIR (its\n"
+    "                              model, optimizer, batch and data must match)\n"
+    "  --resume-anyway             resume even where they differ\n"
+    "  --force                     start over in a DIR holding checkpoints: they are\n"
+    "                              moved into DIR/old-<time>/\n"
     "  --csv PATH                  metrics, one row per logged step and evaluation\n"
     "  --log-every N               plain log lines every N steps (default 50)\n"
     "  --quiet                     no progress output\n"
@@ -63,7 +73,7 @@ typedef struct train_args {
     double lr, momentum, weight_decay, clip_norm;
     int64_t epochs, steps, batch, seq, val, ckpt_every, keep, log_every, threads;
     uint64_t seed;
-    bool resume, quiet, drop_last, profile;
+    bool resume, resume_anyway, force, quiet, drop_last, profile, inference_grads;
     ry_engine engine;
     const ry_target *target;
 } train_args;
@@ -112,6 +122,14 @@ static int parse_args(int argc, char **argv, train_args *a) {
             a->resume = true;
             continue;
         }
+        if (strcmp(argv[i], "--resume-anyway") == 0) {
+            a->resume = a->resume_anyway = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--force") == 0) {
+            a->force = true;
+            continue;
+        }
         if (strcmp(argv[i], "--drop-last") == 0) {
             a->drop_last = true;
             continue;
@@ -122,6 +140,10 @@ static int parse_args(int argc, char **argv, train_args *a) {
         }
         if (strcmp(argv[i], "--profile") == 0) {
             a->profile = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--inference-gradients") == 0) {
+            a->inference_grads = true;
             continue;
         }
         if ((v = cli_option(argc, argv, &i, "--data", &bad))) a->data = v;
@@ -154,6 +176,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (!a->model) return cli_fail("train", "no model file (relayc train --help)");
     if (!a->data) return cli_fail("train", "no --data (relayc train --help)");
     if (a->resume && !a->ckpt_dir) return cli_fail("train", "--resume needs --checkpoint-dir");
+    if (a->resume && a->force) return cli_fail("train", "--force starts over: not with --resume");
     if (a->threads > 64) return cli_fail("train", "--threads %lld: at most 64", (long long)a->threads);
     return cli_engine_check("train", a->engine, a->target);
 }
@@ -173,6 +196,7 @@ static int make_opts(const train_args *a, ry_train_opts *o) {
     o->seed = a->seed;
     o->engine = a->engine;
     o->target = a->target;
+    o->training = !a->inference_grads; /* dropout and batch norm as in training */
     /* kernels and OpenBLAS (threads.h), and the trainer's workers */
     if (a->threads > 0) ry_set_num_threads((int)a->threads);
     o->threads = (int)a->threads;
@@ -304,8 +328,37 @@ static int load_data(ry_trainer *tr, const train_args *a, data *d, ry_error *err
     return 0;
 }
 
-static void config_line(int argc, char **argv, char *buf, size_t n) {
-    size_t len = (size_t)snprintf(buf, n, "command=relayc train");
+/* ---- SIGINT and SIGTERM ----
+ * The first asks the trainer to stop after its current step (it saves a
+ * checkpoint and fit reports it); a second one ends the process at once. */
+static atomic_int nsignals;
+
+static void on_signal(int sig) {
+    if (atomic_fetch_add(&nsignals, 1) > 0) {
+        static const char msg[] = "relayc train: second signal: stopping at once, no checkpoint\n";
+        ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+        (void)w;
+        _exit(128 + sig);
+    }
+    ry_train_request_stop(sig);
+}
+
+static void catch_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* What checkpoints store beside the trainer's own configuration: the data
+ * (compared on --resume) and the command line (kept for the reader). */
+static void config_line(int argc, char **argv, const train_args *a, char *buf, size_t n) {
+    size_t len = (size_t)snprintf(buf, n, "data=%s\nseq=%lld\nval=%lld\ndrop_last=%d\n"
+                                          "command=relayc train", a->data, (long long)a->seq,
+                                  (long long)a->val, a->drop_last);
     for (int i = 1; i < argc && len < n; i++) len += (size_t)snprintf(buf + len, n - len, " %s", argv[i]);
 }
 
@@ -321,6 +374,8 @@ static int fit(ry_trainer *tr, const train_args *a, data *d, const char *config)
         .checkpoint_every = a->ckpt_every,
         .keep = (int)a->keep,
         .resume = a->resume,
+        .resume_anyway = a->resume_anyway,
+        .force = a->force,
         .config = config,
         .csv_path = a->csv,
         .progress = a->quiet ? RY_PROGRESS_QUIET : RY_PROGRESS_AUTO,
@@ -330,8 +385,14 @@ static int fit(ry_trainer *tr, const train_args *a, data *d, const char *config)
     ry_error err;
     memset(&err, 0, sizeof err);
     if (ry_train_fit(tr, &d->td, d->has_eval ? &d->ed : NULL, &fo, &res, &err)) {
-        ry_error_print(stderr, &err);
-        return 1;
+        if (!res.stop_signal) {
+            ry_error_print(stderr, &err);
+            return 1;
+        }
+        fprintf(stderr, "relayc train: %s: %s%s\n",
+                res.stop_signal == SIGINT ? "SIGINT" : res.stop_signal == SIGTERM ? "SIGTERM" : "signal",
+                err.msg, res.checkpoint[0] ? " (continue with --resume)" : "");
+        return 128 + res.stop_signal;
     }
     if (d->has_eval && (!res.evaluated || res.eval_step != res.steps) &&
         ry_train_evaluate(tr, &d->ed, fo.batch, &res.eval_loss, &res.eval_acc, &err)) {
@@ -353,6 +414,7 @@ int cmd_train(int argc, char **argv) {
     memset(&a, 0, sizeof a);
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
+    catch_signals(); /* from here on a signal stops the run at the next step */
     ry_train_opts o;
     if (make_opts(&a, &o)) return 1;
     if (a.ckpt_dir && mkdir(a.ckpt_dir, 0755) != 0 && errno != EEXIST)
@@ -367,7 +429,7 @@ int cmd_train(int argc, char **argv) {
     data d;
     memset(&d, 0, sizeof d);
     char config[2048];
-    config_line(argc, argv, config, sizeof config);
+    config_line(argc, argv, &a, config, sizeof config);
     rc = load_data(tr, &a, &d, &err);
     ry_vm_program *vm = ry_trainer_vm(tr);
     if (rc == 0 && a.profile && !vm) rc = cli_fail("train", "--profile needs the compiled engine (--engine vm)");

@@ -1,8 +1,9 @@
 /*
  * checkpoint_dir.c: a directory of checkpoints, ckpt-<step>.h5, as a
  * training loop keeps them: save the next one and drop the oldest beyond K;
- * on restart, find the newest one that verifies, skipping (with a warning)
- * any that a crash, a full disk or bit rot damaged. Each file is written by
+ * on restart, find the newest one that verifies, skipping (with a warning,
+ * and renaming it *.corrupt) any that a crash, a full disk or bit rot
+ * damaged. Each file is written by
  * ry_checkpoint_save, so a crash never leaves a partial ckpt-*.h5.
  */
 #include <dirent.h>
@@ -41,13 +42,15 @@ static bool ckpt_name(const char *name, int64_t *step) {
            strcmp(end, ".h5") == 0;
 }
 
-/* "ckpt-<step>.h5.tmp.<pid>" left by a process that no longer runs. */
+/* "ckpt-<step>.h5.tmp.<pid>.XXXXXX" (or, from older versions, without the
+ * random suffix) left by a process that no longer runs. */
 static bool stale_tmp(const char *name) {
     int64_t step, pid;
     const char *end;
     if (strncmp(name, "ckpt-", 5) != 0 || !parse_u63(name + 5, &step, &end) ||
-        strncmp(end, ".h5.tmp.", 8) != 0 || !parse_u63(end + 8, &pid, &end) || *end ||
-        pid <= 0 || pid > INT32_MAX || pid == (int64_t)getpid())
+        strncmp(end, ".h5.tmp.", 8) != 0 || !parse_u63(end + 8, &pid, &end) ||
+        (*end && (*end != '.' || strlen(end) != 7)) || pid <= 0 || pid > INT32_MAX ||
+        pid == (int64_t)getpid())
         return false;
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
@@ -142,7 +145,13 @@ ry_status ry_checkpoint_latest(const char *dir, char *path, size_t n, bool *foun
         ry_error why;
         snprintf(p, sizeof p, "%s/%s", dir, files[i].name);
         if (ry_checkpoint_verify(p, &why) != RY_OK) {
-            fprintf(stderr, "relayc: warning: skipping checkpoint %s: %s\n", p, why.msg);
+            /* renamed aside (never deleted), so it holds no keep-slot and
+             * is warned about once, not at every later resume */
+            char aside[4200];
+            snprintf(aside, sizeof aside, "%s.corrupt", p);
+            bool moved = rename(p, aside) == 0;
+            fprintf(stderr, "relayc: warning: skipping checkpoint %s: %s%s%s\n", p, why.msg,
+                    moved ? "; renamed to " : "", moved ? aside : "");
             continue;
         }
         if (snprintf(path, n, "%s", p) >= (int)n)

@@ -6,6 +6,7 @@
  * Which attributes exist and what they mean is decided by the callers.
  */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -96,6 +97,30 @@ bool ry_ckpt_name_ok(const char *name, bool slashes) {
     }
 }
 
+/* "a/b" lies in group "a" when a is a whole leading component of it. */
+static bool inside(const char *group, const char *name) {
+    size_t n = strlen(group);
+    return strncmp(group, name, n) == 0 && name[n] == '/';
+}
+
+ry_status ry_checkpoint_check_names(int n, const char *const *names, int *bad, ry_error *err) {
+    for (int i = 0; i < n; i++) {
+        *bad = i;
+        if (!ry_ckpt_name_ok(names[i], true))
+            return ry_error_at(err, RY_NO_SPAN,
+                               "'%s' cannot be stored in a checkpoint (an empty, '.' or '..' "
+                               "component)", names[i] ? names[i] : "");
+        for (int j = 0; j < n; j++)
+            if (j != i && (strcmp(names[i], names[j]) == 0 || inside(names[i], names[j])))
+                return ry_error_at(err, RY_NO_SPAN,
+                                   "'%s' cannot be stored in a checkpoint beside '%s' (a '/' in a "
+                                   "name makes a group: /params/%s would be both a dataset and a "
+                                   "group)", names[i], names[j], names[i]);
+    }
+    *bad = -1;
+    return RY_OK;
+}
+
 /* ---- libhdf5's error stack ---------------------------------------------- */
 
 /* Walked from the API call inward, so the last description seen is the
@@ -131,6 +156,25 @@ void ry_ckpt_quiet_end(ry_ckpt_quiet *q) {
     last_failure[0] = '\0';
 }
 
+void ry_ckpt_h5_tidy(char *msg) {
+    /* "file write failed: time = Tue ...\n, filename = ..., errno = 28,
+     * error message = 'No space left on device', buf = ..." */
+    const char *e = strstr(msg, "errno = "), *m = strstr(msg, "error message = '");
+    if (e && m) {
+        int code = atoi(e + 8);
+        const char *text = m + 17, *end = strchr(text, '\'');
+        char head[64], tidy[256];
+        size_t hl = strcspn(msg, ":");
+        snprintf(head, sizeof head, "%.*s", (int)hl, msg);
+        snprintf(tidy, sizeof tidy, "%s: %.*s (errno %d)", head,
+                 (int)(end ? (size_t)(end - text) : strlen(text)), text, code);
+        strcpy(msg, tidy);
+        return;
+    }
+    for (char *c = msg; *c; c++)
+        if (*c == '\n' || *c == '\r') *c = ' ';
+}
+
 ry_status ry_ckpt_h5_error(ry_error *err, const char *path, const char *fmt, ...) {
     char what[512];
     va_list ap;
@@ -139,6 +183,7 @@ ry_status ry_ckpt_h5_error(ry_error *err, const char *path, const char *fmt, ...
     va_end(ap);
     if (!last_failure[0]) H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, keep_innermost, last_failure);
     H5Eclear2(H5E_DEFAULT);
+    ry_ckpt_h5_tidy(last_failure);
     ry_status st = last_failure[0] ? ry_error_file(err, path, "%s: %s", what, last_failure)
                                    : ry_error_file(err, path, "%s", what);
     last_failure[0] = '\0';

@@ -52,6 +52,13 @@ void ry_ckpt_quiet_end(ry_ckpt_quiet *q);   /* restore what it was */
 ry_status ry_ckpt_h5_error(ry_error *err, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* HDF5's innermost message made one line: a failed system call ("file
+ * write failed: time = ...\n, ..., errno = 28, error message = 'No space
+ * left on device', ...") becomes "file write failed: No space left on
+ * device (errno 28)"; other newlines become spaces. In place (msg holds
+ * at least 256 bytes). */
+void ry_ckpt_h5_tidy(char *msg);
+
 /* ---- attributes on an object ------------------------------------------- */
 ry_status ry_ckpt_attr_write_i64(hid_t obj, const char *name, int64_t v);
 ry_status ry_ckpt_attr_write_u32(hid_t obj, const char *name, uint32_t v);

@@ -1,15 +1,18 @@
 /*
  * checkpoint_save.c: writing a checkpoint so that a crash at any moment
  * leaves either the old file or the new one at PATH, never a partial one.
- * The file is built under PATH.tmp.<pid>, flushed and closed by HDF5,
- * sealed, fsynced, renamed over PATH, and the directory is fsynced so the
- * rename itself survives a power loss. Reading is in checkpoint_load.c.
+ * The file is built under PATH.tmp.<pid>.XXXXXX, made exclusively first
+ * (ry_tmpfile_create: a random name, never through a planted link) and only
+ * then handed to HDF5, flushed and closed by HDF5, sealed, fsynced, renamed
+ * over PATH, and the directory is fsynced so the rename itself survives a
+ * power loss. Reading is in checkpoint_load.c.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/checkpoint_impl.h"
@@ -180,12 +183,16 @@ static ry_status write_h5(const char *tmp, const char *path, const item *items, 
 
 /* ---- the atomic dance -------------------------------------------------------- */
 
-static ry_status seal_and_sync(const char *tmp, const char *path, ry_error *err) {
-    int fd = open(tmp, O_RDWR | O_CLOEXEC);
-    if (fd < 0) return ry_error_file(err, path, "cannot reopen %s: %s", tmp, strerror(errno));
+/* Seals and syncs through fd, the descriptor the temporary was made with,
+ * once tmp is checked to still be that file (not replaced while HDF5 had
+ * it by name). */
+static ry_status seal_and_sync(int fd, const char *tmp, const char *path, ry_error *err) {
+    struct stat mine, now;
+    if (fstat(fd, &mine) != 0 || lstat(tmp, &now) != 0 || mine.st_ino != now.st_ino ||
+        mine.st_dev != now.st_dev)
+        return ry_error_file(err, path, "the temporary %s was replaced while it was written", tmp);
     ry_status st = ry_ckpt_seal_write(fd, path, err);
     if (!st && fsync(fd) != 0) st = ry_error_file(err, path, "cannot fsync %s: %s", tmp, strerror(errno));
-    if (close(fd) != 0 && !st) st = ry_error_file(err, path, "cannot close %s: %s", tmp, strerror(errno));
     return st;
 }
 
@@ -216,18 +223,23 @@ ry_status ry_checkpoint_save(const char *path, const ry_param_set *params,
     if (meta->rng_len < 0 || meta->rng_len > RY_CHECKPOINT_RNG_MAX)
         return ry_error_file(err, path, "cannot save: rng_len %d is outside 0..%d", meta->rng_len,
                              RY_CHECKPOINT_RNG_MAX);
-    char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return ry_error_file(err, path, "cannot save: path too long");
     item *items = NULL;
     int n = 0;
     if (collect(path, params, slots, &items, &n, err)) return RY_ERR;
+    char tmp[PATH_MAX];
+    int fd;
+    if (ry_tmpfile_create(path, tmp, sizeof tmp, &fd, err)) {
+        free_items(items, n);
+        return RY_ERR;
+    }
+    /* HDF5 opens it by name, truncating the empty file just made */
     ry_ckpt_quiet q;
     ry_ckpt_quiet_begin(&q);
     ry_status st = write_h5(tmp, path, items, n, meta, err);
     ry_ckpt_quiet_end(&q);
     free_items(items, n);
-    if (!st) st = seal_and_sync(tmp, path, err);
+    if (!st) st = seal_and_sync(fd, tmp, path, err);
+    if (close(fd) != 0 && !st) st = ry_error_file(err, path, "cannot close %s: %s", tmp, strerror(errno));
     if (!st && rename(tmp, path) != 0)
         st = ry_error_file(err, path, "cannot rename %s over it: %s", tmp, strerror(errno));
     if (st) {

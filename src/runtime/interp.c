@@ -187,11 +187,17 @@ done:
     return RY_ERR;
 }
 
+/* The operands from stack height base up; the stack is NULL until the
+ * first push, and NULL + 0 is undefined, so an empty one gives NULL. */
+static ry_value **operands(machine *mc, long base) {
+    return mc->vs ? mc->vs + base : NULL;
+}
+
 /* The call frame on top has all its operands: run the op or apply. */
 static ry_status finish_call(machine *mc, const ry_expr **next, ry_value **v) {
     frame f = mc->fs[--mc->nf];
     const ry_expr *e = f.e;
-    ry_value **ops = mc->vs + f.base;
+    ry_value **ops = operands(mc, f.base);
     int n = (int)(mc->nv - f.base);
     ry_status st;
     *next = NULL;
@@ -362,7 +368,7 @@ static ry_status deliver(machine *mc, const ry_expr **next, ry_value **v) {
         }
         mc->nf--;
         mc->nv = f->base;
-        *v = ry_value_tuple(e->tuple.n, mc->vs + f->base);
+        *v = ry_value_tuple(e->tuple.n, operands(mc, f->base));
         return *v ? RY_OK : oom(mc, e->span);
     case K_PROJ:
         mc->nf--;

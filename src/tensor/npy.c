@@ -484,7 +484,8 @@ static bool write_data(FILE *f, const ry_tensor *t) {
     return true;
 }
 
-/* Writes PATH.tmp, flushes it to disk, then renames it over PATH, so a crash
+/* Writes a temporary beside PATH (ry_tmpfile_create: never through a
+ * planted link), flushes it to disk, then renames it over PATH, so a crash
  * or a full disk leaves either the old file or the new one, never half. */
 ry_status ry_npy_write(const char *path, const ry_tensor *t, ry_error *err) {
     if (!t || (unsigned)t->dtype >= RY_DTYPE_COUNT)
@@ -495,15 +496,14 @@ ry_status ry_npy_write(const char *path, const ry_tensor *t, ry_error *err) {
     char header[1024];
     size_t hn = build_header(t, header, sizeof header);
     if (hn == 0) return ry_error_file(err, path, "header too long");
-    size_t plen = strlen(path);
-    char *tmp = ry_malloc(plen + 5);
-    if (!tmp) return ry_error_file(err, path, "out of memory");
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
-    FILE *f = fopen(tmp, "wb");
+    char tmp[4096];
+    int fd;
+    if (ry_tmpfile_create(path, tmp, sizeof tmp, &fd, err)) return RY_ERR;
+    FILE *f = fdopen(fd, "wb");
     if (!f) {
-        ry_error_file(err, path, "cannot create %s: %s", tmp, strerror(errno));
-        ry_free(tmp);
+        ry_error_file(err, path, "cannot write %s: %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
         return RY_ERR;
     }
     bool ok = fwrite(header, 1, hn, f) == hn && write_data(f, t) && fflush(f) == 0 &&
@@ -518,9 +518,8 @@ ry_status ry_npy_write(const char *path, const ry_tensor *t, ry_error *err) {
         saved = errno;
     }
     if (!ok) {
-        remove(tmp);
+        unlink(tmp);
         ry_error_file(err, path, "write failed: %s", strerror(saved));
     }
-    ry_free(tmp);
     return ok ? RY_OK : RY_ERR;
 }

@@ -3,10 +3,12 @@
  * line redrawn with \r (a bar, step/total, loss, steps/s, ETA); elsewhere
  * (a pipe, a log file) a plain line every log_every steps; and, when asked,
  * a CSV with one row per logged step and per evaluation, flushed as it
- * goes so a killed run keeps its metrics.
+ * goes so a killed run keeps its metrics, and continued by a resumed run.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +25,8 @@ struct ry_progress {
     double loss_avg;       /* exponential average shown on the bar */
     int64_t nlosses;
 };
+
+static const char csv_header[] = "kind,step,epoch,loss,lr,steps_per_s,elapsed_s,accuracy\n";
 
 static double now(void) {
     struct timespec ts;
@@ -48,7 +52,7 @@ ry_status ry_progress_new(FILE *f, ry_progress_mode mode, int64_t total, int64_t
             ry_free(p);
             return ry_error_file(err, csv_path, "cannot create the metrics CSV");
         }
-        fprintf(p->csv, "kind,step,epoch,loss,lr,steps_per_s,elapsed_s,accuracy\n");
+        fputs(csv_header, p->csv);
         fflush(p->csv);
     }
     *out = p;
@@ -129,6 +133,61 @@ void ry_progress_eval(ry_progress *p, int64_t step, int64_t epoch, double loss, 
         fputc('\n', p->csv);
         fflush(p->csv);
     }
+}
+
+/* The step of a row ("train,12,..." or "eval,12,..."); -1 when the row is
+ * not whole (a run killed while writing it). */
+static int64_t row_step(const char *line) {
+    const char *c = strchr(line, ',');
+    if (!c || !strchr(line, '\n')) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(c + 1, &end, 10);
+    return errno || end == c + 1 || *end != ',' || v < 0 ? -1 : (int64_t)v;
+}
+
+/* The offset in f after its header and the rows up to step. */
+static ry_status kept_length(FILE *f, const char *path, int64_t step, long *keep, ry_error *err) {
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t k = getline(&line, &cap, f);
+    ry_status st = RY_OK;
+    *keep = 0;
+    if (k > 0 && strcmp(line, csv_header) != 0)
+        st = ry_error_file(err, path, "cannot continue the metrics CSV: its first line is not "
+                                      "relayc's header");
+    else if (k > 0)
+        *keep = (long)k;
+    while (st == RY_OK && k > 0 && (k = getline(&line, &cap, f)) > 0) {
+        int64_t s = row_step(line);
+        if (s < 0 || s > step) break;
+        *keep += (long)k;
+    }
+    free(line);
+    return st;
+}
+
+ry_status ry_progress_csv_continue(ry_progress *p, const char *csv_path, int64_t step,
+                                   ry_error *err) {
+    FILE *f = fopen(csv_path, "r+");
+    if (!f && errno == ENOENT) f = fopen(csv_path, "w+");
+    if (!f) return ry_error_file(err, csv_path, "cannot open the metrics CSV: %s", strerror(errno));
+    long keep;
+    if (kept_length(f, csv_path, step, &keep, err)) {
+        fclose(f);
+        return RY_ERR;
+    }
+    fflush(f);
+    if (ftruncate(fileno(f), (off_t)keep) != 0 || fseek(f, 0, SEEK_END) != 0) {
+        int e = errno;
+        fclose(f);
+        return ry_error_file(err, csv_path, "cannot continue the metrics CSV: %s", strerror(e));
+    }
+    if (keep == 0) fputs(csv_header, f);
+    fflush(f);
+    if (p->csv) fclose(p->csv);
+    p->csv = f;
+    return RY_OK;
 }
 
 void ry_progress_note(ry_progress *p, const char *fmt, ...) {

@@ -84,6 +84,44 @@ static ry_status sym_value(const ry_train_opts *o, const ry_dim *d, int64_t *v, 
                        var->name, d->kind == RY_DIM_SYM ? d->name : "?");
 }
 
+/* The checkpoint layout holds the parameters (/params/<name>) and the
+ * carried state (/optimizer/<state>/carry) by name: a name it cannot hold
+ * is found here, located, not at the first save after the work is done. */
+static ry_status check_names(ry_trainer *tr, const char **names, int n, const ry_expr *fn,
+                             ry_error *err) {
+    const char **all = ry_calloc((size_t)(n + tr->nstate), sizeof *all);
+    if (!all) return ry_error_at(err, RY_NO_SPAN, "out of memory");
+    for (int i = 0; i < n; i++) all[i] = names[i];
+    for (int k = 0; k < tr->nstate; k++) all[n + k] = tr->data_vars[tr->nloss_data - tr->nstate + k]->name;
+    int bad;
+    ry_status st = ry_checkpoint_check_names(n + tr->nstate, all, &bad, err);
+    ry_free(all);
+    if (st == RY_OK) return RY_OK;
+    const ry_var *v = bad < n ? fn->func.params[tr->nloss_data + bad]
+                              : tr->data_vars[tr->nloss_data - tr->nstate + (bad - n)];
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    return ry_error_at(err, v->span, "%%%s: %s", v->name, msg);
+}
+
+/* The parameter set (and its gradients) could not be allocated: the error
+ * names the largest parameter, at its declaration, and the bytes asked for. */
+static void params_oom(const ry_expr *fn, int first, int n, const int *ndims,
+                       const int64_t *const *shapes, ry_dtype dt, ry_error *err) {
+    double total = 0, most = -1;
+    int big = 0;
+    for (int i = 0; i < n; i++) {
+        double b = (double)ry_dtype_size(dt);
+        for (int d = 0; d < ndims[i]; d++) b *= (double)shapes[i][d];
+        total += b;
+        if (b > most) most = b, big = i;
+    }
+    const ry_var *v = fn->func.params[first + big];
+    ry_error_at(err, v->span,
+                "out of memory for the parameters: %%%s alone needs %.4g bytes (%.4g in all, "
+                "twice that with the gradients)", v->name, most, total);
+}
+
 /* PARAMS: every @loss parameter after the DATA ones, a float tensor of one
  * dtype with known dimensions. */
 static ry_status bind_params(ry_trainer *tr, const ry_expr *fn, ry_error *err) {
@@ -120,11 +158,12 @@ static ry_status bind_params(ry_trainer *tr, const ry_expr *fn, ry_error *err) {
                 goto done;
         shapes[i] = &dims[i * RY_MAX_RANK];
     }
+    if (check_names(tr, names, n, fn, err)) goto done;
     tr->params = ry_params_new(dt, n, names, ndims, shapes);
     tr->grads = tr->params ? ry_params_like(tr->params) : NULL;
     tr->param_vals = ry_calloc((size_t)n, sizeof *tr->param_vals);
     if (!tr->params || !tr->grads || !tr->param_vals) {
-        ry_error_at(err, RY_NO_SPAN, "cannot make the parameter set (out of memory?)");
+        params_oom(fn, tr->nloss_data, n, ndims, shapes, dt, err);
         goto done;
     }
     for (int i = 0; i < n; i++) {

@@ -94,4 +94,20 @@ uint64_t train_seed(const ry_trainer *tr, int64_t call);
 /* train_par.c: the worker pool. */
 void train_pool_free(struct train_pool *p);
 
+/* The checkpoint directory's guards (train_guard.c). */
+/* Takes DIR/.lock exclusively (*fd holds it until closed); another run
+ * holding it is an error at once. */
+ry_status train_lock_dir(const char *dir, int *fd, ry_error *err);
+/* A new run's directory: empty of checkpoints, or (force) they are moved
+ * into DIR/old-<time>/; otherwise an error saying how to go on. */
+ry_status train_claim_dir(const char *dir, bool force, ry_progress *p, ry_error *err);
+/* The configuration a checkpoint stores: the optimizer and its
+ * hyperparameters, schedule, clipping and batch as key=value lines, then
+ * fo->config. New (ry_free); NULL when out of memory. */
+char *train_config_text(const ry_trainer *tr, const ry_fit_opts *fo);
+/* An error listing the fields where the checkpoint at path (its model text
+ * and configuration) differs from this run's config text now. */
+ry_status train_config_compare(const ry_trainer *tr, const char *path, const char *now,
+                               ry_error *err);
+
 #endif

@@ -4,14 +4,25 @@
  * are updated, held-out data is evaluated after every epoch, checkpoints
  * are written every N steps and at the end, and a run resumes from the
  * latest checkpoint exactly where it stopped. A NaN/Inf stops the loop
- * before anything more is written, so the last good checkpoint stays.
+ * before anything more is written, so the last good checkpoint stays; a
+ * stop request (a signal the program caught) stops it after the current
+ * step, with a checkpoint.
  */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "train/train_impl.h"
+
+/* The pending stop request; written by signal handlers, so nothing but a
+ * volatile sig_atomic_t. */
+static volatile sig_atomic_t stop_request;
+
+void ry_train_request_stop(int sig) { stop_request = (sig_atomic_t)sig; }
+int ry_train_stop_requested(void) { return (int)stop_request; }
 
 static ry_status fetch_rows(const ry_train_data *d, const int64_t *idx, int64_t k,
                             ry_value **args, ry_error *err) {
@@ -132,11 +143,14 @@ typedef struct fit_state {
     double *losses;
     int64_t nlosses, cap;
     int64_t saved_step;
+    int stopped; /* the stop request acted on */
+    char *config; /* what checkpoints store (train_config_text) */
+    int lock;     /* the checkpoint directory's, or -1 */
 } fit_state;
 
 static ry_status save(ry_trainer *tr, const ry_fit_opts *fo, fit_state *s, ry_fit_result *res,
                       ry_error *err) {
-    if (ry_trainer_save(tr, fo->checkpoint_dir, fo->keep > 0 ? fo->keep : 3, s->l, fo->config,
+    if (ry_trainer_save(tr, fo->checkpoint_dir, fo->keep > 0 ? fo->keep : 3, s->l, s->config,
                         res->checkpoint, sizeof res->checkpoint, err))
         return RY_ERR;
     s->saved_step = ry_trainer_steps(tr);
@@ -154,6 +168,7 @@ static ry_status resume(ry_trainer *tr, const ry_fit_opts *fo, fit_state *s, ry_
         ry_progress_note(s->p, "no checkpoint in %s: starting afresh", fo->checkpoint_dir);
         return RY_OK;
     }
+    if (!fo->resume_anyway && train_config_compare(tr, path, s->config, err)) return RY_ERR;
     if (ry_trainer_load(tr, path, s->l, err)) return RY_ERR;
     snprintf(res->checkpoint, sizeof res->checkpoint, "%s", path);
     s->saved_step = ry_trainer_steps(tr);
@@ -202,6 +217,10 @@ static ry_status loop(ry_trainer *tr, const ry_train_data *train, const ry_train
         ry_loader_get_state(s->l, &ls);
         if (ls.epoch >= epochs) break;
         if (fo->max_steps > 0 && ry_trainer_steps(tr) >= fo->max_steps) break;
+        if ((s->stopped = (int)stop_request) != 0) {
+            stop_request = 0;
+            break;
+        }
         const int64_t *idx;
         int64_t k = ry_loader_next(s->l, &idx);
         if (k == 0) {
@@ -233,20 +252,39 @@ ry_status ry_train_fit(ry_trainer *tr, const ry_train_data *train, const ry_trai
                            (long long)train->n);
     if (fo->checkpoint_dir && mkdir(fo->checkpoint_dir, 0755) != 0 && errno != EEXIST)
         return ry_error_file(err, fo->checkpoint_dir, "cannot create: %s", strerror(errno));
-    fit_state s = {.saved_step = -1};
+    fit_state s = {.saved_step = -1, .lock = -1, .config = train_config_text(tr, fo)};
+    if (!s.config) return ry_error_at(err, RY_NO_SPAN, "out of memory");
     ry_loader_opts lo = {.batch = fo->batch > 0 ? fo->batch : 32, .shuffle = !fo->no_shuffle,
                          .drop_last = train->drop_last, .seed = fo->seed};
-    if (ry_loader_new(train->n, &lo, &s.l, err)) return RY_ERR;
+    if (ry_loader_new(train->n, &lo, &s.l, err)) {
+        ry_free(s.config);
+        return RY_ERR;
+    }
     int64_t per_epoch = ry_loader_batches(s.l);
     int64_t total = fo->max_steps > 0 ? fo->max_steps
                                       : (fo->epochs > 0 ? fo->epochs : 1) * per_epoch;
-    ry_status st = ry_progress_new(fo->out, fo->progress, total, fo->log_every, fo->csv_path,
-                                   &s.p, err);
+    /* a resumed run continues its CSV once it knows the step */
+    ry_status st = ry_progress_new(fo->out, fo->progress, total, fo->log_every,
+                                   fo->resume ? NULL : fo->csv_path, &s.p, err);
+    if (st == RY_OK && fo->checkpoint_dir) st = train_lock_dir(fo->checkpoint_dir, &s.lock, err);
+    if (st == RY_OK && fo->checkpoint_dir && !fo->resume)
+        st = train_claim_dir(fo->checkpoint_dir, fo->force, s.p, err);
     if (st == RY_OK && fo->resume) st = resume(tr, fo, &s, res, err);
+    if (st == RY_OK && fo->resume && fo->csv_path)
+        st = ry_progress_csv_continue(s.p, fo->csv_path, ry_trainer_steps(tr), err);
     if (st == RY_OK) st = loop(tr, train, eval, fo, &s, res, err);
     if (st == RY_OK && fo->checkpoint_dir && s.saved_step != ry_trainer_steps(tr))
         st = save(tr, fo, &s, res, err);
     if (st) ry_progress_note(s.p, "stopped: %s", err->msg);
+    if (st == RY_OK && s.stopped) {
+        res->stop_signal = s.stopped;
+        st = res->checkpoint[0] && s.saved_step == ry_trainer_steps(tr)
+                 ? ry_error_at(err, RY_NO_SPAN, "stopped on request after step %lld; checkpoint %s",
+                               (long long)ry_trainer_steps(tr), res->checkpoint)
+                 : ry_error_at(err, RY_NO_SPAN,
+                               "stopped on request after step %lld (no checkpoint directory)",
+                               (long long)ry_trainer_steps(tr));
+    }
     res->steps = ry_trainer_steps(tr);
     int64_t tenth = s.nlosses / 10 > 0 ? s.nlosses / 10 : 1;
     if (s.nlosses) {
@@ -255,6 +293,8 @@ ry_status ry_train_fit(ry_trainer *tr, const ry_train_data *train, const ry_trai
     }
     ry_progress_free(s.p);
     ry_loader_free(s.l);
+    ry_free(s.config);
+    if (s.lock >= 0) close(s.lock); /* releases the lock */
     ry_free(s.losses);
     return st;
 }
