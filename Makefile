@@ -13,7 +13,9 @@ OPT      ?= -O2
 CFLAGS   ?= $(OPT) -g
 WARN     := -std=c11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -Wno-unknown-warning-option
 CPPFLAGS += -D_GNU_SOURCE -Iinclude -Isrc $(PKG_CFLAGS)
-ALL_CFLAGS = $(WARN) $(CFLAGS) -fPIC -pthread $(FILE_CFLAGS) $(EXTRA_CFLAGS)
+# Hidden by default: the shared library exports what include/relayc/
+# declares (base.h's RY_BEGIN_API) and nothing else.
+ALL_CFLAGS = $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread $(FILE_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS   += $(PKG_LIBS) -lz -lm -pthread
 
 LIB_SRCS := $(sort $(wildcard src/tensor/*.c src/ir/*.c src/op/*.c src/pass/*.c \
@@ -29,10 +31,15 @@ TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 EXAMPLES := $(EXAMPLE_SRCS:models/%.c=$(BUILD)/models/%)
 
 STATIC := $(BUILD)/librelayc.a
+# The shared library is versioned: librelayc.so.MAJOR is its SONAME
+# (RELAYC_VERSION in include/relayc/base.h).
+VERSION  := $(shell sed -n 's/^\#define RELAYC_VERSION "\(.*\)"/\1/p' include/relayc/base.h)
+ABI      := $(firstword $(subst ., ,$(VERSION)))
 SHARED := $(BUILD)/librelayc.so
+SHARED_REAL := $(BUILD)/librelayc.so.$(VERSION)
 RELAYC := $(BUILD)/relayc
 
-.PHONY: all bench debug examples demo train test test-unit test-corpus asan test-asan test-asan-clang valgrind test-valgrind install clean help
+.PHONY: all bench debug examples demo train test test-unit test-corpus test-api asan test-asan test-asan-clang valgrind test-valgrind install clean help
 
 all: $(STATIC) $(SHARED) $(RELAYC) $(EXAMPLES)
 
@@ -49,8 +56,12 @@ $(STATIC): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(SHARED): $(LIB_OBJS)
-	$(CC) -shared $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(SHARED_REAL): $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,librelayc.so.$(ABI) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(SHARED): $(SHARED_REAL)
+	ln -sf librelayc.so.$(VERSION) $(BUILD)/librelayc.so.$(ABI)
+	ln -sf librelayc.so.$(VERSION) $@
 
 $(RELAYC): $(CLI_OBJS) $(STATIC)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJS) $(STATIC) $(LDLIBS)
@@ -96,7 +107,7 @@ bench: $(BENCH_BINS)
 
 # The unit suites, then the .relay corpora through the command line.
 # TEST_WRAP runs each binary under a tool (valgrind).
-test: test-unit test-corpus
+test: test-unit test-corpus test-api
 
 test-unit: $(TEST_BINS) $(RELAYC)
 	@fail=0; for t in $(TEST_BINS); do \
@@ -105,6 +116,13 @@ test-unit: $(TEST_BINS) $(RELAYC)
 
 test-corpus: $(RELAYC)
 	@RELAYC="$(TEST_WRAP) $(RELAYC)" sh tests/run_corpus.sh
+
+# The public API as a user meets it: the exported symbols are exactly the
+# functions the headers declare, relayc.h includes every header, the
+# README's C blocks compile and link, a C++ program links the shared library.
+test-api: $(STATIC) $(SHARED)
+	@BUILD=$(BUILD) CC="$(CC)" CXX="$(CXX)" CPPFLAGS="$(CPPFLAGS)" CFLAGS="$(CFLAGS)" \
+	  LDFLAGS="$(LDFLAGS)" LDLIBS="$(LDLIBS)" TEST_WRAP="$(TEST_WRAP)" sh tests/api/run.sh
 
 # A debug build (build-debug/): -O0, and ry_ir_verify between passes.
 debug:
@@ -127,9 +145,13 @@ test-valgrind:
 	$(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" test
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/relayc
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/relayc
 	install -m 755 $(RELAYC) $(DESTDIR)$(PREFIX)/bin/relayc
-	install -m 644 $(STATIC) $(SHARED) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(STATIC) $(SHARED_REAL) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf librelayc.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/librelayc.so.$(ABI)
+	ln -sf librelayc.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/librelayc.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' tools/relayc.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/relayc.pc
 	install -m 644 include/relayc/*.h $(DESTDIR)$(PREFIX)/include/relayc/
 
 clean:

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "relayc/ad.h"
+#include "op/families.h"
 #include "test_util.h"
 
 typedef struct conv_case {

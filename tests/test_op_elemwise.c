@@ -10,6 +10,7 @@
 
 #include "test_util.h"
 #include "backend/cpu/elemwise_kernels.h"
+#include "op/families.h"
 
 #define DIR "tests/ops/elemwise/"
 

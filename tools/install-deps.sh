@@ -4,7 +4,7 @@
 # project's dependencies. Run as root (or with sudo available).
 set -eu
 
-PACKAGES="gcc make pkg-config libc6-dev libopenblas-dev libhdf5-dev libcmocka-dev
+PACKAGES="gcc g++ make pkg-config libc6-dev libopenblas-dev libhdf5-dev libcmocka-dev
 zlib1g-dev valgrind dataset-fashion-mnist"
 
 missing=""

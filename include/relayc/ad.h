@@ -15,6 +15,8 @@
 #include "relayc/ir.h"
 #include "relayc/pass.h" /* ry_anf, which the transform normalizes with */
 
+RY_BEGIN_API
+
 /* ---- the gradient transform -----------------------------------------------
  * ry_grad differentiates a function of the module m (type-checked first if
  * it was not: its type errors come back as ry_grad's) for training mode,
@@ -133,5 +135,7 @@ ry_status ry_gradcheck(ry_module *m, const char *entry, int nargs, ry_value *con
  * dtype and out_dtype attributes) to float64, then type-checks m again:
  * finite differences need float64 to check float32 programs tightly. */
 ry_status ry_module_to_float64(ry_module *m, ry_error *err);
+
+RY_END_API
 
 #endif

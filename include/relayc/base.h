@@ -15,6 +15,33 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Every public header wraps its declarations in RY_BEGIN_API/RY_END_API:
+ * C linkage for C++ callers, and default visibility, so that the shared
+ * library, built with -fvisibility=hidden, exports exactly the functions
+ * declared in include/relayc/ (tests/api/check_exports.sh checks it). */
+#if defined(__GNUC__)
+#define RY_VISIBLE_BEGIN _Pragma("GCC visibility push(default)")
+#define RY_VISIBLE_END _Pragma("GCC visibility pop")
+#else
+#define RY_VISIBLE_BEGIN
+#define RY_VISIBLE_END
+#endif
+#ifdef __cplusplus
+#define RY_BEGIN_API extern "C" { RY_VISIBLE_BEGIN
+#define RY_END_API RY_VISIBLE_END }
+#else
+#define RY_BEGIN_API RY_VISIBLE_BEGIN
+#define RY_END_API RY_VISIBLE_END
+#endif
+
+/* The library's version (semantic: the shared library's SONAME carries the
+ * major number) and ry_version(), the version of the library linked. */
+#define RELAYC_VERSION "0.1.0"
+
+RY_BEGIN_API
+
+const char *ry_version(void);
+
 typedef enum ry_status { RY_OK = 0, RY_ERR = 1 } ry_status;
 
 /* A source file held by a module: its name and its whole text. */
@@ -104,5 +131,7 @@ bool ry_ptrmap_get(const ry_ptrmap *m, const void *key, intptr_t *val);
 
 #define RY_NEW(arena, T) ((T *)ry_arena_alloc((arena), sizeof(T)))
 #define RY_NEW_ARRAY(arena, T, n) ((T *)ry_arena_alloc((arena), sizeof(T) * (size_t)(n)))
+
+RY_END_API
 
 #endif

@@ -52,6 +52,8 @@
 
 #include "relayc/params.h"
 
+RY_BEGIN_API
+
 #define RY_CHECKPOINT_VERSION 1
 #define RY_CHECKPOINT_RNG_MAX 64 /* most uint64 words of RNG state */
 
@@ -157,5 +159,7 @@ ry_status ry_checkpoint_save_dir(const char *dir, int keep, const ry_param_set *
  * does not fit in n bytes). A directory that cannot be read is an error. */
 ry_status ry_checkpoint_latest(const char *dir, char *path, size_t n, bool *found,
                                ry_error *err);
+
+RY_END_API
 
 #endif

@@ -30,6 +30,8 @@
 #include "relayc/tensor.h"
 #include "relayc/value.h"
 
+RY_BEGIN_API
+
 /* ---- batching --------------------------------------------------------------
  * A loader deals the indices 0..n-1 in batches, in a fresh seeded order each
  * epoch (or in order when shuffle is false). The order of an epoch is a
@@ -245,5 +247,7 @@ ry_status ry_bptt_init(ry_bptt *b, const ry_text *t, int64_t begin, int64_t end,
  * (batch, seq_k), owned by the caller. */
 ry_status ry_bptt_window(const ry_bptt *b, int64_t k, ry_tensor **x, ry_tensor **y,
                          ry_error *err);
+
+RY_END_API
 
 #endif

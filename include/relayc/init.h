@@ -17,6 +17,8 @@
 #include "relayc/rng.h"
 #include "relayc/tensor.h"
 
+RY_BEGIN_API
+
 typedef enum ry_init_kind {
     RY_INIT_ZEROS,
     RY_INIT_ONES,
@@ -91,5 +93,7 @@ const ry_init *ry_init_spec_find(const ry_init_spec *s, const char *name);
 /* Whether name is one of the data (predict: predict-data) parameters. */
 bool ry_init_spec_is_data(const ry_init_spec *s, const char *name, bool predict);
 void ry_init_spec_free(ry_init_spec *s); /* NULL is fine */
+
+RY_END_API
 
 #endif

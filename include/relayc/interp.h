@@ -14,6 +14,8 @@
 
 #include "relayc/value.h"
 
+RY_BEGIN_API
+
 typedef struct ry_interp_opts {
     bool training;        /* nn.dropout active, batch_norm in training mode */
     uint64_t seed;        /* for dropout's random state */
@@ -32,5 +34,7 @@ ry_status ry_interp_call(ry_module *m, const char *entry, int nargs, ry_value *c
 /* Applies a closure value to args. */
 ry_status ry_interp_apply(ry_module *m, ry_value *fn, int nargs, ry_value *const *args,
                           const ry_interp_opts *opts, ry_value **out, ry_error *err);
+
+RY_END_API
 
 #endif

@@ -13,6 +13,8 @@
 #include "relayc/base.h"
 #include "relayc/tensor.h"
 
+RY_BEGIN_API
+
 typedef struct ry_type ry_type;
 typedef struct ry_expr ry_expr;
 typedef struct ry_pattern ry_pattern;
@@ -371,5 +373,7 @@ typedef struct ry_lets {
     int n, cap;
 } ry_lets;
 void ry_lets_push(ry_arena *scratch, ry_lets *l, ry_var *v, ry_expr *val);
+
+RY_END_API
 
 #endif

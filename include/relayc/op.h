@@ -16,6 +16,8 @@
 #include "relayc/ir.h"
 #include "relayc/target.h"
 
+RY_BEGIN_API
+
 /* How an operator may be fused (TVM's OpPatternKind). */
 typedef enum ry_op_pattern {
     RY_PAT_ELEMWISE = 0,       /* out[i] = f(in[i]) */
@@ -123,18 +125,6 @@ const ry_op *ry_op_find(const char *name);   /* NULL if unknown */
 int ry_op_count(void);
 const ry_op *ry_op_at(int i);
 
-/* Family tables, defined in src/op/<family>.c and gathered by registry.c. */
-extern const ry_op ry_ops_elemwise[];
-extern const int ry_ops_elemwise_count;
-extern const ry_op ry_ops_nn[];
-extern const int ry_ops_nn_count;
-extern const ry_op ry_ops_conv[];
-extern const int ry_ops_conv_count;
-extern const ry_op ry_ops_transform[];
-extern const int ry_ops_transform_count;
-extern const ry_op ry_ops_scatter[];
-extern const int ry_ops_scatter_count;
-
 /* op's position in the registry (0 .. ry_op_count() - 1: ry_op_at's), or
  * -1 for an op that is not a registry entry. Constant time: targets index
  * their kernel tables by it. */
@@ -171,5 +161,7 @@ ry_status ry_op_run(const ry_target *t, const ry_op *op, const ry_attrs *attrs, 
 ry_type *ry_type_of_tensor(ry_arena *a, const ry_tensor *t);
 ry_rel_status ry_rel_broadcast(ry_rel_ctx *c, const ry_type *a, const ry_type *b,
                                ry_dtype out_dtype, ry_type **out);
+
+RY_END_API
 
 #endif

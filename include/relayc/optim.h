@@ -14,6 +14,8 @@
 #include "relayc/params.h"
 #include "relayc/target.h"
 
+RY_BEGIN_API
+
 typedef enum ry_optim_kind {
     RY_OPTIM_SGD,
     RY_OPTIM_ADAM,
@@ -229,5 +231,7 @@ double ry_clip_coef(ry_dtype dt, const double *norms, int n, double max_norm, do
 /* Index of the first parameter holding a NaN or Inf, or -1 when all are
  * finite; *elem (if non-NULL) gets the flat index of the first bad element. */
 int ry_params_find_nonfinite(const ry_param_set *g, int64_t *elem);
+
+RY_END_API
 
 #endif

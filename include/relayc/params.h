@@ -9,6 +9,8 @@
 
 #include "relayc/tensor.h"
 
+RY_BEGIN_API
+
 typedef struct ry_param_set {
     int n;
     char **names;        /* owned copies, e.g. "w1" (no %) */
@@ -32,5 +34,7 @@ bool ry_params_same_layout(const ry_param_set *a, const ry_param_set *b);
 void ry_params_copy(ry_param_set *dst, const ry_param_set *src);
 /* Every slab element set to v. */
 void ry_params_fill(ry_param_set *p, double v);
+
+RY_END_API
 
 #endif

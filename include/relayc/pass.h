@@ -13,6 +13,8 @@
 
 #include "relayc/ir.h"
 
+RY_BEGIN_API
+
 /* ---- A-normal form ------------------------------------------------------
  * Returns e rewritten so that every non-atomic subexpression (anything but a
  * var, global, constant, operator or constructor) is let-bound once, with
@@ -121,5 +123,7 @@ bool ry_call_checks_shapes(const ry_expr *fn, const ry_expr *call);
  * one RY_EXPR_FUNC), for tests and reports; counts has RY_EXPR_REF_WRITE + 1
  * entries. A node shared in the DAG counts once per path to it. */
 void ry_expr_count_kinds(const ry_expr *e, int *counts);
+
+RY_END_API
 
 #endif

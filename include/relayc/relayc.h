@@ -1,5 +1,6 @@
 /*
- * relayc.h: the whole public API. Include this one header.
+ * relayc.h: the whole public API. Include this one header (every header of
+ * include/relayc/; tests/api/check_exports.sh checks that none is left out).
  */
 #ifndef RELAYC_H
 #define RELAYC_H
@@ -19,5 +20,8 @@
 #include "relayc/checkpoint.h"
 #include "relayc/init.h"
 #include "relayc/threads.h"
+#include "relayc/pass.h"
+#include "relayc/ad.h"
+#include "relayc/train.h"
 
 #endif

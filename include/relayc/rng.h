@@ -10,6 +10,8 @@
 
 #include "relayc/base.h"
 
+RY_BEGIN_API
+
 typedef struct ry_rng {
     uint64_t s[4]; /* never all zero */
 } ry_rng;
@@ -35,5 +37,7 @@ void ry_rng_get_state(const ry_rng *r, uint64_t out[4]);
 /* Restores a saved state; an all-zero state (which xoshiro can never leave)
  * is rejected as corrupt. */
 ry_status ry_rng_set_state(ry_rng *r, const uint64_t in[4], ry_error *err);
+
+RY_END_API
 
 #endif

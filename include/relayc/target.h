@@ -13,6 +13,8 @@
 
 #include "relayc/base.h"
 
+RY_BEGIN_API
+
 typedef struct ry_target ry_target;
 
 /* How a program is run, which is another question than where its kernels
@@ -32,5 +34,7 @@ ry_status ry_target_find(const char *name, const ry_target **out, ry_error *err)
 
 /* Its name, as ry_target_find takes it. */
 const char *ry_target_name(const ry_target *t);
+
+RY_END_API
 
 #endif

@@ -11,6 +11,8 @@
 
 #include "relayc/base.h"
 
+RY_BEGIN_API
+
 typedef enum ry_dtype {
     RY_FLOAT32,
     RY_FLOAT64,
@@ -109,5 +111,7 @@ ry_status ry_npy_read_mem(const char *name, const void *buf, size_t len,
                           ry_tensor **out, ry_error *err);
 /* Writes atomically: to PATH.tmp, then renames. */
 ry_status ry_npy_write(const char *path, const ry_tensor *t, ry_error *err);
+
+RY_END_API
 
 #endif

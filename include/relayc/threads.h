@@ -16,6 +16,10 @@
 #ifndef RELAYC_THREADS_H
 #define RELAYC_THREADS_H
 
+#include "relayc/base.h"
+
+RY_BEGIN_API
+
 /* Sets the number of threads (n < 1 means 1; capped at 64) for relayc's
  * kernels, GEMMs included. Call it from the main thread, outside any
  * parallel work: the pool is resized when the next parallel loop starts. */
@@ -30,5 +34,7 @@ int ry_get_num_threads(void);
  * other threads are unaffected. */
 void ry_threads_serial_begin(void);
 void ry_threads_serial_end(void);
+
+RY_END_API
 
 #endif

@@ -28,6 +28,8 @@
 #include "relayc/optim.h"
 #include "relayc/vm.h"
 
+RY_BEGIN_API
+
 #define RY_TRAIN_MAX_DATA 16 /* most DATA parameters of an entry */
 #define RY_TRAIN_MAX_SYMS 8
 
@@ -293,5 +295,7 @@ ry_status ry_progress_csv_continue(ry_progress *p, const char *csv_path, int64_t
                                    ry_error *err);
 void ry_progress_note(ry_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ry_progress_free(ry_progress *p); /* NULL is fine; ends the bar's line */
+
+RY_END_API
 
 #endif

@@ -12,6 +12,8 @@
 
 #include "relayc/ir.h"
 
+RY_BEGIN_API
+
 typedef enum ry_value_kind {
     RY_VAL_TENSOR,
     RY_VAL_TUPLE,
@@ -130,5 +132,7 @@ int ry_value_count_tensors(const ry_value *v);
 /* Writes borrowed pointers to v's tensors, depth first, into out[0..max).
  * Returns how many v holds (which may exceed max), -1 on out-of-memory. */
 int ry_value_flatten(const ry_value *v, ry_tensor **out, int max);
+
+RY_END_API
 
 #endif

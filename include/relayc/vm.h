@@ -79,6 +79,8 @@
 #include "relayc/target.h"
 #include "relayc/value.h"
 
+RY_BEGIN_API
+
 typedef struct ry_vm_program ry_vm_program;
 
 typedef struct ry_vm_opts {
@@ -158,5 +160,7 @@ void ry_vm_print_profile(const ry_vm_program *prog, FILE *out, int top);
 /* Prints the memory plan: per function its slots (size classes) and per
  * planned operator call its slot and in-place candidates. */
 void ry_vm_print_plan(const ry_vm_program *prog, FILE *f);
+
+RY_END_API
 
 #endif

@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "op/families.h"
 #include "op/conv_attrs.h"
 #include "op/grad_rules.h"
 

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "op/families.h"
 #include "op/grad_rules.h"
 #include "relayc/op.h"
 

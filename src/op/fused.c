@@ -12,6 +12,7 @@
  */
 #include <string.h>
 
+#include "op/families.h"
 #include "op/fused_prog.h"
 
 /* The broadcast of every argument's shape, with dtype dt. */

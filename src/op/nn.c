@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "op/families.h"
 #include "op/grad_rules.h"
 #include "relayc/op.h"
 

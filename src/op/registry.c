@@ -7,11 +7,8 @@
 #include <string.h>
 
 #include "backend/target.h"
-#include "relayc/op.h"
+#include "op/families.h"
 
-/* the fused operators (src/op/fused.c), written by the fusion pass */
-extern const ry_op ry_ops_fused[];
-extern const int ry_ops_fused_count;
 
 typedef struct family {
     const ry_op *ops;

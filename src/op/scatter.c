@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "op/families.h"
 #include "op/grad_rules.h"
 
 static ry_rel_status fail(ry_rel_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
