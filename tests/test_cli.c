@@ -98,7 +98,33 @@ static void test_refs(void **s) { check_program("refs", 1e-12, 0); }
 static void test_deep_recursion(void **s) { check_program("deep_recursion", 0, 0); }
 static void test_symbolic(void **s) { check_program("symbolic", 1e-5, 1e-6); }
 
+static void read_out(char *buf, size_t n) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/out.txt", tmpdir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t got = fread(buf, 1, n - 1, f);
+    buf[got] = '\0';
+    fclose(f);
+}
+
 static void test_help(void **s) {
+    char out[8192];
+    assert_int_equal(run("--version"), 0);
+    read_out(out, sizeof out);
+    assert_string_equal(out, "relayc " RELAYC_VERSION "\n");
+    assert_int_equal(run("help run"), 0);
+    read_out(out, sizeof out);
+    assert_non_null(strstr(out, "usage: relayc run FILE"));
+    assert_int_equal(run("help train"), 0);
+    read_out(out, sizeof out);
+    assert_non_null(strstr(out, "usage: relayc train MODEL.relay"));
+    assert_int_equal(run("help"), 0);
+    read_out(out, sizeof out);
+    assert_non_null(strstr(out, "compiled engine"));
+    assert_null(strstr(out, "with the interpreter"));
+    assert_int_equal(run("help frobnicate"), 1);
+    assert_err_contains("unknown command 'frobnicate'");
     assert_int_equal(run("--help"), 0);
     assert_int_equal(run("check --help"), 0);
     assert_int_equal(run("fmt --help"), 0);
