@@ -408,6 +408,138 @@ static void test_resume_compares_config(void **s) {
     assert_out_contains("steps 7,");
 }
 
+/* ---- what the data and the model's header bind ------------------------ */
+
+/* train(args) must exit with want; the output is shown when it does not. */
+static void expect(int want, const char *args) {
+    int got = train(args);
+    if (got != want) fail_msg("relayc train %s: exit %d, not %d:\n%s", args, got, want, slurp("out.txt"));
+}
+
+/* A classifier of x (n, 4) into 3 classes, labels %y int32. */
+static const char *model_classes =
+    "def @predict(%x: Tensor[(n, 4), float32], %w: Tensor[(3, 4), float32]) -> Tensor[(n, 3), float32] {\n"
+    "  nn.dense(%x, %w, units=3)\n"
+    "}\n"
+    "def @loss(%x: Tensor[(n, 4), float32], %y: Tensor[(n), int32], %w: Tensor[(3, 4), float32]) -> float32 {\n"
+    "  %0 = nn.log_softmax(@predict(%x, %w), axis=-1);\n"
+    "  %1 = one_hot(%y, 1f, 0f, depth=3, axis=-1, dtype=\"float32\");\n"
+    "  negative(mean(sum(multiply(%0, %1), axis=[1])))\n"
+    "}\n";
+
+/* The model text: version, data lines, then header (more lines), body. */
+static void write_model(const char *name, const char *header, const char *body) {
+    char text[4096];
+    snprintf(text, sizeof text, "#[version = \"0.0.5\"]\n// data: x y\n// predict-data: x\n%s%s",
+             header, body);
+    write_text(name, text);
+}
+
+static void write_classes(const char *name, const char *header) {
+    write_model(name, header, model_classes);
+}
+
+/* DIR/x.npy (rows, 4) and DIR/labels.npy (rows) of dtype dt. */
+static void write_labels(int64_t rows, ry_dtype dt, int64_t big) {
+    write_data(rows);
+    int64_t sy[1] = {rows};
+    ry_tensor *y = ry_tensor_new(dt, 1, sy);
+    for (int64_t i = 0; i < rows; i++) ry_tensor_set(y, i, (double)(i % 3));
+    if (big) ry_tensor_set(y, rows - 1, (double)big);
+    char p[512];
+    ry_error err;
+    snprintf(p, sizeof p, "%s/labels.npy", dir);
+    assert_int_equal(ry_npy_write(p, y, &err), RY_OK);
+    ry_tensor_release(y);
+}
+
+/* int64 labels (numpy's default) train an int32 %y, with a note; a value
+ * int32 cannot hold is refused, naming the file and the element. */
+static void test_integer_labels_cast(void **s) {
+    write_classes("cls.relay", "");
+    write_labels(12, RY_INT64, 0);
+    expect(0, "%s/cls.relay --data npy:%s/x.npy,%s/labels.npy --val 4 --steps 3 "
+                           "--batch 4 --quiet");
+    assert_out_contains("labels.npy holds int64, cast to int32 for %y (every value fits)");
+    assert_out_contains("accuracy");
+    write_labels(12, RY_INT64, (int64_t)1 << 40);
+    expect(1, "%s/cls.relay --data npy:%s/x.npy,%s/labels.npy --val 4 --steps 3 "
+                           "--batch 4 --quiet");
+    assert_out_contains("labels.npy: error: element 11 is 1099511627776, which int32 (the model's %y) "
+                        "cannot hold");
+    /* widening needs no note */
+    write_labels(12, RY_UINT8, 0);
+    expect(0, "%s/cls.relay --data npy:%s/x.npy,%s/labels.npy --val 4 --steps 3 "
+                           "--batch 4 --quiet");
+    const char *out = slurp("out.txt");
+    assert_null(strstr(out, "note:"));
+}
+
+/* Accuracy is reported for integer labels only, unless the model's
+ * `// metrics:` line says otherwise. */
+static void test_metrics(void **s) {
+    write_data(12);
+    write_text("reg.relay", model_plain);
+    expect(0, "%s/reg.relay --data npy:%s/x.npy,%s/y.npy --val 4 --steps 3 --batch 4 "
+                           "--quiet");
+    assert_out_contains("held-out loss");
+    assert_null(strstr(slurp("out.txt"), "accuracy")); /* a regression: no 0.00%% */
+    write_classes("cls.relay", "// metrics: loss\n");
+    write_labels(12, RY_INT32, 0);
+    expect(0, "%s/cls.relay --data npy:%s/x.npy,%s/labels.npy --val 4 --steps 3 "
+                           "--batch 4 --quiet");
+    assert_null(strstr(slurp("out.txt"), "accuracy"));
+    write_classes("cls.relay", "// metrics: loss, accuracy\n");
+    expect(0, "%s/cls.relay --data npy:%s/x.npy,%s/labels.npy --val 4 --steps 3 "
+                           "--batch 4 --quiet");
+    assert_out_contains("accuracy");
+    write_model("reg.relay", "// metrics: accuracy\n", strstr(model_plain, "def @loss"));
+    expect(1, "%s/reg.relay --data npy:%s/x.npy,%s/y.npy --val 4 --steps 3 --batch 4 "
+                           "--quiet");
+    assert_out_contains("asks for accuracy (`// metrics:`) but --data npy has no integer labels");
+    write_classes("cls.relay", "// metrics: loss, f1\n");
+    expect(1, "%s/cls.relay --data npy:%s/x.npy,%s/labels.npy --steps 1 --quiet");
+    assert_out_contains("`// metrics:` lists loss and accuracy, not 'f1'");
+}
+
+/* A bigram table whose rows are the text's symbols (mode="fast": the
+ * gradient of take along an axis of symbolic length cannot clip). */
+static const char *model_vocab =
+    "def @loss(%x: Tensor[(n, t), int32], %y: Tensor[(n, t), int32], %e: Tensor[(v, 2), float32]) -> float32 {\n"
+    "  mean(multiply(take(%e, %x, axis=0, mode=\"fast\"), take(%e, %y, axis=0, mode=\"fast\")))\n"
+    "}\n";
+
+static void test_vocab_and_dims(void **s) {
+    write_text("corpus.txt", "abcabdabcabdabcabdabcabdabcabdabcabdabcabdabcabdabcabd\n");
+    write_model("bigram.relay", "// vocab: v\n", model_vocab);
+    expect(0, "%s/bigram.relay --data text:%s/corpus.txt --batch 2 --seq 4 --steps 2 "
+                           "--quiet --checkpoint-dir %s/ck");
+    assert_out_contains("steps 2");
+    /* the table has the text's 5 symbols (a, b, c, d, newline) as rows */
+    const char *names[] = {"e"};
+    int ndims[] = {2};
+    int64_t shape[] = {5, 2};
+    const int64_t *shapes[] = {shape};
+    ry_param_set *p = ry_params_new(RY_FLOAT32, 1, names, ndims, shapes);
+    char path[512];
+    snprintf(path, sizeof path, "%s/ck", dir);
+    ry_error err;
+    char latest[512];
+    bool found = false;
+    assert_int_equal(ry_checkpoint_latest(path, latest, sizeof latest, &found, &err), RY_OK);
+    assert_true(found);
+    if (ry_checkpoint_load(latest, p, NULL, NULL, &err)) fail_msg("%s", err.msg);
+    ry_params_free(p);
+    /* without the header line, the error says how to give it */
+    write_model("bigram.relay", "", model_vocab);
+    expect(1, "%s/bigram.relay --data text:%s/corpus.txt --batch 2 --seq 4 --steps 2 "
+                           "--quiet");
+    assert_out_contains("parameter %e has dimension v: give its value (relayc train --dim v=N");
+    expect(0, "%s/bigram.relay --data text:%s/corpus.txt --batch 2 --seq 4 --steps 2 "
+                           "--quiet --dim v=5");
+    assert_out_contains("steps 2");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_training_mode_default, setup, teardown),
@@ -417,6 +549,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_second_run_locked_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_earlier_run_refused_then_moved, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resume_compares_config, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_integer_labels_cast, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vocab_and_dims, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,8 +4,11 @@
  * with the training loop of train.h on Fashion-MNIST / MNIST, a character
  * text, the sentiment treebank or .npy arrays, showing progress, writing
  * checkpoints and a CSV, and printing the held-out loss and accuracy.
- * Everything it does is the library's; this file only reads options and
- * loads the data.
+ * Everything it does is the library's; this file loads the data (the
+ * options are train_args.c's) and binds what the data knows to the model:
+ * a vocabulary size to the dimension its `// vocab:` line names, integer
+ * labels of any width to the model's dtype, and which metrics to report
+ * (`// metrics:`).
  */
 #include <errno.h>
 #include <math.h>
@@ -17,191 +20,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "relayc/threads.h"
-#include "relayc/train.h"
-
-static const char *help =
-    "usage: relayc train MODEL.relay --data KIND[:PATH] [options]\n"
-    "\n"
-    "Trains MODEL's @loss (its `// data:` parameters fed from the data, the\n"
-    "rest trained) and evaluates @predict on held-out data after each epoch.\n"
-    "\n"
-    "  --data fashion-mnist[:DIR]  IDX files (default " RY_FASHION_MNIST_DIR ");\n"
-    "                              test split t10k; also mnist:DIR\n"
-    "  --data text:PATH            character text, truncated BPTT (last 10% held out)\n"
-    "  --data sst:DIR              DIR/train.txt and DIR/dev.txt (PTB trees)\n"
-    "  --data npy:X.npy,Y.npy      arrays (the last --val rows held out)\n"
-    "  --epochs N                  default 1\n"
-    "  --steps N                   stop after N optimizer steps in all\n"
-    "  --batch N                   examples per step (text: streams; default 64,\n"
-    "                              text 32, sst 25)\n"
-    "  --seq N                     text: window length (default 64)\n"
-    "  --drop-last                 whole batches only, in training and evaluation\n"
-    "                              (a model with a fixed batch size)\n"
-    "  --val N                     npy: rows held out (default 0)\n"
-    "  --optimizer NAME            sgd (default), adam, adamw, adagrad, rmsprop\n"
-    "  --lr X  --momentum X  --weight-decay X\n"
-    "  --clip-norm X               clip gradients to this global norm\n"
-    "  --inference-gradients       differentiate in inference mode (dropout as the\n"
-    "                              identity, batch norm on moving statistics);\n"
-    "                              default: training mode\n"
-    "  --seed N                    initialization and shuffling (default 0)\n"
-    "  --checkpoint-dir DIR        write DIR/ckpt-<step>.h5 (created if missing)\n"
-    "  --checkpoint-every N        steps between checkpoints (default: at the end)\n"
-    "  --keep K                    checkpoints kept (default 3)\n"
-    "  --resume                    continue from the latest checkpoint in DIR (its\n"
-    "                              model, optimizer, batch and data must match)\n"
-    "  --resume-anyway             resume even where they differ\n"
-    "  --force                     start over in a DIR holding checkpoints: they are\n"
-    "                              moved into DIR/old-<time>/\n"
-    "  --csv PATH                  metrics, one row per logged step and evaluation\n"
-    "  --log-every N               plain log lines every N steps (default 50)\n"
-    "  --quiet                     no progress output\n"
-    "  --engine vm|interp          the compiled engine (default) or the interpreter\n"
-    "  --target NAME               where kernels, parameters and optimizer state live:\n"
-    "                              cpu (default; opencl and cuda where built in)\n"
-    "  --threads N                 cores for the kernels and for a step's independent\n"
-    "                              calls (trees); results do not depend on it\n"
-    "                              (default: RELAYC_NUM_THREADS, else 1)\n"
-    "  --profile                   time the compiled engine's operator calls and print\n"
-    "                              the call sites that took longest on stderr at the\n"
-    "                              end (the calling thread's calls: with trees on\n"
-    "                              several threads, those it ran)\n";
-
-typedef struct train_args {
-    const char *model, *data, *optimizer, *ckpt_dir, *csv;
-    double lr, momentum, weight_decay, clip_norm;
-    int64_t epochs, steps, batch, seq, val, ckpt_every, keep, log_every, threads;
-    uint64_t seed;
-    bool resume, resume_anyway, force, quiet, drop_last, profile, inference_grads;
-    ry_engine engine;
-    const ry_target *target;
-} train_args;
-
-static bool num(const char *v, double *out) {
-    char *end;
-    errno = 0;
-    *out = strtod(v, &end);
-    return !errno && *v && !*end && isfinite(*out);
-}
-
-static bool whole(const char *v, int64_t *out) {
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    *out = x;
-    return !errno && *v && !*end && x >= 0;
-}
-
-typedef struct opt_num {
-    const char *name;
-    double *d;
-    int64_t *i;
-} opt_num;
-
-static int parse_args(int argc, char **argv, train_args *a) {
-    a->lr = a->momentum = a->weight_decay = NAN;
-    a->keep = 3;
-    opt_num nums[] = {
-        {"--lr", &a->lr, NULL},           {"--momentum", &a->momentum, NULL},
-        {"--weight-decay", &a->weight_decay, NULL}, {"--clip-norm", &a->clip_norm, NULL},
-        {"--epochs", NULL, &a->epochs},    {"--steps", NULL, &a->steps},
-        {"--batch", NULL, &a->batch},      {"--seq", NULL, &a->seq},
-        {"--val", NULL, &a->val},          {"--checkpoint-every", NULL, &a->ckpt_every},
-        {"--keep", NULL, &a->keep},        {"--log-every", NULL, &a->log_every},
-        {"--threads", NULL, &a->threads},
-    };
-    bool bad = false;
-    for (int i = 1; i < argc && !bad; i++) {
-        const char *v = NULL;
-        if (cli_is_help(argv[i])) {
-            fputs(help, stdout);
-            return -1;
-        }
-        if (strcmp(argv[i], "--resume") == 0) {
-            a->resume = true;
-            continue;
-        }
-        if (strcmp(argv[i], "--resume-anyway") == 0) {
-            a->resume = a->resume_anyway = true;
-            continue;
-        }
-        if (strcmp(argv[i], "--force") == 0) {
-            a->force = true;
-            continue;
-        }
-        if (strcmp(argv[i], "--drop-last") == 0) {
-            a->drop_last = true;
-            continue;
-        }
-        if (strcmp(argv[i], "--quiet") == 0) {
-            a->quiet = true;
-            continue;
-        }
-        if (strcmp(argv[i], "--profile") == 0) {
-            a->profile = true;
-            continue;
-        }
-        if (strcmp(argv[i], "--inference-gradients") == 0) {
-            a->inference_grads = true;
-            continue;
-        }
-        if ((v = cli_option(argc, argv, &i, "--data", &bad))) a->data = v;
-        else if (!bad && (v = cli_option(argc, argv, &i, "--optimizer", &bad))) a->optimizer = v;
-        else if (!bad && (v = cli_option(argc, argv, &i, "--checkpoint-dir", &bad))) a->ckpt_dir = v;
-        else if (!bad && (v = cli_option(argc, argv, &i, "--csv", &bad))) a->csv = v;
-        else if (!bad && (v = cli_option(argc, argv, &i, "--engine", &bad))) {
-            if (cli_engine("train", v, &a->engine)) return 1;
-        } else if (!bad && (v = cli_option(argc, argv, &i, "--target", &bad))) {
-            if (cli_target("train", v, &a->target)) return 1;
-        }
-        else if (!bad && (v = cli_option(argc, argv, &i, "--seed", &bad))) {
-            int64_t s;
-            if (!whole(v, &s)) return cli_fail("train", "--seed needs a non-negative integer, got '%s'", v);
-            a->seed = (uint64_t)s;
-        } else if (!bad) {
-            size_t k = 0;
-            for (; k < sizeof nums / sizeof nums[0]; k++)
-                if ((v = cli_option(argc, argv, &i, nums[k].name, &bad)) || bad) break;
-            if (bad) return 1;
-            if (k == sizeof nums / sizeof nums[0]) {
-                if (argv[i][0] == '-' && argv[i][1]) return cli_fail("train", "unknown option '%s'", argv[i]);
-                if (a->model) return cli_fail("train", "more than one model file ('%s')", argv[i]);
-                a->model = argv[i];
-            } else if (nums[k].d ? !num(v, nums[k].d) || *nums[k].d < 0 : !whole(v, nums[k].i))
-                return cli_fail("train", "%s needs a non-negative number, got '%s'", nums[k].name, v);
-        }
-    }
-    if (bad) return 1;
-    if (!a->model) return cli_fail("train", "no model file (relayc train --help)");
-    if (!a->data) return cli_fail("train", "no --data (relayc train --help)");
-    if (a->resume && !a->ckpt_dir) return cli_fail("train", "--resume needs --checkpoint-dir");
-    if (a->resume && a->force) return cli_fail("train", "--force starts over: not with --resume");
-    if (a->threads > 64) return cli_fail("train", "--threads %lld: at most 64", (long long)a->threads);
-    return cli_engine_check("train", a->engine, a->target);
-}
-
-static int make_opts(const train_args *a, ry_train_opts *o) {
-    *o = ry_train_defaults();
-    ry_optim_kind k = RY_OPTIM_SGD;
-    if (a->optimizer && !ry_optim_kind_parse(a->optimizer, &k))
-        return cli_fail("train", "unknown optimizer '%s' (sgd, adam, adamw, adagrad, rmsprop)",
-                        a->optimizer);
-    o->optim = ry_optim_defaults(k);
-    if (k == RY_OPTIM_SGD) o->optim.lr = 0.01;
-    if (!isnan(a->lr)) o->optim.lr = a->lr;
-    if (!isnan(a->momentum)) o->optim.momentum = a->momentum;
-    if (!isnan(a->weight_decay)) o->optim.weight_decay = a->weight_decay;
-    o->clip_norm = a->clip_norm;
-    o->seed = a->seed;
-    o->engine = a->engine;
-    o->target = a->target;
-    o->training = !a->inference_grads; /* dropout and batch norm as in training */
-    /* kernels and OpenBLAS (threads.h), and the trainer's workers */
-    if (a->threads > 0) ry_set_num_threads((int)a->threads);
-    o->threads = (int)a->threads;
-    return 0;
-}
+#include "cli/train_args.h"
 
 /* ---- data ---- */
 
@@ -243,7 +62,7 @@ static ry_status load_mnist(ry_trainer *tr, const char *dir, data *d, ry_error *
 }
 
 static ry_status load_text(const char *path, const train_args *a, data *d, ry_error *err) {
-    if (ry_text_read(path, &d->text, err)) return RY_ERR;
+    if (!d->text && ry_text_read(path, &d->text, err)) return RY_ERR;
     int64_t n = d->text->n, cut = n - n / 10;
     int64_t b = a->batch ? a->batch : 32, s = a->seq ? a->seq : 64;
     if (ry_bptt_init(&d->tb, d->text, 0, cut, b, s, false, err)) return RY_ERR;
@@ -258,17 +77,62 @@ static ry_status load_text(const char *path, const train_args *a, data *d, ry_er
     return RY_OK;
 }
 
-static ry_status load_sst(ry_trainer *tr, const char *dir, data *d, ry_error *err) {
+/* The treebanks, read before the trainer is made: their vocabulary may size
+ * the embedding (`// vocab:`). */
+static ry_status read_sst(const char *dir, data *d, ry_error *err) {
     char p[1024];
     if (!(d->vocab = ry_vocab_new())) return ry_error_at(err, RY_NO_SPAN, "out of memory");
     snprintf(p, sizeof p, "%s/train.txt", dir);
     if (ry_treebank_read(p, d->vocab, true, &d->ttrees, err)) return RY_ERR;
     snprintf(p, sizeof p, "%s/dev.txt", dir);
-    if (ry_treebank_read(p, d->vocab, false, &d->etrees, err)) return RY_ERR;
+    return ry_treebank_read(p, d->vocab, false, &d->etrees, err);
+}
+
+static ry_status load_sst(ry_trainer *tr, const char *dir, data *d, ry_error *err) {
+    if (!d->ttrees && read_sst(dir, d, err)) return RY_ERR;
     if (ry_train_data_trees(tr, d->ttrees, &d->tsrc, &d->td, err) ||
         ry_train_data_trees(tr, d->etrees, &d->esrc, &d->ed, err))
         return RY_ERR;
     d->has_eval = true;
+    return RY_OK;
+}
+
+/* The dtype of @loss's DATA parameter i, or -1 when it is not a tensor. */
+static int data_dtype(ry_trainer *tr, int i) {
+    const ry_global *g = ry_module_find_global(ry_trainer_module(tr), "loss");
+    if (!g || i >= g->func->func.nparams) return -1;
+    const ry_type *t = g->func->func.params[i]->type;
+    return t && t->kind == RY_TYPE_TENSOR ? (int)t->tensor.dtype : -1;
+}
+
+/* Integer data of another width than the model's parameter (numpy's and
+ * PyTorch's int64 labels for an int32 %y) is cast, each value checked to
+ * fit; narrowing is noted on stderr. */
+static ry_status cast_ints(ry_trainer *tr, int i, const char *path, ry_tensor **t, ry_error *err) {
+    int want = data_dtype(tr, i);
+    ry_dtype have = (*t)->dtype;
+    if (want < 0 || (ry_dtype)want == have || !ry_dtype_is_int(have) || !ry_dtype_is_int((ry_dtype)want))
+        return RY_OK;
+    ry_dtype to = (ry_dtype)want;
+    ry_tensor *c = ry_tensor_new(to, (*t)->ndim, (*t)->shape);
+    if (!c) return ry_error_file(err, path, "out of memory casting to %s", ry_dtype_name(to));
+    double lo = to == RY_INT8 ? -128.0 : to == RY_UINT8 ? 0.0 : to == RY_INT32 ? -2147483648.0 : -9.3e18;
+    double hi = to == RY_INT8 ? 127.0 : to == RY_UINT8 ? 255.0 : to == RY_INT32 ? 2147483647.0 : 9.3e18;
+    for (int64_t k = 0; k < c->size; k++) {
+        double v = ry_tensor_get(*t, k);
+        if (v < lo || v > hi) {
+            ry_tensor_release(c);
+            return ry_error_file(err, path, "element %lld is %.0f, which %s (the model's %%%s) "
+                                 "cannot hold", (long long)k, v, ry_dtype_name(to),
+                                 ry_trainer_data_name(tr, i));
+        }
+        ry_tensor_set(c, k, v);
+    }
+    if (ry_dtype_size(to) < ry_dtype_size(have))
+        fprintf(stderr, "relayc train: note: %s holds %s, cast to %s for %%%s (every value fits)\n",
+                path, ry_dtype_name(have), ry_dtype_name(to), ry_trainer_data_name(tr, i));
+    ry_tensor_release(*t);
+    *t = c;
     return RY_OK;
 }
 
@@ -284,21 +148,102 @@ static ry_status load_npy(ry_trainer *tr, char *paths, const train_args *a, data
     }
     ry_tensor *all[2] = {NULL, NULL};
     if (ry_npy_data_read(n, p, all, err)) return RY_ERR;
-    ry_status st = ry_data_split_tensors(n, all, a->val, a->seed, d->train, d->eval, err);
+    ry_status st = RY_OK;
+    for (int i = 0; i < n && st == RY_OK; i++) st = cast_ints(tr, i, p[i], &all[i], err);
+    if (st == RY_OK) st = ry_data_split_tensors(n, all, a->val, a->seed, d->train, d->eval, err);
     for (int i = 0; i < n; i++) ry_tensor_release(all[i]);
     if (st) return RY_ERR;
-    ry_train_data_tensors(n, d->train, n == 2 ? 1 : -1, &d->td);
-    ry_train_data_tensors(n, d->eval, n == 2 ? 1 : -1, &d->ed);
+    /* accuracy needs class labels: integers */
+    int label = n == 2 && ry_dtype_is_int(d->train[1]->dtype) ? 1 : -1;
+    ry_train_data_tensors(n, d->train, label, &d->td);
+    ry_train_data_tensors(n, d->eval, label, &d->ed);
     d->has_eval = a->val > 0;
     return RY_OK;
 }
 
-static int load_data(ry_trainer *tr, const train_args *a, data *d, ry_error *err) {
+/* --data KIND[:PATH] split; path NULL without a colon. */
+static const char *data_kind(const char *spec, char *kind, size_t n) {
+    const char *colon = strchr(spec, ':');
+    size_t kl = colon ? (size_t)(colon - spec) : strlen(spec);
+    snprintf(kind, n, "%.*s", (int)kl, spec);
+    return colon ? colon + 1 : NULL;
+}
+
+/* ---- what the model's header says ----
+ * header -> '//' blank* 'vocab:' blank* NAME     (the dimension a vocabulary fills)
+ *         | '//' blank* 'metrics:' (blank* NAME)+ (loss, accuracy) */
+typedef struct model_header {
+    char vocab[64];     /* "" when absent */
+    int accuracy;       /* -1: no metrics line; 0 or 1: whether it lists accuracy */
+} model_header;
+
+static bool header_value(const char *line, const char *key, const char **val) {
+    const char *p = line + 2;
+    while (*p == ' ' || *p == '\t') p++;
+    size_t k = strlen(key);
+    if (strncmp(p, key, k) != 0) return false;
+    p += k;
+    while (*p == ' ' || *p == '\t') p++;
+    *val = p;
+    return true;
+}
+
+static int read_header(const char *path, model_header *h) {
+    h->vocab[0] = '\0';
+    h->accuracy = -1;
+    FILE *f = fopen(path, "r");
+    if (!f) return cli_fail("train", "cannot open %s: %s", path, strerror(errno));
+    char line[1024];
+    const char *v;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "//", 2) != 0) continue;
+        line[strcspn(line, "\r\n")] = '\0';
+        if (header_value(line, "vocab:", &v)) {
+            snprintf(h->vocab, sizeof h->vocab, "%.*s", (int)strcspn(v, " \t"), v);
+        } else if (header_value(line, "metrics:", &v)) {
+            h->accuracy = 0;
+            for (const char *w = v; *w;) {
+                size_t n = strcspn(w, " \t,");
+                if (n == 8 && strncmp(w, "accuracy", 8) == 0) h->accuracy = 1;
+                else if (n && !(n == 4 && strncmp(w, "loss", 4) == 0)) {
+                    fclose(f);
+                    return cli_fail("train", "%s: `// metrics:` lists loss and accuracy, not "
+                                    "'%.*s'", path, (int)n, w);
+                }
+                w += n;
+                while (*w == ' ' || *w == '\t' || *w == ',') w++;
+            }
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+/* Data whose vocabulary sizes the model is read before the trainer is
+ * made, and its size given to the `// vocab:` dimension (unless --dim
+ * gave it). */
+static int read_vocab(train_args *a, const model_header *h, data *d) {
     char kind[64];
-    const char *colon = strchr(a->data, ':');
-    size_t kl = colon ? (size_t)(colon - a->data) : strlen(a->data);
-    snprintf(kind, sizeof kind, "%.*s", (int)kl, a->data);
-    const char *path = colon ? colon + 1 : NULL;
+    const char *path = data_kind(a->data, kind, sizeof kind);
+    bool sst = strcmp(kind, "sst") == 0, text = strcmp(kind, "text") == 0;
+    if (!h->vocab[0] || !path || !(sst || text)) return 0;
+    for (int i = 0; i < a->nsyms; i++)
+        if (strcmp(a->sym_names[i], h->vocab) == 0) return 0; /* --dim wins */
+    ry_error err;
+    if (sst ? read_sst(path, d, &err) : ry_text_read(path, &d->text, &err)) {
+        ry_error_print(stderr, &err);
+        return 1;
+    }
+    int64_t n = sst ? ry_vocab_size(d->vocab) : d->text->nsymbols;
+    if (!train_args_set_dim(a, h->vocab, n))
+        return cli_fail("train", "too many symbolic dimensions for `// vocab: %s`", h->vocab);
+    return 0;
+}
+
+static int load_data(ry_trainer *tr, const train_args *a, const model_header *h, data *d,
+                     ry_error *err) {
+    char kind[64];
+    const char *path = data_kind(a->data, kind, sizeof kind);
     ry_status st;
     if (strcmp(kind, "fashion-mnist") == 0 || strcmp(kind, "mnist") == 0) {
         if (!path && strcmp(kind, "mnist") == 0) return cli_fail("train", "mnist needs a directory: --data mnist:DIR");
@@ -321,6 +266,10 @@ static int load_data(ry_trainer *tr, const train_args *a, data *d, ry_error *err
         return 1;
     }
     d->td.drop_last = d->ed.drop_last = a->drop_last;
+    if (h->accuracy == 0) d->td.label_arg = d->ed.label_arg = -1;
+    if (h->accuracy == 1 && d->ed.label_arg < 0)
+        return cli_fail("train", "%s asks for accuracy (`// metrics:`) but --data %s has no "
+                        "integer labels", a->model, kind);
     if (d->td.nargs != ry_trainer_ndata(tr))
         return cli_fail("train", "--data %s gives %d values per example but %s's @loss takes %d "
                         "(its `// data:` line)",
@@ -412,25 +361,32 @@ static int fit(ry_trainer *tr, const train_args *a, data *d, const char *config)
 int cmd_train(int argc, char **argv) {
     train_args a;
     memset(&a, 0, sizeof a);
-    int rc = parse_args(argc, argv, &a);
+    int rc = train_args_parse(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
     catch_signals(); /* from here on a signal stops the run at the next step */
+    model_header h;
+    data d;
+    memset(&d, 0, sizeof d);
     ry_train_opts o;
-    if (make_opts(&a, &o)) return 1;
-    if (a.ckpt_dir && mkdir(a.ckpt_dir, 0755) != 0 && errno != EEXIST)
+    if (read_header(a.model, &h) || read_vocab(&a, &h, &d) || train_args_opts(&a, &o)) {
+        data_free(&d);
+        return 1;
+    }
+    if (a.ckpt_dir && mkdir(a.ckpt_dir, 0755) != 0 && errno != EEXIST) {
+        data_free(&d);
         return cli_fail("train", "cannot create %s: %s", a.ckpt_dir, strerror(errno));
+    }
     ry_trainer *tr = NULL;
     ry_error err;
     memset(&err, 0, sizeof err);
     if (ry_trainer_new_file(a.model, &o, &tr, &err)) {
         ry_error_print(stderr, &err);
+        data_free(&d);
         return 1;
     }
-    data d;
-    memset(&d, 0, sizeof d);
     char config[2048];
     config_line(argc, argv, &a, config, sizeof config);
-    rc = load_data(tr, &a, &d, &err);
+    rc = load_data(tr, &a, &h, &d, &err);
     ry_vm_program *vm = ry_trainer_vm(tr);
     if (rc == 0 && a.profile && !vm) rc = cli_fail("train", "--profile needs the compiled engine (--engine vm)");
     ry_vm_set_profile(vm, a.profile);

@@ -79,9 +79,13 @@ static ry_status sym_value(const ry_train_opts *o, const ry_dim *d, int64_t *v, 
                 *v = o->sym_values[i];
                 return RY_OK;
             }
+    if (d->kind != RY_DIM_SYM)
+        return ry_error_at(err, var->span, "parameter %%%s has a dimension ?: parameters need "
+                           "known sizes", var->name);
     return ry_error_at(err, var->span,
-                       "parameter %%%s has dimension %s: give its value (ry_train_opts.sym_names)",
-                       var->name, d->kind == RY_DIM_SYM ? d->name : "?");
+                       "parameter %%%s has dimension %s: give its value (relayc train --dim %s=N; "
+                       "from C, ry_train_opts.sym_names)",
+                       var->name, d->name, d->name);
 }
 
 /* The checkpoint layout holds the parameters (/params/<name>) and the
