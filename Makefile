@@ -39,7 +39,7 @@ SHARED := $(BUILD)/librelayc.so
 SHARED_REAL := $(BUILD)/librelayc.so.$(VERSION)
 RELAYC := $(BUILD)/relayc
 
-.PHONY: all bench debug examples demo train test test-unit test-corpus test-api asan test-asan test-asan-clang valgrind test-valgrind install clean help
+.PHONY: all bench debug examples demo train test test-unit test-corpus test-api coverage asan test-asan test-asan-clang valgrind test-valgrind install clean help
 
 all: $(STATIC) $(SHARED) $(RELAYC) $(EXAMPLES)
 
@@ -140,6 +140,19 @@ test-asan-clang:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(MAKE) BUILD=build-clang CC=clang CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" test
 
+# Line and branch coverage of the library by `make test` (lcov): an -O0
+# build in build-cov/, the summary printed, the HTML in build-cov/html/.
+COV_RC := --rc lcov_branch_coverage=1
+coverage:
+	rm -rf build-cov
+	$(MAKE) BUILD=build-cov OPT=-O0 CFLAGS="-O0 -g --coverage" LDFLAGS="--coverage" test
+	lcov -q $(COV_RC) --capture --directory build-cov/obj --output-file build-cov/all.info
+	lcov -q $(COV_RC) --extract build-cov/all.info '$(CURDIR)/src/*' '$(CURDIR)/ad/*' \
+	  '$(CURDIR)/optim/*' '$(CURDIR)/datasets/*' --output-file build-cov/lib.info
+	lcov -q $(COV_RC) --remove build-cov/lib.info '$(CURDIR)/src/cli/*' --output-file build-cov/coverage.info
+	genhtml -q $(COV_RC) build-cov/coverage.info --output-directory build-cov/html
+	lcov $(COV_RC) --summary build-cov/coverage.info
+
 VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
 test-valgrind:
 	$(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" test
@@ -155,7 +168,7 @@ install: all
 	install -m 644 include/relayc/*.h $(DESTDIR)$(PREFIX)/include/relayc/
 
 clean:
-	rm -rf build build-asan build-clang build-vg build-debug
+	rm -rf build build-asan build-clang build-vg build-debug build-cov
 
 help:
 	@echo "make            build $(STATIC), $(SHARED) and $(RELAYC)"
@@ -165,6 +178,7 @@ help:
 	@echo "make test-asan  the same under ASan+UBSan (build-asan/)"
 	@echo "make test-asan-clang  the same built with clang (build-clang/)"
 	@echo "make test-valgrind  the same under valgrind (build-vg/)"
+	@echo "make coverage   line and branch coverage of the library by make test (lcov)"
 	@echo "make install    into PREFIX=$(PREFIX)"
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_BINS:=.d)

@@ -716,8 +716,43 @@ static void test_progress_output(void **state) {
     unlink(path);
 }
 
+/* Symbolic dimensions given values become constants in the model before
+ * it is differentiated: take's clipping gradient along the table's rows
+ * needs their number, and the batch n, not given, stays symbolic. */
+static void test_given_dims_become_static(void **state) {
+    const char *text =
+        "#[version = \"0.0.5\"]\n"
+        "// data: x\n"
+        "def @loss(%x: Tensor[(n), int32], %e: Tensor[(v, 3), float32]) -> float32 {\n"
+        "  mean(take(%e, %x, axis=0))\n"
+        "}\n";
+    ry_train_opts o = ry_train_defaults();
+    ry_trainer *tr = NULL;
+    ry_error err;
+    assert_int_equal(ry_trainer_new("dims.relay", text, strlen(text), &o, &tr, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "parameter %e has dimension v: give its value"));
+    o.nsyms = 1;
+    o.sym_names[0] = "v";
+    o.sym_values[0] = 10;
+    tr = make(text, &o);
+    const ry_global *g = ry_module_find_global(ry_trainer_module(tr), "loss");
+    const ry_type *x = g->func->func.params[0]->type, *e = g->func->func.params[1]->type;
+    assert_int_equal(e->tensor.dims[0].kind, RY_DIM_CONST);
+    assert_int_equal(e->tensor.dims[0].value, 10);
+    assert_int_equal(x->tensor.dims[0].kind, RY_DIM_SYM);
+    int64_t sx[1] = {4};
+    ry_tensor *xs = ry_tensor_new(RY_INT32, 1, sx);
+    for (int i = 0; i < 4; i++) ((int32_t *)xs->data)[i] = 3 * i - 2; /* -2 and 10 clip */
+    ry_value *args[1] = {ry_value_tensor(xs)};
+    double loss;
+    if (ry_trainer_step(tr, 1, args, &loss, &err)) fail_msg("%s", err.msg);
+    ry_value_release(args[0]);
+    ry_trainer_free(tr);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_given_dims_become_static),
         cmocka_unit_test(test_step_matches_torch),
         cmocka_unit_test(test_mlp_fit),
         cmocka_unit_test(test_exact_resume),

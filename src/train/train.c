@@ -269,6 +269,7 @@ static ry_status differentiate(ry_trainer *tr, const ry_expr *fn, ry_error *err)
 
 static ry_status setup(ry_trainer *tr, const char *name, size_t len, ry_error *err) {
     if (ry_module_parse(name, tr->text, len, &tr->m, err)) return RY_ERR;
+    train_bind_dims(tr->m, &tr->opts);
     if (ry_module_typecheck(tr->m, err)) return RY_ERR;
     if (ry_init_spec_parse(name, tr->text, len, &tr->spec, err)) return RY_ERR;
     tr->loss_name = tr->opts.loss_entry ? tr->opts.loss_entry : "loss";

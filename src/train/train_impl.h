@@ -110,4 +110,8 @@ char *train_config_text(const ry_trainer *tr, const ry_fit_opts *fo);
 ry_status train_config_compare(const ry_trainer *tr, const char *path, const char *now,
                                ry_error *err);
 
+/* train_dims.c: the dimensions o names become constants in m's annotations
+ * (before m is type-checked). */
+void train_bind_dims(ry_module *m, const ry_train_opts *o);
+
 #endif

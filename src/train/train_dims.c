@@ -1,0 +1,109 @@
+/*
+ * train_dims.c: the symbolic dimensions a trainer is given values for
+ * (ry_train_opts.sym_names, `relayc train --dim v=65`) become constants in
+ * every type annotation of the model before it is type-checked. The program
+ * the trainer differentiates and compiles then has static shapes wherever
+ * the user fixed them: the compiled engine takes its fast path, and the
+ * gradient rules that need a length (take's clip and wrap, convolution
+ * channels) have it. Dimensions not named stay symbolic (a batch n).
+ */
+#include <string.h>
+
+#include "train/train_impl.h"
+
+typedef struct binder {
+    const ry_train_opts *o;
+    ry_arena *a;
+    ry_ptrmap seen; /* expressions visited (a graph binding is shared) */
+} binder;
+
+static void bind_type(const binder *b, ry_type *t) {
+    if (!t) return;
+    switch (t->kind) {
+    case RY_TYPE_TENSOR:
+        for (int d = 0; d < t->tensor.ndim; d++) {
+            ry_dim *dim = &t->tensor.dims[d];
+            if (dim->kind != RY_DIM_SYM || !dim->name) continue;
+            for (int i = 0; i < b->o->nsyms; i++)
+                if (b->o->sym_names[i] && strcmp(b->o->sym_names[i], dim->name) == 0) {
+                    dim->kind = RY_DIM_CONST;
+                    dim->value = b->o->sym_values[i];
+                    dim->name = NULL;
+                    break;
+                }
+        }
+        return;
+    case RY_TYPE_TUPLE:
+        for (int i = 0; i < t->tuple.n; i++) bind_type(b, t->tuple.fields[i]);
+        return;
+    case RY_TYPE_FUNC:
+        for (int i = 0; i < t->func.nargs; i++) bind_type(b, t->func.args[i]);
+        bind_type(b, t->func.ret);
+        return;
+    case RY_TYPE_CALL:
+        for (int i = 0; i < t->call.nargs; i++) bind_type(b, t->call.args[i]);
+        return;
+    case RY_TYPE_REF: bind_type(b, t->ref.inner); return;
+    default: return;
+    }
+}
+
+static void bind_expr(binder *b, ry_expr *e);
+
+static void bind_children(binder *b, ry_expr *e) {
+    switch (e->kind) {
+    case RY_EXPR_CALL:
+        bind_expr(b, e->call.callee);
+        for (int i = 0; i < e->call.nargs; i++) bind_expr(b, e->call.args[i]);
+        for (int i = 0; i < e->call.ntype_args; i++) bind_type(b, e->call.type_args[i]);
+        return;
+    case RY_EXPR_IF:
+        bind_expr(b, e->if_.cond);
+        bind_expr(b, e->if_.then_);
+        bind_expr(b, e->if_.else_);
+        return;
+    case RY_EXPR_MATCH:
+        bind_expr(b, e->match.data);
+        for (int i = 0; i < e->match.nclauses; i++) bind_expr(b, e->match.clauses[i].body);
+        return;
+    case RY_EXPR_FUNC:
+        for (int i = 0; i < e->func.nparams; i++) bind_type(b, e->func.params[i]->annot);
+        bind_type(b, e->func.ret_annot);
+        bind_expr(b, e->func.body);
+        return;
+    case RY_EXPR_TUPLE:
+        for (int i = 0; i < e->tuple.n; i++) bind_expr(b, e->tuple.fields[i]);
+        return;
+    case RY_EXPR_PROJ: bind_expr(b, e->proj.tuple); return;
+    case RY_EXPR_REF: bind_expr(b, e->ref.value); return;
+    case RY_EXPR_REF_READ: bind_expr(b, e->ref_read.ref); return;
+    case RY_EXPR_REF_WRITE:
+        bind_expr(b, e->ref_write.ref);
+        bind_expr(b, e->ref_write.value);
+        return;
+    default: return;
+    }
+}
+
+/* A let chain is walked as a loop: a long body never deepens the C stack. */
+static void bind_expr(binder *b, ry_expr *e) {
+    for (; e; e = e->kind == RY_EXPR_LET ? e->let.body : NULL) {
+        intptr_t v;
+        if (ry_ptrmap_get(&b->seen, e, &v)) return;
+        ry_ptrmap_put(b->a, &b->seen, e, 1);
+        if (e->kind != RY_EXPR_LET) {
+            bind_children(b, e);
+            return;
+        }
+        bind_type(b, e->let.var->annot);
+        bind_expr(b, e->let.value);
+    }
+}
+
+void train_bind_dims(ry_module *m, const ry_train_opts *o) {
+    if (o->nsyms == 0) return;
+    binder b = {.o = o, .a = ry_arena_new()};
+    for (int i = 0; i < m->nglobals; i++)
+        if (m->globals[i]->func) bind_expr(&b, m->globals[i]->func);
+    ry_arena_free(b.a);
+}
