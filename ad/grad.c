@@ -153,8 +153,11 @@ static ry_expr *xop(gx *s, gx_block *b, const ry_expr *e, ry_var *bp, const ry_v
     ry_expr **prim = RY_NEW_ARRAY(s->scratch, ry_expr *, n + 1);
     gx_adj **aadj = RY_NEW_ARRAY(s->scratch, gx_adj *, n + 1);
     bool reaches = false; /* some argument has an adjoint to add to */
+    bool *need = RY_NEW_ARRAY(s->scratch, bool, n + 1);
+    bool active = false; /* some argument may depend on a wrt parameter */
     for (int i = 0; i < n; i++) {
         const ry_expr *a = e->call.args[i];
+        active |= need[i] = gx_active_atom(s, a);
         targs[i] = NULL;
         aadj[i] = NULL;
         if (a->kind == RY_EXPR_CONST) { /* a constant's adjoint is never read */
@@ -178,8 +181,8 @@ static ry_expr *xop(gx *s, gx_block *b, const ry_expr *e, ry_var *bp, const ry_v
     bool local = let_var && gx_run_is_local(s, let_var);
     ry_expr *r = local ? NULL : gx_bind(s, b, "r", fresh(s, y, e->type), gx_type(s, e->type));
     gx_adj *out = gx_run_result(s, let_var, e->type, y, r);
-    if (rule.fn && reaches && !gx_run_never_added(s, let_var))
-        gx_run_defer(s, e, rule.fn, prim, out, aadj, targs);
+    if (rule.fn && reaches && active && !gx_run_never_added(s, let_var))
+        gx_run_defer(s, e, rule.fn, prim, out, aadj, targs, need);
     if (s->per_op) gx_run_flush(s, b); /* one closure per operator */
     return local ? y : r;
 }
@@ -457,6 +460,7 @@ static void build_twins(gx *s) {
         if (s->twins[i].func) continue;
         const ry_expr *f = ry_anf(s->m, s->twins[i].g->func);
         if (!s->per_op) f = gx_inline(s, f);
+        gx_active_func(s, f, s->twins[i].g);
         ry_expr *tw = gx_func(s, f);
         s->twins[i].func = tw; /* s->twins may have moved during gx_func */
     }
@@ -500,13 +504,16 @@ static ry_status run(gx *s, const char *fn_name, const ry_expr *fn, const char *
         if (gx_instantiate(s, &g)) return RY_ERR;
         fn = g->func;
     }
+    gx_active_module(s, g);
     ry_expr *target;
     if (g) {
         target = ry_expr_new(s->m, RY_EXPR_GLOBAL, fn->span);
         target->global.name = gx_twin_name(s, g);
     } else {
         const ry_expr *f = ry_anf(s->m, fn);
-        target = gx_func(s, s->per_op ? f : gx_inline(s, f));
+        if (!s->per_op) f = gx_inline(s, f);
+        gx_active_func(s, f, NULL);
+        target = gx_func(s, f);
     }
     build_twins(s);
     ry_expr *wrapper = NULL;
@@ -552,6 +559,8 @@ ry_status ry_grad_ex(ry_module *m, const char *fn_name, const ry_expr *fn, const
     ad_map_init(&s.adt_need, s.scratch);
     ad_map_init(&s.primals, s.scratch);
     ad_map_init(&s.cands, s.scratch);
+    ad_map_init(&s.active_params, s.scratch);
+    ad_map_init(&s.active, s.scratch);
     s.bp_type = make_bp_type(m);
     ry_status st = run(&s, fn_name, fn, out_name, out_name_used);
     if (st && !s.added) gx_remove_instance(&s);

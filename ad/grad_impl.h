@@ -52,7 +52,11 @@ typedef struct gx {
     struct gx_run *run;                 /* the scope being transformed, NULL outside */
     int next_run;                       /* run ids handed out by the analysis */
     bool per_op;                        /* RELAYC_GRAD_RUNS=0: the former emitter, */
-} gx;                                   /* one closure per operator, no inlining */
+                                        /* one closure per operator, no inlining */
+    bool active_on;                     /* the activity analysis ran (grad_active.c) */
+    ad_map active_params;               /* ry_global -> bool[]: its active parameters */
+    ad_map active;                      /* var of a function being transformed -> */
+} gx;                                   /* (void *)1 active, (void *)2 not */
 
 struct gx_primal {
     ry_expr *use;
@@ -111,6 +115,17 @@ ry_expr *gx_adjoint(gx *s, ry_expr *v, const ry_type *t);
 void gx_accumulate(gx *s, gx_block *b, ry_expr *v, const ry_type *t, ry_expr *d);
 ry_expr *gx_atomize(gx *s, gx_block *b, ry_expr *e, ry_type *t);
 
+/* ---- grad_active.c: values that may depend on a wrt parameter ----
+ * gx_active_module: the parameter flags of every global, from entry's wrt
+ * (entry NULL: a function expression is differentiated; its wrt is used
+ * by gx_active_func). gx_active_func: analyses f (the form the transform
+ * walks), the body of global g's twin or (g NULL) the entry expression.
+ * gx_active_atom: whether an operator argument may be active (true when
+ * nothing was analysed). */
+void gx_active_module(gx *s, const ry_global *entry);
+void gx_active_func(gx *s, const ry_expr *f, const ry_global *g);
+bool gx_active_atom(gx *s, const ry_expr *a);
+
 /* ---- grad_run.c: one backpropagator closure per run of operators ----
  * A run is a maximal sequence of let-bound operator calls (and the
  * projections, tuples, refs, constructors and function values between
@@ -155,9 +170,10 @@ gx_adj *gx_run_result(gx *s, const ry_var *var, const ry_type *t, ry_expr *y, ry
 ry_expr *gx_run_proj(gx *s, gx_block *b, const ry_var *var, const ry_expr *e);
 /* Defers the backward body of op call e (primal args prim, result out;
  * per argument its in-run adjoint aadj[i] or transformed value targs[i])
- * to the flush of the open run. */
+ * to the flush of the open run. need: the arguments whose gradients are
+ * used (ry_grad_ctx.need); the others are dropped. */
 void gx_run_defer(gx *s, const ry_expr *e, ry_grad_fn fn, ry_expr **prim, gx_adj *out,
-                  gx_adj **aadj, ry_expr **targs);
+                  gx_adj **aadj, ry_expr **targs, const bool *need);
 
 /* ---- grad_inline.c ---- */
 /* f (a function in A-normal form) with its calls of non-recursive,

@@ -262,18 +262,20 @@ ry_expr *gx_run_proj(gx *s, gx_block *b, const ry_var *var, const ry_expr *e) {
 /* The rule is applied now, to a var g bound only at the flush, so that
  * the first failing rule in program order is the one reported. */
 void gx_run_defer(gx *s, const ry_expr *e, ry_grad_fn fn, ry_expr **prim, gx_adj *out,
-                  gx_adj **aadj, ry_expr **targs) {
+                  gx_adj **aadj, ry_expr **targs, const bool *need) {
     gx_run *run = s->run;
     if (!run) return; /* not reached: every operator is inside a scope */
     ry_var *g = ry_gb_var(s->m, "g", e->type);
     ry_expr **grads = RY_NEW_ARRAY(s->scratch, ry_expr *, e->call.nargs + 1);
     ry_error rerr = {0};
-    ry_grad_ctx ctx = {s->m, e, e->span, &rerr, s->opts.inference};
+    ry_grad_ctx ctx = {s->m, e, e->span, &rerr, s->opts.inference, need};
     if (fn(&ctx, prim, gx_adj_primal(s, out), gx_use(s, g), grads)) {
         if (!s->failed && s->err) *s->err = rerr;
         s->failed = true;
         return;
     }
+    for (int i = 0; need && i < e->call.nargs; i++)
+        if (!need[i]) grads[i] = NULL; /* nothing reads it */
     if (run->npend == run->cappend) {
         int ncap = run->cappend ? run->cappend * 2 : 16;
         gx_pending *np = RY_NEW_ARRAY(s->scratch, gx_pending, ncap);

@@ -385,6 +385,74 @@ static void test_wrt_small(void **state) {
     ry_module_free(m);
 }
 
+/* An RNN over the time axis of float data of unknown length: with the
+ * gradient taken wrt the weights only, take's rule for the data (which
+ * needs the axis's length to clip) is never built; wrt everything it is
+ * the located error. The weights' gradient equals the full gradient of the
+ * same program over a known length, which finite differences check. */
+static const char *rnn_text(char *buf, size_t n, const char *t) {
+    snprintf(buf, n,
+             "#[version = \"0.0.5\"]\n"
+             "def @step(%%x: Tensor[(2, %s), float64], %%i: int32, %%h: Tensor[(2), float64], "
+             "%%w: Tensor[(2), float64]) -> Tensor[(2), float64] {\n"
+             "  if (equal(%%i, 0)) {\n"
+             "    %%h\n"
+             "  } else {\n"
+             "    %%0 = take(%%x, %%i, axis=1);\n"
+             "    %%1 = tanh(add(multiply(%%h, %%w), %%0));\n"
+             "    @step(%%x, subtract(%%i, 1), %%1, %%w)\n"
+             "  }\n"
+             "}\n"
+             "def @main(%%x: Tensor[(2, %s), float64], %%h: Tensor[(2), float64], "
+             "%%w: Tensor[(2), float64]) -> Tensor[(2), float64] {\n"
+             "  @step(%%x, 3, %%h, %%w)\n"
+             "}\n",
+             t, t);
+    return buf;
+}
+
+static void test_wrt_prunes_inactive_rules(void **state) {
+    (void)state;
+    char text[2048];
+    int64_t sx[2] = {2, 5}, sv[1] = {2};
+    ry_value *x = ry_value_tensor(ry_tensor_new(RY_FLOAT64, 2, sx));
+    ry_value *h = ry_value_tensor(ry_tensor_new(RY_FLOAT64, 1, sv));
+    ry_value *w = ry_value_tensor(ry_tensor_new(RY_FLOAT64, 1, sv));
+    for (int i = 0; i < 10; i++) ry_tensor_set(x->tensor, i, urand());
+    for (int i = 0; i < 2; i++) ry_tensor_set(h->tensor, i, urand()), ry_tensor_set(w->tensor, i, urand());
+    ry_value *a[3] = {x, h, w};
+    ry_module *fixed = gradcheck_ok(rnn_text(text, sizeof text, "5"), "main", 3, a, 1e-6, 1e-8);
+    const char *gfull = NULL;
+    ry_error err;
+    if (ry_grad(fixed, "main", NULL, NULL, &gfull, &err)) fail_msg("%s", err.msg);
+
+    ry_module *m = test_parse(rnn_text(text, sizeof text, "t"), true);
+    const char *g = NULL;
+    assert_int_equal(ry_grad(m, "main", NULL, NULL, &g, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "gradient of take needs the length along the axis"));
+    ry_module_free(m);
+    m = test_parse(rnn_text(text, sizeof text, "t"), true);
+    bool wrt[3] = {false, true, true};
+    ry_grad_opts go = {.wrt = wrt, .nwrt = 3};
+    if (ry_grad_ex(m, "main", NULL, NULL, &go, &g, &err)) fail_msg("%s", err.msg);
+    ry_value *want = run(fixed, gfull, 3, a);
+    ry_value *outs[2] = {run(m, g, 3, a), run_vm(m, g, 3, a)};
+    for (int k = 0; k < 2; k++) {
+        const ry_value *d = outs[k]->tuple.fields[1];
+        assert_int_equal(d->tuple.n, 2);
+        for (int j = 0; j < 2; j++)
+            test_assert_close(d->tuple.fields[j]->tensor,
+                              want->tuple.fields[1]->tuple.fields[j + 1]->tensor, 1e-12, 1e-14);
+        ry_value_release(outs[k]);
+    }
+    ry_value_release(want);
+    ry_value_release(x);
+    ry_value_release(h);
+    ry_value_release(w);
+    ry_module_free(m);
+    ry_module_free(fixed);
+}
+
 static void test_wrt_errors(void **state) {
     (void)state;
     const char *text = "#[version = \"0.0.5\"]\n"
@@ -418,6 +486,7 @@ int main(void) {
         cmocka_unit_test(test_dropout_zero_input),
         cmocka_unit_test(test_dropout_gradient_on_vm),
         cmocka_unit_test(test_wrt_mlp),
+        cmocka_unit_test(test_wrt_prunes_inactive_rules),
         cmocka_unit_test(test_wrt_small),
         cmocka_unit_test(test_wrt_errors),
     };

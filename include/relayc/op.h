@@ -88,6 +88,11 @@ typedef struct ry_grad_ctx {
     ry_error *err;
     bool inference; /* the gradient is for inference mode (ry_grad_opts): dropout is the
                      * identity, batch_norm normalizes with its moving statistics */
+    /* need[i]: argument i's gradient is used (its value may depend on a
+     * parameter the gradient is taken with respect to); NULL: all are. A
+     * rule may leave grads[i] NULL where need[i] is false, and must not
+     * fail for want of something only that gradient needs. */
+    const bool *need;
 } ry_grad_ctx;
 
 typedef ry_status (*ry_grad_fn)(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
