@@ -5,7 +5,8 @@
  * text, the sentiment treebank or .npy arrays, showing progress, writing
  * checkpoints and a CSV, and printing the held-out loss and accuracy.
  * Everything it does is the library's; this file only reads options and
- * loads the data.
+ * loads the data. Under mpirun each rank runs this command and the fit is
+ * data parallel (dist.h); rank 0 alone prints.
  */
 #include <errno.h>
 #include <math.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "relayc/dist.h"
 #include "relayc/threads.h"
 #include "relayc/train.h"
 
@@ -66,14 +68,27 @@ static const char *help =
     "  --profile                   time the compiled engine's operator calls and print\n"
     "                              the call sites that took longest on stderr at the\n"
     "                              end (the calling thread's calls: with trees on\n"
-    "                              several threads, those it ran)\n";
+    "                              several threads, those it ran)\n"
+    "\n"
+    "Data parallel, under mpirun (mpirun -np N relayc train ...): each rank takes\n"
+    "its share of every global batch of --batch examples, the gradients are\n"
+    "all-reduced, rank 0 prints and writes the checkpoints (any N may resume).\n"
+    "  --deterministic             sum the shards' gradients in a fixed order: the\n"
+    "                              parameters are bit for bit those of one process\n"
+    "                              with the same --shards (default: all-reduce,\n"
+    "                              equal to rounding)\n"
+    "  --shards S                  with --deterministic: shards per global batch\n"
+    "                              (default: the ranks; a multiple of them)\n"
+    "  --bucket-bytes N            the all-reduce's pieces (default 4 MiB)\n"
+    "  --dist-timeout SECONDS      a rank waiting longer than this for the others\n"
+    "                              ends the job with a message (default 300)\n";
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *ckpt_dir, *csv;
-    double lr, momentum, weight_decay, clip_norm;
-    int64_t epochs, steps, batch, seq, val, ckpt_every, keep, log_every, threads;
+    double lr, momentum, weight_decay, clip_norm, dist_timeout;
+    int64_t epochs, steps, batch, seq, val, ckpt_every, keep, log_every, threads, shards, bucket;
     uint64_t seed;
-    bool resume, resume_anyway, force, quiet, drop_last, profile, inference_grads;
+    bool resume, resume_anyway, force, quiet, drop_last, profile, inference_grads, deterministic;
     ry_engine engine;
     const ry_target *target;
 } train_args;
@@ -109,7 +124,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
         {"--batch", NULL, &a->batch},      {"--seq", NULL, &a->seq},
         {"--val", NULL, &a->val},          {"--checkpoint-every", NULL, &a->ckpt_every},
         {"--keep", NULL, &a->keep},        {"--log-every", NULL, &a->log_every},
-        {"--threads", NULL, &a->threads},
+        {"--threads", NULL, &a->threads},  {"--shards", NULL, &a->shards},
+        {"--bucket-bytes", NULL, &a->bucket}, {"--dist-timeout", &a->dist_timeout, NULL},
     };
     bool bad = false;
     for (int i = 1; i < argc && !bad; i++) {
@@ -132,6 +148,10 @@ static int parse_args(int argc, char **argv, train_args *a) {
         }
         if (strcmp(argv[i], "--drop-last") == 0) {
             a->drop_last = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--deterministic") == 0) {
+            a->deterministic = true;
             continue;
         }
         if (strcmp(argv[i], "--quiet") == 0) {
@@ -178,6 +198,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (a->resume && !a->ckpt_dir) return cli_fail("train", "--resume needs --checkpoint-dir");
     if (a->resume && a->force) return cli_fail("train", "--force starts over: not with --resume");
     if (a->threads > 64) return cli_fail("train", "--threads %lld: at most 64", (long long)a->threads);
+    if (a->shards && !a->deterministic) return cli_fail("train", "--shards needs --deterministic");
+    if (a->shards > 4096) return cli_fail("train", "--shards %lld: at most 4096", (long long)a->shards);
     return cli_engine_check("train", a->engine, a->target);
 }
 
@@ -380,7 +402,11 @@ static int fit(ry_trainer *tr, const train_args *a, data *d, const char *config)
         .csv_path = a->csv,
         .progress = a->quiet ? RY_PROGRESS_QUIET : RY_PROGRESS_AUTO,
         .log_every = a->log_every,
+        .deterministic = a->deterministic,
+        .shards = (int)a->shards,
+        .bucket_bytes = a->bucket,
     };
+    bool root = ry_dist_rank() == 0;
     ry_fit_result res;
     ry_error err;
     memset(&err, 0, sizeof err);
@@ -394,6 +420,7 @@ static int fit(ry_trainer *tr, const train_args *a, data *d, const char *config)
                 err.msg, res.checkpoint[0] ? " (continue with --resume)" : "");
         return 128 + res.stop_signal;
     }
+    if (!root) return 0; /* rank 0 reports */
     if (d->has_eval && (!res.evaluated || res.eval_step != res.steps) &&
         ry_train_evaluate(tr, &d->ed, fo.batch, &res.eval_loss, &res.eval_acc, &err)) {
         ry_error_print(stderr, &err);
@@ -409,11 +436,31 @@ static int fit(ry_trainer *tr, const train_args *a, data *d, const char *config)
     return 0;
 }
 
+static int train_main(int argc, char **argv, train_args *ap);
+
 int cmd_train(int argc, char **argv) {
     train_args a;
     memset(&a, 0, sizeof a);
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
+    ry_error err;
+    memset(&err, 0, sizeof err);
+    if (ry_dist_init(NULL, NULL, &err)) {
+        fprintf(stderr, "relayc train: %s\n", err.msg);
+        return 1;
+    }
+    ry_dist_set_timeout(a.dist_timeout);
+    rc = train_main(argc, argv, &a);
+    /* a rank that failed alone would wait for the others in MPI_Finalize:
+     * end the job instead (the error is printed) */
+    if (rc != 0 && ry_dist_size() > 1) ry_dist_abort(rc);
+    ry_dist_finalize();
+    return rc;
+}
+
+static int train_main(int argc, char **argv, train_args *ap) {
+    train_args a = *ap;
+    int rc;
     catch_signals(); /* from here on a signal stops the run at the next step */
     ry_train_opts o;
     if (make_opts(&a, &o)) return 1;
