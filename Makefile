@@ -109,9 +109,12 @@ bench: $(BENCH_BINS)
 	  BUILD=$(BUILD) bench/run $$n --scaling --rounds 3 --seconds $(BENCH_SECONDS) || exit 1; done
 	BUILD=$(BUILD) bench/run grad_ratio --threads $(BENCH_THREADS) --seconds 3
 
-# The unit suites, then the .relay corpora through the command line.
-# TEST_WRAP runs each binary under a tool (valgrind).
-test: test-unit test-corpus
+# The unit suites, then the .relay corpora through the command line, then
+# (MPI builds, about 12 s) test-mpi. TEST_WRAP runs each binary under a
+# tool (valgrind). The sanitizer and valgrind runs leave test-mpi out
+# (TEST_MPI=0): OpenMPI's own allocations at MPI_Init are not ours.
+TEST_MPI ?= $(MPI)
+test: test-unit test-corpus $(if $(filter 1,$(TEST_MPI)),test-mpi)
 
 test-unit: $(TEST_BINS) $(RELAYC)
 	@fail=0; for t in $(TEST_BINS); do \
@@ -149,15 +152,15 @@ asan:
 	$(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" all $(patsubst $(BUILD)/%,build-asan/%,$(TEST_BINS))
 test-asan:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  $(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" test
+	  $(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" TEST_MPI=0 test
 # The same with clang, whose UBSan also stops at arithmetic on null pointers.
 test-asan-clang:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  $(MAKE) BUILD=build-clang CC=clang CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" test
+	  $(MAKE) BUILD=build-clang CC=clang CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" TEST_MPI=0 test
 
 VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
 test-valgrind:
-	$(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" test
+	$(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" TEST_MPI=0 test
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/relayc
@@ -166,13 +169,15 @@ install: all
 	install -m 644 include/relayc/*.h $(DESTDIR)$(PREFIX)/include/relayc/
 
 clean:
-	rm -rf build build-asan build-clang build-vg build-debug
+	rm -rf build build-asan build-clang build-vg build-debug build-nompi
 
 help:
 	@echo "make            build $(STATIC), $(SHARED) and $(RELAYC)"
 	@echo "make train      train LeNet-5 on Fashion-MNIST (1 epoch) and print the test accuracy"
 	@echo "make demo       run LeNet-5 through relayc check and relayc run"
-	@echo "make test       unit suites and the .relay corpora"
+	@echo "make test       unit suites and the .relay corpora (and test-mpi with MPI)"
+	@echo "make test-mpi   data-parallel training under mpirun, 2 and 3 ranks"
+	@echo "make MPI=0 BUILD=build-nompi   the library without MPI (one rank)"
 	@echo "make test-asan  the same under ASan+UBSan (build-asan/)"
 	@echo "make test-asan-clang  the same built with clang (build-clang/)"
 	@echo "make test-valgrind  the same under valgrind (build-vg/)"
