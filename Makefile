@@ -9,6 +9,20 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs hdf5 openblas 2>/dev/null)
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
+# MPI (data-parallel training, src/dist/): on when pkg-config knows ompi-c
+# or an mpicc is on the PATH; MPI=0 builds without it (the same API, one
+# rank). Only src/dist/comm_mpi.c sees mpi.h.
+MPI_PC   := $(shell pkg-config --exists ompi-c 2>/dev/null && echo ompi-c)
+MPI      ?= $(if $(MPI_PC)$(shell command -v mpicc 2>/dev/null),1,0)
+ifeq ($(MPI),1)
+MPI_CFLAGS := $(if $(MPI_PC),$(shell pkg-config --cflags ompi-c),$(shell mpicc --showme:compile 2>/dev/null))
+MPI_LIBS   := $(if $(MPI_PC),$(shell pkg-config --libs ompi-c),$(shell mpicc --showme:link 2>/dev/null))
+DIST_SRC   := src/dist/comm_mpi.c
+else
+DIST_SRC   := src/dist/comm_none.c
+endif
+MPIRUN   ?= mpirun --oversubscribe
+
 OPT      ?= -O2
 CFLAGS   ?= $(OPT) -g
 WARN     := -std=c11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -Wno-unknown-warning-option
@@ -16,11 +30,11 @@ CPPFLAGS += -D_GNU_SOURCE -Iinclude -Isrc $(PKG_CFLAGS)
 # Hidden by default: the shared library exports what include/relayc/
 # declares (base.h's RY_BEGIN_API) and nothing else.
 ALL_CFLAGS = $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread $(FILE_CFLAGS) $(EXTRA_CFLAGS)
-LDLIBS   += $(PKG_LIBS) -lz -lm -pthread
+LDLIBS   += $(PKG_LIBS) $(MPI_LIBS) -lz -lm -pthread
 
 LIB_SRCS := $(sort $(wildcard src/tensor/*.c src/ir/*.c src/op/*.c src/pass/*.c \
               src/runtime/*.c src/backend/*.c src/backend/cpu/*.c src/io/*.c src/train/*.c \
-              ad/*.c optim/*.c datasets/*.c))
+              ad/*.c optim/*.c datasets/*.c)) $(DIST_SRC)
 CLI_SRCS := $(sort $(wildcard src/cli/*.c))
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 EXAMPLE_SRCS := $(sort $(wildcard models/*.c))
@@ -39,7 +53,7 @@ SHARED := $(BUILD)/librelayc.so
 SHARED_REAL := $(BUILD)/librelayc.so.$(VERSION)
 RELAYC := $(BUILD)/relayc
 
-.PHONY: all bench debug examples demo train test test-unit test-corpus test-api coverage asan test-asan test-asan-clang valgrind test-valgrind install clean help
+.PHONY: all bench debug examples demo train test test-unit test-corpus test-api test-mpi coverage asan test-asan test-asan-clang valgrind test-valgrind install clean help
 
 all: $(STATIC) $(SHARED) $(RELAYC) $(EXAMPLES)
 
@@ -47,6 +61,7 @@ all: $(STATIC) $(SHARED) $(RELAYC) $(EXAMPLES)
 # vectorize only without errno semantics; the results are the same bits.
 $(BUILD)/obj/optim/%.o: FILE_CFLAGS := -fno-math-errno
 $(BUILD)/obj/src/backend/cpu/update_%.o: FILE_CFLAGS := -fno-math-errno
+$(BUILD)/obj/src/dist/comm_mpi.o: FILE_CFLAGS := $(MPI_CFLAGS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -105,14 +120,36 @@ bench: $(BENCH_BINS)
 	  BUILD=$(BUILD) bench/run $$n --scaling --rounds 3 --seconds $(BENCH_SECONDS) || exit 1; done
 	BUILD=$(BUILD) bench/run grad_ratio --threads $(BENCH_THREADS) --seconds 3
 
-# The unit suites, then the .relay corpora through the command line.
-# TEST_WRAP runs each binary under a tool (valgrind).
-test: test-unit test-corpus test-api
+# The unit suites, the .relay corpora through the command line, the public
+# API as a user meets it, then (MPI builds, about 12 s) test-mpi. TEST_WRAP
+# runs each binary under a tool (valgrind). The sanitizer and valgrind runs
+# leave test-mpi out (TEST_MPI=0): OpenMPI's own allocations at MPI_Init
+# are not ours.
+TEST_MPI ?= $(MPI)
+test: test-unit test-corpus test-api $(if $(filter 1,$(TEST_MPI)),test-mpi)
 
 test-unit: $(TEST_BINS) $(RELAYC)
 	@fail=0; for t in $(TEST_BINS); do \
 	  echo "== $$t"; RELAYC=$(RELAYC) $(TEST_WRAP) $$t || fail=1; done; \
 	  exit $$fail
+
+# Data-parallel training under mpirun (MPI=1 builds): the C API suite on
+# 2 and 3 ranks, then the command line's (tests/mpi/run_cli.sh: mpirun
+# relayc train, a rank killed, a rank hung). As root, mpirun needs the
+# OMPI_ALLOW_RUN_AS_ROOT pair, set here.
+MPI_ENV := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+$(BUILD)/tests/mpi/test_dist: tests/mpi/test_dist.c tests/test_util.h $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Itests -MMD -MP -o $@ $< $(STATIC) $(CMOCKA_LIBS) $(LDLIBS)
+ifeq ($(MPI),1)
+test-mpi: $(BUILD)/tests/mpi/test_dist $(RELAYC)
+	$(MPI_ENV) timeout 300 $(MPIRUN) -np 2 $(BUILD)/tests/mpi/test_dist
+	$(MPI_ENV) timeout 300 $(MPIRUN) -np 3 $(BUILD)/tests/mpi/test_dist
+	$(MPI_ENV) MPIRUN="$(MPIRUN)" RELAYC=$(RELAYC) sh tests/mpi/run_cli.sh
+else
+test-mpi:
+	@echo "test-mpi: this build has no MPI (MPI=0, or no libopenmpi-dev): nothing to run" >&2; exit 1
+endif
 
 test-corpus: $(RELAYC)
 	@RELAYC="$(TEST_WRAP) $(RELAYC)" sh tests/run_corpus.sh
@@ -134,11 +171,11 @@ asan:
 	$(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" all $(patsubst $(BUILD)/%,build-asan/%,$(TEST_BINS))
 test-asan:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  $(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" test
+	  $(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" TEST_MPI=0 test
 # The same with clang, whose UBSan also stops at arithmetic on null pointers.
 test-asan-clang:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  $(MAKE) BUILD=build-clang CC=clang CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" test
+	  $(MAKE) BUILD=build-clang CC=clang CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" TEST_MPI=0 test
 
 # Line and branch coverage of the library by `make test` (lcov): an -O0
 # build in build-cov/, the summary printed, the HTML in build-cov/html/.
@@ -155,7 +192,7 @@ coverage:
 
 VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
 test-valgrind:
-	$(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" test
+	$(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" TEST_MPI=0 test
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/relayc
@@ -163,18 +200,20 @@ install: all
 	install -m 644 $(STATIC) $(SHARED_REAL) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf librelayc.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/librelayc.so.$(ABI)
 	ln -sf librelayc.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/librelayc.so
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' tools/relayc.pc.in \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@MPI_LIBS@|$(MPI_LIBS)|' tools/relayc.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/relayc.pc
 	install -m 644 include/relayc/*.h $(DESTDIR)$(PREFIX)/include/relayc/
 
 clean:
-	rm -rf build build-asan build-clang build-vg build-debug build-cov
+	rm -rf build build-asan build-clang build-vg build-debug build-cov build-nompi
 
 help:
 	@echo "make            build $(STATIC), $(SHARED) and $(RELAYC)"
 	@echo "make train      train LeNet-5 on Fashion-MNIST (1 epoch) and print the test accuracy"
 	@echo "make demo       run LeNet-5 through relayc check and relayc run"
-	@echo "make test       unit suites and the .relay corpora"
+	@echo "make test       unit suites and the .relay corpora (and test-mpi with MPI)"
+	@echo "make test-mpi   data-parallel training under mpirun, 2 and 3 ranks"
+	@echo "make MPI=0 BUILD=build-nompi   the library without MPI (one rank)"
 	@echo "make test-asan  the same under ASan+UBSan (build-asan/)"
 	@echo "make test-asan-clang  the same built with clang (build-clang/)"
 	@echo "make test-valgrind  the same under valgrind (build-vg/)"

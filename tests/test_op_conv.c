@@ -529,7 +529,7 @@ static void run_grad(const char *name, const char *params, const char *call, int
     g->type = body->type;
     ry_error err;
     memset(&err, 0, sizeof err);
-    ry_grad_ctx gc = {m, body, body->span, &err, false};
+    ry_grad_ctx gc = {m, body, body->span, &err, false, NULL};
     ry_expr *grads[2] = {NULL, NULL};
     if (op->grad(&gc, body->call.args, body, g, grads)) fail_msg("%s: %s", name, err.msg);
     ry_expr *gf = ry_expr_new(m, RY_EXPR_FUNC, RY_NO_SPAN);
@@ -604,7 +604,7 @@ static void test_grad_rule_edges(void **state) {
     memset(&err, 0, sizeof err);
     ry_expr *grads[2] = {NULL, NULL};
     ry_expr *call = m->globals[0]->func->func.body;
-    ry_grad_ctx gc = {m, call, call->span, &err, false};
+    ry_grad_ctx gc = {m, call, call->span, &err, false, NULL};
     assert_int_equal(ry_op_find("nn.conv2d")->grad(&gc, call->call.args, call, call, grads), RY_OK);
     assert_null(grads[0]);
     assert_null(grads[1]);

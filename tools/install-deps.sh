@@ -5,7 +5,7 @@
 set -eu
 
 PACKAGES="gcc g++ make pkg-config libc6-dev libopenblas-dev libhdf5-dev libcmocka-dev
-zlib1g-dev valgrind clang lcov dataset-fashion-mnist"
+zlib1g-dev valgrind clang lcov dataset-fashion-mnist libopenmpi-dev openmpi-bin"
 
 missing=""
 for p in $PACKAGES; do

@@ -34,6 +34,13 @@
 #define RY_END_API RY_VISIBLE_END
 #endif
 
+/* A function that does not return, in C and in C++. */
+#ifdef __cplusplus
+#define RY_NORETURN [[noreturn]]
+#else
+#define RY_NORETURN _Noreturn
+#endif
+
 /* The library's version (semantic: the shared library's SONAME carries the
  * major number) and ry_version(), the version of the library linked. */
 #define RELAYC_VERSION "0.1.0"

@@ -23,5 +23,6 @@
 #include "relayc/pass.h"
 #include "relayc/ad.h"
 #include "relayc/train.h"
+#include "relayc/dist.h"
 
 #endif

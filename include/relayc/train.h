@@ -242,6 +242,24 @@ typedef struct ry_fit_opts {
     ry_progress_mode progress;
     FILE *out;                    /* NULL: stderr */
     int64_t log_every;            /* plain log lines; 0: 50 steps */
+    /* ---- data parallel (dist.h) ----
+     * In an MPI job (ry_dist_init), every rank calls ry_train_fit with the
+     * same arguments and data: each global batch of `batch` examples (the
+     * seeded order, the same everywhere) is shared out, the gradient slab
+     * is all-reduced, every rank applies the same update, rank 0 alone
+     * reports, keeps the CSV and writes checkpoints, and evaluation is
+     * sharded with its sums reduced. Checkpoints resume on any number of
+     * ranks. An error or a stop request on one rank stops all at that
+     * step. */
+    bool local;                   /* this fit alone, even inside a job */
+    /* The gradient of a global batch is the sum, in shard order, of the
+     * gradients of `shards` consecutive shards of it (0: one per rank),
+     * gathered on every rank: N ranks give bit for bit the parameters of
+     * one process with the same shards, for every N dividing shards
+     * (train_dist.c). Without it: MPI_Allreduce, equal to rounding. */
+    bool deterministic;
+    int shards;
+    int64_t bucket_bytes;         /* the reduction's pieces; 0: 4 MiB */
 } ry_fit_opts;
 
 typedef struct ry_fit_result {

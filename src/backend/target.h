@@ -96,13 +96,16 @@ struct ry_target {
      * (squares summed in float64 in element order).
      * grad_add: d[lo_d..+n) = (first ? 0 + x : d + x)[lo_x..+n), true when
      * a result is NaN or Inf. grad_clip: t's n elements from lo clamped to
-     * [-c, c] (NaN stays NaN). grad_zero: t's n elements from lo set to 0. */
+     * [-c, c] (NaN stays NaN). grad_zero: t's n elements from lo set to 0.
+     * grad_scale: t's n elements from lo multiplied by c (in t's dtype; a
+     * rank's share of a batch weighted by its size before the all-reduce). */
     void (*update)(const ry_optim_config *c, const ry_update_args *a);
     int64_t (*grad_scan)(const ry_tensor *t, const int64_t *rows, int64_t nrows, double *norm);
     bool (*grad_add)(ry_tensor *d, const ry_tensor *x, int64_t lo_d, int64_t lo_x, int64_t n,
                      bool first);
     void (*grad_clip)(ry_tensor *t, int64_t lo, int64_t n, double c);
     void (*grad_zero)(ry_tensor *t, int64_t lo, int64_t n);
+    void (*grad_scale)(ry_tensor *t, int64_t lo, int64_t n, double c);
 };
 
 /* The kernel of op on t, or NULL. */

@@ -8,7 +8,8 @@
  * options are train_args.c's) and binds what the data knows to the model:
  * a vocabulary size to the dimension its `// vocab:` line names, integer
  * labels of any width to the model's dtype, and which metrics to report
- * (`// metrics:`).
+ * (`// metrics:`). Under mpirun each rank runs this command and the fit is
+ * data parallel (dist.h); rank 0 alone prints.
  */
 #include <errno.h>
 #include <math.h>
@@ -21,6 +22,7 @@
 
 #include "cli/cli.h"
 #include "cli/train_args.h"
+#include "relayc/dist.h"
 
 /* ---- data ---- */
 
@@ -329,7 +331,11 @@ static int fit(ry_trainer *tr, const train_args *a, data *d, const char *config)
         .csv_path = a->csv,
         .progress = a->quiet ? RY_PROGRESS_QUIET : RY_PROGRESS_AUTO,
         .log_every = a->log_every,
+        .deterministic = a->deterministic,
+        .shards = (int)a->shards,
+        .bucket_bytes = a->bucket,
     };
+    bool root = ry_dist_rank() == 0;
     ry_fit_result res;
     ry_error err;
     memset(&err, 0, sizeof err);
@@ -343,6 +349,7 @@ static int fit(ry_trainer *tr, const train_args *a, data *d, const char *config)
                 err.msg, res.checkpoint[0] ? " (continue with --resume)" : "");
         return 128 + res.stop_signal;
     }
+    if (!root) return 0; /* rank 0 reports */
     if (d->has_eval && (!res.evaluated || res.eval_step != res.steps) &&
         ry_train_evaluate(tr, &d->ed, fo.batch, &res.eval_loss, &res.eval_acc, &err)) {
         ry_error_print(stderr, &err);
@@ -358,11 +365,31 @@ static int fit(ry_trainer *tr, const train_args *a, data *d, const char *config)
     return 0;
 }
 
+static int train_main(int argc, char **argv, train_args *ap);
+
 int cmd_train(int argc, char **argv) {
     train_args a;
     memset(&a, 0, sizeof a);
     int rc = train_args_parse(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
+    ry_error err;
+    memset(&err, 0, sizeof err);
+    if (ry_dist_init(NULL, NULL, &err)) {
+        fprintf(stderr, "relayc train: %s\n", err.msg);
+        return 1;
+    }
+    ry_dist_set_timeout(a.dist_timeout);
+    rc = train_main(argc, argv, &a);
+    /* a rank that failed alone would wait for the others in MPI_Finalize:
+     * end the job instead (the error is printed) */
+    if (rc != 0 && ry_dist_size() > 1) ry_dist_abort(rc);
+    ry_dist_finalize();
+    return rc;
+}
+
+static int train_main(int argc, char **argv, train_args *ap) {
+    train_args a = *ap;
+    int rc;
     catch_signals(); /* from here on a signal stops the run at the next step */
     model_header h;
     data d;

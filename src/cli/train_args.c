@@ -87,7 +87,20 @@ const char *const train_help =
     "  --profile                   time the compiled engine's operator calls and print\n"
     "                              the call sites that took longest on stderr at the\n"
     "                              end (the calling thread's calls: with trees on\n"
-    "                              several threads, those it ran)\n";
+    "                              several threads, those it ran)\n"
+    "\n"
+    "data parallel, under mpirun (mpirun -np N relayc train ...): each rank takes\n"
+    "its share of every global batch of --batch examples, the gradients are\n"
+    "all-reduced, rank 0 prints and writes the checkpoints (any N may resume).\n"
+    "  --deterministic             sum the shards' gradients in a fixed order: the\n"
+    "                              parameters are bit for bit those of one process\n"
+    "                              with the same --shards (default: all-reduce,\n"
+    "                              equal to rounding)\n"
+    "  --shards S                  with --deterministic: shards per global batch\n"
+    "                              (default: the ranks; a multiple of them)\n"
+    "  --bucket-bytes N            the all-reduce's pieces (default 4 MiB)\n"
+    "  --dist-timeout SECONDS      a rank waiting longer than this for the others\n"
+    "                              ends the job with a message (default 300)\n";
 
 /* ---- the tables ---- */
 
@@ -104,7 +117,7 @@ static const flag_opt flags[] = {
     {"--quiet", AT(quiet)},             {"--profile", AT(profile)},
     {"--inference-gradients", AT(inference_grads)},
     {"--nesterov", AT(nesterov)},       {"--amsgrad", AT(amsgrad)},
-    {"--centered", AT(centered)},
+    {"--centered", AT(centered)},       {"--deterministic", AT(deterministic)},
 };
 
 /* a double; positive: must be > 0, else >= 0 */
@@ -121,6 +134,7 @@ static const real_opt reals[] = {
     {"--eps", AT(eps), true},         {"--alpha", AT(alpha), false},
     {"--lr-decay", AT(lr_decay), false}, {"--initial-accumulator", AT(initial_accumulator), false},
     {"--clip-norm", AT(clip_norm), true}, {"--clip-value", AT(clip_value), true},
+    {"--dist-timeout", AT(dist_timeout), true},
 };
 
 /* an int64; min: the smallest value taken */
@@ -135,7 +149,8 @@ static const count_opt counts[] = {
     {"--batch", AT(batch), 1},         {"--seq", AT(seq), 1},
     {"--val", AT(val), 0},             {"--checkpoint-every", AT(ckpt_every), 1},
     {"--keep", AT(keep), 1},           {"--log-every", AT(log_every), 1},
-    {"--threads", AT(threads), 1},
+    {"--threads", AT(threads), 1},     {"--shards", AT(shards), 1},
+    {"--bucket-bytes", AT(bucket), 1},
 };
 
 #define N(t) (sizeof(t) / sizeof((t)[0]))
@@ -356,6 +371,8 @@ int train_args_parse(int argc, char **argv, train_args *a) {
     if (a->resume && !a->ckpt_dir) return cli_fail("train", "--resume needs --checkpoint-dir");
     if (a->resume && a->force) return cli_fail("train", "--force starts over: not with --resume");
     if (a->threads > 64) return cli_fail("train", "--threads %lld: at most 64", (long long)a->threads);
+    if (a->shards && !a->deterministic) return cli_fail("train", "--shards needs --deterministic");
+    if (a->shards > 4096) return cli_fail("train", "--shards %lld: at most 4096", (long long)a->shards);
     return cli_engine_check("train", a->engine, a->target);
 }
 

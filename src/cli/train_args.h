@@ -16,12 +16,12 @@ typedef struct train_args {
     /* NAN where not given: the optimizer's defaults stand */
     double lr, momentum, weight_decay, dampening, beta1, beta2, eps, alpha, lr_decay,
         initial_accumulator;
-    double clip_norm, clip_value;
+    double clip_norm, clip_value, dist_timeout;
     /* 0 where not given */
-    int64_t epochs, steps, batch, seq, val, ckpt_every, keep, log_every, threads;
+    int64_t epochs, steps, batch, seq, val, ckpt_every, keep, log_every, threads, shards, bucket;
     uint64_t seed;
     bool resume, resume_anyway, force, quiet, drop_last, profile, inference_grads;
-    bool nesterov, amsgrad, centered;
+    bool nesterov, amsgrad, centered, deterministic;
     ry_schedule schedule;
     int nsyms;                                /* --dim NAME=VALUE */
     const char *sym_names[RY_TRAIN_MAX_SYMS];

@@ -131,6 +131,38 @@ static void flush_pending(ry_trainer *tr) {
     g->pending = NULL;
 }
 
+/* ---- sharded steps (train_dist.c) ------------------------------------ */
+
+void train_grad_dense(ry_trainer *tr) {
+    train_grad_state *g = &tr->g;
+    flush_pending(tr);
+    for (int i = 0; i < tr->params->n; i++)
+        if (g->state[i] == TRAIN_G_STALE) {
+            ry_tensor *t = tr->grads->views[i];
+            tr->target->grad_zero(t, 0, t->size);
+            g->state[i] = TRAIN_G_ZERO;
+        }
+}
+
+void train_grad_zero_all(ry_trainer *tr) {
+    train_grad_begin(tr);
+    for (int i = 0; i < tr->params->n; i++) {
+        ry_tensor *t = tr->grads->views[i];
+        tr->target->grad_zero(t, 0, t->size);
+        tr->g.state[i] = TRAIN_G_ZERO;
+    }
+}
+
+void train_grad_reduced(ry_trainer *tr) {
+    train_grad_state *g = &tr->g;
+    for (int i = 0; i < tr->params->n; i++) {
+        if (g->rows[i].mark) forget_rows(&g->rows[i]);
+        g->state[i] = TRAIN_G_DENSE;
+        g->direct[i] = false;
+        g->bad[i] = true; /* another rank's NaN: scan before the update */
+    }
+}
+
 /* ---- steps ----------------------------------------------------------- */
 
 void train_grad_begin(ry_trainer *tr) {
@@ -190,8 +222,7 @@ static int cmp_i64(const void *a, const void *b) {
 
 /* clip_grad_value_ on the slab (after the pending gradients joined it);
  * rows outside a ROWS list are zeros and stay so. */
-static void clip_values(ry_trainer *tr) {
-    double c = tr->opts.clip_value;
+static void clip_values(ry_trainer *tr, double c) {
     for (int i = 0; i < tr->params->n; i++) {
         ry_tensor *t = tr->grads->views[i];
         train_rows *r = &tr->g.rows[i];
@@ -243,9 +274,14 @@ ry_status ry_trainer_apply(ry_trainer *tr, ry_error *err) {
     int64_t step = ry_optim_step_count(tr->optim) + 1;
     if (tr->naccum == 0) return ry_error_at(err, RY_NO_SPAN, "apply without a gradient");
     tr->naccum = 0; /* whatever happens, the next accumulate starts a step */
+    /* a sharded step's slab holds a sum of which the optimizer applies
+     * w = dist_scale times: the clipping limits are divided by w, so they
+     * bound the applied gradient, as in one process */
+    double w = tr->dist_scale > 0 ? tr->dist_scale : 1;
+    tr->dist_scale = 1;
     if (tr->opts.clip_value > 0) {
         flush_pending(tr);
-        clip_values(tr);
+        clip_values(tr, tr->opts.clip_value / w);
     }
     bool want_norm = tr->opts.clip_norm > 0;
     for (int i = 0; i < tr->params->n; i++) {
@@ -260,8 +296,9 @@ ry_status ry_trainer_apply(ry_trainer *tr, ry_error *err) {
         }
     }
     double scale = want_norm ? ry_clip_coef(tr->grads->dtype, g->norms, tr->params->n,
-                                            tr->opts.clip_norm, NULL)
+                                            tr->opts.clip_norm / w, NULL)
                              : 1.0;
+    scale *= w;
     ry_optim_set_lr(tr->optim, ry_schedule_lr(&tr->opts.schedule, tr->base_lr, step - 1));
     if (ry_optim_step_grads(tr->optim, tr->params, g->ograds, scale, err)) return RY_ERR;
     g->applied = true;

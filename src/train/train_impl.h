@@ -65,6 +65,10 @@ struct ry_trainer {
     int ngrad_fields;           /* fields the gradient tuple has */
     train_grad_state g;         /* train_grad.c */
     struct train_pool *pool;    /* train_par.c: worker VMs; NULL until needed */
+    /* the weight of the summed gradient for the optimizer, set by a
+     * sharded step (train_dist.c: 1/S for S equal shards of a mean loss);
+     * 0 or 1: none */
+    double dist_scale;
 };
 
 /* The loss value of an entry's result (a scalar, or field 0 of a tuple). */
@@ -83,6 +87,58 @@ ry_status train_grad_init(ry_trainer *tr, ry_error *err);
 void train_grad_free(ry_trainer *tr);
 void train_grad_begin(ry_trainer *tr);
 ry_status train_grad_take(ry_trainer *tr, ry_value *grads, ry_error *err);
+
+/* train_grad.c, for the sharded steps of train_dist.c: dense makes the
+ * slab hold the whole gradient of the step so far (the pending tuple
+ * added, stale parameters zeroed); zero_all starts a step whose gradient
+ * is zero (a shard without examples); reduced says the slab now holds
+ * the step's reduced gradient, dense and to be scanned. */
+void train_grad_dense(ry_trainer *tr);
+void train_grad_zero_all(ry_trainer *tr);
+void train_grad_reduced(ry_trainer *tr);
+
+/* train_loop.c: the gradient of the batch idx[0..k) added into the
+ * trainer's (one call, or one per example); *mean: the batch's mean
+ * loss, *sum: the sum of its examples' losses. */
+ry_status train_batch_grad(ry_trainer *tr, const ry_train_data *d, const int64_t *idx, int64_t k,
+                           double *mean, double *sum, ry_error *err);
+/* train_loop.c: evaluation of the batches b of data with b % nparts ==
+ * part; sums[0] += loss * examples, [1] += examples, [2] += correct,
+ * [3] += labelled rows. */
+ry_status train_evaluate_part(ry_trainer *tr, const ry_train_data *d, int64_t batch, int part,
+                              int nparts, double sums[4], ry_error *err);
+
+/* train_dist.c: a fit across the ranks of an MPI job (dist.h), or a
+ * deterministic one in one process. */
+typedef struct train_dist {
+    int rank, size;             /* this fit's: size 1 when alone */
+    bool on;                    /* size > 1 */
+    bool sharded;               /* on, or deterministic: steps go through train_dist_step */
+    bool det;                   /* fo->deterministic */
+    int shards;                 /* S: groups per global batch (det), else size */
+    int64_t bucket;             /* elements per all-reduce piece */
+    ry_tensor *local;           /* det, S/size > 1: this rank's shard gradients */
+    ry_tensor *gather;          /* det and on: a bucket of every shard */
+} train_dist;
+
+ry_status train_dist_begin(ry_trainer *tr, const ry_fit_opts *fo, train_dist *d, ry_error *err);
+void train_dist_end(train_dist *d);
+/* One optimizer step on the global batch idx[0..k): this rank's shards'
+ * gradients, the exchange of losses, failures and stop requests, the
+ * reduction of the gradient slab, the apply. *loss: the global batch's
+ * mean loss; *stop: the stop request some rank had (local_stop is this
+ * rank's), or 0. */
+ry_status train_dist_step(ry_trainer *tr, train_dist *d, const ry_train_data *data,
+                          const int64_t *idx, int64_t k, int local_stop, double *loss, int *stop,
+                          ry_error *err);
+/* Every rank's st: when one failed, all fail (with its message). */
+ry_status train_dist_agree(const train_dist *d, ry_status st, int64_t step, ry_error *err);
+/* buf[0..n) from rank 0 (no-op alone). */
+ry_status train_dist_bcast(const train_dist *d, void *buf, int64_t n, int64_t step, ry_error *err);
+ry_status train_dist_barrier(const train_dist *d, int64_t step, ry_error *err);
+/* ry_train_evaluate sharded over the ranks, the sums reduced. */
+ry_status train_dist_evaluate(ry_trainer *tr, const train_dist *d, const ry_train_data *data,
+                              int64_t batch, double *loss, double *acc, ry_error *err);
 
 /* The gradient tuple of a gradient program's result, checked; the loss
  * and the carried state taken (train_step.c). */

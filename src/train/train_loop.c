@@ -74,8 +74,8 @@ static ry_status eval_call(ry_trainer *tr, const ry_train_data *d, ry_value **ar
     return st;
 }
 
-ry_status ry_train_evaluate(ry_trainer *tr, const ry_train_data *d, int64_t batch, double *loss,
-                            double *acc, ry_error *err) {
+ry_status train_evaluate_part(ry_trainer *tr, const ry_train_data *d, int64_t batch, int part,
+                              int nparts, double sums[4], ry_error *err) {
     if (d->nargs != ry_trainer_ndata(tr))
         return ry_error_at(err, RY_NO_SPAN, "the data gives %d values, the model takes %d",
                            d->nargs, ry_trainer_ndata(tr));
@@ -87,7 +87,8 @@ ry_status ry_train_evaluate(ry_trainer *tr, const ry_train_data *d, int64_t batc
     int64_t seen = 0, correct = 0, total = 0;
     const int64_t *idx;
     ry_status st = RY_OK;
-    for (int64_t k; st == RY_OK && (k = ry_loader_next(l, &idx)) > 0;) {
+    for (int64_t k, b = 0; st == RY_OK && (k = ry_loader_next(l, &idx)) > 0; b++) {
+        if (b % nparts != part) continue;
         ry_value *args[RY_TRAIN_MAX_DATA];
         double bl = 0;
         if ((st = d->fetch(d, idx, k, args, err))) break;
@@ -98,22 +99,31 @@ ry_status ry_train_evaluate(ry_trainer *tr, const ry_train_data *d, int64_t batc
     }
     ry_loader_free(l);
     if (st) return RY_ERR;
-    *loss = seen ? sum / (double)seen : NAN;
-    *acc = total ? (double)correct / (double)total : NAN;
+    sums[0] += sum;
+    sums[1] += (double)seen;
+    sums[2] += (double)correct;
+    sums[3] += (double)total;
     return RY_OK;
 }
 
-/* One optimizer step on the batch idx[0..k): one call, or one per example
- * with the gradients summed (in example order, on the trainer's threads).
- * *loss: the batch's mean loss. */
-static ry_status fit_step(ry_trainer *tr, const ry_train_data *d, const int64_t *idx, int64_t k,
-                          double *loss, ry_error *err) {
+ry_status ry_train_evaluate(ry_trainer *tr, const ry_train_data *d, int64_t batch, double *loss,
+                            double *acc, ry_error *err) {
+    double s[4] = {0, 0, 0, 0};
+    if (train_evaluate_part(tr, d, batch, 0, 1, s, err)) return RY_ERR;
+    *loss = s[1] > 0 ? s[0] / s[1] : NAN;
+    *acc = s[3] > 0 ? s[2] / s[3] : NAN;
+    return RY_OK;
+}
+
+ry_status train_batch_grad(ry_trainer *tr, const ry_train_data *d, const int64_t *idx, int64_t k,
+                           double *mean, double *sum, ry_error *err) {
     if (!d->per_example) {
         ry_value *args[RY_TRAIN_MAX_DATA];
         if (d->fetch(d, idx, k, args, err)) return RY_ERR;
-        ry_status st = ry_trainer_accumulate(tr, d->nargs, args, loss, err);
+        ry_status st = ry_trainer_accumulate(tr, d->nargs, args, mean, err);
         release_n(d->nargs, args);
-        return st ? RY_ERR : ry_trainer_apply(tr, err);
+        if (st == RY_OK) *sum = *mean * (double)k;
+        return st;
     }
     if (k > INT32_MAX / RY_TRAIN_MAX_DATA)
         return ry_error_at(err, RY_NO_SPAN, "a batch of %lld examples is too large", (long long)k);
@@ -128,12 +138,23 @@ static ry_status fit_step(ry_trainer *tr, const ry_train_data *d, const int64_t 
         }
     if (st == RY_OK) st = ry_trainer_accumulate_n(tr, (int)k, d->nargs, args, losses, err);
     if (args) release_n((int)(got * d->nargs), args);
-    double sum = 0;
-    for (int64_t j = 0; st == RY_OK && j < k; j++) sum += losses[j];
+    double total = 0;
+    for (int64_t j = 0; st == RY_OK && j < k; j++) total += losses[j];
     ry_free(args);
     ry_free(losses);
     if (st) return RY_ERR;
-    *loss = sum / (double)k;
+    *sum = total;
+    *mean = total / (double)k;
+    return RY_OK;
+}
+
+/* One optimizer step on the batch idx[0..k): one call, or one per example
+ * with the gradients summed (in example order, on the trainer's threads).
+ * *loss: the batch's mean loss. */
+static ry_status fit_step(ry_trainer *tr, const ry_train_data *d, const int64_t *idx, int64_t k,
+                          double *loss, ry_error *err) {
+    double sum;
+    if (train_batch_grad(tr, d, idx, k, loss, &sum, err)) return RY_ERR;
     return ry_trainer_apply(tr, err);
 }
 
@@ -146,30 +167,52 @@ typedef struct fit_state {
     int stopped; /* the stop request acted on */
     char *config; /* what checkpoints store (train_config_text) */
     int lock;     /* the checkpoint directory's, or -1 */
+    train_dist dist; /* the ranks of an MPI job, or one process (train_dist.c) */
 } fit_state;
 
+/* Across ranks every one holds the same state: after a barrier (all have
+ * finished the step) rank 0 alone writes (atomically, checkpoint_dir.c),
+ * and its outcome and path go to all. */
 static ry_status save(ry_trainer *tr, const ry_fit_opts *fo, fit_state *s, ry_fit_result *res,
                       ry_error *err) {
-    if (ry_trainer_save(tr, fo->checkpoint_dir, fo->keep > 0 ? fo->keep : 3, s->l, s->config,
-                        res->checkpoint, sizeof res->checkpoint, err))
+    int64_t step = ry_trainer_steps(tr);
+    if (train_dist_barrier(&s->dist, step, err)) return RY_ERR;
+    ry_status st = s->dist.rank != 0
+                       ? RY_OK
+                       : ry_trainer_save(tr, fo->checkpoint_dir, fo->keep > 0 ? fo->keep : 3, s->l,
+                                         s->config, res->checkpoint, sizeof res->checkpoint, err);
+    if (train_dist_agree(&s->dist, st, step, err) ||
+        train_dist_bcast(&s->dist, res->checkpoint, sizeof res->checkpoint, step, err))
         return RY_ERR;
-    s->saved_step = ry_trainer_steps(tr);
+    s->saved_step = step;
     return RY_OK;
 }
 
+/* Rank 0 picks the checkpoint and checks its configuration; every rank
+ * loads it (the same file: one machine, or a shared file system). The
+ * loader's state is the global batch order's, so any number of ranks
+ * continues it. */
 static ry_status resume(ry_trainer *tr, const ry_fit_opts *fo, fit_state *s, ry_fit_result *res,
                         ry_error *err) {
     bool found = false;
-    char path[512];
+    char path[512] = "";
     if (!fo->checkpoint_dir)
         return ry_error_at(err, RY_NO_SPAN, "resuming needs a checkpoint directory");
-    if (ry_checkpoint_latest(fo->checkpoint_dir, path, sizeof path, &found, err)) return RY_ERR;
-    if (!found) {
+    ry_status st = RY_OK;
+    if (s->dist.rank == 0) {
+        st = ry_checkpoint_latest(fo->checkpoint_dir, path, sizeof path, &found, err);
+        if (st == RY_OK && found && !fo->resume_anyway)
+            st = train_config_compare(tr, path, s->config, err);
+        if (!found) path[0] = 0;
+    }
+    if (train_dist_agree(&s->dist, st, 0, err) ||
+        train_dist_bcast(&s->dist, path, sizeof path, 0, err))
+        return RY_ERR;
+    if (!path[0]) {
         ry_progress_note(s->p, "no checkpoint in %s: starting afresh", fo->checkpoint_dir);
         return RY_OK;
     }
-    if (!fo->resume_anyway && train_config_compare(tr, path, s->config, err)) return RY_ERR;
-    if (ry_trainer_load(tr, path, s->l, err)) return RY_ERR;
+    if (train_dist_agree(&s->dist, ry_trainer_load(tr, path, s->l, err), 0, err)) return RY_ERR;
     snprintf(res->checkpoint, sizeof res->checkpoint, "%s", path);
     s->saved_step = ry_trainer_steps(tr);
     ry_progress_note(s->p, "resumed from %s at step %lld", path, (long long)s->saved_step);
@@ -201,7 +244,9 @@ static ry_status end_epoch(ry_trainer *tr, const ry_train_data *eval, const ry_f
     ry_trainer_reset_state(tr);
     res->epochs_done = ls.epoch;
     if (!eval) return RY_OK;
-    if (ry_train_evaluate(tr, eval, fo->batch, &res->eval_loss, &res->eval_acc, err))
+    if (s->dist.on ? train_dist_evaluate(tr, &s->dist, eval, fo->batch, &res->eval_loss,
+                                         &res->eval_acc, err)
+                   : ry_train_evaluate(tr, eval, fo->batch, &res->eval_loss, &res->eval_acc, err))
         return RY_ERR;
     res->evaluated = true;
     res->eval_step = ry_trainer_steps(tr);
@@ -217,7 +262,8 @@ static ry_status loop(ry_trainer *tr, const ry_train_data *train, const ry_train
         ry_loader_get_state(s->l, &ls);
         if (ls.epoch >= epochs) break;
         if (fo->max_steps > 0 && ry_trainer_steps(tr) >= fo->max_steps) break;
-        if ((s->stopped = (int)stop_request) != 0) {
+        /* across ranks the request travels with the step (train_dist.c) */
+        if (!s->dist.on && (s->stopped = (int)stop_request) != 0) {
             stop_request = 0;
             break;
         }
@@ -228,12 +274,24 @@ static ry_status loop(ry_trainer *tr, const ry_train_data *train, const ry_train
             continue;
         }
         double loss;
-        if (fit_step(tr, train, idx, k, &loss, err) || push_loss(s, loss, err)) return RY_ERR;
+        int stop = 0;
+        if (s->dist.sharded) {
+            int mine = (int)stop_request;
+            stop_request = 0;
+            if (train_dist_step(tr, &s->dist, train, idx, k, mine, &loss, &stop, err))
+                return RY_ERR;
+        } else if (fit_step(tr, train, idx, k, &loss, err))
+            return RY_ERR;
+        if (push_loss(s, loss, err)) return RY_ERR;
         int64_t step = ry_trainer_steps(tr);
         ry_progress_step(s->p, step, ls.epoch, loss, ry_optim_lr(tr->optim));
         if (fo->checkpoint_dir && fo->checkpoint_every > 0 && step % fo->checkpoint_every == 0 &&
             save(tr, fo, s, res, err))
             return RY_ERR;
+        if (stop) {
+            s->stopped = stop;
+            break;
+        }
     }
     return RY_OK;
 }
@@ -250,28 +308,43 @@ ry_status ry_train_fit(ry_trainer *tr, const ry_train_data *train, const ry_trai
     if (train->n <= 0 || (train->drop_last && train->n < (fo->batch > 0 ? fo->batch : 32)))
         return ry_error_at(err, RY_NO_SPAN, "no training batches (%lld examples)",
                            (long long)train->n);
-    if (fo->checkpoint_dir && mkdir(fo->checkpoint_dir, 0755) != 0 && errno != EEXIST)
-        return ry_error_file(err, fo->checkpoint_dir, "cannot create: %s", strerror(errno));
-    fit_state s = {.saved_step = -1, .lock = -1, .config = train_config_text(tr, fo)};
-    if (!s.config) return ry_error_at(err, RY_NO_SPAN, "out of memory");
+    fit_state s = {.saved_step = -1, .lock = -1};
+    if (train_dist_begin(tr, fo, &s.dist, err)) return RY_ERR;
+    bool root = s.dist.rank == 0; /* the one that writes */
+    ry_status st = RY_OK;
+    if (root && fo->checkpoint_dir && mkdir(fo->checkpoint_dir, 0755) != 0 && errno != EEXIST)
+        st = ry_error_file(err, fo->checkpoint_dir, "cannot create: %s", strerror(errno));
+    if (train_dist_agree(&s.dist, st, 0, err)) {
+        train_dist_end(&s.dist);
+        return RY_ERR;
+    }
+    if (!(s.config = train_config_text(tr, fo))) {
+        train_dist_end(&s.dist);
+        return ry_error_at(err, RY_NO_SPAN, "out of memory");
+    }
     ry_loader_opts lo = {.batch = fo->batch > 0 ? fo->batch : 32, .shuffle = !fo->no_shuffle,
                          .drop_last = train->drop_last, .seed = fo->seed};
     if (ry_loader_new(train->n, &lo, &s.l, err)) {
         ry_free(s.config);
+        train_dist_end(&s.dist);
         return RY_ERR;
     }
     int64_t per_epoch = ry_loader_batches(s.l);
     int64_t total = fo->max_steps > 0 ? fo->max_steps
                                       : (fo->epochs > 0 ? fo->epochs : 1) * per_epoch;
     /* a resumed run continues its CSV once it knows the step */
-    ry_status st = ry_progress_new(fo->out, fo->progress, total, fo->log_every,
-                                   fo->resume ? NULL : fo->csv_path, &s.p, err);
-    if (st == RY_OK && fo->checkpoint_dir) st = train_lock_dir(fo->checkpoint_dir, &s.lock, err);
-    if (st == RY_OK && fo->checkpoint_dir && !fo->resume)
+    /* rank 0 reports, keeps the CSV and owns the checkpoint directory */
+    const char *csv = root ? fo->csv_path : NULL;
+    st = ry_progress_new(fo->out, root ? fo->progress : RY_PROGRESS_QUIET, total, fo->log_every,
+                         fo->resume ? NULL : csv, &s.p, err);
+    if (st == RY_OK && root && fo->checkpoint_dir)
+        st = train_lock_dir(fo->checkpoint_dir, &s.lock, err);
+    if (st == RY_OK && root && fo->checkpoint_dir && !fo->resume)
         st = train_claim_dir(fo->checkpoint_dir, fo->force, s.p, err);
+    st = train_dist_agree(&s.dist, st, 0, err);
     if (st == RY_OK && fo->resume) st = resume(tr, fo, &s, res, err);
-    if (st == RY_OK && fo->resume && fo->csv_path)
-        st = ry_progress_csv_continue(s.p, fo->csv_path, ry_trainer_steps(tr), err);
+    if (st == RY_OK && fo->resume && csv)
+        st = ry_progress_csv_continue(s.p, csv, ry_trainer_steps(tr), err);
     if (st == RY_OK) st = loop(tr, train, eval, fo, &s, res, err);
     if (st == RY_OK && fo->checkpoint_dir && s.saved_step != ry_trainer_steps(tr))
         st = save(tr, fo, &s, res, err);
@@ -294,6 +367,7 @@ ry_status ry_train_fit(ry_trainer *tr, const ry_train_data *train, const ry_trai
     ry_progress_free(s.p);
     ry_loader_free(s.l);
     ry_free(s.config);
+    train_dist_end(&s.dist);
     if (s.lock >= 0) close(s.lock); /* releases the lock */
     ry_free(s.losses);
     return st;

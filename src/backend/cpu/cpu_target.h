@@ -27,5 +27,6 @@ bool ry_cpu_grad_add(ry_tensor *d, const ry_tensor *x, int64_t lo_d, int64_t lo_
                      bool first);
 void ry_cpu_grad_clip(ry_tensor *t, int64_t lo, int64_t n, double c);
 void ry_cpu_grad_zero(ry_tensor *t, int64_t lo, int64_t n);
+void ry_cpu_grad_scale(ry_tensor *t, int64_t lo, int64_t n, double c);
 
 #endif

@@ -19,4 +19,5 @@ const ry_target ry_cpu_target = {
     .grad_add = ry_cpu_grad_add,
     .grad_clip = ry_cpu_grad_clip,
     .grad_zero = ry_cpu_grad_zero,
+    .grad_scale = ry_cpu_grad_scale,
 };

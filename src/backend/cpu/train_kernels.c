@@ -210,3 +210,13 @@ void ry_cpu_grad_zero(ry_tensor *t, int64_t lo, int64_t n) {
     size_t es = ry_dtype_size(t->dtype);
     memset((char *)t->data + (size_t)lo * es, 0, (size_t)n * es);
 }
+
+void ry_cpu_grad_scale(ry_tensor *t, int64_t lo, int64_t n, double c) {
+    if (t->dtype == RY_FLOAT32) {
+        float *x = (float *)t->data + lo, k = (float)c;
+        for (int64_t j = 0; j < n; j++) x[j] *= k;
+    } else {
+        double *x = (double *)t->data + lo;
+        for (int64_t j = 0; j < n; j++) x[j] *= c;
+    }
+}

@@ -1,0 +1,94 @@
+#!/bin/sh
+# run_cli.sh: `mpirun relayc train` (make test-mpi). Two ranks with
+# --deterministic print the losses one process prints with the same
+# --shards; a rank killed mid-run ends the job with mpirun's message; a
+# rank that hangs (SIGSTOP) makes the other stop after --dist-timeout with
+# its own message. Each within a bound, never a hang.
+set -u
+RELAYC=${RELAYC:-build/relayc}
+MPIRUN=${MPIRUN:-mpirun --oversubscribe}
+T=$(mktemp -d build-test-mpi-cli-XXXXXX)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+fail=0
+cat > "$T/m.relay" <<'RELAY'
+#[version = "0.0.5"]
+// data: x y
+// predict-data: x
+// init: w1=kaiming_uniform b1=zeros w2=xavier_uniform b2=zeros
+def @predict(%x: Tensor[(n, 4), float32], %w1: Tensor[(8, 4), float32], %b1: Tensor[(8), float32], %w2: Tensor[(3, 8), float32], %b2: Tensor[(3), float32]) -> Tensor[(n, 3), float32] {
+  %0 = nn.dense(%x, %w1, units=8);
+  %1 = nn.relu(nn.bias_add(%0, %b1));
+  nn.bias_add(nn.dense(%1, %w2, units=3), %b2)
+}
+def @loss(%x: Tensor[(n, 4), float32], %y: Tensor[(n), int32], %w1: Tensor[(8, 4), float32], %b1: Tensor[(8), float32], %w2: Tensor[(3, 8), float32], %b2: Tensor[(3), float32]) -> float32 {
+  %0 = @predict(%x, %w1, %b1, %w2, %b2);
+  %1 = nn.log_softmax(%0, axis=-1);
+  %2 = one_hot(%y, 1f, 0f, depth=3, axis=-1, dtype="float32");
+  negative(mean(sum(multiply(%1, %2), axis=[1])))
+}
+RELAY
+DATA="--data npy:tests/train/x.npy,tests/train/y.npy --batch 10 --lr 0.1 --momentum 0.9 --threads 1"
+
+# The ranks of the job under the timeout whose pid is $1 (timeout, then
+# mpirun, then the ranks).
+ranks() {
+    for m in $(pgrep -P "$1"); do pgrep -P "$m"; done
+}
+
+check() { # name, condition status
+    if [ "$2" -eq 0 ]; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi
+}
+
+# 1. the same printed losses and checkpoint step as one process
+$RELAYC train "$T/m.relay" $DATA --steps 9 --deterministic --shards 2 --quiet \
+    --csv "$T/one.csv" --log-every 1 > "$T/one.out" 2>&1
+timeout 60 $MPIRUN -np 2 $RELAYC train "$T/m.relay" $DATA --steps 9 --deterministic --quiet \
+    --csv "$T/two.csv" --log-every 1 --checkpoint-dir "$T/ck" > "$T/two.out" 2>&1
+rc=$?
+grep -v '^checkpoint' "$T/two.out" > "$T/two.loss"
+# the CSV's step, epoch and loss columns (its time columns differ)
+cut -d, -f1-4 "$T/one.csv" > "$T/one.cols"
+cut -d, -f1-4 "$T/two.csv" > "$T/two.cols"
+cmp -s "$T/one.out" "$T/two.loss" && cmp -s "$T/one.cols" "$T/two.cols" && [ $rc -eq 0 ] &&
+    [ -f "$T/ck/ckpt-9.h5" ] && [ "$(wc -l < "$T/one.cols")" -eq 10 ]
+check "mpirun -np 2 --deterministic prints one process's losses (CSV too)" $?
+
+# 2. resume that run with one process, to step 12
+$RELAYC train "$T/m.relay" $DATA --steps 12 --deterministic --shards 2 --quiet \
+    --checkpoint-dir "$T/ck" --resume > "$T/resume.out" 2>&1
+grep -q "^steps 12" "$T/resume.out" && [ -f "$T/ck/ckpt-12.h5" ]
+check "one process resumes the 2-rank checkpoint" $?
+
+# 3. a rank killed mid-run: the job ends (mpirun's message), bounded
+start=$(date +%s)
+timeout 60 $MPIRUN -np 2 $RELAYC train "$T/m.relay" $DATA --steps 100000000 --quiet \
+    > "$T/kill.out" 2>&1 &
+mp=$!
+sleep 2
+victim=$(ranks $mp | tail -n 1)
+[ -n "$victim" ] && kill -9 "$victim"
+wait $mp
+rc=$?
+took=$(( $(date +%s) - start ))
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qi "signal 9\|killed" "$T/kill.out"
+check "a killed rank ends the job with a message (exit $rc, ${took}s)" $?
+
+# 4. a rank that hangs: the other gives up after --dist-timeout 2
+start=$(date +%s)
+timeout 60 $MPIRUN -np 2 $RELAYC train "$T/m.relay" $DATA --steps 100000000 --quiet \
+    --dist-timeout 2 > "$T/hang.out" 2>&1 &
+mp=$!
+sleep 2
+victim=$(ranks $mp | tail -n 1)
+[ -n "$victim" ] && kill -STOP "$victim"
+wait $mp
+rc=$?
+took=$(( $(date +%s) - start ))
+[ -n "$victim" ] && kill -9 "$victim" 2>/dev/null
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "has waited 2 s for the other ranks" "$T/hang.out"
+check "a hung rank: the other stops after the timeout with a message (exit $rc, ${took}s)" $?
+
+if [ $fail -ne 0 ]; then
+    for f in "$T"/*.out; do echo "== $f"; tail -n 15 "$f"; done
+fi
+exit $fail
