@@ -429,8 +429,6 @@ static const bad_case bad[] = {
     {V "def @f() { $ }\n", 2, 12, "unexpected character '$'"},
     {V "def @f(%c: bool) {\n  if (%c) { 1 }\n}\n", 4, 1, "an `if` needs an `else`"},
     {V "def @f(%x: float32) {\n  add(%x, %x\n}\n", 4, 1, "expected `)` or `,` in the arguments"},
-    {V "def @g(%x: float32) { %x }\ndef @f(%x: float32) {\n  @g(%x, a=1)\n}\n", 4, 10,
-     "attributes are only allowed in operator calls"},
     {V "def @f(%x: Tensor[(1, 2), float32]) {\n  nn.dense(%x, %x, foo=1)\n}\n", 3, 20,
      "operator nn.dense has no attribute 'foo'"},
     {V "def @f(%x: Tensor[(1, 2), float32]) {\n  nn.dense(%x, %x, units=1, units=2)\n}\n", 3, 29,

@@ -305,6 +305,16 @@ static ry_expr *parse_atom(parser *p) {
     }
 }
 
+/* `attrs_type_key="relay.attrs.X"` names the attribute class where TVM
+ * cannot find it from the callee (a closure call, scatter_nd): an
+ * operator's class is its own here, so on operator calls it is dropped. */
+static void drop_attrs_type_key(ry_attrs *a) {
+    int k = 0;
+    for (int i = 0; i < a->n; i++)
+        if (strcmp(a->items[i].name, "attrs_type_key") != 0) a->items[k++] = a->items[i];
+    a->n = k;
+}
+
 /* args -> '(' (expr (',' expr)*)? (',' attrs)? ','? ')' */
 static ry_expr *parse_call(parser *p, ry_expr *callee, int start) {
     ry_p_next(p); /* ( */
@@ -312,9 +322,7 @@ static ry_expr *parse_call(parser *p, ry_expr *callee, int start) {
     int n = 0;
     ry_attrs attrs = {0, NULL};
     while (!ry_p_at(p, TK_RPAREN)) {
-        if (at_attr(p)) {
-            if (callee->kind != RY_EXPR_OP)
-                return ry_p_fail(p, "attributes are only allowed in operator calls");
+        if (at_attr(p)) { /* TVM keeps attributes on any call, a closure's too */
             if (!parse_attrs(p, &attrs)) return NULL;
             break;
         }
@@ -326,6 +334,7 @@ static ry_expr *parse_call(parser *p, ry_expr *callee, int start) {
     ry_span span = ry_p_span_from(p, start);
     if (callee->kind == RY_EXPR_OP) {
         const ry_op *op = callee->op.op;
+        drop_attrs_type_key(&attrs);
         if (op->nargs >= 0 && n != op->nargs)
             return ry_p_fail_at(p, span, "operator %s takes %d argument%s, got %d", op->name, op->nargs,
                                 op->nargs == 1 ? "" : "s", n);
