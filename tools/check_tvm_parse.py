@@ -23,7 +23,8 @@ from tvm import relay  # noqa: E402
 
 
 def tvm_load(text):
-    """Parses and type-checks text in TVM; returns an error string or None.
+    """Parses and type-checks text in TVM; returns (stage, error) with stage
+    "parse" or "type", or None when both pass.
     TVM renders its diagnostics on file descriptor 2: they are caught in a
     temporary file and the first error (with its source line) is returned."""
     import tempfile
@@ -31,8 +32,10 @@ def tvm_load(text):
         sys.stderr.flush()
         saved = os.dup(2)
         os.dup2(cap.fileno(), 2)
+        stage = "parse"
         try:
             mod = tvm.relay.fromtext(text) if hasattr(tvm.relay, "fromtext") else tvm.parser.parse(text)
+            stage = "type"
             relay.transform.InferType()(mod)
             err = None
         except Exception as e:  # TVM raises TVMError and its subclasses
@@ -49,8 +52,11 @@ def tvm_load(text):
             if l.startswith("error:"):
                 src = [d.strip() for d in diag[i + 1:i + 5] if "|" in d and d.strip().split("|")[0].strip().isdigit()]
                 loc = [d.strip() for d in diag[i + 1:i + 3] if d.strip().startswith("-->")]
-                return "%s %s %s" % (l, loc[0] if loc else "", src[0] if src else "")
-        return err[:600]
+                # TVM's parser type-checks each definition as it adds it
+                if "infer a type" in l or "unify" in l:
+                    stage = "type"
+                return stage, "%s %s %s" % (l, loc[0] if loc else "", src[0] if src else "")
+        return stage, err[:600]
 
 
 def entry_of(text):
@@ -67,7 +73,7 @@ def main():
     args = ap.parse_args()
     files = sorted(p for p in pathlib.Path(".").rglob("*.relay")
                    if not str(p).startswith(("tests/errors", "build")))
-    ok = bad = 0
+    ok = bad = typebad = 0
     for f in files:
         text = f.read_text()
         runs = [["fmt", "--tvm", str(f)]]
@@ -87,16 +93,20 @@ def main():
                 print("FAIL (relayc exit %d): %s: %s" % (p.returncode, what, p.stderr.strip()[:300]))
                 bad += 1
                 continue
-            err = tvm_load(p.stdout)
-            if err:
-                print("FAIL (TVM): %s: %s" % (what, err))
-                bad += 1
+            res = tvm_load(p.stdout)
+            if res:
+                print("FAIL (TVM %s): %s: %s" % ("parser" if res[0] == "parse" else "InferType", what, res[1]))
+                if res[0] == "parse":
+                    bad += 1
+                else:
+                    typebad += 1
             else:
                 ok += 1
                 if args.verbose:
                     print("ok: %s%s" % (what, (" (" + p.stderr.strip().replace("\n", "; ") + ")") if p.stderr else ""))
-    print("tvm check: %d loaded in TVM, %d failed" % (ok, bad))
-    return 1 if bad else 0
+    print("tvm check: %d parsed and type-checked in TVM, %d parsed but failed TVM's InferType, "
+          "%d failed to parse" % (ok, typebad, bad))
+    return 1 if bad or typebad else 0
 
 
 if __name__ == "__main__":
