@@ -72,6 +72,10 @@ typedef struct parser {
 
 #define PARSE_MAX_DEPTH 400
 
+/* items (n of them, `size` bytes each) with room for one more, in the
+ * parser's temporary arena: the lists of the text have no fixed limit. */
+void *ry_p_grow(parser *p, void *items, int n, int *cap, size_t size);
+
 /* ---- tokens (parse.c) ---- */
 const token *ry_p_peek(const parser *p, int k); /* k-th token ahead, EOF past the end */
 const token *ry_p_next(parser *p);
