@@ -311,6 +311,18 @@ static ry_rel_status rel_broadcast_to(ry_rel_ctx *c, int n, ry_type *const *a, r
     return RY_REL_OK;
 }
 
+/* broadcast_to_like: Tensor[s1, d] x Tensor[s2, e] -> Tensor[s2, d],
+ * s1 broadcasts to s2 (TVM's: the like argument gives only its shape) */
+static ry_rel_status rel_broadcast_to_like(ry_rel_ctx *c, int n, ry_type *const *a, ry_type **o) {
+    const ry_type *x, *like;
+    TRY(tensor_arg(c, n, a, 0, DT_ANY, &x));
+    TRY(tensor_arg(c, n, a, 1, DT_ANY, &like));
+    ry_type *t = retype(c, like, x->tensor.dtype);
+    TRY(fits(c, x, t, "the input"));
+    *o = t;
+    return RY_REL_OK;
+}
+
 /* collapse_sum_like: Tensor[s1, d] x Tensor[s2, e] -> Tensor[s2, e],
  * s2 broadcasts to s1 (the result is the second argument's type, as TVM's) */
 static ry_rel_status rel_collapse_sum_like(ry_rel_ctx *c, int n, ry_type *const *a, ry_type **o) {
@@ -415,6 +427,10 @@ const ry_op ry_ops_elemwise[] = {
      .rel = rel_broadcast_to,
      .doc = "broadcast_to: (s, d) -> (shape, d), s broadcasts to shape",
      .grad = ry_grad_broadcast_to},
+    {.name = "broadcast_to_like", .nargs = 2, .pattern = RY_PAT_BROADCAST,
+     .rel = rel_broadcast_to_like,
+     .doc = "broadcast_to_like: (s1, d) x (s2, e) -> (s2, d), s1 broadcasts to s2",
+     .grad = ry_grad_broadcast_to_like},
     {.name = "collapse_sum_like", .nargs = 2, .pattern = RY_PAT_COMM_REDUCE,
      .rel = rel_collapse_sum_like,
      .doc = "collapse_sum_like: (s1, d) x (s2, e) -> (s2, e): sum over broadcast dims",
