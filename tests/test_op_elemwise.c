@@ -552,7 +552,7 @@ static void registry(void **state) {
         assert_non_null(cpu_kernel(op));
         assert_non_null(op->doc);
     }
-    assert_int_equal(ry_ops_elemwise_count, 39); /* 38 + stop_gradient */
+    assert_int_equal(ry_ops_elemwise_count, 40); /* 38 + stop_gradient + broadcast_to_like */
     /* boolean results have no gradient; arithmetic does */
     assert_true(ry_op_find("less")->no_grad && ry_op_find("logical_not")->no_grad);
     assert_false(ry_op_find("add")->no_grad || ry_op_find("where")->no_grad);
