@@ -41,6 +41,43 @@ static void test_square(void **state) {
     ry_module_free(m);
 }
 
+/* broadcast_to_like (in TVM's first-order gradient programs): x broadcast
+ * to like's shape, in x's dtype; dx sums g back, like gets no gradient. The
+ * forward values on both engines, the gradient against finite differences. */
+static void test_broadcast_to_like(void **state) {
+    (void)state;
+    const char *text = "#[version = \"0.0.5\"]\n"
+                       "def @main(%x: Tensor[(3, 1), float64], %like: Tensor[(2, 3, 4), float64]) {\n"
+                       "  %0 = broadcast_to_like(%x, %like);\n"
+                       "  multiply(%0, %like)\n"
+                       "}\n";
+    ry_value *a[2] = {rv2(3, 1), rand_value(3, (int64_t[]){2, 3, 4}, -1, 1)};
+    ry_module *m = gradcheck_ok(text, "main", 2, a, 1e-6, 1e-8);
+    ry_value *outs[2] = {run(m, "main", 2, a), run_vm(m, "main", 2, a)};
+    for (int e = 0; e < 2; e++) {
+        const ry_tensor *y = outs[e]->tensor;
+        assert_int_equal(y->ndim, 3);
+        for (int i = 0; i < 24; i++) {
+            double want = ry_tensor_get(a[0]->tensor, (i / 4) % 3) * ry_tensor_get(a[1]->tensor, i);
+            assert_true(fabs(ry_tensor_get(y, i) - want) < 1e-15);
+        }
+        ry_value_release(outs[e]);
+    }
+    /* dx[i] = sum over the broadcast positions of like */
+    ry_value *g = run(m, "main_gradient", 2, a);
+    const ry_tensor *dx = g->tuple.fields[1]->tuple.fields[0]->tensor;
+    for (int i = 0; i < 3; i++) {
+        double want = 0;
+        for (int b = 0; b < 2; b++)
+            for (int k = 0; k < 4; k++) want += ry_tensor_get(a[1]->tensor, b * 12 + i * 4 + k);
+        assert_true(fabs(ry_tensor_get(dx, i) - want) < 1e-12);
+    }
+    ry_value_release(g);
+    ry_value_release(a[0]);
+    ry_value_release(a[1]);
+    ry_module_free(m);
+}
+
 static void test_mlp(void **state) {
     (void)state;
     ry_value *a[5] = {rv2(4, 5), rv2(6, 5), rv1(6), rv2(3, 6), rv1(3)};
@@ -912,6 +949,7 @@ static void test_adt_result(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_square),
+        cmocka_unit_test(test_broadcast_to_like),
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_mlp_ops),
         cmocka_unit_test(test_op_gradients),

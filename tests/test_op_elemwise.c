@@ -352,6 +352,13 @@ static void rel_broadcast_collapse(void **state) {
     expect_error(&r, rel(&r, "collapse_sum_like", 0, NULL, 2, x), 6, "does not broadcast");
     x[1] = tt(a, RY_BOOL, 1, SHAPE(4));
     expect_error(&r, rel(&r, "collapse_sum_like", 0, NULL, 2, x), 6, "dtype bool");
+    /* broadcast_to_like: the second argument's shape in the first's dtype */
+    x[0] = tt(a, RY_INT32, 2, SHAPE(3, 1));
+    x[1] = tt(a, RY_FLOAT64, 3, SHAPE(2, 3, 4));
+    assert_int_equal(rel(&r, "broadcast_to_like", 0, NULL, 2, x), RY_REL_OK);
+    expect_type(&r, RY_INT32, 3, SHAPE(2, 3, 4));
+    x[0] = tt(a, RY_INT32, 1, SHAPE(5));
+    expect_error(&r, rel(&r, "broadcast_to_like", 0, NULL, 2, x), 6, "does not broadcast");
     ry_arena_free(a);
 }
 
@@ -546,7 +553,7 @@ static void registry(void **state) {
         assert_non_null(cpu_kernel(op));
         assert_non_null(op->doc);
     }
-    assert_int_equal(ry_ops_elemwise_count, 39); /* 38 + stop_gradient */
+    assert_int_equal(ry_ops_elemwise_count, 40); /* 38 + stop_gradient + broadcast_to_like */
     /* boolean results have no gradient; arithmetic does */
     assert_true(ry_op_find("less")->no_grad && ry_op_find("logical_not")->no_grad);
     assert_false(ry_op_find("add")->no_grad || ry_op_find("where")->no_grad);

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 
+#include "ir/parse.h" /* strbuf, to build big texts */
 #include "test_util.h"
 
 #define V "#[version = \"0.0.5\"]\n"
@@ -429,8 +430,6 @@ static const bad_case bad[] = {
     {V "def @f() { $ }\n", 2, 12, "unexpected character '$'"},
     {V "def @f(%c: bool) {\n  if (%c) { 1 }\n}\n", 4, 1, "an `if` needs an `else`"},
     {V "def @f(%x: float32) {\n  add(%x, %x\n}\n", 4, 1, "expected `)` or `,` in the arguments"},
-    {V "def @g(%x: float32) { %x }\ndef @f(%x: float32) {\n  @g(%x, a=1)\n}\n", 4, 10,
-     "attributes are only allowed in operator calls"},
     {V "def @f(%x: Tensor[(1, 2), float32]) {\n  nn.dense(%x, %x, foo=1)\n}\n", 3, 20,
      "operator nn.dense has no attribute 'foo'"},
     {V "def @f(%x: Tensor[(1, 2), float32]) {\n  nn.dense(%x, %x, units=1, units=2)\n}\n", 3, 29,
@@ -463,6 +462,50 @@ static const bad_case bad[] = {
     {V "def @f() { 1e400f64 }\n", 2, 12, "float literal out of range for float64"},
     {V "def @f() { 70000f16 }\n", 2, 12, "float literal out of range for float16"},
 };
+
+/* Big lists have no fixed limit (DenseNet and Inception take about 600
+ * parameters): 700 parameters, a 1500-field tuple, 300 constructors with
+ * 300 clauses matching them, 300 type parameters; each parses, type-checks
+ * and prints back to the same text. */
+static void test_no_fixed_limits(void **state) {
+    (void)state;
+    strbuf b = {0};
+    ry_sb_puts(&b, V "type Big[");
+    for (int i = 0; i < 300; i++) ry_sb_printf(&b, "%sA%d", i ? ", " : "", i);
+    ry_sb_puts(&b, "] {\n");
+    for (int i = 0; i < 300; i++) ry_sb_printf(&b, "  C%d(A%d),\n", i, i);
+    ry_sb_puts(&b, "}\n\ndef @many(");
+    for (int i = 0; i < 700; i++) ry_sb_printf(&b, "%s%%p%d: float32", i ? ", " : "", i);
+    ry_sb_puts(&b, ") {\n  (");
+    for (int i = 0; i < 1500; i++) ry_sb_printf(&b, "%s%%p%d", i ? ", " : "", i % 700);
+    ry_sb_puts(&b, ")\n}\n\ndef @pick(%b: Big[");
+    for (int i = 0; i < 300; i++) ry_sb_printf(&b, "%sint32", i ? ", " : "");
+    ry_sb_puts(&b, "]) -> int32 {\n  match (%b) {\n");
+    for (int i = 0; i < 300; i++) ry_sb_printf(&b, "    C%d(%%x) => add(%%x, %d),\n", i, i);
+    ry_sb_puts(&b, "  }\n}\n");
+    assert_false(b.oom);
+    ry_module *m = parse_ok(b.data);
+    ry_error err;
+    if (ry_module_typecheck(m, &err) != RY_OK) {
+        ry_error_print(stderr, &err);
+        fail_msg("type check failed");
+    }
+    const ry_expr *many = ry_module_find_global(m, "many")->func;
+    assert_int_equal(many->func.nparams, 700);
+    assert_int_equal(many->func.body->tuple.n, 1500);
+    assert_int_equal(many->func.body->tuple.fields[1499]->var.var, many->func.params[1499 % 700]);
+    assert_int_equal(ry_module_find_typedef(m, "Big")->nctors, 300);
+    assert_int_equal(body_of(m, "pick")->match.nclauses, 300);
+    char *s1 = ry_module_print(m);
+    ry_module *m2 = parse_ok(s1);
+    char *s2 = ry_module_print(m2);
+    assert_string_equal(s1, s2);
+    ry_free(s1);
+    ry_free(s2);
+    ry_free(b.data);
+    ry_module_free(m2);
+    ry_module_free(m);
+}
 
 static void test_malformed(void **state) {
     (void)state;
@@ -632,6 +675,7 @@ int main(void) {
         cmocka_unit_test(test_nested_projection),
         cmocka_unit_test(test_infix_precedence),
         cmocka_unit_test(test_metadata_constants),
+        cmocka_unit_test(test_no_fixed_limits),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_too_deep),
         cmocka_unit_test(test_truncated_files),

@@ -474,9 +474,9 @@ static void test_simplify(void **state) {
     ok(ry_dce(o, &err), &err);
     ok(ry_module_typecheck(o, &err), &err);
     char *s = print_global(o, "main");
-    assert_non_null(strstr(s, "nn.matmul(%a, %c)"));
+    assert_non_null(strstr(s, "nn.matmul(%a, %c, units=None)"));
     assert_non_null(strstr(s, "transpose_a=True, transpose_b=True"));
-    assert_non_null(strstr(s, "nn.matmul(%a, %x, transpose_a=True)"));
+    assert_non_null(strstr(s, "nn.matmul(%a, %x, transpose_a=True, units=None)"));
     /* axes [0, 1] is no transpose of a matrix: that dense stays */
     assert_non_null(strstr(s, "nn.dense("));
     ry_free(s);

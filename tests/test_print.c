@@ -39,42 +39,68 @@ static void check_print(const char *text, const char *want) {
     ry_module_free(m2);
 }
 
-static void test_corpus_fixpoint(void **state) {
-    (void)state;
-    DIR *d = opendir("tests/corpus");
-    assert_non_null(d);
+/* print(parse(f)) parses to the same print, and both have the same
+ * definitions. */
+static void check_file_fixpoint(const char *path) {
+    ry_module *m = NULL;
+    ry_error err;
+    if (ry_module_parse_file(path, &m, &err) != RY_OK) {
+        ry_error_print(stderr, &err);
+        fail_msg("%s does not parse", path);
+    }
+    char *s1 = ry_module_print(m);
+    assert_non_null(s1);
+    ry_module *m2 = NULL;
+    if (ry_module_parse(path, s1, strlen(s1), &m2, &err) != RY_OK) {
+        ry_error_print(stderr, &err);
+        fail_msg("the print of %s does not parse:\n%s", path, s1);
+    }
+    char *s2 = ry_module_print(m2);
+    if (strcmp(s1, s2) != 0) fail_msg("%s: not a fixed point:\n%s\n---\n%s", path, s1, s2);
+    assert_int_equal(m->nglobals, m2->nglobals);
+    assert_int_equal(m->ntypedefs, m2->ntypedefs);
+    ry_free(s1);
+    ry_free(s2);
+    ry_module_free(m);
+    ry_module_free(m2);
+}
+
+/* Every .relay under dir (recursively). Files of the error corpora
+ * (tests/errors*) may fail to parse, on purpose; every other file must
+ * parse, and every file that parses must round-trip. Returns the count. */
+static int fixpoint_tree(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
     struct dirent *e;
     int n = 0;
     while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         size_t len = strlen(e->d_name);
-        if (len <= 6 || strcmp(e->d_name + len - 6, ".relay") != 0) continue;
-        char path[512];
-        snprintf(path, sizeof path, "tests/corpus/%s", e->d_name);
-        ry_module *m = NULL;
-        ry_error err;
-        if (ry_module_parse_file(path, &m, &err) != RY_OK) {
-            ry_error_print(stderr, &err);
-            fail_msg("%s does not parse", path);
+        if (len <= 6 || strcmp(e->d_name + len - 6, ".relay") != 0) {
+            n += fixpoint_tree(path); /* a folder, or nothing for a plain file */
+            continue;
         }
-        char *s1 = ry_module_print(m);
-        assert_non_null(s1);
-        ry_module *m2 = NULL;
-        if (ry_module_parse(path, s1, strlen(s1), &m2, &err) != RY_OK) {
-            ry_error_print(stderr, &err);
-            fail_msg("the print of %s does not parse:\n%s", path, s1);
+        if (strncmp(path, "./tests/errors", 14) == 0) {
+            ry_module *m = NULL;
+            ry_error err;
+            if (ry_module_parse_file(path, &m, &err) != RY_OK) continue;
+            ry_module_free(m);
         }
-        char *s2 = ry_module_print(m2);
-        if (strcmp(s1, s2) != 0) fail_msg("%s: not a fixed point:\n%s\n---\n%s", path, s1, s2);
-        assert_int_equal(m->nglobals, m2->nglobals);
-        assert_int_equal(m->ntypedefs, m2->ntypedefs);
-        ry_free(s1);
-        ry_free(s2);
-        ry_module_free(m);
-        ry_module_free(m2);
+        check_file_fixpoint(path);
         n++;
     }
     closedir(d);
-    assert_true(n >= 15);
+    return n;
+}
+
+static void test_repository_fixpoint(void **state) {
+    (void)state;
+    int n = 0;
+    const char *roots[] = {"./models", "./tests", "./bench"};
+    for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) n += fixpoint_tree(roots[i]);
+    assert_true(n >= 60); /* corpora, models, programs and the TVM-printed modules */
 }
 
 static void test_layout_graph_bindings(void **state) {
@@ -84,6 +110,84 @@ static void test_layout_graph_bindings(void **state) {
                 V "def @main(%x: Tensor[(1, 10), float32], %w: Tensor[(20, 10), float32]) -> Tensor[(1, 20), float32] {\n"
                   "  %0 = nn.dense(%x, %w, units=20);\n"
                   "  nn.relu(%0)\n}\n");
+}
+
+/* TVM's parser keeps one %N table for the whole module: numbers go on
+ * across definitions, so a second function's %0 is never taken for the
+ * first one's. */
+static void test_graph_numbers_span_module(void **state) {
+    (void)state;
+    check_print(V "def @f(%x: float32) -> float32 {\n  exp(%x) * exp(%x)\n}\n\n"
+                  "def @main(%y: float32) -> float32 {\n  log(@f(%y)) + @f(%y)\n}\n",
+                V "def @f(%x: float32) -> float32 {\n"
+                  "  %0 = exp(%x);\n"
+                  "  %1 = exp(%x);\n"
+                  "  multiply(%0, %1)\n"
+                  "}\n\n"
+                  "def @main(%y: float32) -> float32 {\n"
+                  "  %2 = @f(%y);\n"
+                  "  %3 = log(%2);\n"
+                  "  %4 = @f(%y);\n"
+                  "  add(%3, %4)\n"
+                  "}\n");
+}
+
+/* Attributes TVM's C++ classes declare without a default must be spelled
+ * for TVM's parser; the printer writes relayc's default (None) for them,
+ * after the attributes the call gives. */
+static void test_required_attrs_spelled(void **state) {
+    (void)state;
+    check_print(V "def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(4, 3), float32]) {\n"
+                  "  (nn.dense(%x, %w), nn.matmul(%x, %w, transpose_b=True), transpose(%x),"
+                  " nn.dense(%x, %w, units=4))\n}\n",
+                V "def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(4, 3), float32]) {\n"
+                  "  %0 = nn.dense(%x, %w, units=None);\n"
+                  "  %1 = nn.matmul(%x, %w, transpose_b=True, units=None);\n"
+                  "  %2 = transpose(%x, axes=None);\n"
+                  "  %3 = nn.dense(%x, %w, units=4);\n"
+                  "  (%0, %1, %2, %3)\n"
+                  "}\n");
+}
+
+/* --tvm: what TVM 0.19's parser reads. Symbolic dims become `?`, an
+ * annotation holding a ref type is dropped, stop_gradient(e) prints as e;
+ * each is counted. The default print keeps all three. */
+static void test_print_for_tvm(void **state) {
+    (void)state;
+    const char *text = V "def @main(%x: Tensor[(n, 4), float32], %r: ref(Tensor[(n, 4), float32])) "
+                         "-> Tensor[(n, k), float32] {\n"
+                         "  let %s: ref(float32) = ref(1f);\n"
+                         "  %0 = stop_gradient(%x);\n"
+                         "  %1 = ref_read(%r);\n"
+                         "  %2 = add(%0, %1);\n"
+                         "  %3 = nn.dense(%2, zeros(shape=[6, 4], dtype=\"float32\"), units=None);\n"
+                         "  reshape_like(%3, %3)\n"
+                         "}\n";
+    ry_module *m = parse_text(text);
+    ry_print_report rep = {0};
+    ry_print_opts o = {.tvm = true, .report = &rep};
+    char *s = ry_module_print_ex(m, &o);
+    assert_non_null(s);
+    assert_string_equal(s, V "def @main(%x: Tensor[(?, 4), float32], %r) -> Tensor[(?, ?), float32] {\n"
+                             "  let %s = ref(1f);\n"
+                             "  %0 = ref_read(%r);\n"
+                             "  %1 = add(%x, %0);\n"
+                             "  %2 = zeros(shape=[6, 4], dtype=\"float32\");\n"
+                             "  %3 = nn.dense(%1, %2, units=None);\n"
+                             "  reshape_like(%3, %3)\n"
+                             "}\n");
+    assert_int_equal(rep.sym_dims, 3);
+    assert_string_equal(rep.sym_names, "n,k");
+    assert_int_equal(rep.ref_annots, 2); /* %r's and %s's */
+    assert_int_equal(rep.stop_gradients, 1);
+    assert_int_equal(rep.unsupported, 0);
+    char *plain = ry_module_print(m);
+    assert_non_null(strstr(plain, "%r: ref(Tensor[(n, 4), float32])"));
+    assert_non_null(strstr(plain, "stop_gradient(%x)"));
+    assert_non_null(strstr(plain, "-> Tensor[(n, k), float32]"));
+    ry_free(plain);
+    ry_free(s);
+    ry_module_free(m);
 }
 
 static void test_layout_let_if_fn(void **state) {
@@ -332,7 +436,7 @@ static void test_show_types(void **state) {
     ex->type = ry_type_tensor_arena(m->arena, RY_FLOAT32, 2, dims);
     ry_type *fs[2] = {ex->type, ex->type};
     tup->type = ry_type_tuple_arena(m->arena, 2, fs);
-    ry_print_opts o = {true};
+    ry_print_opts o = {.show_types = true};
     char *s = ry_module_print_ex(m, &o);
     char *plain = ry_module_print(m);
     assert_string_equal(s, V "def @main(%x: Tensor[(2, 3), float32]) {\n"
@@ -416,8 +520,11 @@ static void test_print_alloc_failures(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_corpus_fixpoint),
+        cmocka_unit_test(test_repository_fixpoint),
         cmocka_unit_test(test_layout_graph_bindings),
+        cmocka_unit_test(test_graph_numbers_span_module),
+        cmocka_unit_test(test_required_attrs_spelled),
+        cmocka_unit_test(test_print_for_tvm),
         cmocka_unit_test(test_layout_let_if_fn),
         cmocka_unit_test(test_layout_adt_match),
         cmocka_unit_test(test_layout_types_and_tuples),

@@ -40,6 +40,10 @@ typedef enum ry_attr_kind {
 typedef struct ry_attr_value ry_attr_value;
 struct ry_attr_value {
     ry_attr_kind kind;
+    /* Only in an operator's registry defaults: TVM's C++ field has no
+     * default, so TVM's parser rejects a call that omits it and the printer
+     * always spells it (`units=None`). */
+    bool tvm_required;
     union {
         int64_t i;
         double f;
@@ -313,9 +317,26 @@ char *ry_module_print(const ry_module *m);
 /* show_types: after type checking, annotate each binding as TVM does, with
  * a block comment `ty=Tensor[(1, 10), float32]` after the bound expression
  * (comments the parser skips). */
+typedef struct ry_print_report ry_print_report;
 typedef struct ry_print_opts {
     bool show_types;
+    /* tvm: print only what TVM 0.19's parser reads back: symbolic dims as
+     * `?`, no annotation holding a ref type (TVM prints `ref(T)` but cannot
+     * parse it), stop_gradient(e) as e (TVM has no such operator). What was
+     * changed is counted in *report when report is not NULL. */
+    bool tvm;
+    ry_print_report *report;
 } ry_print_opts;
+
+/* What printing for TVM changed or could not express. */
+struct ry_print_report {
+    int sym_dims;         /* symbolic dims printed as `?` */
+    char sym_names[128];  /* their names, comma-separated (truncated) */
+    int ref_annots;       /* annotations dropped because they hold a ref type */
+    int stop_gradients;   /* stop_gradient calls printed as their argument */
+    int unsupported;      /* kept although TVM cannot read them: relayc's fused
+                           * operators, ref types in constructor fields */
+};
 char *ry_module_print_ex(const ry_module *m, const ry_print_opts *opts);
 /* Prints one expression (for messages and tests); malloc'ed. */
 char *ry_expr_print(const ry_expr *e);

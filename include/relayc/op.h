@@ -124,6 +124,9 @@ struct ry_op {
 #define RY_ASTR(v) {.kind = RY_AV_STR, .s = (v)}
 #define RY_ANONE {.kind = RY_AV_NONE}
 #define RY_AEMPTY {.kind = RY_AV_LIST, .list = {0, NULL}}
+/* None, or [], where TVM's attribute has no default (see tvm_required). */
+#define RY_AREQUIRED {.kind = RY_AV_NONE, .tvm_required = true}
+#define RY_AREQUIRED_EMPTY {.kind = RY_AV_LIST, .tvm_required = true, .list = {0, NULL}}
 
 /* ---- the registry ---------------------------------------------------------- */
 const ry_op *ry_op_find(const char *name);   /* NULL if unknown */

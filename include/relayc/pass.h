@@ -104,6 +104,10 @@ ry_status ry_fuse(ry_module *m, ry_error *err);
  * measure it); 2 (for gradient programs): partial evaluation and DCE
  * first. Ends with a type check of the module. */
 ry_status ry_optimize(ry_module *m, int level, ry_error *err);
+/* The same pipeline without its last step, fusion: the result has only
+ * registered operators (for `relayc grad --optimize --tvm`: TVM has no
+ * fused kernels). */
+ry_status ry_optimize_unfused(ry_module *m, int level, ry_error *err);
 
 /* Whether global `name` calls, directly or through others, a recursive
  * global (a cycle in the call graph): its control flow then depends on

@@ -1,7 +1,9 @@
 /*
- * cmd_fmt.c: `relayc fmt FILE [-o OUT] [--check]`: print a module in the
- * canonical text format (TVM's). The output parses back to the same module
- * and formatting it again changes nothing.
+ * cmd_fmt.c: `relayc fmt FILE [-o OUT] [--check] [--tvm]`: print a module in
+ * the canonical text format (TVM's). The output parses back to the same
+ * module and formatting it again changes nothing. With --tvm it is what
+ * TVM 0.19's parser reads (relayc's extensions replaced or dropped, each
+ * kind of change said on stderr); that output need not be a fixed point.
  */
 #include <stdio.h>
 #include <string.h>
@@ -10,12 +12,15 @@
 #include "cli/cli.h"
 
 static const char *help =
-    "usage: relayc fmt FILE [-o OUT] [--check]\n"
+    "usage: relayc fmt FILE [-o OUT] [--check] [--tvm]\n"
     "\n"
     "Parses FILE and prints it in the canonical text format to standard output.\n"
     "\n"
     "  -o OUT    write to OUT instead (atomically: a temporary file, then rename)\n"
-    "  --check   print nothing; exit 1 if FILE is not already formatted\n";
+    "  --check   print nothing; exit 1 if FILE is not already formatted\n"
+    "  --tvm     print what TVM 0.19's parser reads back: symbolic dims as ?,\n"
+    "            no annotation holding a ref type, stop_gradient(e) as e; what\n"
+    "            was changed is said on standard error\n";
 
 static int write_atomic(const char *path, const char *text) {
     char tmp[4096];
@@ -58,7 +63,7 @@ static char *read_all(const char *path) {
 
 int cmd_fmt(int argc, char **argv) {
     const char *path = NULL, *out = NULL;
-    bool check = false, bad = false;
+    bool check = false, bad = false, tvm = false;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if (cli_is_help(argv[i])) {
@@ -70,6 +75,8 @@ int cmd_fmt(int argc, char **argv) {
             return 1;
         } else if (strcmp(argv[i], "--check") == 0) {
             check = true;
+        } else if (strcmp(argv[i], "--tvm") == 0) {
+            tvm = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_fail("fmt", "unknown option '%s' (see relayc fmt --help)", argv[i]);
         } else if (path) {
@@ -81,7 +88,7 @@ int cmd_fmt(int argc, char **argv) {
     if (!path) return cli_fail("fmt", "missing FILE (see relayc fmt --help)");
     ry_module *m = cli_load(path, false);
     if (!m) return 1;
-    char *text = ry_module_print(m);
+    char *text = cli_print("fmt", m, tvm);
     ry_module_free(m);
     if (!text) return cli_fail("fmt", "out of memory");
     int rc = 0;

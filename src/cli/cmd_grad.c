@@ -1,6 +1,6 @@
 /*
  * cmd_grad.c: `relayc grad FILE [--entry NAME] [--optimize] [--inference]
- * [--wrt NAME,...]`: print the module with the gradient program of @NAME
+ * [--wrt NAME,...] [--tvm]`: print the module with the gradient program of @NAME
  * added (TVM's gradient signature: fn(params...) -> (result, (d_param1,
  * ...))), optionally after the optimization pipeline that removes the
  * transform's refs and closures. The options are ry_grad_opts'.
@@ -12,7 +12,7 @@
 #include "relayc/pass.h"
 
 static const char *help =
-    "usage: relayc grad FILE [--entry NAME] [--optimize] [--inference] [--wrt NAME,...]\n"
+    "usage: relayc grad FILE [--entry NAME] [--optimize] [--inference] [--wrt NAME,...] [--tvm]\n"
     "\n"
     "Differentiates global @NAME (default main) of FILE and prints the module\n"
     "with its gradient program @NAME_gradient, which returns\n"
@@ -24,7 +24,9 @@ static const char *help =
     "  --inference    the gradient of inference mode (nn.dropout is the identity,\n"
     "                 batch_norm uses its moving statistics); default: training mode\n"
     "  --wrt NAMES    gradients of these parameters only (comma-separated, in any\n"
-    "                 order; the tuple keeps the parameters' order)\n";
+    "                 order; the tuple keeps the parameters' order)\n"
+    "  --tvm          print what TVM 0.19's parser reads back (as relayc fmt --tvm;\n"
+    "                 --optimize then leaves out fusion, whose kernels TVM lacks)\n";
 
 /* wrt[i] = parameter i of f is named in the comma-separated list names;
  * every name must be a parameter. */
@@ -52,7 +54,7 @@ static int parse_wrt(const char *names, const ry_expr *f, bool *wrt) {
 
 int cmd_grad(int argc, char **argv) {
     const char *path = NULL, *entry = "main", *wrt_names = NULL;
-    bool optimize = false;
+    bool optimize = false, tvm = false;
     ry_grad_opts go = {0};
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -68,6 +70,8 @@ int cmd_grad(int argc, char **argv) {
             return 1;
         } else if (strcmp(argv[i], "--optimize") == 0) {
             optimize = true;
+        } else if (strcmp(argv[i], "--tvm") == 0) {
+            tvm = true;
         } else if (strcmp(argv[i], "--inference") == 0) {
             go.inference = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -95,11 +99,11 @@ int cmd_grad(int argc, char **argv) {
         rc = cli_fail("grad", "out of memory");
     } else if (wrt && (rc = parse_wrt(wrt_names, g->func, wrt)) != 0) {
     } else if (ry_grad_ex(m, entry, NULL, NULL, &go, NULL, &err) != RY_OK ||
-               (optimize && ry_optimize(m, 2, &err) != RY_OK)) {
+               (optimize && (tvm ? ry_optimize_unfused(m, 2, &err) : ry_optimize(m, 2, &err)) != RY_OK)) {
         ry_error_print(stderr, &err);
         rc = 1;
     } else {
-        char *text = ry_module_print(m);
+        char *text = cli_print("grad", m, tvm);
         if (!text) {
             rc = cli_fail("grad", "out of memory");
         } else {

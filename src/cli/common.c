@@ -49,6 +49,27 @@ int cli_fail(const char *cmd, const char *fmt, ...) {
     return 1;
 }
 
+char *cli_print(const char *cmd, const ry_module *m, bool tvm) {
+    ry_print_report rep = {0};
+    ry_print_opts o = {.tvm = tvm, .report = &rep};
+    char *text = ry_module_print_ex(m, &o);
+    if (!text || !tvm) return text;
+    if (rep.sym_dims)
+        fprintf(stderr, "relayc %s: --tvm: %d symbolic dimension%s (%s) printed as ? (TVM has only Any)\n", cmd,
+                rep.sym_dims, rep.sym_dims == 1 ? "" : "s", rep.sym_names);
+    if (rep.ref_annots)
+        fprintf(stderr, "relayc %s: --tvm: %d type annotation%s holding ref types dropped (TVM cannot parse them; "
+                "its type checker infers them)\n", cmd, rep.ref_annots, rep.ref_annots == 1 ? "" : "s");
+    if (rep.stop_gradients)
+        fprintf(stderr, "relayc %s: --tvm: %d stop_gradient call%s printed as %s argument (TVM has no such "
+                "operator; values are the same, gradients through it are not)\n", cmd, rep.stop_gradients,
+                rep.stop_gradients == 1 ? "" : "s", rep.stop_gradients == 1 ? "its" : "their");
+    if (rep.unsupported)
+        fprintf(stderr, "relayc %s: --tvm: warning: %d construct%s TVM cannot read kept (fused operators, ref "
+                "types in constructor fields)\n", cmd, rep.unsupported, rep.unsupported == 1 ? "" : "s");
+    return text;
+}
+
 int cli_engine(const char *cmd, const char *v, ry_engine *out) {
     if (strcmp(v, "vm") == 0) *out = RY_ENGINE_VM;
     else if (strcmp(v, "interp") == 0) *out = RY_ENGINE_INTERP;

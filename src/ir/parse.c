@@ -91,7 +91,7 @@ void ry_p_leave(parser *p) { p->depth--; }
 /* ---- scopes: a stack of local names; a construct remembers the depth and
  * cuts back to it when its scope ends. Graph bindings live per definition. */
 
-static void *grow(parser *p, void *items, int n, int *cap, size_t size) {
+void *ry_p_grow(parser *p, void *items, int n, int *cap, size_t size) {
     if (n < *cap) return items;
     int ncap = *cap ? *cap * 2 : 32;
     void *fresh = ry_arena_alloc(p->tmp, size * (size_t)ncap);
@@ -133,7 +133,7 @@ static scope_slot *slot_for(parser *p, const char *name) {
 
 ry_var *ry_p_bind_local(parser *p, const token *t, ry_type *annot) {
     ry_var *v = ry_var_new(p->m, t->name, annot, t->span);
-    p->scope = grow(p, p->scope, p->nscope, &p->cap_scope, sizeof *p->scope);
+    p->scope = ry_p_grow(p, p->scope, p->nscope, &p->cap_scope, sizeof *p->scope);
     scope_slot *s = slot_for(p, v->name);
     p->scope[p->nscope] = (scope_entry){v->name, v, s->top};
     s->top = p->nscope++;
@@ -148,7 +148,7 @@ void ry_p_scope_pop(parser *p, int mark) {
 }
 
 void ry_p_bind_graph(parser *p, int64_t n, ry_expr *e) {
-    p->graph = grow(p, p->graph, p->ngraph, &p->cap_graph, sizeof *p->graph);
+    p->graph = ry_p_grow(p, p->graph, p->ngraph, &p->cap_graph, sizeof *p->graph);
     ry_var *top = p->nscope ? p->scope[p->nscope - 1].var : NULL;
     p->graph[p->ngraph++] = (graph_entry){n, e, p->nscope, top};
 }
@@ -248,7 +248,7 @@ ry_expr *ry_p_use_graph(parser *p, const token *t) {
 }
 
 void ry_p_bind_tvar(parser *p, const char *name, ry_type *tv) {
-    p->tvars = grow(p, p->tvars, p->ntvars, &p->cap_tvars, sizeof *p->tvars);
+    p->tvars = ry_p_grow(p, p->tvars, p->ntvars, &p->cap_tvars, sizeof *p->tvars);
     p->tvars[p->ntvars++] = (tvar_entry){name, tv};
 }
 
@@ -259,7 +259,7 @@ ry_type *ry_p_lookup_tvar(const parser *p, const char *name) {
 }
 
 void ry_p_note_global(parser *p, const char *name, ry_span span) {
-    p->grefs = grow(p, p->grefs, p->ngrefs, &p->cap_grefs, sizeof *p->grefs);
+    p->grefs = ry_p_grow(p, p->grefs, p->ngrefs, &p->cap_grefs, sizeof *p->grefs);
     p->grefs[p->ngrefs++] = (global_ref){name, span};
 }
 
@@ -268,11 +268,12 @@ bool ry_p_type_params(parser *p, int *n, ry_type ***out) {
     *n = 0;
     *out = NULL;
     if (!ry_p_accept(p, TK_LBRACK)) return true;
-    ry_type *tps[64];
+    ry_type **tps = NULL;
+    int cap = 0;
     while (!ry_p_at(p, TK_RBRACK)) {
         const token *t = ry_p_expect(p, TK_IDENT, "(a type parameter)");
         if (!t) return false;
-        if (*n == 64) return ry_p_fail_at(p, t->span, "too many type parameters"), false;
+        tps = ry_p_grow(p, tps, *n, &cap, sizeof *tps);
         for (int i = 0; i < *n; i++)
             if (strcmp(tps[i]->var.name, t->name) == 0)
                 return ry_p_fail_at(p, t->span, "type parameter '%s' given twice", t->name), false;
@@ -294,13 +295,14 @@ bool ry_p_type_params(parser *p, int *n, ry_type ***out) {
  * pattern -> '_' | local (':' type)? | ctor ('(' pattern (',' pattern)* ')')?
  *          | '(' (pattern (',' pattern)*)? ')' */
 static bool pattern_list(parser *p, int *n, ry_pattern ***out, const char *what) {
-    ry_pattern *items[256];
+    ry_pattern **items = NULL;
+    int cap = 0;
     *n = 0;
     if (!ry_p_expect(p, TK_LPAREN, what)) return false;
     while (!ry_p_at(p, TK_RPAREN)) {
-        if (*n == 256) return ry_p_fail(p, "too many sub-patterns"), false;
         ry_pattern *sub = ry_p_pattern(p);
         if (!sub) return false;
+        items = ry_p_grow(p, items, *n, &cap, sizeof *items);
         items[(*n)++] = sub;
         if (!ry_p_accept(p, TK_COMMA)) break;
     }
@@ -396,8 +398,8 @@ static bool typedef_body(parser *p, ry_typedef *td, bool is_extern) {
     int mark = p->ntvars;
     for (int i = 0; i < td->ntparams; i++) ry_p_bind_tvar(p, td->tparams[i]->var.name, td->tparams[i]);
     ry_p_next(p); /* { */
-    ry_ctor *ctors[256];
-    int n = 0;
+    ry_ctor **ctors = NULL;
+    int n = 0, cap = 0;
     while (!ry_p_at(p, TK_RBRACE)) {
         const token *name = ry_p_expect(p, TK_IDENT, "(a constructor name)");
         if (!name) return false;
@@ -406,18 +408,18 @@ static bool typedef_body(parser *p, ry_typedef *td, bool is_extern) {
         for (int i = 0; i < n; i++)
             if (strcmp(ctors[i]->name, name->name) == 0)
                 return ry_p_fail_at(p, name->span, "constructor '%s' is defined twice", name->name), false;
-        if (n == 256) return ry_p_fail_at(p, name->span, "too many constructors"), false;
         ry_ctor *c = RY_NEW(p->m->arena, ry_ctor);
         c->name = name->name;
         c->tag = n;
         c->adt = td;
         c->span = name->span;
         if (ry_p_accept(p, TK_LPAREN)) {
-            ry_type *fields[256];
+            ry_type **fields = NULL;
+            int fcap = 0;
             while (!ry_p_at(p, TK_RPAREN)) {
-                if (c->nfields == 256) return ry_p_fail(p, "too many constructor fields"), false;
                 ry_type *f = ry_p_type(p);
                 if (!f) return false;
+                fields = ry_p_grow(p, fields, c->nfields, &fcap, sizeof *fields);
                 fields[c->nfields++] = f;
                 if (!ry_p_accept(p, TK_COMMA)) break;
             }
@@ -425,6 +427,7 @@ static bool typedef_body(parser *p, ry_typedef *td, bool is_extern) {
             c->fields = RY_NEW_ARRAY(p->m->arena, ry_type *, c->nfields);
             if (c->nfields) memcpy(c->fields, fields, sizeof(ry_type *) * (size_t)c->nfields);
         }
+        ctors = ry_p_grow(p, ctors, n, &cap, sizeof *ctors);
         ctors[n++] = c;
         if (!ry_p_accept(p, TK_COMMA)) break;
     }

@@ -72,6 +72,10 @@ typedef struct parser {
 
 #define PARSE_MAX_DEPTH 400
 
+/* items (n of them, `size` bytes each) with room for one more, in the
+ * parser's temporary arena: the lists of the text have no fixed limit. */
+void *ry_p_grow(parser *p, void *items, int n, int *cap, size_t size);
+
 /* ---- tokens (parse.c) ---- */
 const token *ry_p_peek(const parser *p, int k); /* k-th token ahead, EOF past the end */
 const token *ry_p_next(parser *p);
@@ -139,6 +143,10 @@ const ry_expr *ry_expr_child(const ry_expr *e, int i, int *slot);
 /* ---- the printer's leaves (print_leaf.c) ---- */
 void ry_print_type(strbuf *b, const ry_type *t);
 void ry_print_types(strbuf *b, ry_type *const *ts, int n); /* joined by ", " */
+/* The same for TVM's parser (tvm not NULL): symbolic dims as `?`, counted in tvm. */
+void ry_print_type_tvm(strbuf *b, const ry_type *t, ry_print_report *tvm);
+void ry_print_types_tvm(strbuf *b, ry_type *const *ts, int n, ry_print_report *tvm);
+bool ry_type_has_ref(const ry_type *t); /* a ref type anywhere inside t */
 void ry_print_attr_value(strbuf *b, const ry_attr_value *v);
 /* `, name=value` for each attribute (no leading comma before the first when first) */
 void ry_print_attrs(strbuf *b, const ry_attrs *a, bool first);

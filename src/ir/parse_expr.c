@@ -60,10 +60,10 @@ static bool attr_value(parser *p, ry_attr_value *v) {
         break;
     case TK_LBRACK: {
         ry_p_next(p);
-        ry_attr_value items[256];
-        int n = 0;
+        ry_attr_value *items = NULL;
+        int n = 0, cap = 0;
         while (!ry_p_at(p, TK_RBRACK)) {
-            if (n == 256) return ry_p_fail(p, "attribute list too long"), false;
+            items = ry_p_grow(p, items, n, &cap, sizeof *items);
             if (!attr_value(p, &items[n++])) return false;
             if (!ry_p_accept(p, TK_COMMA)) break;
         }
@@ -94,12 +94,12 @@ static bool at_attr(const parser *p) {
 
 /* attrs -> attr (',' attr)* ','?  (up to the closing paren) */
 static bool parse_attrs(parser *p, ry_attrs *out) {
-    ry_attr items[RY_MAX_ATTRS * 2];
-    int n = 0;
+    ry_attr *items = NULL;
+    int n = 0, cap = 0;
     while (at_attr(p)) {
         const token *name = ry_p_next(p);
         ry_p_next(p); /* = */
-        if (n == RY_MAX_ATTRS * 2) return ry_p_fail_at(p, name->span, "too many attributes"), false;
+        items = ry_p_grow(p, items, n, &cap, sizeof *items);
         for (int i = 0; i < n; i++)
             if (strcmp(items[i].name, name->name) == 0)
                 return ry_p_fail_at(p, name->span, "attribute '%s' given twice", name->name), false;
@@ -123,8 +123,8 @@ ry_expr *ry_p_func(parser *p, int start) {
     int tmark = p->ntvars, smark = p->nscope;
     if (!ry_p_type_params(p, &fn->func.ntparams, &fn->func.tparams)) return NULL;
     if (!ry_p_expect(p, TK_LPAREN, "to open the parameters")) return NULL;
-    ry_var *params[256];
-    int n = 0;
+    ry_var **params = NULL;
+    int n = 0, cap = 0;
     while (!ry_p_at(p, TK_RPAREN)) {
         if (at_attr(p)) {
             if (!parse_attrs(p, &fn->func.attrs)) return NULL;
@@ -135,9 +135,9 @@ ry_expr *ry_p_func(parser *p, int start) {
         for (int i = 0; i < n; i++)
             if (strcmp(params[i]->name, t->name) == 0)
                 return ry_p_fail_at(p, t->span, "parameter %%%s given twice", t->name);
-        if (n == 256) return ry_p_fail_at(p, t->span, "too many parameters");
         ry_type *annot = NULL;
         if (ry_p_accept(p, TK_COLON) && !(annot = ry_p_type(p))) return NULL;
+        params = ry_p_grow(p, params, n, &cap, sizeof *params);
         params[n++] = ry_p_bind_local(p, t, annot);
         if (!ry_p_accept(p, TK_COMMA)) break;
     }
@@ -194,10 +194,10 @@ static ry_expr *parse_match(parser *p, int start, bool complete) {
         e->match.data = ry_expr_proj(p->m, e->match.data, (int)i->i, ry_p_span_from(p, dstart));
     }
     if (!ry_p_expect(p, TK_LBRACE, "to open the match clauses")) return NULL;
-    ry_clause items[256];
-    int n = 0;
+    ry_clause *items = NULL;
+    int n = 0, cap = 0;
     while (!ry_p_at(p, TK_RBRACE)) {
-        if (n == 256) return ry_p_fail(p, "too many match clauses");
+        items = ry_p_grow(p, items, n, &cap, sizeof *items);
         int mark = p->nscope;
         if (!(items[n].pat = ry_p_pattern(p))) return NULL;
         if (!ry_p_expect(p, TK_FATARROW, "after the pattern")) return NULL;
@@ -216,11 +216,11 @@ static ry_expr *parse_match(parser *p, int start, bool complete) {
 
 /* paren -> '(' ')' | '(' expr ')' | '(' expr ',' (expr (',' expr)*)? ','? ')' */
 static ry_expr *parse_paren(parser *p, int start) {
-    ry_expr *items[1024];
-    int n = 0;
+    ry_expr **items = NULL;
+    int n = 0, cap = 0;
     bool comma = false;
     while (!ry_p_at(p, TK_RPAREN)) {
-        if (n == 1024) return ry_p_fail(p, "tuple too long");
+        items = ry_p_grow(p, items, n, &cap, sizeof *items);
         if (!(items[n++] = ry_p_expr(p))) return NULL;
         if (!ry_p_accept(p, TK_COMMA)) break;
         comma = true;
@@ -305,20 +305,28 @@ static ry_expr *parse_atom(parser *p) {
     }
 }
 
+/* `attrs_type_key="relay.attrs.X"` names the attribute class where TVM
+ * cannot find it from the callee (a closure call, scatter_nd): an
+ * operator's class is its own here, so on operator calls it is dropped. */
+static void drop_attrs_type_key(ry_attrs *a) {
+    int k = 0;
+    for (int i = 0; i < a->n; i++)
+        if (strcmp(a->items[i].name, "attrs_type_key") != 0) a->items[k++] = a->items[i];
+    a->n = k;
+}
+
 /* args -> '(' (expr (',' expr)*)? (',' attrs)? ','? ')' */
 static ry_expr *parse_call(parser *p, ry_expr *callee, int start) {
     ry_p_next(p); /* ( */
-    ry_expr *args[256];
-    int n = 0;
+    ry_expr **args = NULL;
+    int n = 0, cap = 0;
     ry_attrs attrs = {0, NULL};
     while (!ry_p_at(p, TK_RPAREN)) {
-        if (at_attr(p)) {
-            if (callee->kind != RY_EXPR_OP)
-                return ry_p_fail(p, "attributes are only allowed in operator calls");
+        if (at_attr(p)) { /* TVM keeps attributes on any call, a closure's too */
             if (!parse_attrs(p, &attrs)) return NULL;
             break;
         }
-        if (n == 256) return ry_p_fail(p, "too many arguments");
+        args = ry_p_grow(p, args, n, &cap, sizeof *args);
         if (!(args[n++] = ry_p_expr(p))) return NULL;
         if (!ry_p_accept(p, TK_COMMA)) break;
     }
@@ -326,6 +334,7 @@ static ry_expr *parse_call(parser *p, ry_expr *callee, int start) {
     ry_span span = ry_p_span_from(p, start);
     if (callee->kind == RY_EXPR_OP) {
         const ry_op *op = callee->op.op;
+        drop_attrs_type_key(&attrs);
         if (op->nargs >= 0 && n != op->nargs)
             return ry_p_fail_at(p, span, "operator %s takes %d argument%s, got %d", op->name, op->nargs,
                                 op->nargs == 1 ? "" : "s", n);

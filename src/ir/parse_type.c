@@ -55,13 +55,14 @@ static ry_type *parse_tensor(parser *p, int start) {
 /* Parses '(' (type (',' type)* ','?)? ')' into a fresh array. As in TVM,
  * `(T)` is a tuple of one, like `(T,)`. */
 static bool type_list(parser *p, int *n, ry_type ***out, const char *what) {
-    ry_type *items[256];
+    ry_type **items = NULL;
+    int cap = 0;
     *n = 0;
     if (!ry_p_expect(p, TK_LPAREN, what)) return false;
     while (!ry_p_at(p, TK_RPAREN)) {
-        if (*n == 256) return ry_p_fail(p, "too many types in a list"), false;
         ry_type *t = ry_p_type(p);
         if (!t) return false;
+        items = ry_p_grow(p, items, *n, &cap, sizeof *items);
         items[(*n)++] = t;
         if (!ry_p_accept(p, TK_COMMA)) break;
     }
@@ -106,9 +107,10 @@ static ry_type *parse_named(parser *p, int start) {
     ry_type *t = ry_type_new(p->m, RY_TYPE_CALL, name->span);
     t->call.adt = td;
     if (ry_p_accept(p, TK_LBRACK)) {
-        ry_type *args[64];
+        ry_type **args = NULL;
+        int cap = 0;
         while (!ry_p_at(p, TK_RBRACK)) {
-            if (t->call.nargs == 64) return ry_p_fail(p, "too many type arguments");
+            args = ry_p_grow(p, args, t->call.nargs, &cap, sizeof *args);
             if (!(args[t->call.nargs++] = ry_p_type(p))) return NULL;
             if (!ry_p_accept(p, TK_COMMA)) break;
         }

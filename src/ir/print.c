@@ -73,6 +73,7 @@ typedef struct node_info {
     int tmp;         /* its %N once bound, else -1 */
     bool seen;
     bool let_body;   /* the body of a let: if used once, it continues that let's chain */
+    bool noted;      /* counted in the TVM report */
 } node_info;
 
 typedef struct scope_info {
@@ -81,6 +82,7 @@ typedef struct scope_info {
 
 typedef struct printer {
     bool show_types;
+    ry_print_report *tvm; /* printing for TVM's parser (ry_print_opts.tvm), else NULL */
     ptrmap nodes; /* expr -> index in info */
     node_info *info;
     int ninfo, cap_info;
@@ -125,7 +127,7 @@ static node_info *info_of(printer *pr, const ry_expr *e) {
     }
     *slot = pr->ninfo;
     node_info *ni = &pr->info[pr->ninfo++];
-    *ni = (node_info){e, 0, 0, -1, -1, false, false};
+    *ni = (node_info){e, 0, 0, -1, -1, false, false, false};
     return ni;
 }
 
@@ -323,7 +325,9 @@ static void reset_names(printer *pr) {
 
 static void put_const(printer *pr, strbuf *b, const ry_expr *e) {
     ry_tensor *t = e->constant.value;
-    if (ry_print_scalar(b, t)) return;
+    /* TVM's lexer has no 8-bit integer literal (`3i8`): metadata for TVM */
+    bool tvm_inline = !pr->tvm || t->dtype != RY_INT8;
+    if (tvm_inline && ry_print_scalar(b, t)) return;
     int k = 0;
     while (k < pr->nmeta && pr->meta[k] != t) k++;
     if (k == pr->nmeta) {
@@ -391,11 +395,19 @@ static int inner_scope(printer *pr, const ry_expr *e, int k) {
     return slot && pr->info[*slot].inner >= 0 ? pr->info[*slot].inner + k : -1;
 }
 
+/* An annotation TVM's parser cannot read back (a ref type) is dropped for
+ * TVM: its type checker infers the binding's type instead. */
+static bool tvm_drops(printer *pr, const ry_type *t) {
+    if (!pr->tvm || !ry_type_has_ref(t)) return false;
+    pr->tvm->ref_annots++;
+    return true;
+}
+
 static void put_var_binding(printer *pr, strbuf *out, const ry_var *v) {
     ry_sb_printf(out, "%%%s", var_name(pr, v));
-    if (v->annot) {
+    if (v->annot && !tvm_drops(pr, v->annot)) {
         ry_sb_puts(out, ": ");
-        ry_print_type(out, v->annot);
+        ry_print_type_tvm(out, v->annot, pr->tvm);
     }
 }
 
@@ -430,7 +442,7 @@ static void put_func(printer *pr, strbuf *out, const char *prefix, const ry_expr
     ry_sb_puts(out, prefix);
     if (f->func.ntparams) {
         ry_sb_puts(out, "[");
-        ry_print_types(out, f->func.tparams, f->func.ntparams);
+        ry_print_types_tvm(out, f->func.tparams, f->func.ntparams, pr->tvm);
         ry_sb_puts(out, "]");
     }
     ry_sb_puts(out, "(");
@@ -440,12 +452,45 @@ static void put_func(printer *pr, strbuf *out, const char *prefix, const ry_expr
     }
     ry_print_attrs(out, &f->func.attrs, f->func.nparams == 0);
     ry_sb_puts(out, ") ");
-    if (f->func.ret_annot) {
+    if (f->func.ret_annot && !tvm_drops(pr, f->func.ret_annot)) {
         ry_sb_puts(out, "-> ");
-        ry_print_type(out, f->func.ret_annot);
+        ry_print_type_tvm(out, f->func.ret_annot, pr->tvm);
         ry_sb_puts(out, " ");
     }
     put_body(pr, out, inner_scope(pr, f, 0), f->func.body);
+}
+
+/* The attributes TVM's parser cannot do without (`units` of nn.dense) that
+ * the call leaves at relayc's default, spelled after the given ones. */
+static void put_required_attrs(strbuf *out, const ry_op *op, const ry_attrs *given, bool first) {
+    first = first && given->n == 0;
+    for (int i = 0; i < op->nattrs; i++) {
+        if (!op->attrs[i].def.tvm_required) continue;
+        bool have = false;
+        for (int j = 0; j < given->n && !have; j++) have = strcmp(given->items[j].name, op->attrs[i].name) == 0;
+        if (have) continue;
+        ry_sb_printf(out, "%s%s=", first ? "" : ", ", op->attrs[i].name);
+        ry_print_attr_value(out, &op->attrs[i].def);
+        first = false;
+    }
+}
+
+/* A call's attributes as TVM's parser takes them: TVM's reductions and
+ * squeeze hold `axis` as an array (relayc also reads `axis=1`), and
+ * scatter_nd has no attribute class of its own, so its `mode` needs the
+ * class named (the way TVM spells attributes of non-operator calls). */
+static void put_tvm_attrs(strbuf *out, const ry_op *op, const ry_attrs *a, bool first) {
+    bool array_axis = op->pattern == RY_PAT_COMM_REDUCE || strcmp(op->name, "squeeze") == 0;
+    for (int i = 0; i < a->n; i++) {
+        if (!first || i) ry_sb_puts(out, ", ");
+        ry_sb_printf(out, "%s=", a->items[i].name);
+        bool wrap = array_axis && strcmp(a->items[i].name, "axis") == 0 && a->items[i].value.kind == RY_AV_INT;
+        if (wrap) ry_sb_puts(out, "[");
+        ry_print_attr_value(out, &a->items[i].value);
+        if (wrap) ry_sb_puts(out, "]");
+    }
+    if (strcmp(op->name, "scatter_nd") == 0 && a->n)
+        ry_sb_puts(out, ", attrs_type_key=\"relay.attrs.ScatterNDAttrs\"");
 }
 
 static void put_call(printer *pr, strbuf *out, const ry_expr *e) {
@@ -454,8 +499,10 @@ static void put_call(printer *pr, strbuf *out, const ry_expr *e) {
         if (i) ry_sb_puts(&args, ", ");
         put_expr(pr, &args, e->call.args[i], false, false);
     }
-    ry_print_attrs(&args, &e->call.attrs, e->call.nargs == 0);
     const ry_expr *c = e->call.callee;
+    if (pr->tvm && c->kind == RY_EXPR_OP) put_tvm_attrs(&args, c->op.op, &e->call.attrs, e->call.nargs == 0);
+    else ry_print_attrs(&args, &e->call.attrs, e->call.nargs == 0);
+    if (c->kind == RY_EXPR_OP) put_required_attrs(&args, c->op.op, &e->call.attrs, e->call.nargs == 0);
     if (c->kind == RY_EXPR_CTOR) ry_sb_puts(out, c->ctor.ctor->name);
     else put_expr(pr, out, c, false, false);
     if (!(c->kind == RY_EXPR_CTOR && e->call.nargs == 0)) {
@@ -516,7 +563,14 @@ static void visit(printer *pr, strbuf *out, const ry_expr *e) {
     case RY_EXPR_CONST: put_const(pr, out, e); return;
     case RY_EXPR_OP: ry_sb_puts(out, e->op.op->name); return;
     case RY_EXPR_CTOR: ry_sb_puts(out, e->ctor.ctor->name); return;
-    case RY_EXPR_CALL: put_call(pr, out, e); return;
+    case RY_EXPR_CALL:
+        if (pr->tvm && e->call.callee->kind == RY_EXPR_OP) {
+            /* relayc's fused kernels: TVM has none (stop_gradient is put_expr's) */
+            const char *name = e->call.callee->op.op->name;
+            if (strncmp(name, "fused.", 6) == 0) pr->tvm->unsupported++;
+        }
+        put_call(pr, out, e);
+        return;
     case RY_EXPR_LET: put_let_chain(pr, out, e); return;
     case RY_EXPR_IF:
         ry_sb_puts(out, "if (");
@@ -608,7 +662,21 @@ static void prebind(printer *pr, const ry_expr *e) {
  * once where inlining is allowed (a scope's end, a let's value) prints in
  * place; anything else is bound as `%N = e;` in its scope. A let that is
  * not at the end of a scope is wrapped in parentheses, as TVM does. */
+/* stop_gradient(e), which TVM lacks: for TVM it prints as e (the identity
+ * wherever values run; only gradients differ). */
+static bool tvm_skips(printer *pr, const ry_expr *e) {
+    return pr->tvm && e->kind == RY_EXPR_CALL && e->call.nargs == 1 && e->call.callee->kind == RY_EXPR_OP &&
+           strcmp(e->call.callee->op.op->name, "stop_gradient") == 0;
+}
+
 static void put_expr(printer *pr, strbuf *out, const ry_expr *e, bool try_inline, bool tail) {
+    if (tvm_skips(pr, e)) {
+        int *slot = map_slot(&pr->nodes, e, false);
+        if (slot && !pr->info[*slot].noted) pr->tvm->stop_gradients++;
+        if (slot) pr->info[*slot].noted = true;
+        put_expr(pr, out, e->call.args[0], try_inline, tail);
+        return;
+    }
     if (atomic(e)) {
         visit(pr, out, e);
         put_type_info(pr, out, e);
@@ -635,6 +703,11 @@ static void put_expr(printer *pr, strbuf *out, const ry_expr *e, bool try_inline
         put_indented(&text, inner.data ? inner.data : "", 2);
         ry_sb_puts(&text, "\n)");
         ry_free(inner.data);
+    } else if (e->kind == RY_EXPR_MATCH && !(in_place && tail)) {
+        /* TVM's parser reads a match as a binding's value only in parentheses */
+        ry_sb_puts(&text, "(");
+        visit(pr, &text, e);
+        ry_sb_puts(&text, ")");
     } else {
         visit(pr, &text, e);
     }
@@ -660,8 +733,7 @@ static void printer_reset_def(printer *pr) {
     map_free(&pr->nodes);
     pr->ninfo = 0;
     pr->nscopes = 0;
-    pr->next_tmp = 0;
-    reset_names(pr);
+    reset_names(pr); /* next_tmp runs on: TVM's parser has one %N table per module */
 }
 
 static void printer_free(printer *pr) {
@@ -692,11 +764,11 @@ static void put_global(printer *pr, strbuf *out, const ry_global *g) {
     ry_free(pr->bufs[pr->nbufs].data);
 }
 
-static void put_typedef(strbuf *out, const ry_typedef *td) {
+static void put_typedef(strbuf *out, const ry_typedef *td, ry_print_report *tvm) {
     ry_sb_printf(out, "type %s", td->name);
     if (td->ntparams) {
         ry_sb_puts(out, "[");
-        ry_print_types(out, td->tparams, td->ntparams);
+        ry_print_types_tvm(out, td->tparams, td->ntparams, tvm);
         ry_sb_puts(out, "]");
     }
     ry_sb_puts(out, " {");
@@ -705,7 +777,8 @@ static void put_typedef(strbuf *out, const ry_typedef *td) {
         ry_sb_printf(out, "\n  %s", c->name);
         if (c->nfields) {
             ry_sb_puts(out, "(");
-            ry_print_types(out, c->fields, c->nfields);
+            for (int k = 0; k < c->nfields && tvm; k++) tvm->unsupported += ry_type_has_ref(c->fields[k]);
+            ry_print_types_tvm(out, c->fields, c->nfields, tvm);
             ry_sb_puts(out, ")");
         }
         ry_sb_puts(out, ",");
@@ -727,12 +800,14 @@ static char *finish(printer *pr, strbuf *out) {
 char *ry_module_print_ex(const ry_module *m, const ry_print_opts *opts) {
     printer pr = {0};
     pr.show_types = opts && opts->show_types;
+    ry_print_report ignored = {0};
+    if (opts && opts->tvm) pr.tvm = opts->report ? opts->report : &ignored;
     strbuf out = {0};
     ry_sb_puts(&out, "#[version = \"0.0.5\"]\n");
     int k = 0;
     for (int i = 0; i < m->ntypedefs; i++, k++) {
         if (k) ry_sb_puts(&out, "\n");
-        put_typedef(&out, m->typedefs[i]);
+        put_typedef(&out, m->typedefs[i], pr.tvm);
         ry_sb_puts(&out, "\n");
     }
     for (int i = 0; i < m->nglobals; i++, k++) {

@@ -24,14 +24,49 @@ static void fmt_real(char *buf, size_t n, double v, bool single) {
     }
 }
 
-void ry_print_types(strbuf *b, ry_type *const *ts, int n) {
+/* A symbolic dim in TVM's text: `?` (TVM has only Any), noted in r. */
+static void put_sym_dim(strbuf *b, const char *name, ry_print_report *r) {
+    ry_sb_puts(b, "?");
+    r->sym_dims++;
+    size_t n = strlen(r->sym_names), len = strlen(name);
+    const char *p = r->sym_names;
+    for (; *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) /* once per name */
+        if (strncmp(p, name, len) == 0 && (p[len] == ',' || p[len] == '\0')) return;
+    if (n + len + 2 < sizeof r->sym_names) snprintf(r->sym_names + n, sizeof r->sym_names - n, "%s%s", n ? "," : "", name);
+}
+
+void ry_print_types_tvm(strbuf *b, ry_type *const *ts, int n, ry_print_report *tvm) {
     for (int i = 0; i < n; i++) {
         if (i) ry_sb_puts(b, ", ");
-        ry_print_type(b, ts[i]);
+        ry_print_type_tvm(b, ts[i], tvm);
     }
 }
 
-void ry_print_type(strbuf *b, const ry_type *t) {
+void ry_print_types(strbuf *b, ry_type *const *ts, int n) { ry_print_types_tvm(b, ts, n, NULL); }
+
+void ry_print_type(strbuf *b, const ry_type *t) { ry_print_type_tvm(b, t, NULL); }
+
+bool ry_type_has_ref(const ry_type *t) {
+    if (!t) return false;
+    switch (t->kind) {
+    case RY_TYPE_REF: return true;
+    case RY_TYPE_TUPLE:
+        for (int i = 0; i < t->tuple.n; i++)
+            if (ry_type_has_ref(t->tuple.fields[i])) return true;
+        return false;
+    case RY_TYPE_FUNC:
+        for (int i = 0; i < t->func.nargs; i++)
+            if (ry_type_has_ref(t->func.args[i])) return true;
+        return ry_type_has_ref(t->func.ret);
+    case RY_TYPE_CALL:
+        for (int i = 0; i < t->call.nargs; i++)
+            if (ry_type_has_ref(t->call.args[i])) return true;
+        return false;
+    default: return false;
+    }
+}
+
+void ry_print_type_tvm(strbuf *b, const ry_type *t, ry_print_report *tvm) {
     if (!t) {
         ry_sb_puts(b, "_");
         return;
@@ -47,6 +82,7 @@ void ry_print_type(strbuf *b, const ry_type *t) {
             const ry_dim *d = &t->tensor.dims[i];
             if (i) ry_sb_puts(b, ", ");
             if (d->kind == RY_DIM_CONST) ry_sb_printf(b, "%lld", (long long)d->value);
+            else if (d->kind == RY_DIM_SYM && tvm) put_sym_dim(b, d->name, tvm);
             else if (d->kind == RY_DIM_SYM) ry_sb_puts(b, d->name);
             else ry_sb_puts(b, "?");
         }
@@ -54,33 +90,33 @@ void ry_print_type(strbuf *b, const ry_type *t) {
         return;
     case RY_TYPE_TUPLE:
         ry_sb_puts(b, "(");
-        ry_print_types(b, t->tuple.fields, t->tuple.n);
+        ry_print_types_tvm(b, t->tuple.fields, t->tuple.n, tvm);
         ry_sb_puts(b, t->tuple.n == 1 ? ",)" : ")");
         return;
     case RY_TYPE_FUNC:
         ry_sb_puts(b, "fn ");
         if (t->func.ntparams) {
             ry_sb_puts(b, "[");
-            ry_print_types(b, t->func.tparams, t->func.ntparams);
+            ry_print_types_tvm(b, t->func.tparams, t->func.ntparams, tvm);
             ry_sb_puts(b, "]");
         }
         ry_sb_puts(b, "(");
-        ry_print_types(b, t->func.args, t->func.nargs);
+        ry_print_types_tvm(b, t->func.args, t->func.nargs, tvm);
         ry_sb_puts(b, ") -> ");
-        ry_print_type(b, t->func.ret);
+        ry_print_type_tvm(b, t->func.ret, tvm);
         return;
     case RY_TYPE_VAR: ry_sb_puts(b, t->var.name); return;
     case RY_TYPE_CALL:
         ry_sb_puts(b, t->call.adt->name);
         if (t->call.nargs) {
             ry_sb_puts(b, "[");
-            ry_print_types(b, t->call.args, t->call.nargs);
+            ry_print_types_tvm(b, t->call.args, t->call.nargs, tvm);
             ry_sb_puts(b, "]");
         }
         return;
     case RY_TYPE_REF:
         ry_sb_puts(b, "ref(");
-        ry_print_type(b, t->ref.inner);
+        ry_print_type_tvm(b, t->ref.inner, tvm);
         ry_sb_puts(b, ")");
         return;
     case RY_TYPE_INCOMPLETE: ry_sb_puts(b, "_"); return;

@@ -312,6 +312,18 @@ static ry_rel_status rel_broadcast_to(ry_rel_ctx *c, int n, ry_type *const *a, r
     return RY_REL_OK;
 }
 
+/* broadcast_to_like: Tensor[s1, d] x Tensor[s2, e] -> Tensor[s2, d],
+ * s1 broadcasts to s2 (TVM's: the like argument gives only its shape) */
+static ry_rel_status rel_broadcast_to_like(ry_rel_ctx *c, int n, ry_type *const *a, ry_type **o) {
+    const ry_type *x, *like;
+    TRY(tensor_arg(c, n, a, 0, DT_ANY, &x));
+    TRY(tensor_arg(c, n, a, 1, DT_ANY, &like));
+    ry_type *t = retype(c, like, x->tensor.dtype);
+    TRY(fits(c, x, t, "the input"));
+    *o = t;
+    return RY_REL_OK;
+}
+
 /* collapse_sum_like: Tensor[s1, d] x Tensor[s2, e] -> Tensor[s2, e],
  * s2 broadcasts to s1 (the result is the second argument's type, as TVM's) */
 static ry_rel_status rel_collapse_sum_like(ry_rel_ctx *c, int n, ry_type *const *a, ry_type **o) {
@@ -338,7 +350,7 @@ static ry_rel_status rel_collapse_sum_like(ry_rel_ctx *c, int n, ry_type *const 
 /* a gradient rule, and the fact that the op may run before a loop instead
  * of in it (ry_op.movable) */
 #define MOVABLE(GRAD) GRAD, .movable = true
-#define INIT_ATTRS .nattrs = 2, .attrs = {{"shape", RY_ANONE}, {"dtype", RY_ANONE}}
+#define INIT_ATTRS .nattrs = 2, .attrs = {{"shape", RY_AREQUIRED}, {"dtype", RY_ANONE}}
 
 const ry_op ry_ops_elemwise[] = {
     BIN("add", rel_arith, "add: (s1, d) x (s2, d) -> (broadcast(s1, s2), d): x + y",
@@ -383,7 +395,7 @@ const ry_op ry_ops_elemwise[] = {
      .doc = "nn.leaky_relu: (s, f) -> (s, f): x > 0 ? x : alpha * x",
      .grad = ry_grad_leaky_relu},
     {.name = "clip", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .nattrs = 2,
-     .attrs = {{"a_min", RY_ANONE}, {"a_max", RY_ANONE}}, .rel = rel_clip,
+     .attrs = {{"a_min", RY_AREQUIRED}, {"a_max", RY_AREQUIRED}}, .rel = rel_clip,
      .doc = "clip: (s, d) -> (s, d): max(min(x, a_max), a_min), bounds cast to d",
      .grad = ry_grad_clip},
     {.name = "logical_not", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .rel = rel_bool,
@@ -392,7 +404,7 @@ const ry_op ry_ops_elemwise[] = {
      .doc = "where: (s1, bool) x (s2, d) x (s3, d) -> (broadcast(s1, s2, s3), d)",
      .grad = ry_grad_where},
     {.name = "cast", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .nattrs = 1,
-     .attrs = {{"dtype", RY_ANONE}}, .rel = rel_cast,
+     .attrs = {{"dtype", RY_AREQUIRED}}, .rel = rel_cast,
      .doc = "cast: (s, d) -> (s, dtype); float to int truncates and saturates",
      .grad = ry_grad_cast},
     {.name = "zeros", .nargs = 0, .pattern = RY_PAT_ELEMWISE, INIT_ATTRS, .rel = rel_init,
@@ -416,6 +428,10 @@ const ry_op ry_ops_elemwise[] = {
      .rel = rel_broadcast_to,
      .doc = "broadcast_to: (s, d) -> (shape, d), s broadcasts to shape",
      .grad = ry_grad_broadcast_to},
+    {.name = "broadcast_to_like", .nargs = 2, .pattern = RY_PAT_BROADCAST,
+     .rel = rel_broadcast_to_like,
+     .doc = "broadcast_to_like: (s1, d) x (s2, e) -> (s2, d), s1 broadcasts to s2",
+     .grad = ry_grad_broadcast_to_like},
     {.name = "collapse_sum_like", .nargs = 2, .pattern = RY_PAT_COMM_REDUCE,
      .rel = rel_collapse_sum_like,
      .doc = "collapse_sum_like: (s1, d) x (s2, e) -> (s2, e): sum over broadcast dims",

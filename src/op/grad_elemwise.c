@@ -207,6 +207,15 @@ ry_status ry_grad_broadcast_to(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y,
     return RY_OK;
 }
 
+/* broadcast_to_like(x, like): dx = g summed back to x's shape; like gives
+ * only a shape */
+ry_status ry_grad_broadcast_to_like(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
+                                    ry_expr **grads) {
+    grads[0] = UNB(g, args[0]);
+    grads[1] = NULL;
+    return RY_OK;
+}
+
 /* collapse_sum_like(x, like): dx = g broadcast back to x's shape (g + 0 * x
  * broadcasts); like gives only a shape */
 ry_status ry_grad_collapse_sum_like(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,

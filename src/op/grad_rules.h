@@ -95,6 +95,7 @@ ry_status ry_grad_where(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, r
 ry_status ry_grad_cast(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_copy(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_broadcast_to(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_broadcast_to_like(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_collapse_sum_like(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *,
                                     ry_expr **);
 ry_status ry_grad_full(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);

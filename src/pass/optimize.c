@@ -34,7 +34,7 @@ static bool fusion_on(void) {
 
 #define STEP(pass) if (step(m, pass, #pass, err) != RY_OK) return RY_ERR
 
-ry_status ry_optimize(ry_module *m, int level, ry_error *err) {
+static ry_status pipeline(ry_module *m, int level, bool fuse, ry_error *err) {
     if (level <= 0) return RY_OK;
     if (level >= 2) {
         STEP(ry_partial_eval); /* inlines, resolves refs, closures, tuples, branches */
@@ -44,10 +44,14 @@ ry_status ry_optimize(ry_module *m, int level, ry_error *err) {
     STEP(ry_simplify);         /* transposes into GEMM flags */
     STEP(ry_cse);
     STEP(ry_dce);
-    if (fusion_on()) STEP(ry_fuse); /* last: fused calls have no gradient */
+    if (fuse && fusion_on()) STEP(ry_fuse); /* last: fused calls have no gradient */
     if (ry_module_typecheck(m, err) != RY_OK) {
         ry_error_prefix(err, "type check after optimization");
         return RY_ERR;
     }
     return RY_OK;
 }
+
+ry_status ry_optimize(ry_module *m, int level, ry_error *err) { return pipeline(m, level, true, err); }
+
+ry_status ry_optimize_unfused(ry_module *m, int level, ry_error *err) { return pipeline(m, level, false, err); }

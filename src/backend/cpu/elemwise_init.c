@@ -127,6 +127,16 @@ RY_EW_KERNEL(broadcast_to) {
     return ry_ew_map(c, out[0], 1, in, false, fn, NULL);
 }
 
+/* broadcast_to_like(x, like): broadcast_to's move; like gives the result's
+ * shape only and is not read */
+RY_EW_KERNEL(broadcast_to_like) {
+    if (check_io(c, nin, 2, nout)) return RY_ERR;
+    if (in[0]->dtype != out[0]->dtype)
+        return ry_error_at(c->err, c->span, "broadcast_to_like: input and result dtypes differ");
+    ry_ew_inner fn = by_size(ry_dtype_size(out[0]->dtype), move1, move2, move4, move8);
+    return ry_ew_map(c, out[0], 1, in, false, fn, NULL);
+}
+
 /* ---- collapse_sum_like: acc[collapsed index] += x[i], in x's order ----
  * Shape legend: iteration over data's shape; p[0] = data (s[0] = 1),
  * p[1] = accumulator shaped like the result (s[1] = 0 where summed). */

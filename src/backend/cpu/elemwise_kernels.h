@@ -57,6 +57,7 @@ RY_EW_KERNEL(ones_like);
 RY_EW_KERNEL(full_like);
 RY_EW_KERNEL(where);
 RY_EW_KERNEL(broadcast_to);
+RY_EW_KERNEL(broadcast_to_like);
 RY_EW_KERNEL(collapse_sum_like);
 
 /* ---- shared by the elemwise kernel files (elemwise.c) ----------------------

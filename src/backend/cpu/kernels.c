@@ -58,6 +58,7 @@ static const ry_kernel table[] = {
     {"ones_like", ry_cpu_ones_like, RY_KERNEL_INPLACE},
     {"full_like", ry_cpu_full_like, 0},
     {"broadcast_to", ry_cpu_broadcast_to, 0},
+    {"broadcast_to_like", ry_cpu_broadcast_to_like, 0},
     {"collapse_sum_like", ry_cpu_collapse_sum_like, 0},
     {"copy", ry_cpu_copy, 0},
     {"stop_gradient", ry_cpu_copy, 0},
