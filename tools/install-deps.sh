@@ -2,10 +2,12 @@
 # install-deps.sh: installs with apt what relayc needs to build, test and
 # train, and does nothing when it is all there. The only record of the
 # project's dependencies. Run as root (or with sudo available).
+# clang: make test-asan-clang, and make fuzz (libFuzzer's runtime ships with
+# clang on Debian 12).
 set -eu
 
 PACKAGES="gcc make pkg-config libc6-dev libopenblas-dev libhdf5-dev libcmocka-dev
-zlib1g-dev valgrind dataset-fashion-mnist"
+zlib1g-dev valgrind dataset-fashion-mnist clang"
 
 missing=""
 for p in $PACKAGES; do

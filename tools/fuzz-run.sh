@@ -1,0 +1,26 @@
+#!/bin/sh
+# fuzz-run.sh TARGET SECONDS: runs build-fuzz/fuzz/fuzz_TARGET for SECONDS on
+# a scratch copy of its seeds (tests/fuzz/TARGET/), so what it learns does
+# not grow the committed corpus. Prints one line with the executions; exits
+# non-zero on any crash, leak, timeout or out-of-memory, whose input
+# libFuzzer writes to build-fuzz/crashes/.
+set -eu
+t=$1
+secs=$2
+bin=build-fuzz/fuzz/fuzz_$t
+work=build-fuzz/corpus/$t
+rm -rf "$work"
+mkdir -p "$work" build-fuzz/crashes build-fuzz/logs
+cp tests/fuzz/"$t"/* "$work"/
+log=build-fuzz/logs/$t.log
+if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+    -max_len=65536 -print_final_stats=1 -artifact_prefix=build-fuzz/crashes/"$t"- \
+    "$work" >"$log" 2>&1; then
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+    echo "fuzz $t: ok, $execs executions in ${secs}s"
+else
+    echo "fuzz $t: FAILED (log: $log)"
+    grep -E "ERROR|SUMMARY|runtime error|Test unit written" "$log" | head -5
+    exit 1
+fi
