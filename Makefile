@@ -53,7 +53,7 @@ SHARED := $(BUILD)/librelayc.so
 SHARED_REAL := $(BUILD)/librelayc.so.$(VERSION)
 RELAYC := $(BUILD)/relayc
 
-.PHONY: all bench debug examples demo train test test-unit test-corpus test-api test-mpi coverage asan test-asan test-asan-clang valgrind test-valgrind install clean help
+.PHONY: all bench fuzz fuzz-bins fuzz-ci debug examples demo train test test-unit test-corpus test-api test-mpi coverage asan test-asan test-asan-clang valgrind test-valgrind install clean help
 
 all: $(STATIC) $(SHARED) $(RELAYC) $(EXAMPLES)
 
@@ -190,6 +190,26 @@ coverage:
 	genhtml -q $(COV_RC) build-cov/coverage.info --output-directory build-cov/html
 	lcov $(COV_RC) --summary build-cov/coverage.info
 
+# libFuzzer targets (tests/fuzz/fuzz_*.c, seeds in tests/fuzz/<target>/),
+# built with clang in build-fuzz/: the library with coverage hooks, ASan and
+# UBSan, each target linked with libFuzzer's main.
+FUZZ_TARGETS := parse grad npy idx treebank text checkpoint
+FUZZ_BINS = $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+FUZZ_SAN := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+fuzz:
+	$(MAKE) BUILD=build-fuzz CC=clang CFLAGS="$(FUZZ_SAN)" LDFLAGS="-fsanitize=address,undefined" fuzz-bins
+fuzz-bins: $(FUZZ_BINS)
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -fsanitize=fuzzer -o $@ $< $(STATIC) $(LDFLAGS) $(LDLIBS)
+# Each target for FUZZ_SECONDS on its seeds (two at a time), in a scratch
+# corpus so the committed seeds stay small; any crash, leak, timeout or
+# out-of-memory fails, and libFuzzer leaves the input in build-fuzz/crashes/.
+FUZZ_SECONDS ?= 30
+fuzz-ci: fuzz
+	@mkdir -p build-fuzz/crashes && \
+	  printf '%s\n' $(FUZZ_TARGETS) | xargs -P 2 -I{} sh tools/fuzz-run.sh {} $(FUZZ_SECONDS)
+
 VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
 test-valgrind:
 	$(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" TEST_MPI=0 test
@@ -205,7 +225,7 @@ install: all
 	install -m 644 include/relayc/*.h $(DESTDIR)$(PREFIX)/include/relayc/
 
 clean:
-	rm -rf build build-asan build-clang build-vg build-debug build-cov build-nompi
+	rm -rf build build-asan build-clang build-vg build-debug build-cov build-nompi build-fuzz
 
 help:
 	@echo "make            build $(STATIC), $(SHARED) and $(RELAYC)"
@@ -218,6 +238,8 @@ help:
 	@echo "make test-asan-clang  the same built with clang (build-clang/)"
 	@echo "make test-valgrind  the same under valgrind (build-vg/)"
 	@echo "make coverage   line and branch coverage of the library by make test (lcov)"
+	@echo "make fuzz       the libFuzzer targets (build-fuzz/fuzz/, clang)"
+	@echo "make fuzz-ci    each fuzz target for FUZZ_SECONDS=$(FUZZ_SECONDS) on its seeds"
 	@echo "make install    into PREFIX=$(PREFIX)"
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_BINS:=.d)

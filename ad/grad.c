@@ -528,6 +528,9 @@ static ry_status run(gx *s, const char *fn_name, const ry_expr *fn, const char *
     if (out_name && strcmp(name, out_name) != 0) /* never replace a global silently */
         return ry_error_at(s->err, RY_NO_SPAN, "gradient: the name @%s is taken", out_name);
     s->added = true;
+    for (int i = 0; i < s->ntwins; i++)
+        gx_shape_uses(s->m, s->twins[i].func);
+    gx_shape_uses(s->m, wrapper);
     for (int i = 0; i < s->ntds; i++)
         ry_module_add_typedef(s->m, s->tds[i]);
     for (int i = 0; i < s->ntwins; i++)

@@ -210,4 +210,9 @@ ry_expr *gx_lift(gx *s, ry_expr *f, const ry_type *t);
  * transformed function fnp (a global twin or a function expression). */
 ry_status gx_wrapper(gx *s, const ry_expr *f, ry_expr *fnp, ry_expr **out);
 
+/* grad_shapes.c: in every closure of fn, a use of a captured forward value
+ * for its shape alone is moved to operands the closure captures anyway,
+ * so the value is not held until the backward pass. In place. */
+void gx_shape_uses(ry_module *m, ry_expr *fn);
+
 #endif

@@ -653,6 +653,32 @@ static void test_unsealed_damage_is_reported_quietly(void **state) {
     scratch_free(&s);
 }
 
+/* tests/checkpoint/crash_h5hg.h5 is what the checkpoint fuzzer
+ * (tests/fuzz/fuzz_checkpoint.c) made of h5py_written.h5: unsealed, it
+ * makes libhdf5 1.10 read a wild address in H5HG_read. The loader reads a
+ * file in a child first, so this process gets an error naming the file,
+ * not the crash, from every entry point. */
+static void test_file_that_crashes_libhdf5_is_refused(void **state) {
+    (void)state;
+    const char *path = "tests/checkpoint/crash_h5hg.h5";
+    ry_error err;
+    ry_checkpoint_info *info = NULL;
+    assert_int_equal(ry_checkpoint_inspect(path, &info, &err), RY_ERR);
+    assert_null(info);
+    assert_err_has(&err, path, "damaged checkpoint: libhdf5 crashed reading it (signal");
+    assert_int_equal(ry_checkpoint_verify(path, &err), RY_ERR);
+    assert_err_has(&err, path, "libhdf5 crashed");
+    static const int64_t w[] = {2, 3}, b[] = {3};
+    const char *names[] = {"dense/w", "b"};
+    const int ndims[] = {2, 1};
+    const int64_t *shapes[] = {w, b};
+    ry_param_set *p = ry_params_new(RY_FLOAT32, 2, names, ndims, shapes);
+    assert_int_equal(ry_checkpoint_load(path, p, NULL, NULL, &err), RY_ERR);
+    assert_err_has(&err, path, "libhdf5 crashed");
+    ry_params_free(p);
+    assert_no_h5_objects();
+}
+
 /* ---- atomicity -------------------------------------------------------------------- */
 
 /* Version k of the big set: every element k. */
@@ -1009,6 +1035,7 @@ int main(void) {
         cmocka_unit_test(test_foreign_files),
         cmocka_unit_test(test_reads_h5py_file),
         cmocka_unit_test(test_unsealed_damage_is_reported_quietly),
+        cmocka_unit_test(test_file_that_crashes_libhdf5_is_refused),
         cmocka_unit_test(test_killed_saves_leave_a_complete_file),
         cmocka_unit_test(test_failed_save_keeps_previous),
         cmocka_unit_test(test_planted_link_not_followed),

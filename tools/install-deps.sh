@@ -2,6 +2,9 @@
 # install-deps.sh: installs with apt what relayc needs to build, test and
 # train, and does nothing when it is all there. The only record of the
 # project's dependencies. Run as root (or with sudo available).
+# g++: the C++ client of make test-api; clang: make test-asan-clang and
+# make fuzz (libFuzzer's runtime ships with clang on Debian 12); lcov: make
+# coverage; OpenMPI: data-parallel training (src/dist/).
 set -eu
 
 PACKAGES="gcc g++ make pkg-config libc6-dev libopenblas-dev libhdf5-dev libcmocka-dev
