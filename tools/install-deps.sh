@@ -4,11 +4,12 @@
 # project's dependencies. Run as root (or with sudo available).
 # g++: the C++ client of make test-api; clang: make test-asan-clang and
 # make fuzz (libFuzzer's runtime ships with clang on Debian 12); lcov: make
-# coverage; OpenMPI: data-parallel training (src/dist/).
+# coverage; OpenMPI: data-parallel training (src/dist/); procps: pgrep in
+# tests/mpi/run_cli.sh.
 set -eu
 
 PACKAGES="gcc g++ make pkg-config libc6-dev libopenblas-dev libhdf5-dev libcmocka-dev
-zlib1g-dev valgrind clang lcov dataset-fashion-mnist libopenmpi-dev openmpi-bin"
+zlib1g-dev valgrind clang lcov dataset-fashion-mnist libopenmpi-dev openmpi-bin procps"
 
 missing=""
 for p in $PACKAGES; do

@@ -35,6 +35,8 @@ ranks() {
     for m in $(pgrep -P "$1"); do pgrep -P "$m"; done
 }
 
+command -v pgrep > /dev/null || { echo "FAIL pgrep is missing (procps: tools/install-deps.sh)"; exit 1; }
+
 check() { # name, condition status
     if [ "$2" -eq 0 ]; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi
 }
