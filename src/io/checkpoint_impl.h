@@ -80,4 +80,9 @@ ry_status ry_ckpt_attr_read_str(hid_t obj, const char *path, const char *name, c
  * components separated by '/' (only when slashes is true), none "." or "..". */
 bool ry_ckpt_name_ok(const char *name, bool slashes);
 
+/* The time a forked child gets to read a candidate checkpoint before the
+ * file is refused (checkpoint_load.c; default 30 s). The fuzzer shortens it,
+ * so an input that makes libhdf5 loop costs seconds, not half a minute. */
+void ry_ckpt_set_probe_seconds(int seconds);
+
 #endif

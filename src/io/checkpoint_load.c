@@ -227,7 +227,9 @@ static ry_status read_meta(ckfile *c, hid_t root, ry_error *err) {
  * the room); only when the child finishes, with success or an ordinary
  * error, does this process open the file itself. A child killed by a
  * signal, or ending any other way, means the file is refused. */
-enum { PROBE_SECONDS = 30 };
+static int probe_seconds = 30;
+
+void ry_ckpt_set_probe_seconds(int seconds) { probe_seconds = seconds > 0 ? seconds : 30; }
 static _Thread_local bool in_probe;
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -253,7 +255,7 @@ static void probe_child(const char *path, int fd) {
      * catch the crash this child is for: it dies of it, and says nothing */
     static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGALRM};
     for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) signal(fatal[i], SIG_DFL);
-    alarm(PROBE_SECONDS);
+    alarm((unsigned)probe_seconds);
     if (PROBE_LIMIT_AS) { /* what the file may make libhdf5 ask for, beyond what we hold */
         struct rlimit rl;
         if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur == RLIM_INFINITY) {
@@ -298,7 +300,7 @@ static ry_status probe(const char *path, ry_error *err) {
     if (r == 1) return RY_OK; /* finished: success, or an error this process will find itself */
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
         return ry_error_file(err, path, "damaged checkpoint: libhdf5 did not finish reading it in %d s",
-                             PROBE_SECONDS);
+                             probe_seconds);
     if (WIFSIGNALED(status))
         return ry_error_file(err, path, "damaged checkpoint: libhdf5 crashed reading it (signal %d, %s)",
                              WTERMSIG(status), strsignal(WTERMSIG(status)));
