@@ -27,15 +27,19 @@ static int run(const char *args) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static void read_err(char *buf, size_t n) {
+/* tmpdir/NAME (out.txt or err.txt, the last run's) into buf. */
+static void read_run(const char *name, char *buf, size_t n) {
     char path[512];
-    snprintf(path, sizeof path, "%s/err.txt", tmpdir);
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
     size_t got = fread(buf, 1, n - 1, f);
     buf[got] = '\0';
     fclose(f);
 }
+
+static void read_err(char *buf, size_t n) { read_run("err.txt", buf, n); }
+static void read_out(char *buf, size_t n) { read_run("out.txt", buf, n); }
 
 static void assert_err_contains(const char *what) {
     char buf[8192];
@@ -97,16 +101,6 @@ static void test_higher_order(void **s) { check_program("higher_order", 1e-5, 1e
 static void test_refs(void **s) { check_program("refs", 1e-12, 0); }
 static void test_deep_recursion(void **s) { check_program("deep_recursion", 0, 0); }
 static void test_symbolic(void **s) { check_program("symbolic", 1e-5, 1e-6); }
-
-static void read_out(char *buf, size_t n) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/out.txt", tmpdir);
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    size_t got = fread(buf, 1, n - 1, f);
-    buf[got] = '\0';
-    fclose(f);
-}
 
 static void test_help(void **s) {
     char out[8192];
