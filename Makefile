@@ -128,7 +128,7 @@ bench: $(BENCH_BINS)
 TEST_MPI ?= $(MPI)
 test: test-unit test-corpus test-api $(if $(filter 1,$(TEST_MPI)),test-mpi)
 
-# TEST_SKIP: suites a wrapped run leaves out (test-valgrind's).
+# TEST_SKIP: suites a wrapped or sanitized run leaves out.
 test-unit: $(TEST_BINS) $(RELAYC)
 	@fail=0; for t in $(filter-out $(TEST_SKIP),$(TEST_BINS)); do \
 	  echo "== $$t"; RELAYC=$(RELAYC) $(TEST_WRAP) $$t || fail=1; done; \
