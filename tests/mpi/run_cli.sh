@@ -35,6 +35,22 @@ ranks() {
     for m in $(pgrep -P "$1"); do pgrep -P "$m"; done
 }
 
+# The last rank of that job once both have started and had SECONDS ($2) to
+# get going (a loaded machine starts them late), or nothing after 30 s.
+started_rank() {
+    i=0
+    while [ $i -lt 150 ]; do
+        r=$(ranks "$1")
+        if [ "$(printf '%s\n' "$r" | grep -c .)" -ge 2 ]; then
+            sleep "$2"
+            printf '%s\n' "$r" | tail -n 1
+            return
+        fi
+        sleep 0.2
+        i=$((i + 1))
+    done
+}
+
 command -v pgrep > /dev/null || { echo "FAIL pgrep is missing (procps: tools/install-deps.sh)"; exit 1; }
 
 check() { # name, condition status
@@ -66,8 +82,7 @@ start=$(date +%s)
 timeout 60 $MPIRUN -np 2 $RELAYC train "$T/m.relay" $DATA --steps 100000000 --quiet \
     > "$T/kill.out" 2>&1 &
 mp=$!
-sleep 2
-victim=$(ranks $mp | tail -n 1)
+victim=$(started_rank $mp 2)
 [ -n "$victim" ] && kill -9 "$victim"
 wait $mp
 rc=$?
@@ -80,8 +95,7 @@ start=$(date +%s)
 timeout 60 $MPIRUN -np 2 $RELAYC train "$T/m.relay" $DATA --steps 100000000 --quiet \
     --dist-timeout 2 > "$T/hang.out" 2>&1 &
 mp=$!
-sleep 2
-victim=$(ranks $mp | tail -n 1)
+victim=$(started_rank $mp 2)
 [ -n "$victim" ] && kill -STOP "$victim"
 wait $mp
 rc=$?
