@@ -79,6 +79,10 @@ typedef struct ry_init_spec {
     int nparams;
     ry_init_entry *params;                    /* in the order written */
     bool has_data, has_predict_data;         /* whether the lines were there */
+    char vocab[RY_INIT_NAME_MAX];            /* `// vocab: NAME`: the dimension a data
+                                                set's vocabulary fills ("": none) */
+    bool has_metrics;                        /* a `// metrics:` line (loss, accuracy) */
+    bool accuracy;                           /* ... that lists accuracy */
 } ry_init_spec;
 
 /* Parses the header lines of text (name is used in error locations). *out

@@ -171,60 +171,40 @@ static const char *data_kind(const char *spec, char *kind, size_t n) {
     return colon ? colon + 1 : NULL;
 }
 
-/* ---- what the model's header says ----
- * header -> '//' blank* 'vocab:' blank* NAME     (the dimension a vocabulary fills)
- *         | '//' blank* 'metrics:' (blank* NAME)+ (loss, accuracy) */
-typedef struct model_header {
-    char vocab[64];     /* "" when absent */
-    int accuracy;       /* -1: no metrics line; 0 or 1: whether it lists accuracy */
-} model_header;
-
-static bool header_value(const char *line, const char *key, const char **val) {
-    const char *p = line + 2;
-    while (*p == ' ' || *p == '\t') p++;
-    size_t k = strlen(key);
-    if (strncmp(p, key, k) != 0) return false;
-    p += k;
-    while (*p == ' ' || *p == '\t') p++;
-    *val = p;
-    return true;
-}
-
-static int read_header(const char *path, model_header *h) {
-    h->vocab[0] = '\0';
-    h->accuracy = -1;
-    FILE *f = fopen(path, "r");
+/* The model's header lines (init.h: `// vocab:`, `// metrics:` among
+ * them), read before the trainer is made: a vocabulary may size it. */
+static int read_spec(const char *path, ry_init_spec **spec) {
+    FILE *f = fopen(path, "rb");
     if (!f) return cli_fail("train", "cannot open %s: %s", path, strerror(errno));
-    char line[1024];
-    const char *v;
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "//", 2) != 0) continue;
-        line[strcspn(line, "\r\n")] = '\0';
-        if (header_value(line, "vocab:", &v)) {
-            snprintf(h->vocab, sizeof h->vocab, "%.*s", (int)strcspn(v, " \t"), v);
-        } else if (header_value(line, "metrics:", &v)) {
-            h->accuracy = 0;
-            for (const char *w = v; *w;) {
-                size_t n = strcspn(w, " \t,");
-                if (n == 8 && strncmp(w, "accuracy", 8) == 0) h->accuracy = 1;
-                else if (n && !(n == 4 && strncmp(w, "loss", 4) == 0)) {
-                    fclose(f);
-                    return cli_fail("train", "%s: `// metrics:` lists loss and accuracy, not "
-                                    "'%.*s'", path, (int)n, w);
-                }
-                w += n;
-                while (*w == ' ' || *w == '\t' || *w == ',') w++;
+    char *text = NULL;
+    size_t len = 0, cap = 0, got;
+    do {
+        if (len == cap) {
+            char *grown = realloc(text, cap = cap ? 2 * cap : 1 << 16);
+            if (!grown) {
+                free(text);
+                fclose(f);
+                return cli_fail("train", "out of memory reading %s", path);
             }
+            text = grown;
         }
-    }
+        len += got = fread(text + len, 1, cap - len, f);
+    } while (got > 0);
     fclose(f);
-    return 0;
+    ry_error err;
+    int rc = 0;
+    if (ry_init_spec_parse(path, text, len, spec, &err)) {
+        ry_error_print(stderr, &err);
+        rc = 1;
+    }
+    free(text);
+    return rc;
 }
 
 /* Data whose vocabulary sizes the model is read before the trainer is
  * made, and its size given to the `// vocab:` dimension (unless --dim
  * gave it). */
-static int read_vocab(train_args *a, const model_header *h, data *d) {
+static int read_vocab(train_args *a, const ry_init_spec *h, data *d) {
     char kind[64];
     const char *path = data_kind(a->data, kind, sizeof kind);
     bool sst = strcmp(kind, "sst") == 0, text = strcmp(kind, "text") == 0;
@@ -242,7 +222,7 @@ static int read_vocab(train_args *a, const model_header *h, data *d) {
     return 0;
 }
 
-static int load_data(ry_trainer *tr, const train_args *a, const model_header *h, data *d,
+static int load_data(ry_trainer *tr, const train_args *a, const ry_init_spec *h, data *d,
                      ry_error *err) {
     char kind[64];
     const char *path = data_kind(a->data, kind, sizeof kind);
@@ -268,8 +248,8 @@ static int load_data(ry_trainer *tr, const train_args *a, const model_header *h,
         return 1;
     }
     d->td.drop_last = d->ed.drop_last = a->drop_last;
-    if (h->accuracy == 0) d->td.label_arg = d->ed.label_arg = -1;
-    if (h->accuracy == 1 && d->ed.label_arg < 0)
+    if (h->has_metrics && !h->accuracy) d->td.label_arg = d->ed.label_arg = -1;
+    if (h->has_metrics && h->accuracy && d->ed.label_arg < 0)
         return cli_fail("train", "%s asks for accuracy (`// metrics:`) but --data %s has no "
                         "integer labels", a->model, kind);
     if (d->td.nargs != ry_trainer_ndata(tr))
@@ -389,37 +369,31 @@ int cmd_train(int argc, char **argv) {
 
 static int train_main(int argc, char **argv, train_args *ap) {
     train_args a = *ap;
-    int rc;
     catch_signals(); /* from here on a signal stops the run at the next step */
-    model_header h;
+    ry_init_spec *h = NULL;
+    ry_trainer *tr = NULL;
     data d;
     memset(&d, 0, sizeof d);
     ry_train_opts o;
-    if (read_header(a.model, &h) || read_vocab(&a, &h, &d) || train_args_opts(&a, &o)) {
-        data_free(&d);
-        return 1;
-    }
-    if (a.ckpt_dir && mkdir(a.ckpt_dir, 0755) != 0 && errno != EEXIST) {
-        data_free(&d);
-        return cli_fail("train", "cannot create %s: %s", a.ckpt_dir, strerror(errno));
-    }
-    ry_trainer *tr = NULL;
     ry_error err;
     memset(&err, 0, sizeof err);
-    if (ry_trainer_new_file(a.model, &o, &tr, &err)) {
+    int rc = read_spec(a.model, &h) || read_vocab(&a, h, &d) || train_args_opts(&a, &o);
+    if (rc == 0 && a.ckpt_dir && mkdir(a.ckpt_dir, 0755) != 0 && errno != EEXIST)
+        rc = cli_fail("train", "cannot create %s: %s", a.ckpt_dir, strerror(errno));
+    if (rc == 0 && ry_trainer_new_file(a.model, &o, &tr, &err)) {
         ry_error_print(stderr, &err);
-        data_free(&d);
-        return 1;
+        rc = 1;
     }
     char config[2048];
     config_line(argc, argv, &a, config, sizeof config);
-    rc = load_data(tr, &a, &h, &d, &err);
-    ry_vm_program *vm = ry_trainer_vm(tr);
+    if (rc == 0) rc = load_data(tr, &a, h, &d, &err);
+    ry_vm_program *vm = tr ? ry_trainer_vm(tr) : NULL;
     if (rc == 0 && a.profile && !vm) rc = cli_fail("train", "--profile needs the compiled engine (--engine vm)");
-    ry_vm_set_profile(vm, a.profile);
+    if (vm) ry_vm_set_profile(vm, a.profile);
     if (rc == 0) rc = fit(tr, &a, &d, config);
     if (rc == 0 && a.profile) ry_vm_print_profile(vm, stderr, 30);
     data_free(&d);
     ry_trainer_free(tr);
+    ry_init_spec_free(h);
     return rc;
 }

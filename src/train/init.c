@@ -208,7 +208,9 @@ const char *ry_init_str(const ry_init *init, char *buf, size_t n) {
 
 /* ---- header lines -------------------------------------------------------------
  * header -> '//' blank* ('data:' | 'predict-data:') (blank+ NAME)*
- *         | '//' blank* 'init:' (blank+ NAME '=' init)* */
+ *         | '//' blank* 'init:' (blank+ NAME '=' init)*
+ *         | '//' blank* 'vocab:' blank+ NAME
+ *         | '//' blank* 'metrics:' ((blank | ',')+ ('loss' | 'accuracy'))* */
 
 typedef struct line_ctx {
     ry_source src;
@@ -295,6 +297,37 @@ static const char *after(const char *p, const char *end, const char *word) {
     return (size_t)(end - p) >= n && memcmp(p, word, n) == 0 ? p + n : NULL;
 }
 
+/* `vocab: NAME` (key: where "vocab:" starts, for errors) */
+static ry_status parse_vocab(line_ctx *c, ry_init_spec *s, const char *key, const char *p,
+                             const char *end) {
+    if (s->vocab[0]) return fail_at(c, key, 6, "a second \"%.*s\" line", key, 6);
+    char(*names)[RY_INIT_NAME_MAX] = NULL;
+    int n = 0;
+    ry_status st = parse_names(c, p, end, &names, &n);
+    if (!st && n != 1) st = fail_at(c, key, 6, "\"%.*s\" names one dimension", key, 6);
+    if (!st) memcpy(s->vocab, names[0], RY_INIT_NAME_MAX);
+    ry_free(names);
+    return st;
+}
+
+/* `metrics: loss, accuracy` */
+static ry_status parse_metrics(line_ctx *c, ry_init_spec *s, const char *key, const char *p,
+                               const char *end) {
+    if (s->has_metrics) return fail_at(c, key, 8, "a second \"%.*s\" line", key, 8);
+    s->has_metrics = true;
+    while (p < end) {
+        while (p < end && (is_blank(*p) || *p == ',')) p++;
+        const char *q = p;
+        while (q < end && !is_blank(*q) && *q != ',') q++;
+        size_t n = (size_t)(q - p);
+        if (n == 8 && memcmp(p, "accuracy", 8) == 0) s->accuracy = true;
+        else if (n && !(n == 4 && memcmp(p, "loss", 4) == 0))
+            return fail_at(c, p, n, "`// metrics:` lists loss and accuracy, not '%.*s'", p, n);
+        p = q;
+    }
+    return RY_OK;
+}
+
 static ry_status parse_line(line_ctx *c, ry_init_spec *s, const char *p, const char *end) {
     while (p < end && is_blank(*p)) p++;
     if (!(p = after(p, end, "//"))) return RY_OK;
@@ -311,6 +344,8 @@ static ry_status parse_line(line_ctx *c, ry_init_spec *s, const char *p, const c
         return parse_names(c, q, end, &s->predict_data, &s->npredict_data);
     }
     if ((q = after(p, end, "init:"))) return parse_inits(c, s, q, end);
+    if ((q = after(p, end, "vocab:"))) return parse_vocab(c, s, p, q, end);
+    if ((q = after(p, end, "metrics:"))) return parse_metrics(c, s, p, q, end);
     return RY_OK;
 }
 
