@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "ir/parse.h" /* ry_expr_child */
 #include "train/train_impl.h"
 
 typedef struct binder {
@@ -48,55 +49,35 @@ static void bind_type(const binder *b, ry_type *t) {
     }
 }
 
-static void bind_expr(binder *b, ry_expr *e);
-
-static void bind_children(binder *b, ry_expr *e) {
-    switch (e->kind) {
-    case RY_EXPR_CALL:
-        bind_expr(b, e->call.callee);
-        for (int i = 0; i < e->call.nargs; i++) bind_expr(b, e->call.args[i]);
+/* The annotations e itself carries (not its children's). */
+static void bind_own(const binder *b, ry_expr *e) {
+    if (e->kind == RY_EXPR_LET) bind_type(b, e->let.var->annot);
+    if (e->kind == RY_EXPR_CALL)
         for (int i = 0; i < e->call.ntype_args; i++) bind_type(b, e->call.type_args[i]);
-        return;
-    case RY_EXPR_IF:
-        bind_expr(b, e->if_.cond);
-        bind_expr(b, e->if_.then_);
-        bind_expr(b, e->if_.else_);
-        return;
-    case RY_EXPR_MATCH:
-        bind_expr(b, e->match.data);
-        for (int i = 0; i < e->match.nclauses; i++) bind_expr(b, e->match.clauses[i].body);
-        return;
-    case RY_EXPR_FUNC:
+    if (e->kind == RY_EXPR_FUNC) {
         for (int i = 0; i < e->func.nparams; i++) bind_type(b, e->func.params[i]->annot);
         bind_type(b, e->func.ret_annot);
-        bind_expr(b, e->func.body);
-        return;
-    case RY_EXPR_TUPLE:
-        for (int i = 0; i < e->tuple.n; i++) bind_expr(b, e->tuple.fields[i]);
-        return;
-    case RY_EXPR_PROJ: bind_expr(b, e->proj.tuple); return;
-    case RY_EXPR_REF: bind_expr(b, e->ref.value); return;
-    case RY_EXPR_REF_READ: bind_expr(b, e->ref_read.ref); return;
-    case RY_EXPR_REF_WRITE:
-        bind_expr(b, e->ref_write.ref);
-        bind_expr(b, e->ref_write.value);
-        return;
-    default: return;
     }
 }
 
-/* A let chain is walked as a loop: a long body never deepens the C stack. */
+/* Every node once (a graph binding is shared), children by ry_expr_child;
+ * a let chain is walked as a loop, so a long body never deepens the C
+ * stack. */
 static void bind_expr(binder *b, ry_expr *e) {
-    for (; e; e = e->kind == RY_EXPR_LET ? e->let.body : NULL) {
+    while (e) {
         intptr_t v;
         if (ry_ptrmap_get(&b->seen, e, &v)) return;
         ry_ptrmap_put(b->a, &b->seen, e, 1);
-        if (e->kind != RY_EXPR_LET) {
-            bind_children(b, e);
-            return;
+        bind_own(b, e);
+        if (e->kind == RY_EXPR_LET) {
+            bind_expr(b, e->let.value);
+            e = e->let.body;
+            continue;
         }
-        bind_type(b, e->let.var->annot);
-        bind_expr(b, e->let.value);
+        int slot;
+        const ry_expr *k;
+        for (int i = 0; (k = ry_expr_child(e, i, &slot)); i++) bind_expr(b, (ry_expr *)k);
+        return;
     }
 }
 
