@@ -4,7 +4,7 @@
  * pools, and the adjoints their gradient rules emit: nn.conv2d_backward_weight,
  * nn.max_pool2d_grad, nn.avg_pool2d_grad), with TVM's names and C++
  * attribute defaults, type relations, gradient rules, and the attribute
- * reader the kernels (src/backend/cpu/{conv,pool}.c) share. Only TVM's
+ * reader every target's kernels share (conv_attrs.h). Only TVM's
  * default layouts are supported; others are a located error.
  */
 #include <string.h>

@@ -3,8 +3,8 @@
  * arithmetic, comparisons and logic, unary math, where, cast, the creation
  * ops (zeros, ones, full and their *_like forms), broadcast_to,
  * collapse_sum_like and copy. Each entry: TVM's name, arity, fusion pattern,
- * attributes with TVM's C++ defaults, type relation, CPU kernel
- * (src/backend/cpu/elemwise*.c) and a one-line rule. Gradient rules live
+ * attributes with TVM's C++ defaults, type relation and a one-line rule
+ * (the CPU's kernels: src/backend/cpu/elemwise*.c). Gradient rules live
  * with the AD transform (src/op/grad_*.c).
  */
 

@@ -6,7 +6,7 @@
  * runs nn.matmul's GEMM and the program as its epilogue (`acc`). The
  * arity is in the name because the registry's operators have fixed arity.
  * A fused.elemwise program that ends in a list of results returns a tuple.
- * Programs are described in fused_prog.h; kernels are in
+ * Programs are described in fused_prog.h; the CPU's kernels are in
  * src/backend/cpu/fused*.c. Fused operators have no gradient: fusion runs
  * after differentiation.
  */

@@ -5,8 +5,8 @@
  * dropout, prelu, cross_entropy and cross_entropy_with_logits. Each entry
  * holds TVM's name, its attributes with the defaults of TVM's C++ attribute
  * classes (include/tvm/relay/attrs/nn.h), the type relation written here,
- * and the CPU kernel from src/backend/cpu/ (nn_kernels.h). Convolution and
- * pooling live in conv.c; gradients are the AD transform's business.
+ * and its gradient rule; kernels are each target's (the CPU's: src/backend/
+ * cpu/kernels.c, nn_kernels.h). Convolution and pooling live in conv.c; gradients are the AD transform's business.
  */
 #include <string.h>
 

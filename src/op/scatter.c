@@ -1,8 +1,8 @@
 /*
  * scatter.c: the n-d indexing operator family, TVM's scatter_nd and
  * gather_nd: name, attributes with TVM's C++ defaults, type relation (rule
- * above it), CPU kernel (src/backend/cpu/scatter.c) and gradient rule, side
- * by side. take's gradient is a scatter_nd into zeros (grad_transform.c);
+ * above it) and gradient rule, side by side (the CPU's kernel:
+ * src/backend/cpu/scatter.c). take's gradient is a scatter_nd into zeros (grad_transform.c);
  * the compiled engine may keep that result row-sparse (rows_ops.c). Legend:
  * indices (M, Y...) index the first M dims of data (after batch_dims B).
  */

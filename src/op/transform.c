@@ -4,7 +4,8 @@
  * transpose, concatenate, split, take, expand_dims, squeeze, stack,
  * one_hot). Each entry holds TVM's
  * name, its attributes with TVM's C++ defaults, its type relation (rule in one
- * line above it) and its CPU kernel (src/backend/cpu/{reduce,transform}.c).
+ * line above it); kernels are each target's (the CPU's in
+ * src/backend/cpu/{reduce,transform}.c).
  * Gradient rules: .grad points at src/op/grad_transform.c; argmax, argmin and
  * one_hot are no_grad.
  */

@@ -3,7 +3,7 @@
  * A-normal form. CSE: a let binding a pure operator call (or a projection)
  * whose operator, attributes and argument atoms equal those of an earlier
  * binding in scope reuses that binding's var. Folding: an operator call on
- * constants runs its CPU kernel now. Both walk let chains with a scoped
+ * constants runs its kernel on the host target now. Both walk let chains with a scoped
  * table of available bindings (a hash table whose entries are popped when
  * their scope closes) and a substitution of vars by atoms.
  */
