@@ -23,6 +23,17 @@ DIST_SRC   := src/dist/comm_none.c
 endif
 MPIRUN   ?= mpirun --oversubscribe
 
+# OpenCL (the accelerator target, src/backend/opencl/): on when the ICD
+# loader's and CLBlast's headers are installed; OPENCL=0 builds without it
+# (the target then says it is not built in). Only src/backend/opencl/ sees
+# CL/cl.h and clblast_c.h.
+OPENCL   ?= $(shell test -f /usr/include/CL/cl.h -a -f /usr/include/clblast_c.h && echo 1 || echo 0)
+ifeq ($(OPENCL),1)
+OPENCL_SRC  := $(sort $(wildcard src/backend/opencl/*.c))
+OPENCL_LIBS := -lclblast -lOpenCL
+CPPFLAGS    += -DRY_HAVE_OPENCL
+endif
+
 OPT      ?= -O2
 CFLAGS   ?= $(OPT) -g
 WARN     := -std=c11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -Wno-unknown-warning-option
@@ -30,11 +41,11 @@ CPPFLAGS += -D_GNU_SOURCE -Iinclude -Isrc $(PKG_CFLAGS)
 # Hidden by default: the shared library exports what include/relayc/
 # declares (base.h's RY_BEGIN_API) and nothing else.
 ALL_CFLAGS = $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread $(FILE_CFLAGS) $(EXTRA_CFLAGS)
-LDLIBS   += $(PKG_LIBS) $(MPI_LIBS) -lz -lm -pthread
+LDLIBS   += $(PKG_LIBS) $(MPI_LIBS) $(OPENCL_LIBS) -lz -lm -pthread
 
 LIB_SRCS := $(sort $(wildcard src/tensor/*.c src/ir/*.c src/op/*.c src/pass/*.c \
               src/runtime/*.c src/backend/*.c src/backend/cpu/*.c src/io/*.c src/train/*.c \
-              ad/*.c optim/*.c datasets/*.c)) $(DIST_SRC)
+              ad/*.c optim/*.c datasets/*.c)) $(DIST_SRC) $(OPENCL_SRC)
 CLI_SRCS := $(sort $(wildcard src/cli/*.c))
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 EXAMPLE_SRCS := $(sort $(wildcard models/*.c))

@@ -11,7 +11,7 @@
 #ifndef RELAYC_TARGET_H
 #define RELAYC_TARGET_H
 
-#include "relayc/base.h"
+#include "relayc/tensor.h"
 
 RY_BEGIN_API
 
@@ -34,6 +34,42 @@ ry_status ry_target_find(const char *name, const ry_target **out, ry_error *err)
 
 /* Its name, as ry_target_find takes it. */
 const char *ry_target_name(const ry_target *t);
+
+/* The device t's tensors live on (RY_CPU for the CPU target). */
+ry_device ry_target_device(const ry_target *t);
+
+/* What a device target has done since the process started: the copies
+ * each way (the bytes of inputs, results, branch conditions: parameters
+ * never cross in a training step), the buffers its caching allocator got
+ * from the driver (a warm step gets none) and the bytes it holds, and its
+ * generated kernels built from source and loaded from the disk cache
+ * (RELAYC_CACHE_DIR). All zero for the CPU. */
+typedef struct ry_device_counters {
+    int64_t bytes_to_device, bytes_to_host;
+    long copies_to_device, copies_to_host;
+    long driver_allocs;
+    int64_t driver_bytes;
+    long kernels_built, kernels_loaded, launches;
+} ry_device_counters;
+void ry_target_counters(const ry_target *t, ry_device_counters *out);
+
+/* A copy of src on t's device (t's host memory for the CPU target); a new
+ * reference. src may be on any device. Errors: out of memory on the
+ * device, a driver failure (named). */
+ry_status ry_tensor_to(const ry_target *t, const ry_tensor *src, ry_tensor **out, ry_error *err);
+
+/* One line per device the machine's drivers report, for `relayc devices`. */
+typedef struct ry_device_info {
+    char target[16];          /* "opencl" */
+    int index;                /* as RELAYC_OPENCL_DEVICE and "opencl:N" take it */
+    char platform[96];
+    char name[96];
+    int64_t memory;           /* bytes of global memory */
+    int compute_units;
+} ry_device_info;
+/* Fills up to cap entries and returns how many devices there are (0 when
+ * no driver is built in or none is present). */
+int ry_devices(ry_device_info *out, int cap);
 
 RY_END_API
 

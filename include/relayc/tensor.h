@@ -35,13 +35,20 @@ bool ry_dtype_is_int(ry_dtype d);               /* int8/32/64, uint8 */
 float ry_f16_to_f32(uint16_t h);
 uint16_t ry_f32_to_f16(float f);
 
-typedef enum ry_device_kind { RY_DEVICE_CPU = 0 } ry_device_kind;
+/* Where a tensor's buffer lives. A CPU tensor's data points at its
+ * elements; a device tensor's data is the device's buffer handle (OpenCL's
+ * cl_mem, CUDA's device pointer) and `offset` says where in that buffer
+ * the elements start, so views of a device slab need no driver call. Only
+ * the device's own kernels and copies (target.h) touch a device buffer. */
+typedef enum ry_device_kind { RY_DEVICE_CPU = 0, RY_DEVICE_OPENCL, RY_DEVICE_CUDA } ry_device_kind;
 typedef struct ry_device {
     ry_device_kind kind;
     int id;
 } ry_device;
 #define RY_CPU ((ry_device){RY_DEVICE_CPU, 0})
-const char *ry_device_name(ry_device d); /* "cpu" */
+/* "cpu", "opencl:0", "cuda:1" (a static buffer per thread: copy it before
+ * the next call) */
+const char *ry_device_name(ry_device d);
 
 /* Where tensor buffers come from. A GPU backend provides its own. */
 typedef struct ry_allocator {
@@ -66,7 +73,8 @@ struct ry_tensor {
     int64_t shape[RY_MAX_RANK];
     int64_t size;          /* number of elements (1 for a scalar) */
     ry_device device;
-    void *data;            /* size * dtype_size bytes, C order */
+    void *data;            /* size * dtype_size bytes, C order (device: the buffer) */
+    size_t offset;         /* device tensors: byte offset of the elements in data */
     ry_allocator *alloc;   /* owner of data; NULL for a view */
     ry_tensor *base;       /* the tensor a view keeps alive; NULL if owner */
 };
@@ -85,7 +93,7 @@ ry_tensor *ry_tensor_scalar(ry_dtype dtype, double v);
  * alive. Returns NULL if it would not fit inside base. */
 ry_tensor *ry_tensor_view(ry_tensor *base, size_t byte_offset, ry_dtype dtype,
                           int ndim, const int64_t *shape);
-/* Deep copy (new buffer). */
+/* Deep copy (new buffer, on t's device). */
 ry_tensor *ry_tensor_copy(const ry_tensor *t);
 ry_tensor *ry_tensor_retain(ry_tensor *t);   /* returns t */
 void ry_tensor_release(ry_tensor *t);         /* NULL is fine */
@@ -93,6 +101,7 @@ void ry_tensor_release(ry_tensor *t);         /* NULL is fine */
 size_t ry_tensor_nbytes(const ry_tensor *t);
 bool ry_tensor_same_shape(const ry_tensor *a, const ry_tensor *b);
 /* Element i (flat index) as double, and store double into element i,
+ * for CPU tensors (a device tensor reads nan and writes nothing),
  * converting per dtype (bool stores v != 0; integers truncate toward zero,
  * saturate at their range and store nan as 0). An index out of range reads
  * nan and writes nothing. For tests, I/O and slow paths. */

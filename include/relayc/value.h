@@ -94,6 +94,13 @@ ry_value *ry_value_rows(int ndim, const int64_t *shape, int64_t n, const int64_t
 ry_value *ry_value_retain(ry_value *v);
 void ry_value_release(ry_value *v);   /* NULL is fine */
 
+/* v with every tensor on target t's device (target.h; the CPU's host
+ * memory for ry_target_cpu()): the structure (tuples, ADT cells, refs,
+ * closures' captured values) is copied where a tensor in it moves, else
+ * *out is v itself, retained. Row-sparse values do not move (an error). */
+typedef struct ry_target ry_target;
+ry_status ry_value_to(const ry_target *t, ry_value *v, ry_value **out, ry_error *err);
+
 /* A value of type t (a tensor type, or tuples of them) built from the
  * flat tensors res[*k...] taken depth first; each is taken over (its slot
  * set to NULL) and *k advanced. NULL on out-of-memory. The inverse of

@@ -96,11 +96,21 @@ typedef struct ry_vm_opts {
     /* Memory planning and in-place updates off: every operator result in
      * a fresh buffer (results are bitwise the same; for tests). */
     bool no_plan;
+    /* On a device target: the result stays on the device (a trainer's
+     * gradients). false: it is copied to the host before ry_vm_call
+     * returns. Arguments on the host are copied to the device either way
+     * (once per call; those already there are not copied). */
+    bool keep_on_device;
 } ry_vm_opts;
 
 /* Compiles every global function of the type-checked module m for target t
  * (NULL: the CPU; target.h): its kernels are t's, and an operator t has no
- * kernel for is an error here, located at the call. The program
+ * kernel for is an error here, located at the call. On a device target,
+ * the program's constants are copied to the device here, once; tensors
+ * stay on the device from kernel to kernel, and the host reads one only
+ * where it must: an `if` condition (one element), the result (see
+ * ry_vm_opts.keep_on_device). Control flow, closures, ADT cells and refs
+ * stay host objects that hold device tensors. The program
  * keeps pointers into m (its nodes, constants and the ANF forms it adds to
  * m's arena): free it before m, and recompile after changing m. Several
  * threads may compile programs from one m at once (nothing else may change

@@ -66,8 +66,25 @@ typedef struct ry_update_args {
 typedef struct ry_pool ry_pool;
 
 struct ry_target {
-    const char *name;        /* "cpu" */
+    const char *name;        /* "cpu", "opencl" */
     ry_device_kind device;
+
+    /* ---- the device (NULL on the CPU, whose tensors are host memory) ----
+     * open: find and open the device (ry_target_find calls it once;
+     * RELAYC_OPENCL_DEVICE or the name's ":N" picks it), false with err set
+     * when there is none. dev: the device opened. upload/download: nbytes
+     * between host memory and t's elements, blocking (the device's queue
+     * is in order: work queued before a download finishes first). copy:
+     * device to device. counters: bytes copied each way, driver
+     * allocations, kernels built (tests and --profile read them). Driver
+     * failures come back as errors naming the call and the device. */
+    ry_status (*open)(int index, ry_error *err);
+    ry_device (*dev)(void);
+    ry_status (*upload)(ry_tensor *t, const void *src, size_t nbytes, ry_error *err);
+    ry_status (*download)(void *dst, const ry_tensor *t, size_t nbytes, ry_error *err);
+    ry_status (*copy)(ry_tensor *dst, const ry_tensor *src, size_t nbytes, ry_error *err);
+    void (*counters)(ry_device_counters *out);
+    int (*devices)(ry_device_info *out, int cap); /* what the driver reports (relayc devices) */
 
     /* op's kernel on this target, with its facts; NULL where it has none
      * (the VM reports that at compile time, with the call's location) */

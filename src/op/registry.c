@@ -233,10 +233,11 @@ static int count_tensors(const ry_type *t) {
 }
 
 /* Allocates the result tensors of type t, depth first, into out[*k...]. */
-static ry_status alloc_results(const ry_type *t, ry_tensor **out, int *k, ry_kernel_ctx *kc) {
+static ry_status alloc_results(const ry_type *t, ry_allocator *a, ry_tensor **out, int *k,
+                               ry_kernel_ctx *kc) {
     if (t->kind == RY_TYPE_TUPLE) {
         for (int i = 0; i < t->tuple.n; i++)
-            if (alloc_results(t->tuple.fields[i], out, k, kc)) return RY_ERR;
+            if (alloc_results(t->tuple.fields[i], a, out, k, kc)) return RY_ERR;
         return RY_OK;
     }
     int64_t shape[RY_MAX_RANK];
@@ -245,7 +246,7 @@ static ry_status alloc_results(const ry_type *t, ry_tensor **out, int *k, ry_ker
             return ry_error_at(kc->err, kc->span, "%s: result shape unknown at run time", kc->op->name);
         shape[i] = t->tensor.dims[i].value;
     }
-    out[*k] = ry_tensor_new(t->tensor.dtype, t->tensor.ndim, shape);
+    out[*k] = ry_tensor_new_on(a, t->tensor.dtype, t->tensor.ndim, shape);
     if (!out[*k]) return ry_error_at(kc->err, kc->span, "%s: out of memory for the result", kc->op->name);
     (*k)++;
     return RY_OK;
@@ -270,7 +271,9 @@ ry_status ry_op_run(const ry_target *target, const ry_op *op, const ry_attrs *at
     int n = count_tensors(t), k = 0;
     ry_tensor **res = ry_calloc((size_t)(n ? n : 1), sizeof *res);
     if (!res) return ry_error_at(kctx->err, kctx->span, "out of memory");
-    if (alloc_results(t, res, &k, kctx) || kernel->fn(kctx, nin, in, n, res)) {
+    /* the results on the target's device (its allocator), or host memory */
+    ry_allocator *a = target->dev ? target->allocator() : ry_cpu_allocator();
+    if (alloc_results(t, a, res, &k, kctx) || kernel->fn(kctx, nin, in, n, res)) {
         for (int i = 0; i < n; i++) ry_tensor_release(res[i]);
         ry_free(res);
         return RY_ERR;

@@ -231,6 +231,18 @@ static void ret(cc *c, const ry_expr *e, int r) {
 }
 
 static void loadv(cc *c, const ry_expr *e, int dst, ry_value *v) {
+    /* a constant goes to the program's device once, here */
+    if (v && c->p->target->dev) {
+        ry_value *moved;
+        ry_error e2 = {0};
+        ry_status st = ry_value_to(c->p->target, v, &moved, &e2);
+        ry_value_release(v);
+        if (st) {
+            fail(c, e->span, e2.msg, NULL);
+            return;
+        }
+        v = moved;
+    }
     if (!(v = own(c->p, v))) {
         fail(c, e->span, "out of memory", NULL);
         return;

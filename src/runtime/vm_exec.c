@@ -265,6 +265,16 @@ static void do_return(vm_machine *mc, ry_value *v, ry_value **out, bool *done) {
 
 static ry_status cond_value(vm_machine *mc, const insn *I, const ry_value *x, bool *c) {
     bool ok = x->kind == RY_VAL_TENSOR && x->tensor->size == 1 && x->tensor->dtype == RY_BOOL;
+    if (ok && x->tensor->device.kind != RY_DEVICE_CPU) {
+        /* the one read a device program's control flow makes: one byte */
+        uint8_t b = 0;
+        const ry_target *t = mc->prog->target;
+        ry_error e = {0};
+        if (t->download(&b, x->tensor, 1, &e))
+            return ry_error_at(mc->err, I->span, "if: reading the condition: %s", e.msg);
+        *c = b != 0;
+        return RY_OK;
+    }
     if (ok) {
         *c = ry_tensor_get(x->tensor, 0) != 0;
         return RY_OK;
@@ -478,7 +488,8 @@ static vm_machine *machine_get(ry_vm_program *p, const ry_vm_opts *opts, ry_erro
     mc->err = err;
     mc->training = opts && opts->training;
     mc->plan = !(opts && opts->no_plan);
-    mc->sparse_rows = opts && opts->sparse_rows;
+    /* row-sparse values are the CPU engine's (rows_ops.c reads them on the host) */
+    mc->sparse_rows = opts && opts->sparse_rows && !p->target->dev;
     mc->rng = opts ? opts->seed : 0;
     mc->max_depth = opts && opts->max_depth > 0 ? opts->max_depth : DEFAULT_MAX_DEPTH;
     return mc;
@@ -532,9 +543,42 @@ static ry_status start(vm_machine *mc, ry_value *fn, int nargs, ry_value *const 
     return run(mc, out);
 }
 
+/* On a device target: the arguments not on the device go there (copies
+ * released after the call), and the result comes back to the host unless
+ * opts->keep_on_device. */
+static ry_status apply_on_device(ry_vm_program *prog, ry_value *fn, int nargs, ry_value *const *args,
+                                 const ry_vm_opts *opts, ry_value **out, ry_error *err) {
+    ry_value *inline_args[16], **moved = inline_args;
+    if (nargs > 16 && !(moved = ry_calloc((size_t)nargs, sizeof *moved)))
+        return ry_error_at(err, RY_NO_SPAN, "out of memory in the vm");
+    ry_status st = RY_OK;
+    int n = 0;
+    for (; n < nargs && st == RY_OK; n++)
+        if ((st = ry_value_to(prog->target, args[n], &moved[n], err))) break;
+    ry_value *res = NULL;
+    if (st == RY_OK) {
+        vm_machine *mc = machine_get(prog, opts, err);
+        if (!mc) st = ry_error_at(err, RY_NO_SPAN, "out of memory in the vm");
+        else {
+            st = start(mc, ry_value_retain(fn), nargs, moved, &res);
+            machine_put(prog, mc);
+        }
+    }
+    for (int i = 0; i < n; i++) ry_value_release(moved[i]);
+    if (moved != inline_args) ry_free(moved);
+    if (st == RY_OK && !(opts && opts->keep_on_device)) {
+        st = ry_value_to(ry_target_cpu(), res, out, err);
+        ry_value_release(res);
+    } else {
+        *out = res;
+    }
+    return st;
+}
+
 ry_status ry_vm_apply(ry_vm_program *prog, ry_value *fn, int nargs, ry_value *const *args,
                       const ry_vm_opts *opts, ry_value **out, ry_error *err) {
     *out = NULL;
+    if (prog->target->dev) return apply_on_device(prog, fn, nargs, args, opts, out, err);
     vm_machine *mc = machine_get(prog, opts, err);
     if (!mc) return ry_error_at(err, RY_NO_SPAN, "out of memory in the vm");
     ry_status st = start(mc, ry_value_retain(fn), nargs, args, out);

@@ -5,6 +5,7 @@
  * Conversions of whole tensors live with the kernels; this file only knows
  * one element at a time.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "relayc/tensor.h"
@@ -43,7 +44,14 @@ bool ry_dtype_is_int(ry_dtype d) {
     return d == RY_INT8 || d == RY_INT32 || d == RY_INT64 || d == RY_UINT8;
 }
 
-const char *ry_device_name(ry_device d) { return d.kind == RY_DEVICE_CPU ? "cpu" : "unknown"; }
+const char *ry_device_name(ry_device d) {
+    static _Thread_local char buf[32];
+    static const char *const kinds[] = {"cpu", "opencl", "cuda"};
+    if (d.kind == RY_DEVICE_CPU) return "cpu";
+    if ((unsigned)d.kind >= sizeof kinds / sizeof *kinds) return "unknown";
+    snprintf(buf, sizeof buf, "%s:%d", kinds[d.kind], d.id);
+    return buf;
+}
 
 /* ---- half precision ----------------------------------------------------
  * half:   1 sign | 5 exponent (bias 15)  | 10 mantissa

@@ -92,7 +92,12 @@ ry_tensor *ry_tensor_view(ry_tensor *base, size_t byte_offset, ry_dtype dtype, i
     }
     t->refcount = 1;
     t->device = base->device;
-    t->data = (char *)base->data + byte_offset;
+    if (base->device.kind == RY_DEVICE_CPU) {
+        t->data = (char *)base->data + byte_offset;
+    } else {
+        t->data = base->data;
+        t->offset = base->offset + byte_offset;
+    }
     t->alloc = NULL;
     t->base = ry_tensor_retain(base);
     return t;
@@ -106,7 +111,7 @@ static ry_allocator *owner_alloc(const ry_tensor *t) {
 }
 
 ry_tensor *ry_tensor_copy(const ry_tensor *t) {
-    if (!t) return NULL;
+    if (!t || t->device.kind != RY_DEVICE_CPU) return NULL; /* a device's: ry_tensor_to */
     ry_tensor *c = ry_tensor_new_on(owner_alloc(t), t->dtype, t->ndim, t->shape);
     if (c) memcpy(c->data, t->data, ry_tensor_nbytes(t));
     return c;
@@ -158,7 +163,7 @@ static int64_t to_int64(double v) {
 }
 
 double ry_tensor_get(const ry_tensor *t, int64_t i) {
-    if (!t || i < 0 || i >= t->size) return NAN;
+    if (!t || i < 0 || i >= t->size || t->device.kind != RY_DEVICE_CPU) return NAN;
     const void *p = t->data;
     switch (t->dtype) {
     case RY_FLOAT32: return ((const float *)p)[i];
@@ -174,7 +179,7 @@ double ry_tensor_get(const ry_tensor *t, int64_t i) {
 }
 
 void ry_tensor_set(ry_tensor *t, int64_t i, double v) {
-    if (!t || i < 0 || i >= t->size) return;
+    if (!t || i < 0 || i >= t->size || t->device.kind != RY_DEVICE_CPU) return;
     void *p = t->data;
     switch (t->dtype) {
     case RY_FLOAT32: ((float *)p)[i] = (float)v; break;
