@@ -5,11 +5,14 @@
 # g++: the C++ client of make test-api; clang: make test-asan-clang and
 # make fuzz (libFuzzer's runtime ships with clang on Debian 12); lcov: make
 # coverage; OpenMPI: data-parallel training (src/dist/); procps: pgrep in
-# tests/mpi/run_cli.sh.
+# tests/mpi/run_cli.sh; the OpenCL headers, ICD loader, PoCL (OpenCL on
+# this machine's CPU, so the OpenCL target is tested everywhere) and
+# CLBlast (its GEMMs): the OpenCL target (src/backend/opencl/).
 set -eu
 
 PACKAGES="gcc g++ make pkg-config libc6-dev libopenblas-dev libhdf5-dev libcmocka-dev
-zlib1g-dev valgrind clang lcov dataset-fashion-mnist libopenmpi-dev openmpi-bin procps"
+zlib1g-dev valgrind clang lcov dataset-fashion-mnist libopenmpi-dev openmpi-bin procps
+opencl-c-headers ocl-icd-opencl-dev pocl-opencl-icd libclblast-dev"
 
 missing=""
 for p in $PACKAGES; do

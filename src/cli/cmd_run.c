@@ -18,7 +18,7 @@
 
 static const char *help =
     "usage: relayc run FILE [--entry NAME] [--input NAME=PATH.npy]... [--out DIR]\n"
-    "                 [--grad] [--engine vm|interp] [--target cpu] [--level N] [--train]\n"
+    "                 [--grad] [--engine vm|interp] [--target T] [--level N] [--train]\n"
     "                 [--seed N]\n"
     "                 [--plan] [--profile]\n"
     "\n"
@@ -33,8 +33,10 @@ static const char *help =
     "  --grad                differentiate @NAME (every output seeded with ones) and\n"
     "                        also write DIR/grad_<param>.npy for each tensor parameter\n"
     "  --engine vm|interp    the compiled engine (default) or the reference interpreter\n"
-    "  --target NAME         where the compiled engine's kernels run: cpu (default;\n"
-    "                        opencl and cuda where built in)\n"
+    "  --target NAME         where the compiled engine's kernels run: cpu (default),\n"
+    "                        opencl or opencl:N (a device of `relayc devices`; cuda\n"
+    "                        where built in); tensors stay on the device between\n"
+    "                        kernels, inputs are copied in once, results back once\n"
     "  --level N             the compiled engine's optimization: 0 none, 1 folding, CSE,\n"
     "                        DCE and fusion, 2 (default) also loop-invariant code motion\n"
     "                        and partial evaluation first\n"

@@ -304,6 +304,14 @@ static ry_status setup(ry_trainer *tr, const char *name, size_t len, ry_error *e
         ry_error_prefix(err, "compiling %s", name);
         return RY_ERR;
     }
+    /* the trainer keeps its slabs where the target's training kernels
+     * (update, scans, sums) run them; a target without them cannot train */
+    if (!tr->target->update || !tr->target->grad_scan)
+        return ry_error_at(err, RY_NO_SPAN,
+                           "training on target %s is not supported yet: it has no optimizer or "
+                           "gradient-slab kernels (run, gradcheck and the C API's programs work on "
+                           "it; train with --target cpu)",
+                           tr->target->name);
     tr->base_lr = tr->opts.optim.lr;
     if (ry_schedule_check(&tr->opts.schedule, err)) return RY_ERR;
     if (tr->opts.clip_norm < 0 || tr->opts.clip_value < 0)

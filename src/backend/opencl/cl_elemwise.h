@@ -39,6 +39,11 @@ CL_KERNEL(ry_cl_reduce);
 CL_KERNEL(ry_cl_collapse_sum_like);
 CL_KERNEL(ry_cl_softmax);
 CL_KERNEL(ry_cl_log_softmax);
+/* cl_index.c */
+CL_KERNEL(ry_cl_take);
+CL_KERNEL(ry_cl_split);
+CL_KERNEL(ry_cl_concatenate);
+CL_KERNEL(ry_cl_bias_add);
 /* cl_layout.c */
 CL_KERNEL(ry_cl_reshape);
 CL_KERNEL(ry_cl_transpose);

@@ -1,0 +1,162 @@
+/*
+ * cl_index.c (opencl): operators that pick elements by position: take
+ * (clip and wrap modes; "fast" clips on the device, where the CPU reports
+ * an index out of range), split and concatenate (block copies between a
+ * tensor and a slice of another along an axis), nn.bias_add (the
+ * generator's add with the bias read along its axis). Sources are spelled
+ * through the dialect (kernel_gen.h), so another device reuses them.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/opencl/cl_elemwise.h"
+
+extern const ry_dialect ry_cl_dialect;
+
+/* an unsigned type of the element's width: these kernels only move bytes */
+static const char *word(size_t es) {
+    return es == 1 ? "uchar" : es == 2 ? "ushort" : es == 4 ? "uint" : "ulong";
+}
+
+static cl_kernel build(ry_kernel_ctx *c, const char *fmt, size_t es, const char *idx_t) {
+    const ry_dialect *d = &ry_cl_dialect;
+    ry_sbuf b = {0};
+    ry_sbuf_add(&b, "%s", d->prelude);
+    /* fmt's %1$s...: kernel qualifier, global, index, i64, element, index type */
+    const char *sub[6] = {d->kernel, d->global, d->index, d->i64, word(es), idx_t ? idx_t : "int"};
+    for (const char *p = fmt; *p; p++) {
+        if (*p == '@' && p[1] >= '0' && p[1] <= '5') {
+            ry_sbuf_add(&b, "%s", sub[p[1] - '0']);
+            p++;
+        } else {
+            ry_sbuf_add(&b, "%c", *p);
+        }
+    }
+    if (b.oom) {
+        free(b.s);
+        ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
+        return NULL;
+    }
+    cl_kernel k = ry_cl_kernel(b.s, "k", c->span, c->err);
+    free(b.s);
+    return k;
+}
+
+/* ---- take: out[b, o, k, i] = x[b, o, index(ind[b, k]), i] ---- */
+static const char *take_src =
+    "@0 k(@3 n, @1@4 *o, @3 oo, @1const @4 *x, @3 xo, @1const @5 *ind, @3 io,\n"
+    "     @3 O, @3 N, @3 K, @3 I, @3 wrap) {\n"
+    "    @3 i = @2; if (i >= n) return;\n"
+    "    @3 q = i % I, r = i / I, k = r % K; r /= K; @3 oi = r % O, b = r / O;\n"
+    "    @3 j = (@3)ind[io + b * K + k];\n"
+    "    if (wrap) j = ((j % N) + N) % N; else j = j < 0 ? 0 : j >= N ? N - 1 : j;\n"
+    "    o[oo + i] = x[xo + ((b * O + oi) * N + j) * I + q];\n"
+    "}\n";
+
+static int64_t prod(const int64_t *s, int lo, int hi) {
+    int64_t p = 1;
+    for (int i = lo; i < hi; i++) p *= s[i];
+    return p;
+}
+
+CL_KERNEL(ry_cl_take) {
+    if (nin != 2 || nout != 1) return ry_error_at(c->err, c->span, "take: expected two inputs");
+    if (ry_cl_check_args(c, nin, in, nout, out)) return RY_ERR;
+    const ry_tensor *x = in[0], *ind = in[1];
+    if (ind->dtype != RY_INT32 && ind->dtype != RY_INT64)
+        return ry_error_at(c->err, c->span, "take: %s indices have no kernel on opencl", ry_dtype_name(ind->dtype));
+    const char *ms = ry_attr_str(c->op, c->attrs, "mode");
+    int64_t B = 1, O = 1, N = x->size, I = 1, K = ind->size;
+    if (!ry_attr_is_none(c->op, c->attrs, "axis")) {
+        int64_t axis = ry_attr_int(c->op, c->attrs, "axis");
+        if (axis < 0) axis += x->ndim;
+        int64_t bd = ry_attr_int(c->op, c->attrs, "batch_dims");
+        int bdim = (int)(bd < 0 ? bd + ind->ndim : bd);
+        B = prod(x->shape, 0, bdim);
+        O = prod(x->shape, bdim, (int)axis);
+        N = x->shape[axis];
+        I = prod(x->shape, (int)axis + 1, x->ndim);
+        K = prod(ind->shape, bdim, ind->ndim);
+    }
+    if (out[0]->size == 0) return RY_OK;
+    if (N == 0) return ry_error_at(c->err, c->span, "take: cannot take from an axis of extent 0");
+    (void)B;
+    size_t es = ry_dtype_size(x->dtype);
+    cl_kernel k = build(c, take_src, es, ind->dtype == RY_INT32 ? "int" : "long");
+    if (!k) return RY_ERR;
+    cl_arg a[] = {CLA_L(out[0]->size), CLA_T(out[0]), CLA_T(x), CLA_T(ind), CLA_L(O), CLA_L(N),
+                  CLA_L(K), CLA_L(I), CLA_L(strcmp(ms, "wrap") == 0)};
+    /* element offsets of the byte-moving types: the tensors' own dtypes
+     * have the same widths, so ry_cl_off holds */
+    return ry_cl_run(k, (size_t)out[0]->size, 12, a, c->span, c->err);
+}
+
+/* ---- a block of rows between a tensor and a slice of a wider one ----
+ * rows R of w elements; the wide side has rows of W, the block at column
+ * off. to_wide: x (R, w) into o's slice (concatenate); else o (R, w) from
+ * x's slice (split). */
+static const char *slice_src =
+    "@0 k(@3 n, @1@4 *o, @3 oo, @1const @4 *x, @3 xo, @3 w, @3 W, @3 off, @3 to_wide) {\n"
+    "    @3 i = @2; if (i >= n) return;\n"
+    "    @3 r = i / w, c = i % w;\n"
+    "    if (to_wide) o[oo + r * W + off + c] = x[xo + i];\n"
+    "    else o[oo + i] = x[xo + r * W + off + c];\n"
+    "}\n";
+
+static ry_status slice_copy(ry_kernel_ctx *c, ry_tensor *o, const ry_tensor *x, int64_t rows,
+                            int64_t w, int64_t W, int64_t off, bool to_wide) {
+    if (rows * w == 0) return RY_OK;
+    cl_kernel k = build(c, slice_src, ry_dtype_size(x->dtype), NULL);
+    if (!k) return RY_ERR;
+    cl_arg a[] = {CLA_L(rows * w), CLA_T(o), CLA_T(x), CLA_L(w), CLA_L(W), CLA_L(off), CLA_L(to_wide)};
+    return ry_cl_run(k, (size_t)(rows * w), 9, a, c->span, c->err);
+}
+
+static int norm_axis(int64_t a, int nd) { return (int)(a < 0 ? a + nd : a); }
+
+CL_KERNEL(ry_cl_split) {
+    if (nin != 1 || nout < 1) return ry_error_at(c->err, c->span, "split: expected one input");
+    if (ry_cl_check_args(c, nin, in, nout, out)) return RY_ERR;
+    const ry_tensor *x = in[0];
+    int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), x->ndim);
+    int64_t rows = prod(x->shape, 0, axis), inner = prod(x->shape, axis + 1, x->ndim);
+    int64_t W = x->shape[axis] * inner, off = 0;
+    for (int k = 0; k < nout; k++) {
+        int64_t w = out[k]->shape[axis] * inner;
+        if (slice_copy(c, out[k], x, rows, w, W, off, false)) return RY_ERR;
+        off += w;
+    }
+    return RY_OK;
+}
+
+CL_KERNEL(ry_cl_concatenate) {
+    if (nin < 1 || nout != 1) return ry_error_at(c->err, c->span, "concatenate: expected inputs");
+    if (ry_cl_check_args(c, nin, in, nout, out)) return RY_ERR;
+    ry_tensor *y = out[0];
+    int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), y->ndim);
+    int64_t rows = prod(y->shape, 0, axis), inner = prod(y->shape, axis + 1, y->ndim);
+    int64_t W = y->shape[axis] * inner, off = 0;
+    for (int k = 0; k < nin; k++) {
+        int64_t w = in[k]->shape[axis] * inner;
+        if (slice_copy(c, y, in[k], rows, w, W, off, true)) return RY_ERR;
+        off += w;
+    }
+    return RY_OK;
+}
+
+/* ---- nn.bias_add: x + b along axis, as the generator's add over
+ * (outer, C, inner) with b read at stride 1 along C only ---- */
+CL_KERNEL(ry_cl_bias_add) {
+    if (nin != 2 || nout != 1) return ry_error_at(c->err, c->span, "nn.bias_add: expected two inputs");
+    if (ry_cl_check_args(c, nin, in, nout, out)) return RY_ERR;
+    const ry_tensor *x = in[0];
+    int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), x->ndim);
+    if (axis < 0 || axis >= x->ndim) return ry_error_at(c->err, c->span, "nn.bias_add: axis out of range");
+    int64_t dims[3] = {prod(x->shape, 0, axis), x->shape[axis], prod(x->shape, axis + 1, x->ndim)};
+    int64_t strides[2][RY_MAX_RANK] = {{0}, {0, 1, 0}};
+    ry_gen_access acc[2] = {RY_GEN_DIRECT, RY_GEN_STRIDED};
+    ry_dtype dts[2] = {x->dtype, in[1]->dtype};
+    ry_fz_prog p;
+    ry_gen_single(&p, RY_FZ_ADD, 2, dts, x->dtype, NULL);
+    return ry_cl_launch_prog(c, &p, 2, in, 1, out, acc, 3, dims, (const int64_t (*)[RY_MAX_RANK])strides);
+}
