@@ -256,11 +256,6 @@ bool ry_optim_zero_grad_is_identity(const ry_optimizer *o, int i) {
 }
 
 /* Whether [a, a + n) and [b, b + m) bytes overlap. */
-static bool overlaps(const void *a, size_t n, const void *b, size_t m) {
-    const char *x = a, *y = b;
-    return x < y + m && y < x + n;
-}
-
 static ry_status check_grad(const ry_optimizer *o, const ry_param_set *params, int i,
                             const ry_optim_grad *g, ry_error *err) {
     const ry_tensor *t = g->t, *p = params->views[i];
@@ -270,11 +265,9 @@ static ry_status check_grad(const ry_optimizer *o, const ry_param_set *params, i
         return ry_error_at(err, RY_NO_SPAN, "optimizer: the gradient of '%s' is %s, not the parameter's",
                            o->names[i], ry_tensor_describe(t, buf, sizeof buf));
     }
-    size_t nb = ry_tensor_nbytes(t);
-    bool clash = overlaps(t->data, nb, params->slab->data, ry_tensor_nbytes(params->slab));
+    bool clash = ry_tensor_overlap(t, params->slab);
     for (int s = 0; s < o->n_slots; s++)
-        if (o->slots[s])
-            clash |= overlaps(t->data, nb, o->slots[s]->slab->data, ry_tensor_nbytes(o->slots[s]->slab));
+        if (o->slots[s]) clash |= ry_tensor_overlap(t, o->slots[s]->slab);
     if (clash)
         return ry_error_at(err, RY_NO_SPAN,
                            "optimizer: the gradient of '%s' shares memory with the parameters or "
@@ -307,12 +300,18 @@ static void update_param(ry_optimizer *o, ry_param_set *params, int i, const ry_
     a.scale = scale;
     a.weight_decay = o->decay[i] ? o->cfg.weight_decay : 0;
     a.step = (int64_t)(*step_of(o, i) += 1);
+    a.tparam = p;
+    a.tgrad = g->t;
+    for (int s = 0; s < o->n_slots; s++) a.tslot[s] = o->slots[s] ? o->slots[s]->views[i] : NULL;
+    bool host = p->device.kind == RY_DEVICE_CPU;
     if (!g->rows) {
         a.n = p->size;
-        a.param = p->data;
-        a.grad = g->t->data;
-        for (int s = 0; s < o->n_slots; s++)
-            a.slot[s] = o->slots[s] ? o->slots[s]->views[i]->data : NULL;
+        if (host) {
+            a.param = p->data;
+            a.grad = g->t->data;
+            for (int s = 0; s < o->n_slots; s++)
+                a.slot[s] = o->slots[s] ? o->slots[s]->views[i]->data : NULL;
+        }
         o->target->update(&o->cfg, &a);
         return;
     }
@@ -320,10 +319,13 @@ static void update_param(ry_optimizer *o, ry_param_set *params, int i, const ry_
     a.n = row;
     for (int64_t k = 0; k < g->nrows; k++) {
         size_t off = (size_t)(g->rows[k] * row) * es;
-        a.param = (char *)p->data + off;
-        a.grad = (const char *)g->t->data + off;
-        for (int s = 0; s < o->n_slots; s++)
-            a.slot[s] = o->slots[s] ? (char *)o->slots[s]->views[i]->data + off : NULL;
+        a.off = a.goff = g->rows[k] * row;
+        if (host) {
+            a.param = (char *)p->data + off;
+            a.grad = (const char *)g->t->data + off;
+            for (int s = 0; s < o->n_slots; s++)
+                a.slot[s] = o->slots[s] ? (char *)o->slots[s]->views[i]->data + off : NULL;
+        }
         o->target->update(&o->cfg, &a);
     }
 }
@@ -357,7 +359,20 @@ ry_status ry_optim_step(ry_optimizer *o, ry_param_set *params, const ry_param_se
     return RY_OK;
 }
 
-void ry_optim_set_target(ry_optimizer *o, const ry_target *t) { o->target = t ? t : ry_target_cpu(); }
+ry_status ry_optim_set_target(ry_optimizer *o, const ry_target *t, ry_error *err) {
+    t = t ? t : ry_target_cpu();
+    /* the state slots move to the target's device (step counts stay on
+     * the host, which reads them) */
+    for (int s = 0; s < o->n_slots; s++) {
+        if (!o->slots[s]) continue;
+        ry_param_set *moved = ry_params_to(t, o->slots[s], err);
+        if (!moved) return RY_ERR;
+        ry_params_free(o->slots[s]);
+        o->slots[s] = moved;
+    }
+    o->target = t;
+    return RY_OK;
+}
 
 double ry_optim_lr(const ry_optimizer *o) { return o->cfg.lr; }
 void ry_optim_set_lr(ry_optimizer *o, double lr) { o->cfg.lr = lr; }
@@ -422,7 +437,7 @@ ry_status ry_optim_load_slot(ry_optimizer *o, const char *name, const ry_param_s
         return ry_error_at(err, RY_NO_SPAN, "optimizer: %s has no slot '%s'",
                            ry_optim_kind_name(o->cfg.kind), name);
     if (check_layout(o, src, name, err)) return RY_ERR;
-    ry_params_copy(dst, src);
+    if (ry_params_copy(dst, src)) return ry_error_at(err, RY_NO_SPAN, "optimizer: copying slot '%s' failed", name);
     return RY_OK;
 }
 

@@ -65,9 +65,10 @@ ry_status ry_optim_new(const ry_optim_config *cfg, const ry_param_set *params,
 void ry_optim_free(ry_optimizer *o); /* NULL is fine */
 
 /* The target whose update kernel steps run on (default, and for NULL: the
- * CPU); the parameters, gradients and slots handed to steps must live
- * there. The trainer sets its own target. */
-void ry_optim_set_target(ry_optimizer *o, const ry_target *t);
+ * CPU); the state slots move to its device here, and the parameters and
+ * gradients handed to steps must live there too. The trainer sets its own
+ * target. Errors: out of memory on the device, a driver failure. */
+ry_status ry_optim_set_target(ry_optimizer *o, const ry_target *t, ry_error *err);
 
 /* One update of params from grads, both laid out as at ry_optim_new, in one
  * pass over the slabs. Frozen parameters are skipped entirely (no update, no

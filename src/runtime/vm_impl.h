@@ -90,6 +90,7 @@ typedef struct vm_opcall {
     vm_sig *sig;
     ry_value *zero;            /* zeros_like: the known zero it gave last (owned) */
     int64_t prof_ns, prof_calls; /* time in the call and calls, while profiling */
+    int64_t prof_dev_ns;       /* ... and the device's time in its kernels (device targets) */
     ry_value *results;         /* a call with several results: the tuple it gave last,
                                   whose buffers the next call reuses when nothing
                                   else holds them (owned) */
@@ -167,6 +168,7 @@ struct ry_vm_program {
     ry_tensor *zero_base;  /* known zeros are views of this zero block (rows_ops.h) */
     ry_pool *pool;         /* small result buffers (the target's pool_new) */
     bool profile;          /* time every operator call (vm_profile.c) */
+    ry_device_counters prof_from; /* the device's copies when profiling began */
 };
 
 /* ---- the machine ---- */

@@ -49,6 +49,11 @@ ry_status train_dist_begin(ry_trainer *tr, const ry_fit_opts *fo, train_dist *d,
     if (fo->shards < 0 || (fo->shards > 0 && !d->det))
         return ry_error_at(err, RY_NO_SPAN, "%d shards: shards are for deterministic runs",
                            fo->shards);
+    if (d->sharded && tr->target->dev)
+        return ry_error_at(err, RY_NO_SPAN,
+                           "data-parallel and deterministic sharded training on target %s are not "
+                           "supported yet (the all-reduce reads host memory)",
+                           tr->target->name);
     d->shards = d->det && fo->shards > 0 ? fo->shards : d->size;
     if (d->shards % d->size != 0)
         return ry_error_at(err, RY_NO_SPAN,

@@ -101,19 +101,14 @@ static ry_status add_rows(ry_trainer *tr, int i, const ry_value *v, ry_error *er
     return RY_OK;
 }
 
-static bool overlaps(const ry_tensor *a, const ry_tensor *b) {
-    const char *x = a->data, *y = b->data;
-    return x < y + ry_tensor_nbytes(b) && y < x + ry_tensor_nbytes(a);
-}
-
 /* Whether the optimizer may read x where it is: the set's dtype, and not
  * inside the parameters or the optimizer's slots it writes. */
 static bool readable_in_place(ry_trainer *tr, int i, const ry_tensor *x) {
     if (x->dtype != tr->grads->dtype || !ry_tensor_same_shape(x, tr->params->views[i]) ||
-        overlaps(x, tr->params->slab))
+        ry_tensor_overlap(x, tr->params->slab))
         return false;
     for (int s = 0; s < ry_optim_slot_count(tr->optim); s++)
-        if (overlaps(x, ry_optim_slot(tr->optim, s)->slab)) return false;
+        if (ry_tensor_overlap(x, ry_optim_slot(tr->optim, s)->slab)) return false;
     return true;
 }
 
@@ -287,7 +282,8 @@ ry_status ry_trainer_apply(ry_trainer *tr, ry_error *err) {
     for (int i = 0; i < tr->params->n; i++) {
         int64_t elem = prepare(tr, i, want_norm);
         if (elem >= 0) {
-            double v = ry_tensor_get(g->ograds[i].t, elem);
+            double v = NAN;
+            if (train_read(g->ograds[i].t, elem, &v, err)) return RY_ERR;
             return ry_error_at(err, RY_NO_SPAN,
                                "step %lld: the gradient of parameter %%%s is %s at element %lld; "
                                "training stopped",
@@ -301,6 +297,8 @@ ry_status ry_trainer_apply(ry_trainer *tr, ry_error *err) {
     scale *= w;
     ry_optim_set_lr(tr->optim, ry_schedule_lr(&tr->opts.schedule, tr->base_lr, step - 1));
     if (ry_optim_step_grads(tr->optim, tr->params, g->ograds, scale, err)) return RY_ERR;
+    /* a device's kernels report their failures here */
+    if (tr->target->sync && tr->target->sync(err)) return RY_ERR;
     g->applied = true;
     g->last_scale = scale;
     return RY_OK;
@@ -320,16 +318,8 @@ ry_param_set *ry_trainer_grads(ry_trainer *tr) {
         if (!g->applied || g->last_scale == 1) continue;
         bool rows = g->state[i] == TRAIN_G_ROWS || g->state[i] == TRAIN_G_ZERO;
         int64_t len = rows ? row_len(t) : t->size, runs = rows ? g->rows[i].n : 1;
-        for (int64_t k = 0; k < runs; k++) {
-            int64_t lo = rows ? g->rows[i].list[k] * len : 0;
-            if (t->dtype == RY_FLOAT32) {
-                float *x = (float *)t->data + lo, c = (float)g->last_scale;
-                for (int64_t j = 0; j < len; j++) x[j] *= c;
-            } else {
-                double *x = (double *)t->data + lo;
-                for (int64_t j = 0; j < len; j++) x[j] *= g->last_scale;
-            }
-        }
+        for (int64_t k = 0; k < runs; k++)
+            tr->target->grad_scale(t, rows ? g->rows[i].list[k] * len : 0, len, g->last_scale);
     }
     g->last_scale = 1;
     return tr->grads;

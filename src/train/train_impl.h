@@ -108,6 +108,10 @@ ry_status train_batch_grad(ry_trainer *tr, const ry_train_data *d, const int64_t
 ry_status train_evaluate_part(ry_trainer *tr, const ry_train_data *d, int64_t batch, int part,
                               int nparts, double sums[4], ry_error *err);
 
+/* train_step.c: element i of t as a double, from any device (a loss, a
+ * metric, the element a message names) */
+ry_status train_read(const ry_tensor *t, int64_t i, double *v, ry_error *err);
+
 /* train_dist.c: a fit across the ranks of an MPI job (dist.h), or a
  * deterministic one in one process. */
 typedef struct train_dist {
