@@ -260,6 +260,13 @@ typedef struct ry_fit_opts {
     bool deterministic;
     int shards;
     int64_t bucket_bytes;         /* the reduction's pieces; 0: 4 MiB */
+    /* ZeRO-1 (train_zero.c): each rank keeps and updates the optimizer
+     * state of its slice of the parameter slab only; the gradients are
+     * reduce-scattered, the parameters all-gathered. The same
+     * parameters as unsharded (bit for bit with deterministic, except
+     * clipping by norm: to rounding); checkpoints hold the whole state
+     * and resume either way on any number of ranks. One rank: no-op. */
+    bool shard_optimizer;
 } ry_fit_opts;
 
 typedef struct ry_fit_result {

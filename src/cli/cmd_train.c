@@ -314,6 +314,7 @@ static int fit(ry_trainer *tr, const train_args *a, data *d, const char *config)
         .deterministic = a->deterministic,
         .shards = (int)a->shards,
         .bucket_bytes = a->bucket,
+        .shard_optimizer = a->shard_optimizer,
     };
     bool root = ry_dist_rank() == 0;
     ry_fit_result res;

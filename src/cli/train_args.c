@@ -99,6 +99,9 @@ const char *const train_help =
     "  --shards S                  with --deterministic: shards per global batch\n"
     "                              (default: the ranks; a multiple of them)\n"
     "  --bucket-bytes N            the all-reduce's pieces (default 4 MiB)\n"
+    "  --shard-optimizer           each rank keeps the optimizer state of its slice\n"
+    "                              of the parameters only (ZeRO-1): the same\n"
+    "                              parameters, 1/N of the state's memory\n"
     "  --dist-timeout SECONDS      a rank waiting longer than this for the others\n"
     "                              ends the job with a message (default 300)\n";
 
@@ -118,6 +121,7 @@ static const flag_opt flags[] = {
     {"--inference-gradients", AT(inference_grads)},
     {"--nesterov", AT(nesterov)},       {"--amsgrad", AT(amsgrad)},
     {"--centered", AT(centered)},       {"--deterministic", AT(deterministic)},
+    {"--shard-optimizer", AT(shard_optimizer)},
 };
 
 /* a double; positive: must be > 0, else >= 0 */

@@ -184,3 +184,41 @@ ry_status ry_comm_barrier(const char *what, int64_t step, ry_error *err) {
     disarm();
     return rc == MPI_SUCCESS ? RY_OK : failed(rc, "MPI_Barrier", what, step, err);
 }
+
+ry_status ry_comm_reduce_scatter_sum(const void *send, void *recv, const int *counts,
+                                     ry_dtype dtype, const char *what, int64_t step,
+                                     ry_error *err) {
+    arm(what, step);
+    int rc = MPI_Reduce_scatter(send, recv, counts, mpi_type(dtype), MPI_SUM, MPI_COMM_WORLD);
+    disarm();
+    return rc == MPI_SUCCESS ? RY_OK : failed(rc, "MPI_Reduce_scatter", what, step, err);
+}
+
+ry_status ry_comm_alltoallv(const void *send, const int *scounts, const int *sdispls, void *recv,
+                            const int *rcounts, const int *rdispls, ry_dtype dtype,
+                            const char *what, int64_t step, ry_error *err) {
+    arm(what, step);
+    int rc = MPI_Alltoallv(send, scounts, sdispls, mpi_type(dtype), recv, rcounts, rdispls,
+                           mpi_type(dtype), MPI_COMM_WORLD);
+    disarm();
+    return rc == MPI_SUCCESS ? RY_OK : failed(rc, "MPI_Alltoallv", what, step, err);
+}
+
+ry_status ry_comm_allgatherv(void *buf, const int *counts, const int *displs, ry_dtype dtype,
+                             const char *what, int64_t step, ry_error *err) {
+    arm(what, step);
+    int rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs,
+                            mpi_type(dtype), MPI_COMM_WORLD);
+    disarm();
+    return rc == MPI_SUCCESS ? RY_OK : failed(rc, "MPI_Allgatherv", what, step, err);
+}
+
+ry_status ry_comm_gatherv(const void *send, int count, void *recv, const int *counts,
+                          const int *displs, ry_dtype dtype, int root, const char *what,
+                          int64_t step, ry_error *err) {
+    arm(what, step);
+    int rc = MPI_Gatherv(send, count, mpi_type(dtype), recv, counts, displs, mpi_type(dtype), root,
+                         MPI_COMM_WORLD);
+    disarm();
+    return rc == MPI_SUCCESS ? RY_OK : failed(rc, "MPI_Gatherv", what, step, err);
+}

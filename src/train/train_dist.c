@@ -65,17 +65,24 @@ ry_status train_dist_begin(ry_trainer *tr, const ry_fit_opts *fo, train_dist *d,
         if (!(d->local = ry_tensor_new(tr->grads->dtype, 1, &len)))
             return ry_error_at(err, RY_NO_SPAN, "out of memory for %d shard gradients", per);
     }
-    if (d->det && d->on) {
+    d->zero = fo->shard_optimizer && d->on;
+    if (d->zero) {
+        if (train_zero_begin(tr, d, err)) {
+            train_dist_end(tr, d, false);
+            return RY_ERR;
+        }
+    } else if (d->det && d->on) {
         int64_t len = (int64_t)d->shards * d->bucket;
         if (!(d->gather = ry_tensor_new(tr->grads->dtype, 1, &len))) {
-            train_dist_end(d);
+            train_dist_end(tr, d, false);
             return ry_error_at(err, RY_NO_SPAN, "out of memory for the gather buffer");
         }
     }
     return RY_OK;
 }
 
-void train_dist_end(train_dist *d) {
+void train_dist_end(ry_trainer *tr, train_dist *d, bool whole) {
+    if (d->zero) train_zero_end(tr, d, whole);
     ry_tensor_release(d->local);
     ry_tensor_release(d->gather);
     d->local = d->gather = NULL;
@@ -228,14 +235,17 @@ ry_status train_dist_step(ry_trainer *tr, train_dist *d, const ry_train_data *da
             ry_error_at(err, RY_NO_SPAN, "step %lld: a rank failed", (long long)step);
         return RY_ERR;
     }
-    st = d->det ? reduce_det(tr, d, err) : d->on ? reduce_sum(tr, d, err) : RY_OK;
+    st = d->zero  ? train_zero_reduce(tr, d, err)
+         : d->det ? reduce_det(tr, d, err)
+         : d->on  ? reduce_sum(tr, d, err)
+                  : RY_OK;
     if (st) return RY_ERR;
     train_grad_reduced(tr);
     tr->naccum = 1;
     tr->dist_scale = !data->per_example && k % d->shards == 0 ? 1.0 / d->shards : 1.0;
     *loss = sum / (double)k;
     *stop = (int)want_stop;
-    return ry_trainer_apply(tr, err);
+    return d->zero ? train_zero_apply(tr, d, err) : ry_trainer_apply(tr, err);
 }
 
 ry_status train_dist_evaluate(ry_trainer *tr, const train_dist *d, const ry_train_data *data,

@@ -112,8 +112,10 @@ static bool readable_in_place(ry_trainer *tr, int i, const ry_tensor *x) {
     if (x->dtype != tr->grads->dtype || !ry_tensor_same_shape(x, tr->params->views[i]) ||
         overlaps(x, tr->params->slab))
         return false;
-    for (int s = 0; s < ry_optim_slot_count(tr->optim); s++)
-        if (overlaps(x, ry_optim_slot(tr->optim, s)->slab)) return false;
+    for (int s = 0; s < ry_optim_slot_count(tr->optim); s++) {
+        const ry_param_set *set = ry_optim_slot(tr->optim, s);
+        if (overlaps(x, set ? set->slab : ry_optim_slot_shard(tr->optim, s))) return false;
+    }
     return true;
 }
 

@@ -69,6 +69,9 @@ struct ry_trainer {
      * sharded step (train_dist.c: 1/S for S equal shards of a mean loss);
      * 0 or 1: none */
     double dist_scale;
+    /* while rank 0 saves a sharded optimizer's state (train_zero.c): its
+     * slots whole, gathered from the ranks, in slot order, NULL-ended */
+    ry_param_set **zero_full;
 };
 
 /* The loss value of an entry's result (a scalar, or field 0 of a tuple). */
@@ -119,10 +122,18 @@ typedef struct train_dist {
     int64_t bucket;             /* elements per all-reduce piece */
     ry_tensor *local;           /* det, S/size > 1: this rank's shard gradients */
     ry_tensor *gather;          /* det and on: a bucket of every shard */
+    /* --shard-optimizer across ranks (train_zero.c) */
+    bool zero;
+    int64_t *zbound;            /* size + 1: rank r's slice is [zbound[r], zbound[r+1]) */
+    int *zcounts;               /* 4 * size: counts and displacements */
+    int64_t zbucket;            /* elements of each slice per round */
+    ry_tensor *zsend, *zrecv;   /* a round's buffers */
 } train_dist;
 
 ry_status train_dist_begin(ry_trainer *tr, const ry_fit_opts *fo, train_dist *d, ry_error *err);
-void train_dist_end(train_dist *d);
+/* whole: every rank ends the fit here together (a sharded optimizer is
+ * then gathered whole again; otherwise it keeps this rank's slice) */
+void train_dist_end(ry_trainer *tr, train_dist *d, bool whole);
 /* One optimizer step on the global batch idx[0..k): this rank's shards'
  * gradients, the exchange of losses, failures and stop requests, the
  * reduction of the gradient slab, the apply. *loss: the global batch's
@@ -139,6 +150,19 @@ ry_status train_dist_barrier(const train_dist *d, int64_t step, ry_error *err);
 /* ry_train_evaluate sharded over the ranks, the sums reduced. */
 ry_status train_dist_evaluate(ry_trainer *tr, const train_dist *d, const ry_train_data *data,
                               int64_t batch, double *loss, double *acc, ry_error *err);
+
+/* train_zero.c: the sharded optimizer (ZeRO-1) of a fit across ranks.
+ * begin shards the optimizer; end frees (whole: all-gathers the state
+ * first); reduce reduce-scatters the step's gradient; apply is
+ * ry_trainer_apply for the slice, the parameters all-gathered after it;
+ * gather fills zero_full on rank 0 for a checkpoint (gather_free ends
+ * that). */
+ry_status train_zero_begin(ry_trainer *tr, train_dist *d, ry_error *err);
+void train_zero_end(ry_trainer *tr, train_dist *d, bool whole);
+ry_status train_zero_reduce(ry_trainer *tr, const train_dist *d, ry_error *err);
+ry_status train_zero_apply(ry_trainer *tr, const train_dist *d, ry_error *err);
+ry_status train_zero_gather(ry_trainer *tr, const train_dist *d, ry_error *err);
+void train_zero_gather_free(ry_trainer *tr);
 
 /* The gradient tuple of a gradient program's result, checked; the loss
  * and the carried state taken (train_step.c). */
