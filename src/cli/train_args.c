@@ -98,7 +98,9 @@ const char *const train_help =
     "                              equal to rounding)\n"
     "  --shards S                  with --deterministic: shards per global batch\n"
     "                              (default: the ranks; a multiple of them)\n"
-    "  --bucket-bytes N            the all-reduce's pieces (default 4 MiB)\n"
+    "  --bucket-bytes N            the all-reduce's pieces (default 4 MiB); each\n"
+    "                              starts as the backward pass finishes its\n"
+    "                              gradients (--no-overlap: after it)\n"
     "  --shard-optimizer           each rank keeps the optimizer state of its slice\n"
     "                              of the parameters only (ZeRO-1): the same\n"
     "                              parameters, 1/N of the state's memory\n"
@@ -121,7 +123,7 @@ static const flag_opt flags[] = {
     {"--inference-gradients", AT(inference_grads)},
     {"--nesterov", AT(nesterov)},       {"--amsgrad", AT(amsgrad)},
     {"--centered", AT(centered)},       {"--deterministic", AT(deterministic)},
-    {"--shard-optimizer", AT(shard_optimizer)},
+    {"--shard-optimizer", AT(shard_optimizer)}, {"--no-overlap", AT(no_overlap)},
 };
 
 /* a double; positive: must be > 0, else >= 0 */

@@ -60,6 +60,17 @@ ry_status ry_comm_gatherv(const void *send, int count, void *recv, const int *co
                           const int *displs, ry_dtype dtype, int root, const char *what,
                           int64_t step, ry_error *err);
 
+/* Non-blocking sums of gradient buckets, overlapped with the backward
+ * pass (train_overlap.c): iallreduce starts summing buf[0..n) in place
+ * (MPI_Iallreduce); progress lets MPI move the started ones on (MPI
+ * advances them only inside its calls: MPI_Testall); wait_all finishes
+ * every started one, under the watchdog. Every rank must start the same
+ * buckets in the same order. */
+ry_status ry_comm_iallreduce_sum(void *buf, int64_t n, ry_dtype dtype, const char *what,
+                                 int64_t step, ry_error *err);
+void ry_comm_progress(void);
+ry_status ry_comm_wait_all(const char *what, int64_t step, ry_error *err);
+
 ry_status ry_comm_barrier(const char *what, int64_t step, ry_error *err);
 
 #endif

@@ -371,6 +371,14 @@ ry_status ry_train_fit(ry_trainer *tr, const ry_train_data *train, const ry_trai
         res->first_loss = mean_of(s.losses, tenth);
         res->last_loss = mean_of(s.losses + s.nlosses - tenth, tenth);
     }
+    if (s.dist.on) {
+        res->dist_step_s = s.dist.t_step;
+        res->dist_reduce_s = s.dist.t_reduce;
+        res->dist_sync_s = s.dist.t_sync;
+        res->dist_bytes = s.dist.reduce_bytes;
+        res->dist_overlap =
+            s.dist.buckets > 0 ? (double)s.dist.buckets_early / (double)s.dist.buckets : 0;
+    }
     ry_progress_free(s.p);
     ry_loader_free(s.l);
     ry_free(s.config);

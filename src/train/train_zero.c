@@ -29,6 +29,7 @@
  */
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "dist/comm.h"
 #include "train/train_impl.h"
@@ -235,7 +236,7 @@ static ry_status scan_slice(ry_trainer *tr, const train_dist *d, bool want_norm,
  * rest of the slab is this rank's own) is checked and clipped, the
  * checks and norms exchanged, the slice updated, the parameters
  * all-gathered. */
-ry_status train_zero_apply(ry_trainer *tr, const train_dist *d, ry_error *err) {
+ry_status train_zero_apply(ry_trainer *tr, train_dist *d, ry_error *err) {
     train_grad_state *g = &tr->g;
     int np = tr->params->n, nx = Z_SQ + np;
     int64_t step = ry_optim_step_count(tr->optim) + 1, lo = lo_of(d, d->rank);
@@ -280,9 +281,13 @@ ry_status train_zero_apply(ry_trainer *tr, const train_dist *d, ry_error *err) {
     if (ry_optim_step_grads(tr->optim, tr->params, g->ograds, scale, err)) return RY_ERR;
     int *counts = d->zcounts, *displs = d->zcounts + d->size;
     slice_counts(d, counts, displs);
-    if (ry_comm_allgatherv(tr->params->slab->data, counts, displs, tr->params->dtype,
-                           "the parameters' all-gather", step, err))
-        return RY_ERR;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    st = ry_comm_allgatherv(tr->params->slab->data, counts, displs, tr->params->dtype,
+                            "the parameters' all-gather", step, err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    d->t_reduce += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (st) return RY_ERR;
     g->applied = true;
     g->last_scale = scale;
     return RY_OK;

@@ -188,18 +188,27 @@ static void det_bitwise(int64_t batch) {
 static void test_deterministic_equal_shards(void **state) { det_bitwise(12); }
 static void test_deterministic_unequal_shards(void **state) { det_bitwise(10); }
 
-/* The all-reduce equals one process taking the batch in one call. */
+/* The all-reduce equals one process taking the batch in one call: in one
+ * bucket, in 10-float buckets started as the backward pass finishes
+ * their gradients (most of them before it ends), and after it. */
 static void test_allreduce_to_rounding(void **state) {
-    ry_trainer *job = make(), *one = make();
-    ry_fit_opts fo = fit_opts(8, 12);
-    ry_fit_result r1, r2;
-    fit(job, &fo, &r1);
-    fo.local = true;
-    fit(one, &fo, &r2);
-    assert_close(job, one);
-    assert_true(fabs(r1.last_loss - r2.last_loss) < 1e-5);
-    ry_trainer_free(job);
-    ry_trainer_free(one);
+    for (int run = 0; run < 3; run++) {
+        ry_trainer *job = make(), *one = make();
+        ry_fit_opts fo = fit_opts(8, 12);
+        fo.bucket_bytes = run == 1 ? 40 : 0;
+        fo.no_overlap = run == 2;
+        ry_fit_result r1, r2;
+        fit(job, &fo, &r1);
+        if (run == 1) assert_true(r1.dist_overlap > 0.5);
+        if (run == 2) assert_true(r1.dist_overlap == 0);
+        assert_true(r1.dist_bytes == 96 * 4 && r1.dist_step_s > 0);
+        fo.local = true;
+        fit(one, &fo, &r2);
+        assert_close(job, one);
+        assert_true(fabs(r1.last_loss - r2.last_loss) < 1e-5);
+        ry_trainer_free(job);
+        ry_trainer_free(one);
+    }
 }
 
 /* Small buckets: the slab reduced in many pieces, same bits. */
