@@ -265,7 +265,9 @@ typedef struct ry_fit_opts {
      * reduce-scattered, the parameters all-gathered. The same
      * parameters as unsharded (bit for bit with deterministic, except
      * clipping by norm: to rounding); checkpoints hold the whole state
-     * and resume either way on any number of ranks. One rank: no-op. */
+     * and resume either way on any number of ranks. One rank: no-op.
+     * After such a step ry_trainer_grads holds the reduced gradient only
+     * in this rank's slice (elsewhere its own shards'). */
     bool shard_optimizer;
     /* The all-reduce (without deterministic or shard_optimizer) starts
      * each bucket as the compiled gradient program finishes its
