@@ -89,10 +89,10 @@ check "one process resumes the 2-rank checkpoint" $?
 
 # 2b. a rank killed at a random step (once the checkpoint of step K, 5 <=
 # K < 150, is there), the run resumed on 3 ranks with the optimizer
-# sharded: at step 300 the parameters, state and step counts of one
+# sharded: at step 600 the parameters, state and step counts of one
 # process's uninterrupted run, bit for bit
 K=$(( $(od -An -N2 -tu2 /dev/urandom) % 145 + 5 ))
-RUN="--batch 12 --steps 300 --deterministic --shards 6 --quiet"
+RUN="--batch 12 --steps 600 --deterministic --shards 6 --quiet"
 $RELAYC train "$T/m.relay" $DATA $RUN --checkpoint-dir "$T/straight" > "$T/straight.out" 2>&1
 timeout 60 $MPIRUN -np 2 $RELAYC train "$T/m.relay" $DATA $RUN --checkpoint-dir "$T/cut" \
     --checkpoint-every 1 --keep 2 > "$T/cut.out" 2>&1 &
@@ -112,8 +112,8 @@ from=$(ls "$T/cut" 2>/dev/null | sed -n 's/^ckpt-\([0-9]*\)\.h5$/\1/p' | sort -n
 timeout 60 $MPIRUN -np 3 $RELAYC train "$T/m.relay" $DATA $RUN --checkpoint-dir "$T/cut" \
     --shard-optimizer --resume > "$T/resumed.out" 2>&1
 rc=$?
-[ $cut_rc -ne 0 ] && [ $rc -eq 0 ] && [ -n "$from" ] && [ "$from" -lt 300 ] &&
-    ${CKPT_SAME:-build/tests/mpi/ckpt_same} "$T/m.relay" "$T/straight/ckpt-300.h5" "$T/cut/ckpt-300.h5"
+[ $cut_rc -ne 0 ] && [ $rc -eq 0 ] && [ -n "$from" ] && [ "$from" -lt 600 ] &&
+    ${CKPT_SAME:-build/tests/mpi/ckpt_same} "$T/m.relay" "$T/straight/ckpt-600.h5" "$T/cut/ckpt-600.h5"
 check "killed at step >= $K on one of 2 ranks, resumed from ${from:-?} on 3: the uninterrupted bits" $?
 
 # 3. a rank killed mid-run: the job ends (mpirun's message), bounded
