@@ -14,7 +14,11 @@
  * reduction); a per-example model's gradients are sums (weight 1).
  *
  * Without --deterministic, S = N and the slab is summed in place with
- * MPI_Allreduce in buckets: equal to one process to rounding.
+ * MPI_Allreduce in buckets: equal to one process to rounding (where
+ * train_overlap.c can, each bucket starts as the backward pass finishes
+ * its gradients, MPI_Iallreduce, before the exchange below). With
+ * --shard-optimizer, train_zero.c reduce-scatters instead and each rank
+ * updates its slice.
  * With it, every shard's gradient is gathered on every rank (a bucket at
  * a time, S buckets of memory) and summed there in shard order, left to
  * right, with the target's grad_add. One process with the same S runs the
