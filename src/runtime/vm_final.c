@@ -8,8 +8,8 @@
  * in-place rule counts references). The run's first frame reports each
  * gk as it passes that point, so a data-parallel trainer can start
  * reducing the last layers' gradients while the first layers' are still
- * being computed. Entries of any other shape report nothing early and
- * nothing at all: the caller then reads the result as usual.
+ * being computed. Entries of any other shape report nothing: the caller
+ * then reads the result as usual.
  */
 #include <stdlib.h>
 
