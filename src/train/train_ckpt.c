@@ -18,12 +18,15 @@ enum { RNG_TRAINER = 0, RNG_LOADER = 4, RNG_EPOCH = 8, RNG_POS = 9, RNG_LEN = 10
 
 #define MAX_SLOTS 8
 
+/* The slots as whole sets; a sharded optimizer's (train_zero.c) are
+ * those gathered for a save, else NULL. */
 static int slots_of(ry_trainer *tr, const char **names, ry_param_set **sets) {
     int n = ry_optim_slot_count(tr->optim);
     assert(n + 2 <= MAX_SLOTS); /* room for "step" and "carry" */
     for (int i = 0; i < n; i++) {
         names[i] = ry_optim_slot_name(tr->optim, i);
         sets[i] = ry_optim_slot(tr->optim, i);
+        if (!sets[i] && tr->zero_full) sets[i] = tr->zero_full[i];
     }
     names[n] = "step";
     sets[n] = ry_optim_steps(tr->optim);
@@ -75,6 +78,11 @@ ry_status ry_trainer_save(ry_trainer *tr, const char *dir, int keep, const ry_lo
     const char *names[MAX_SLOTS];
     ry_param_set *sets[MAX_SLOTS + 1], *copies[MAX_SLOTS + 1] = {0};
     int ns = slots_of(tr, names, sets), nsets = ns + 1;
+    for (int i = 0; i < ns; i++)
+        if (!sets[i])
+            return ry_error_at(err, RY_NO_SPAN,
+                               "the optimizer's state is sharded over the ranks of a fit that "
+                               "failed (shard_optimizer): it cannot be saved whole");
     sets[ns] = tr->params;
     if (tr->target->dev && host_copies(nsets, sets, copies, err)) return RY_ERR;
     ry_param_set *params = sets[ns];
@@ -151,8 +159,9 @@ ry_status ry_trainer_load(ry_trainer *tr, const char *path, ry_loader *loader, r
     ry_param_set *params = ry_params_like(tr->params);
     int made = 0;
     ry_status st = RY_ERR;
+    /* a sharded optimizer (no live set) loads a whole set, keeping its slice */
     for (; made < ns; made++)
-        if (!(sets[made] = ry_params_like(live[made]))) break;
+        if (!(sets[made] = ry_params_like(live[made] ? live[made] : tr->params))) break;
     if (!params || made < ns) {
         ry_error_file(err, path, "out of memory");
         goto done;
@@ -188,7 +197,12 @@ ry_status ry_trainer_load(ry_trainer *tr, const char *path, ry_loader *loader, r
     /* commit (onto the device, for a device run: only a driver failure
      * can stop it halfway) */
     bool copied = ry_params_copy(tr->params, params) == RY_OK;
-    for (int i = 0; i < ns; i++) copied &= ry_params_copy(live[i], sets[i]) == RY_OK;
+    for (int i = 0; i < ns && copied; i++) {
+        if (live[i])
+            copied = ry_params_copy(live[i], sets[i]) == RY_OK;
+        else if (ry_optim_load_slot(tr->optim, names[i], sets[i], err))
+            goto meta_done; /* cannot happen: the layout is the parameters' */
+    }
     if (!copied) {
         ry_error_file(err, path, "copying the checkpoint to %s failed", tr->target->name);
         goto meta_done;

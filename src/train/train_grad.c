@@ -25,8 +25,9 @@ ry_status train_grad_init(ry_trainer *tr, ry_error *err) {
     g->rows = ry_calloc(n, sizeof *g->rows);
     g->ograds = ry_calloc(n, sizeof *g->ograds);
     g->norms = ry_calloc(n, sizeof *g->norms);
+    g->taken = ry_calloc(n, sizeof *g->taken);
     g->last_scale = 1;
-    if (!g->direct || !g->state || !g->bad || !g->rows || !g->ograds || !g->norms)
+    if (!g->direct || !g->state || !g->bad || !g->rows || !g->ograds || !g->norms || !g->taken)
         return ry_error_at(err, RY_NO_SPAN, "out of memory");
     return RY_OK;
 }
@@ -44,6 +45,7 @@ void train_grad_free(ry_trainer *tr) {
     ry_free(g->rows);
     ry_free(g->ograds);
     ry_free(g->norms);
+    ry_free(g->taken);
 }
 
 /* ---- slab writes ------------------------------------------------------ */
@@ -107,8 +109,11 @@ static bool readable_in_place(ry_trainer *tr, int i, const ry_tensor *x) {
     if (x->dtype != tr->grads->dtype || !ry_tensor_same_shape(x, tr->params->views[i]) ||
         ry_tensor_overlap(x, tr->params->slab))
         return false;
-    for (int s = 0; s < ry_optim_slot_count(tr->optim); s++)
-        if (ry_tensor_overlap(x, ry_optim_slot(tr->optim, s)->slab)) return false;
+    for (int s = 0; s < ry_optim_slot_count(tr->optim); s++) {
+        const ry_param_set *set = ry_optim_slot(tr->optim, s);
+        const ry_tensor *st = set ? set->slab : ry_optim_slot_shard(tr->optim, s);
+        if (st && ry_tensor_overlap(x, st)) return false;
+    }
     return true;
 }
 
@@ -174,6 +179,7 @@ void train_grad_begin(ry_trainer *tr) {
         if (r->mark) forget_rows(r);
         g->direct[i] = false;
         g->bad[i] = false;
+        g->taken[i] = false;
     }
     g->applied = false;
     g->last_scale = 1;
@@ -199,6 +205,10 @@ ry_status train_grad_take(ry_trainer *tr, ry_value *grads, ry_error *err) {
     bool keep = false;
     for (int i = 0; i < n; i++) {
         const ry_value *f = grads->tuple.fields[tr->grad_base + i];
+        if (g->taken[i]) { /* copied in as the program finished it */
+            g->taken[i] = false;
+            continue;
+        }
         if (f->kind == RY_VAL_ROWS) {
             if (add_rows(tr, i, f, err)) return RY_ERR;
         } else if (first && readable_in_place(tr, i, f->tensor))

@@ -118,7 +118,8 @@ ry_status train_call(ry_trainer *tr, const char *entry, int n, ry_value **args, 
      * trainer takes apart itself */
     /* a device run's gradients (and carried state) stay on the device */
     ry_vm_opts vo = {.training = io.training, .seed = io.seed, .max_depth = io.max_depth,
-                     .sparse_rows = !eval && !tr->opts.dense_grads, .keep_on_device = !eval};
+                     .sparse_rows = !eval && !tr->opts.dense_grads, .keep_on_device = !eval,
+                     .on_final = eval ? NULL : tr->on_final, .final_ctx = tr->final_ctx};
     return ry_vm_call(tr->vm, entry, n, args, &vo, out, err);
 }
 
