@@ -217,6 +217,38 @@ ry_status ry_gb_reshape_to(ry_grad_ctx *c, ry_expr *g, const ry_type *t, ry_expr
     return RY_OK;
 }
 
+ry_expr *ry_gb_length(ry_module *m, ry_expr *x, int64_t axis, ry_dtype dt) {
+    ry_expr *s = ry_gb_op1(m, "shape_of", x);
+    ry_gb_attr_str(m, s, "dtype", ry_dtype_name(dt));
+    ry_expr *l = ry_gb_op2(m, "take", s, ry_gb_scalar(m, RY_INT32, (double)axis));
+    ry_gb_attr_int(m, l, "axis", 0);
+    return l;
+}
+
+ry_expr *ry_gb_iota(ry_module *m, ry_expr *x, int nd, int64_t axis) {
+    int64_t others[RY_MAX_RANK];
+    int k = 0;
+    for (int i = 0; i < nd; i++)
+        if (i != axis) others[k++] = i;
+    ry_expr *line = x;
+    if (k) {
+        line = ry_gb_op1(m, "sum", x);
+        ry_gb_attr_ints(m, line, "axis", k, others);
+    }
+    ry_expr *iota = ry_gb_op1(m, "cumsum", ry_gb_op1(m, "ones_like", line));
+    ry_gb_attr_int(m, iota, "axis", 0);
+    ry_gb_attr_str(m, iota, "dtype", "int32");
+    ry_gb_attr_bool(m, iota, "exclusive", true);
+    return iota;
+}
+
+ry_expr *ry_gb_crop_like(ry_module *m, ry_expr *x, ry_expr *like, int nd, int64_t axis) {
+    ry_expr *t = ry_gb_op2(m, "take", x, ry_gb_iota(m, like, nd, axis));
+    ry_gb_attr_int(m, t, "axis", axis);
+    ry_gb_attr_str(m, t, "mode", "fast");
+    return t;
+}
+
 ry_status ry_gb_reshape_like(ry_grad_ctx *c, ry_expr *g, ry_expr *x, ry_expr **out) {
     const ry_type *t = ry_gb_type(x);
     int unknown = 0;

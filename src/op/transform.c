@@ -229,6 +229,51 @@ static ry_rel_status rel_argmax(ry_rel_ctx *c, int nargs, ry_type *const *args, 
     return reduce_shape(c, args[0], RY_INT32, out);
 }
 
+/* shape_of: (d0, ..., dn-1) -> (n), dtype: the dims at run time (gradient
+ * rules read a length the types do not know from it) */
+static ry_rel_status rel_shape_of(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_type **out) {
+    if (!check_nargs(c, nargs)) return RY_REL_FAIL;
+    ry_rel_status s = tensor_arg(c, args[0], "data");
+    if (s != RY_REL_OK) return s;
+    const char *ds = ry_attr_str(c->op, c->attrs, "dtype");
+    ry_dtype dt;
+    if (!ds || !ry_dtype_parse(ds, strlen(ds), &dt) || !ry_dtype_is_int(dt))
+        return fail(c, attr_span(c, "dtype"), "shape_of: dtype must name an integer type such as \"int32\"");
+    ry_dim n = cdim(args[0]->tensor.ndim);
+    *out = tensor_type(c, dt, 1, &n);
+    return RY_REL_OK;
+}
+
+static int64_t mul_sat(int64_t a, int64_t b);
+
+/* cumsum: (d...) -> (d...) along axis, or (prod d) over the flattened data
+ * (axis=None); dtype: the result's (None: data's) */
+static ry_rel_status rel_cumsum(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_type **out) {
+    if (!check_nargs(c, nargs)) return RY_REL_FAIL;
+    ry_rel_status s = tensor_arg(c, args[0], "data");
+    if (s != RY_REL_OK) return s;
+    const ry_type *x = args[0];
+    ry_dtype dt = x->tensor.dtype;
+    const ry_attr_value *dv = ry_attr_get(c->op, c->attrs, "dtype");
+    if (dv->kind == RY_AV_STR && *dv->s && !ry_dtype_parse(dv->s, strlen(dv->s), &dt))
+        return fail(c, attr_span(c, "dtype"), "cumsum: unknown dtype \"%s\"", dv->s);
+    if (dt == RY_BOOL) return fail(c, c->span, "cumsum: a sum of bools needs dtype=\"int32\" or another");
+    int64_t a = 0;
+    bool none = false;
+    if (!read_int(c, "axis", true, &a, &none)) return RY_REL_FAIL;
+    if (!none) {
+        int axis;
+        if (!norm_axis(c, "axis", a, x->tensor.ndim, false, &axis)) return RY_REL_FAIL;
+        *out = tensor_type(c, dt, x->tensor.ndim, x->tensor.dims);
+        return RY_REL_OK;
+    }
+    ry_dim n = cdim(1);
+    for (int i = 0; i < x->tensor.ndim && is_const(&n); i++)
+        n = is_const(&x->tensor.dims[i]) ? cdim(mul_sat(n.value, x->tensor.dims[i].value)) : anydim();
+    *out = tensor_type(c, dt, 1, &n);
+    return RY_REL_OK;
+}
+
 /* ---- reshape ----
  * reshape: (d...) -> newshape, where 0 copies the input dim at the same
  * position (a literal 0 with allowzero), -1 is inferred from the rest, -2
@@ -828,6 +873,13 @@ const ry_op ry_ops_transform[] = {
     {"argmin", 1, RY_PAT_COMM_REDUCE, ARGREDUCE_ATTRS, rel_argmax,
      "argmin: (d...) -> int32 index within the reduced axes",
      NULL, true, false, false, false},
+    {"shape_of", 1, RY_PAT_OPAQUE, 1, {{"dtype", RY_ASTR("int32")}}, rel_shape_of,
+     "shape_of: (d0, ..., dn-1) -> (n) of dtype: the dims",
+     NULL, true, false, false, false},
+    {"cumsum", 1, RY_PAT_OPAQUE,
+     3, {{"axis", RY_ANONE}, {"dtype", RY_ANONE}, {"exclusive", RY_ABOOL(false)}}, rel_cumsum,
+     "cumsum: (d...) -> (d...), y[j] = sum of x[k] for k <= j (k < j: exclusive) along axis",
+     ry_grad_cumsum, false, false, false, false},
     {"reshape", 1, RY_PAT_INJECTIVE,
      2, {{"newshape", RY_AREQUIRED}, {"allowzero", RY_ABOOL(false)}},
      rel_reshape,

@@ -319,6 +319,14 @@ ry_status ry_cpu_take(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
     return RY_OK;
 }
 
+/* ---- shape_of: the dims as numbers of the result's integer dtype ---- */
+ry_status ry_cpu_shape_of(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                          ry_tensor *const *out) {
+    assert(nin == 1 && nout == 1 && out[0]->size == in[0]->ndim);
+    for (int i = 0; i < in[0]->ndim; i++) ry_tensor_set(out[0], i, (double)in[0]->shape[i]);
+    return RY_OK;
+}
+
 /* ---- one_hot ----
  * Shape legend: indices = (P..., Q...), out = (P..., depth, Q...) where the
  * depth dim sits at axis; out[p, d, q] = on if indices[p, q] == d else off.
