@@ -60,6 +60,7 @@ typedef struct cli_inputs {
     int ndims;
     const char *vocab_dim;
     ry_vocab *vocab; /* the words of the sst: inputs, while they are bound */
+    const ry_init_spec *init; /* the model's `// init:` lines for random inputs, or NULL */
 } cli_inputs;
 
 /* `--input NAME=PATH` at argv[*i]: 1 if taken, 0 if argv[*i] is another
@@ -68,8 +69,9 @@ int cli_input_option(int argc, char **argv, int *i, cli_inputs *in, const char *
 /* `--dim NAME=N` at argv[*i], the same way. */
 int cli_dim_option(int argc, char **argv, int *i, cli_inputs *in, const char *cmd);
 /* args[k] := a new value for the k-th parameter of fn (a global of m): its
- * --input (converted to float64 when float64 is set), else seeded standard
- * normal values when rng is given (tensors of known shape), else an error
+ * --input (converted to float64 when float64 is set), else seeded random
+ * values when rng is given (tensors of known shape, or tuples of them): the
+ * initializer in->init gives the parameter, else standard normal; else an error
  * located at the parameter. Inputs naming no parameter are an error.
  * relay: inputs add a global to m and type-check m again. Returns the exit
  * status. */

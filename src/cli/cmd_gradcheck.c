@@ -20,7 +20,8 @@ static const char *help =
     "against central finite differences of the sum of its outputs, at every\n"
     "element of every float tensor of the arguments (inside tuples, lists, trees\n"
     "and other ADT values too). Float tensor parameters without --input get\n"
-    "standard normal values (seeded). Prints the largest absolute and relative\n"
+    "seeded random values: from their initializer where FILE has `// init:`\n"
+    "lines, else standard normal. Prints the largest absolute and relative\n"
     "error per parameter; exits with 1 on a mismatch.\n"
     "\n"
     "  --input NAME=PATH.npy       a tensor\n"
@@ -66,7 +67,8 @@ static void print_rows(const char *title, const ry_gradcheck_param *ps, int n) {
     }
 }
 
-/* The model's `// vocab: NAME` line, which sst: inputs fill. */
+/* The model's `// vocab: NAME` line, which sst: inputs fill, and its `//
+ * init:` lines, which random parameters are drawn from. */
 static int vocab_dim(const char *path, const ry_module *m, cli_inputs *in, ry_init_spec **spec) {
     ry_error err;
     if (ry_init_spec_parse(path, m->source->text, m->source->len, spec, &err)) {
@@ -74,6 +76,7 @@ static int vocab_dim(const char *path, const ry_module *m, cli_inputs *in, ry_in
         return 1;
     }
     if ((*spec)->vocab[0]) in->vocab_dim = (*spec)->vocab;
+    in->init = *spec;
     return 0;
 }
 

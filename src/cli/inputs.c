@@ -102,8 +102,17 @@ static ry_tensor *random_input(const cli_inputs *in, const ry_var *p, const ry_t
         return NULL;
     }
     ry_tensor *x = ry_tensor_new(t->tensor.dtype, t->tensor.ndim, shape);
-    for (int64_t i = 0; x && i < x->size; i++) ry_tensor_set(x, i, ry_rng_normal(rng));
-    if (!x) ry_error_at(err, p->span, "out of memory for parameter %%%s", p->name);
+    const ry_init *init = in->init && t->tensor.dtype != RY_FLOAT16 ? ry_init_spec_find(in->init, p->name) : NULL;
+    if (!x) {
+        ry_error_at(err, p->span, "out of memory for parameter %%%s", p->name);
+    } else if (init && ry_init_fill(x, init, rng, err)) {
+        char why[RY_ERROR_MSG_MAX];
+        snprintf(why, sizeof why, "%s", err->msg);
+        ry_error_at(err, p->span, "parameter %%%s: %s", p->name, why);
+        ry_tensor_release(x);
+        x = NULL;
+    }
+    for (int64_t i = 0; x && !init && i < x->size; i++) ry_tensor_set(x, i, ry_rng_normal(rng));
     return x;
 }
 
