@@ -121,6 +121,17 @@ static void test_concatenate_symbolic(void **state) {
     ry_value *a[3] = {rv2(2, 3), rv2(2, 1), rv2(2, 2)};
     check(text, 3, a, true, 1e-6);
     release_all(3, a);
+    /* printed for TVM, cumsum names its attribute class (TVM's parser
+     * cannot find it from the operator), and the text reads back here */
+    ry_module *m = test_parse(text, true);
+    ry_error err;
+    if (ry_grad(m, "main", NULL, NULL, NULL, &err)) fail_msg("%s", err.msg);
+    char *t = ry_module_print_ex(m, &(ry_print_opts){.tvm = true});
+    assert_non_null(strstr(t, "shape_of("));
+    assert_non_null(strstr(t, "exclusive=True, attrs_type_key=\"relay.attrs.ScanopAttrs\")"));
+    ry_module_free(test_parse(t, true));
+    ry_free(t);
+    ry_module_free(m);
 }
 
 /* A recursion that grows a tensor: acc (1, ?) gains tanh(x * sum(acc))

@@ -284,7 +284,7 @@ static void test_gradcheck(void **s) {
  * as text with --dim; bad values are located errors. */
 static void test_gradcheck_adt(void **s) {
     char buf[8192];
-    assert_int_equal(run("gradcheck tests/run/list_gradcheck.relay --input 'xs=relay:Cons(full(0.5f, shape=[1, 3], "
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_list.relay --input 'xs=relay:Cons(full(0.5f, shape=[1, 3], "
                          "dtype=\"float32\"), Cons(full(-1.5f, shape=[1, 3], dtype=\"float32\"), Nil))' "
                          "--input 'b=relay:Some(full(0.25f, shape=[1, 2], dtype=\"float32\"))'"), 0);
     read_tmp("out.txt", buf, sizeof buf);
@@ -292,39 +292,39 @@ static void test_gradcheck_adt(void **s) {
     assert_non_null(strstr(buf, "6  ok")); /* both list elements' 3 values */
     assert_non_null(strstr(buf, "10  ok")); /* the tuple's 6 + 4 */
     assert_non_null(strstr(buf, "gradcheck @main: ok"));
-    assert_int_equal(run("gradcheck tests/run/list_gradcheck.relay --input xs=relay:Nil --input b=relay:None"), 0);
-    assert_int_equal(run("gradcheck tests/run/tree_gradcheck.relay --input t=sst:tests/data/sst_small.txt:1"), 0);
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_list.relay --input xs=relay:Nil --input b=relay:None"), 0);
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --input t=sst:tests/data/sst_small.txt:1"), 0);
     read_tmp("out.txt", buf, sizeof buf);
     assert_non_null(strstr(buf, "15  ok")); /* <unk> and It 's a lovely, 3 each */
     assert_non_null(strstr(buf, "gradcheck @main: ok"));
-    assert_int_equal(run("gradcheck tests/run/tree_gradcheck.relay --dim v=3 "
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --dim v=3 "
                          "--input 't=relay:Node(Leaf(1, 0), Node(Leaf(2, 0), Leaf(1, 0), 0), 0)' --samples 4"), 0);
     read_tmp("out.txt", buf, sizeof buf);
     assert_non_null(strstr(buf, "4  ok"));
     /* errors */
-    assert_int_equal(run("gradcheck tests/run/tree_gradcheck.relay"), 1);
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay"), 1);
     assert_err_contains("--input t=sst:PATH:LINE");
-    assert_int_equal(run("gradcheck tests/run/tree_gradcheck.relay --input t=sst:tests/data/sst_small.txt:2"), 1);
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --input t=sst:tests/data/sst_small.txt:2"), 1);
     assert_err_contains("no tree starts on line 2");
-    assert_int_equal(run("gradcheck tests/run/tree_gradcheck.relay --input t=sst:tests/data/sst_small.txt"), 1);
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --input t=sst:tests/data/sst_small.txt"), 1);
     assert_err_contains("expected sst:PATH:LINE");
-    assert_int_equal(run("gradcheck tests/run/tree_gradcheck.relay --input 't=relay:Leaf(1, 0)'"), 1);
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --input 't=relay:Leaf(1, 0)'"), 1);
     assert_err_contains("give its symbolic dimensions with --dim");
-    assert_int_equal(run("gradcheck tests/run/tree_gradcheck.relay --dim v=2 --input 't=relay:Leaf(1, )'"), 1);
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --dim v=2 --input 't=relay:Leaf(1, )'"), 1);
     assert_err_contains("--input t:1:");
-    assert_int_equal(run("gradcheck tests/run/list_gradcheck.relay --input 'xs=relay:Cons(1f, Nil)' "
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_list.relay --input 'xs=relay:Cons(1f, Nil)' "
                          "--input b=relay:None"), 1);
     assert_err_contains("--input xs:1:");
-    assert_int_equal(run("gradcheck tests/run/list_gradcheck.relay --input xs=sst:tests/data/sst_small.txt:1"), 1);
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_list.relay --input xs=sst:tests/data/sst_small.txt:1"), 1);
     assert_err_contains("but sst: gives a tree");
-    assert_int_equal(run("gradcheck tests/run/tree_gradcheck.relay --dim v=x"), 1);
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --dim v=x"), 1);
     assert_err_contains("--dim needs NAME=N");
-    assert_int_equal(run("gradcheck tests/run/tree_gradcheck.relay --samples 0"), 1);
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --samples 0"), 1);
     assert_err_contains("--samples needs a positive integer");
     /* run takes the same values: tanh(3 * 0.5) from one step of zeros, both engines */
     for (int e = 0; e < 2; e++) {
         char args[1024], out[600];
-        snprintf(args, sizeof args, "run tests/run/list_gradcheck.relay --engine %s --out %s/adt "
+        snprintf(args, sizeof args, "run tests/corpus/gradcheck_list.relay --engine %s --out %s/adt "
                  "--input 'xs=relay:Cons(full(1f, shape=[1, 3], dtype=\"float32\"), Nil)' "
                  "--input 'h0=relay:zeros(shape=[1, 2], dtype=\"float32\")' --input 'wu=relay:(full(0.5f, "
                  "shape=[2, 3], dtype=\"float32\"), full(0.25f, shape=[2, 2], dtype=\"float32\"))' "

@@ -340,6 +340,8 @@ static void store_as(ry_dtype dt, void *dst, double v) {
     case RY_FLOAT16: *(uint16_t *)dst = ry_f32_to_f16((float)v); break;
     case RY_INT8: *(int8_t *)dst = (int8_t)iv; break;
     case RY_UINT8: *(uint8_t *)dst = (uint8_t)iv; break;
+    case RY_INT16: *(int16_t *)dst = (int16_t)iv; break;
+    case RY_UINT16: *(uint16_t *)dst = (uint16_t)iv; break;
     case RY_BOOL: *(uint8_t *)dst = v != 0; break;
     case RY_INT32: *(int32_t *)dst = (int32_t)iv; break;
     case RY_INT64: *(int64_t *)dst = (int64_t)iv; break;
