@@ -6,8 +6,10 @@
  * clip and wrap mode (indices out of range on both sides, repeated) and
  * with axis=None over data of unknown shape; concatenate along an axis of
  * unknown length, symbolic and in a recursion that grows a tensor; conv2d,
- * conv2d_transpose and the global pools over unknown batch, channels,
- * height and width (strides whose floor drops rows), to second order;
+ * conv2d_transpose, the global pools and the adaptive average pool (and
+ * the adaptive max pool to 1 x 1) over unknown batch, channels, height and
+ * width (strides whose floor drops rows, windows that overlap), to second
+ * order;
  * cumsum, which these rules use, on its own.
  */
 #include "test_util.h"
@@ -184,6 +186,27 @@ static void test_conv_unknown_sizes(void **state) {
     }
 }
 
+/* Adaptive pools over unknown sizes: the average pool's windows (of two
+ * sizes, overlapping where the output does not divide the input) are
+ * computed when the gradient runs; the max pool to 1 x 1 is the global one. */
+static void test_adaptive_pools_unknown_sizes(void **state) {
+    (void)state;
+    const char *text =
+        "#[version = \"0.0.5\"]\n"
+        "def @main(%x: Tensor[(n, c, h, w), float64]) {\n"
+        "  %0 = nn.adaptive_avg_pool2d(%x, output_size=[2, 3]);\n"
+        "  %1 = nn.adaptive_avg_pool2d(%x, output_size=[3, 1]);\n"
+        "  %2 = nn.adaptive_max_pool2d(%x, output_size=[1, 1]);\n"
+        "  (multiply(%0, %0), multiply(%1, %1), multiply(%2, %2))\n"
+        "}\n";
+    const int64_t sizes[3][4] = {{2, 2, 5, 7}, {1, 3, 4, 6}, {1, 1, 2, 2}};
+    for (int s = 0; s < 3; s++) {
+        ry_value *x = rand_value(4, sizes[s], -1, 1);
+        check(text, 1, &x, s == 0, 1e-5);
+        ry_value_release(x);
+    }
+}
+
 /* cumsum along an axis and over the flattened data, inclusive and
  * exclusive; its values on known input. */
 static void test_cumsum(void **state) {
@@ -219,6 +242,7 @@ int main(void) {
         cmocka_unit_test(test_concatenate_symbolic),
         cmocka_unit_test(test_concatenate_growing),
         cmocka_unit_test(test_conv_unknown_sizes),
+        cmocka_unit_test(test_adaptive_pools_unknown_sizes),
         cmocka_unit_test(test_cumsum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -662,32 +662,6 @@ static ry_status grad_avg_pool2d(ry_grad_ctx *c, ry_expr *const *args, ry_expr *
     return grad_pool(c, args, g, grads, "nn.avg_pool2d_grad");
 }
 
-/* Global pools over H and W known at run time only (n = H W):
- *   avg: dx = broadcast_to_like(g, x) / n
- *   max: x as (N, C, n), a = argmax over n (the first maximum, as
- *        max_pool2d_grad's first tap), dx = where(iota(n) == a, g, 0) as x */
-static ry_expr *global_pool_unknown(ry_grad_ctx *c, ry_expr *x, ry_expr *g, bool max) {
-    ry_module *m = c->m;
-    ry_dtype dt = ry_gb_dtype(x);
-    if (!max) {
-        ry_expr *n = ry_gb_op2(m, "multiply", ry_gb_length(m, x, 2, RY_INT64), ry_gb_length(m, x, 3, RY_INT64));
-        ry_expr *nf = ry_gb_op1(m, "cast", n);
-        ry_gb_attr_str(m, nf, "dtype", ry_dtype_name(dt));
-        return ry_gb_op2(m, "divide", ry_gb_op2(m, "broadcast_to_like", g, x), nf);
-    }
-    const int64_t ncn[3] = {0, 0, -1};
-    ry_expr *xf = ry_gb_op1(m, "reshape", x), *gf = ry_gb_op1(m, "reshape", g);
-    ry_gb_attr_ints(m, xf, "newshape", 3, ncn);
-    ry_gb_attr_ints(m, gf, "newshape", 3, ncn);
-    ry_expr *a = ry_gb_op1(m, "argmax", xf);
-    const int64_t last = 2;
-    ry_gb_attr_ints(m, a, "axis", 1, &last);
-    ry_gb_attr_bool(m, a, "keepdims", true);
-    ry_expr *hit = ry_gb_op2(m, "equal", ry_gb_iota(m, xf, 3, 2), a);
-    ry_expr *dxf = ry_gb_op3(m, "where", hit, gf, ry_gb_scalar(m, dt, 0));
-    return ry_gb_op2(m, "reshape_like", dxf, x);
-}
-
 static ry_status grad_global_pool(ry_grad_ctx *c, ry_expr *const *args, ry_expr *g,
                                   ry_expr **grads, const char *adjoint) {
     grads[0] = NULL;
@@ -696,7 +670,7 @@ static ry_status grad_global_pool(ry_grad_ctx *c, ry_expr *const *args, ry_expr 
     if (!shape_nchw(ry_gb_type(args[0]), s))
         return ry_error_at(c->err, c->span, "gradient of %s needs 4-d data", call_op(c)->name);
     if (s[2] < 0 || s[3] < 0) {
-        grads[0] = global_pool_unknown(c, args[0], g, strcmp(adjoint, "nn.max_pool2d_grad") == 0);
+        grads[0] = ry_gb_global_pool_grad(c->m, args[0], g, strcmp(adjoint, "nn.max_pool2d_grad") == 0);
         return RY_OK;
     }
     ry_expr *dx = ry_gb_op2(c->m, adjoint, g, args[0]);

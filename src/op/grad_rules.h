@@ -67,6 +67,9 @@ ry_expr *ry_gb_iota(ry_module *m, ry_expr *x, int nd, int64_t axis);
 /* x (rank nd) cut to the first L entries along axis, L the length of like
  * along it: take(x, iota of like, axis, mode="fast") */
 ry_expr *ry_gb_crop_like(ry_module *m, ry_expr *x, ry_expr *like, int nd, int64_t axis);
+/* The adjoint of a global pool of x (N, C, H, W) for g (N, C, 1, 1), H and
+ * W known at run time only: average (max false) or maximum (the first). */
+ry_expr *ry_gb_global_pool_grad(ry_module *m, ry_expr *x, ry_expr *g, bool max);
 
 /* ---- helpers for rules ---- */
 /* The type of a rule input (an atom the transform typed). */
