@@ -317,6 +317,8 @@ static void test_gradcheck_adt(void **s) {
     assert_err_contains("--input xs:1:");
     assert_int_equal(run("gradcheck tests/corpus/gradcheck_list.relay --input xs=sst:tests/data/sst_small.txt:1"), 1);
     assert_err_contains("but sst: gives a tree");
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --input t=sst:a:1 --input t=sst:b:1"), 1);
+    assert_err_contains("--input t given twice");
     assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --dim v=x"), 1);
     assert_err_contains("--dim needs NAME=N");
     assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --samples 0"), 1);

@@ -20,10 +20,13 @@ int cli_input_option(int argc, char **argv, int *i, cli_inputs *in, const char *
     const char *eq = strchr(v, '=');
     if (!eq || eq == v || !eq[1]) return -cli_fail(cmd, "--input needs NAME=PATH.npy, got '%s'", v);
     if (in->n == CLI_MAX_INPUTS) return -cli_fail(cmd, "more than %d inputs", CLI_MAX_INPUTS);
-    cli_input *x = &in->items[in->n++];
+    cli_input *x = &in->items[in->n];
     x->name = v[0] == '%' ? v + 1 : v;
     x->path = eq + 1;
     *(char *)eq = '\0'; /* the name ends at '=' (argv strings are ours to edit) */
+    for (int k = 0; k < in->n; k++)
+        if (strcmp(in->items[k].name, x->name) == 0) return -cli_fail(cmd, "--input %s given twice", x->name);
+    in->n++;
     return 1;
 }
 
