@@ -29,7 +29,8 @@ static const char *help =
     "                              the parameter's tree type (Leaf(int32[, int32]),\n"
     "                              Node(T, T[, int32])); its words are numbered 1, 2,\n"
     "                              ... in order of appearance (0 is <unk>), and the\n"
-    "                              model's `// vocab: V` dimension gets their count\n"
+    "                              model's `// vocab: V` dimension gets the size of\n"
+    "                              that vocabulary (<unk> included)\n"
     "  --input NAME=relay:VALUE    a value in the text format: an expression over the\n"
     "                              constructors, operators and globals of FILE, e.g.\n"
     "                              'xs=relay:Cons(ones(shape=[2], dtype=\"float32\"), Nil)'\n"
@@ -38,13 +39,14 @@ static const char *help =
     "  --samples K                 check at most K elements of each tensor: half of\n"
     "                              them among those of nonzero gradient, the rest at\n"
     "                              random (seeded); default every element\n"
-    "  --eps E          finite-difference step, relative (default 1e-6)\n"
-    "  --rtol R         relative tolerance (default 1e-5)\n"
-    "  --atol A         absolute tolerance (default 1e-7)\n"
-    "  --seed N         seed of the random inputs (default 0)\n"
-    "  --second-order   also check the gradient program's own gradient\n"
-    "  --train          training mode: nn.dropout drops (the same mask in every run),\n"
-    "                   batch_norm uses batch statistics; the gradient is built for it\n";
+    "  --eps E                     finite-difference step, relative (default 1e-6)\n"
+    "  --rtol R                    relative tolerance (default 1e-5)\n"
+    "  --atol A                    absolute tolerance (default 1e-7)\n"
+    "  --seed N                    seed of the random inputs and samples (default 0)\n"
+    "  --second-order              also check the gradient program's own gradient\n"
+    "  --train                     training mode: nn.dropout drops (the same mask in\n"
+    "                              every run), batch_norm uses batch statistics; the\n"
+    "                              gradient is built for it\n";
 
 static int number(const char *opt, const char *v, double *out) {
     char *end;
