@@ -301,6 +301,22 @@ static void test_gradcheck_adt(void **s) {
                          "--input 't=relay:Node(Leaf(1, 0), Node(Leaf(2, 0), Leaf(1, 0), 0), 0)' --samples 4"), 0);
     read_tmp("out.txt", buf, sizeof buf);
     assert_non_null(strstr(buf, "4  ok"));
+    /* two trees share one vocabulary: It 's a lovely, then a film (one new) */
+    char path[600], args[1400];
+    snprintf(path, sizeof path, "%s/two_trees.relay", tmpdir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("#[version = \"0.0.5\"]\n// vocab: v\ntype Tree { Leaf(int32, int32), Node(Tree, Tree, int32) }\n"
+          "def @h(%t: Tree, %e: Tensor[(v, 2), float32]) -> Tensor[(2), float32] {\n"
+          "  match (%t) { Leaf(%w, _) => take(%e, %w, axis=0), Node(%l, %r, _) => tanh(add(@h(%l, %e), @h(%r, %e))) }\n"
+          "}\n"
+          "def @main(%a: Tree, %b: Tree, %e: Tensor[(v, 2), float32]) { multiply(@h(%a, %e), @h(%b, %e)) }\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "gradcheck %s --input a=sst:tests/data/sst_small.txt:1 "
+             "--input b=sst:tests/data/sst_small.txt:3", path);
+    assert_int_equal(run(args), 0);
+    read_tmp("out.txt", buf, sizeof buf);
+    assert_non_null(strstr(buf, "12  ok")); /* 6 rows of 2 */
     /* errors */
     assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay"), 1);
     assert_err_contains("--input t=sst:PATH:LINE");

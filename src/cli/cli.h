@@ -59,7 +59,8 @@ typedef struct cli_inputs {
     int64_t dim_values[CLI_MAX_DIMS];
     int ndims;
     const char *vocab_dim;
-    ry_vocab *vocab; /* the words of the sst: inputs, while they are bound */
+    bool vocab_filled; /* vocab_dim's value is the sst: inputs' (not --dim's) */
+    ry_vocab *vocab;   /* the words of the sst: inputs, while they are bound */
     const ry_init_spec *init; /* the model's `// init:` lines for random inputs, or NULL */
 } cli_inputs;
 

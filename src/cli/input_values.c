@@ -63,15 +63,18 @@ static ry_status compact_tree(const ry_treebank *tb, const ry_vocab *old, int32_
     return RY_OK;
 }
 
-/* Gives the `// vocab:` dimension the sst: inputs' vocabulary size, unless
- * --dim gave it. */
+/* Gives the `// vocab:` dimension the sst: inputs' vocabulary size so far
+ * (each sst: input may add words), unless --dim gave it. */
 static void fill_vocab_dim(cli_inputs *in) {
     if (!in->vocab_dim) return;
-    for (int i = 0; i < in->ndims; i++)
-        if (strcmp(in->dim_names[i], in->vocab_dim) == 0) return;
-    if (in->ndims == CLI_MAX_DIMS) return;
-    in->dim_names[in->ndims] = in->vocab_dim;
-    in->dim_values[in->ndims++] = ry_vocab_size(in->vocab);
+    int k = 0;
+    while (k < in->ndims && strcmp(in->dim_names[k], in->vocab_dim) != 0) k++;
+    if (k < in->ndims && !in->vocab_filled) return; /* --dim's */
+    if (k == CLI_MAX_DIMS) return;
+    in->dim_names[k] = in->vocab_dim;
+    in->dim_values[k] = ry_vocab_size(in->vocab);
+    in->ndims += k == in->ndims;
+    in->vocab_filled = true;
 }
 
 static ry_status sst_value(const ry_var *p, const ry_type *t, const char *spec, cli_inputs *in, ry_value **out,
