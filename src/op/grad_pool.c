@@ -6,8 +6,9 @@
  * constant 0/1 or 1/count matrices applied with nn.dense, take, and
  * nn.max_pool2d_grad. Layout NCHW (the only one these operators accept);
  * the batch may be symbolic. Where C, H or W are known at run time only,
- * the average pool builds its matrices then (avg_unknown), and the max pool
- * to 1 x 1 is the global one; other max pools need them known.
+ * the average pool builds its matrices then (avg_unknown), the max pool to
+ * 1 x 1 is the global one (other adaptive max pools need them known), and
+ * max_pool2d_grad's gather computes its indices then.
  *
  * Shape legend: x (N, C, H, W), y and g (N, C, OH, OW). In the adaptive
  * pools output row o pools input rows [h0(o), h1(o)), h0 = floor(o H / OH),
@@ -273,6 +274,56 @@ static ry_expr *gather2(ry_grad_ctx *c, ry_expr *x, ry_expr *ih, ry_expr *iw) {
     return t2;
 }
 
+/* window_axis at run time, for axis a of x (n taps) and of dy (on
+ * windows): the taps i = o s - pad + j d (on, k), those in [0, n) kept,
+ * the others the window's first in the data (its smallest kept tap; 0 for
+ * a window with none, which *keep (on, 0/1 of dtype dt) masks out). */
+static ry_expr *window_axis_unknown(ry_grad_ctx *c, ry_expr *x, ry_expr *dy, int a, int64_t k, int64_t s,
+                                    int64_t d, int64_t pad, ry_dtype dt, ry_expr **keep) {
+    ry_module *m = M_;
+    int64_t *jv = RY_NEW_ARRAY(m->arena, int64_t, k);
+    for (int64_t j = 0; j < k; j++) jv[j] = j * d - pad;
+    ry_expr *o = ry_gb_op1(m, "expand_dims", ry_gb_iota(m, dy, 4, a));
+    ry_gb_attr_int(m, o, "axis", 1);
+    ry_expr *i = ry_gb_op2(m, "add", ry_gb_op2(m, "multiply", o, ry_gb_scalar(m, RY_INT32, (double)s)),
+                           ry_gb_index_const(m, (int)k, jv));
+    ry_expr *n = ry_gb_length(m, x, a, RY_INT32), *zero = ry_gb_scalar(m, RY_INT32, 0);
+    ry_expr *in = ry_gb_op2(m, "logical_and", ry_gb_op2(m, "greater_equal", i, zero), ry_gb_op2(m, "less", i, n));
+    ry_expr *first = ry_gb_op1(m, "min", ry_gb_op3(m, "where", in, i, n)); /* n: no tap */
+    const int64_t last = 1;
+    ry_gb_attr_ints(m, first, "axis", 1, &last);
+    ry_gb_attr_bool(m, first, "keepdims", true);
+    ry_expr *empty = ry_gb_op2(m, "greater_equal", first, n);
+    ry_expr *fill = ry_gb_op3(m, "where", empty, zero, first);
+    ry_expr *kp = ry_gb_op1(m, "cast", ry_gb_op1(m, "logical_not", empty)); /* (on, 1) */
+    ry_gb_attr_str(m, kp, "dtype", ry_dtype_name(dt));
+    *keep = kp;
+    return reshaped(c, ry_gb_op3(m, "where", in, i, fill), 1, (const int64_t[]){-1});
+}
+
+/* ry_grad_max_pool2d_grad where C, H, W or the output's size are known at
+ * run time only: the same gather, its indices computed then, and the
+ * blocks split off by reshape's -4. */
+static ry_expr *max_pool2d_grad_unknown(ry_grad_ctx *c, ry_expr *const *args, ry_expr *g,
+                                        const ry_conv2d_params *p, ry_dtype dt) {
+    int64_t KH = p->pool[0], KW = p->pool[1];
+    ry_expr *kh, *kw;
+    ry_expr *ih = window_axis_unknown(c, args[1], args[0], 2, KH, p->stride[0], p->dilation[0], p->pad[0], dt, &kh);
+    ry_expr *iw = window_axis_unknown(c, args[1], args[0], 3, KW, p->stride[1], p->dilation[1], p->pad[1], dt, &kw);
+    const int64_t pool[2] = {KH, KW};
+    ry_expr *first = ry_gb_op2(M_, "nn.max_pool2d_grad", ry_gb_op1(M_, "ones_like", args[0]),
+                               gather2(c, args[1], ih, iw));
+    ry_gb_attr_ints(M_, first, "pool_size", 2, pool);
+    ry_gb_attr_ints(M_, first, "strides", 2, pool);
+    ry_expr *picked = ry_gb_op2(M_, "multiply", gather2(c, g, ih, iw), first);
+    const int64_t blocks[8] = {0, 0, -4, -1, KH, -4, -1, KW}, axes[2] = {3, 5};
+    ry_expr *dd = ry_gb_op1(M_, "sum", reshaped(c, picked, 8, blocks));
+    ry_gb_attr_ints(M_, dd, "axis", 2, axes);
+    /* the windows with a tap in the data: keep_H (OH, 1) times keep_W as (1, OW) */
+    const int64_t t2[2] = {1, 0};
+    return ry_gb_op2(M_, "multiply", dd, ry_gb_op2(M_, "multiply", kh, transposed(c, kw, 2, t2)));
+}
+
 ry_status ry_grad_max_pool2d_grad(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
                                   ry_expr **grads) {
     grads[0] = grads[1] = NULL;
@@ -282,6 +333,16 @@ ry_status ry_grad_max_pool2d_grad(ry_grad_ctx *c, ry_expr *const *args, ry_expr 
     ry_conv2d_params p;
     if (ry_conv2d_params_read(op, &c->call->call.attrs, c->span, c->err, &p)) return RY_ERR;
     int64_t C, H, W, OH, OW;
+    const ry_type *xt = ry_gb_type(args[1]), *gt = ry_gb_type(args[0]);
+    bool four = xt && gt && xt->kind == RY_TYPE_TENSOR && gt->kind == RY_TYPE_TENSOR && xt->tensor.ndim == 4 &&
+                gt->tensor.ndim == 4;
+    bool known = four;
+    for (int i = 1; known && i < 4; i++)
+        known = xt->tensor.dims[i].kind == RY_DIM_CONST && gt->tensor.dims[i].kind == RY_DIM_CONST;
+    if (four && !known) {
+        grads[0] = max_pool2d_grad_unknown(c, args, g, &p, dt);
+        return RY_OK;
+    }
     if (!geometry(c, args[1], args[0], &C, &H, &W, &OH, &OW)) return RY_ERR;
     int64_t KH = p.pool[0], KW = p.pool[1];
     int64_t *rh = RY_NEW_ARRAY(M_->arena, int64_t, OH * KH);
