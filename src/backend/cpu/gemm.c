@@ -106,6 +106,12 @@ static void operands_finish(operands *o, ry_tensor *out) {
                 case RY_INT32:
                     ((int32_t *)out->data)[i] = (int32_t)p[i];
                     break;
+                case RY_INT16:
+                    ((int16_t *)out->data)[i] = (int16_t)p[i];
+                    break;
+                case RY_UINT16:
+                    ((uint16_t *)out->data)[i] = (uint16_t)p[i];
+                    break;
                 default:
                     ry_tensor_set(out, i, (double)p[i]);
                     break;

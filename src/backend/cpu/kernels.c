@@ -108,6 +108,8 @@ static const ry_kernel table[] = {
     {"expand_dims", ry_cpu_reshape, 0},
     {"squeeze", ry_cpu_reshape, 0},
     {"stack", ry_cpu_stack, 0},
+    {"shape_of", ry_cpu_shape_of, 0},
+    {"cumsum", ry_cpu_cumsum, 0},
     {"one_hot", ry_cpu_one_hot, 0},
     {"scatter_nd", ry_cpu_scatter_nd, RY_KERNEL_ROWS},
     {"gather_nd", ry_cpu_gather_nd, 0},
