@@ -407,6 +407,28 @@ static void test_corpora_agree_with_the_cpu(void **s) {
     assert_true(agree >= 20);
 }
 
+/* ry_gradcheck with the gradient program on the device (second order too)
+ * against the interpreter's finite differences, through a recursion */
+static void test_gradcheck_on_the_device(void **s) {
+    NEED_DEVICE();
+    ry_module *m = test_parse(V "def @f(%x: Tensor[(3), float64], %n: Tensor[(), float64]) -> Tensor[(3), float64] {\n"
+                              "  if (less(%n, 0.5f64)) { %x } else { @f(multiply(tanh(%x), %x), subtract(%n, 1f64)) }\n}\n"
+                              "def @main(%x: Tensor[(3), float64], %w: Tensor[(2, 3), float64]) {\n"
+                              "  nn.dense(expand_dims(@f(%x, 2f64), axis=0), %w)\n}\n", true);
+    ry_value *args[2];
+    args[0] = random_value(ry_module_find_global(m, "main")->func->func.params[0]->type);
+    args[1] = random_value(ry_module_find_global(m, "main")->func->func.params[1]->type);
+    ry_gradcheck_opts o = {.rtol = 1e-6, .atol = 1e-8, .second_order = true, .target = cl};
+    ry_gradcheck_report rep;
+    ry_error err = {0};
+    if (ry_gradcheck(m, "main", 2, args, &o, &rep, &err)) fail_msg("gradcheck: %s", err.msg);
+    assert_true(rep.ok);
+    assert_true(rep.params[0].checked && rep.params[1].checked);
+    ry_value_release(args[0]);
+    ry_value_release(args[1]);
+    ry_module_free(m);
+}
+
 static void test_missing_kernel_is_a_located_compile_error(void **s) {
     NEED_DEVICE();
     ry_module *m = test_parse(V "def @main(%x: Tensor[(1, 1, 4, 4), float32], %w: Tensor[(2, 1, 3, 3), float32]) {\n"
@@ -442,6 +464,7 @@ int main(void) {
         cmocka_unit_test(test_control_flow),
         cmocka_unit_test(test_gradient_programs),
         cmocka_unit_test(test_corpora_agree_with_the_cpu),
+        cmocka_unit_test(test_gradcheck_on_the_device),
         cmocka_unit_test(test_missing_kernel_is_a_located_compile_error),
         cmocka_unit_test(test_unknown_index_is_an_error),
     };

@@ -12,6 +12,7 @@
 #define RELAYC_AD_H
 
 #include "relayc/interp.h"
+#include "relayc/target.h"
 #include "relayc/ir.h"
 #include "relayc/pass.h" /* ry_anf, which the transform normalizes with */
 
@@ -110,6 +111,11 @@ typedef struct ry_gradcheck_opts {
      * rows that the input reads), the rest among all, seeded by sample_seed */
     int64_t max_elements;
     uint64_t sample_seed;
+    /* NULL: the gradient program runs in the interpreter. A target: it is
+     * compiled and run by the compiled engine there (target.h: the OpenCL
+     * device's kernels, say), against the same finite differences, which
+     * always come from the interpreter on the CPU, the reference */
+    const ry_target *target;
 } ry_gradcheck_opts;
 
 #define RY_GRADCHECK_MAX_PARAMS 32

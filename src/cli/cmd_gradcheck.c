@@ -14,7 +14,7 @@
 static const char *help =
     "usage: relayc gradcheck FILE [--entry NAME] [--input NAME=VALUE]... [--dim NAME=N]...\n"
     "                       [--eps E] [--rtol R] [--atol A] [--seed N] [--samples K]\n"
-    "                       [--second-order] [--train]\n"
+    "                       [--second-order] [--train] [--target T]\n"
     "\n"
     "Converts FILE to float64, then checks the gradient of @NAME (default main)\n"
     "against central finite differences of the sum of its outputs, at every\n"
@@ -46,7 +46,11 @@ static const char *help =
     "  --second-order              also check the gradient program's own gradient\n"
     "  --train                     training mode: nn.dropout drops (the same mask in\n"
     "                              every run), batch_norm uses batch statistics; the\n"
-    "                              gradient is built for it\n";
+    "                              gradient is built for it\n"
+    "  --target T                  run the gradient program with the compiled engine on\n"
+    "                              target T (cpu, opencl, opencl:N) instead of the\n"
+    "                              interpreter; the finite differences stay the\n"
+    "                              interpreter's on the CPU\n";
 
 static int number(const char *opt, const char *v, double *out) {
     char *end;
@@ -121,6 +125,8 @@ int cmd_gradcheck(int argc, char **argv) {
             long long k = strtoll(v, &end, 10);
             if (errno || *end || !*v || k < 1) rc = cli_fail("gradcheck", "--samples needs a positive integer, got '%s'", v);
             opts.max_elements = k;
+        } else if (!bad && (v = cli_option(argc, argv, &i, "--target", &bad))) {
+            if (cli_target("gradcheck", v, &opts.target)) rc = 1;
         } else if (bad) {
             rc = 1;
         } else if (strcmp(argv[i], "--second-order") == 0) {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "relayc/ad.h"
+#include "relayc/vm.h"
 #include "relayc/rng.h"
 
 /* sum over every element of every tensor in f(args) */
@@ -211,7 +212,18 @@ static ry_status check_first(ry_module *m, const char *entry, int nargs, ry_valu
     ry_grad_opts go = {.inference = !(o.interp && o.interp->training)};
     if (ry_grad_ex(m, entry, NULL, NULL, &go, &rep->grad_name, err)) return RY_ERR;
     ry_value *out = NULL;
-    if (ry_interp_call(m, rep->grad_name, nargs, args, o.interp, &out, err)) return RY_ERR;
+    if (!o.target) {
+        if (ry_interp_call(m, rep->grad_name, nargs, args, o.interp, &out, err)) return RY_ERR;
+    } else {
+        /* the compiled engine on the target (its result comes back to the host) */
+        ry_vm_program *p = NULL;
+        ry_vm_opts vo = {0};
+        if (o.interp) vo.training = o.interp->training, vo.seed = o.interp->seed;
+        ry_status st = ry_vm_compile(m, o.target, &p, err);
+        if (st == RY_OK) st = ry_vm_call(p, rep->grad_name, nargs, args, &vo, &out, err);
+        ry_vm_free(p);
+        if (st) return RY_ERR;
+    }
     const ry_value *grads = out->tuple.fields[1];
     ry_status st = RY_OK;
     rep->nparams = nargs;
