@@ -44,6 +44,8 @@ char *ry_gen_reduce(const ry_dialect *d, ry_gen_red kind, ry_dtype in, ry_dtype 
                     int kr, int rr, bool last_index, const char *name) {
     const char *TI = d->type(in), *TO = d->type(out), *L = d->i64;
     if (!TI || !TO) return NULL;
+    ry_gen_observe(&(ry_gen_request){.kind = RY_GEN_REDUCE, .red = kind, .in = in, .out = out,
+                                     .f64acc = f64acc, .kr = kr, .rr = rr, .last = last_index});
     bool fl = ry_dtype_is_float(in);
     const char *A = fl ? (f64acc ? "double" : TI) : L;
     ry_sbuf b = {0};
@@ -99,6 +101,7 @@ char *ry_gen_reduce(const ry_dialect *d, ry_gen_red kind, ry_dtype in, ry_dtype 
 char *ry_gen_softmax(const ry_dialect *d, ry_dtype dt, bool log, const char *name) {
     const char *T = d->type(dt), *L = d->i64;
     if (!T || !ry_dtype_is_float(dt)) return NULL;
+    ry_gen_observe(&(ry_gen_request){.kind = RY_GEN_SOFTMAX, .in = dt, .log = log});
     ry_sbuf b = {0};
     ry_sbuf_add(&b,
                 "%s%s %s(%s n, %s%s *o, %s oo, %sconst %s *x, %s xo, %s len, %s inner) {\n"
