@@ -367,15 +367,10 @@ static void corpus_dir(const char *dir, int *agree, int *needs, char *list, size
         ry_module *m = NULL;
         ry_error err = {0};
         if (ry_module_parse_file(path, &m, &err) || ry_module_typecheck(m, &err)) fail_msg("%s: %s", path, err.msg);
-        const ry_global *g = ry_module_find_global(m, "main");
         ry_value *args[32];
-        int na = 0;
-        bool ok = g && g->func->func.nparams <= 32;
-        for (int i = 0; ok && i < g->func->func.nparams; i++) {
-            const ry_var *p = g->func->func.params[i];
-            if (!(args[na] = test_random_value(p->annot ? p->annot : p->type, &state))) ok = false;
-            else na++;
-        }
+        int na = test_main_args(m, &state, args, 32);
+        bool ok = na >= 0;
+        if (!ok) na = 0;
         const char *gname = NULL;
         if (ok && ry_grad(m, "main", NULL, NULL, &gname, &err) != RY_OK) gname = NULL;
         if (ok && ry_optimize(m, 2, &err) == RY_OK) {

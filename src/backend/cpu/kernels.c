@@ -10,8 +10,6 @@
  * (ry_op_index), so finding a kernel costs an array read.
  */
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 #include "backend/cpu/conv_kernels.h"
 #include "backend/cpu/cpu_target.h"
@@ -136,23 +134,7 @@ static const ry_kernel table[] = {
 static const ry_kernel *by_index[MAX_OPS];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* A name the registry does not know is a bug in this table, found by the
- * first lookup of any program (and by test_target). */
-static void build(void) {
-    if (ry_op_count() > MAX_OPS) {
-        fprintf(stderr, "relayc: internal error: more than %d operators\n", MAX_OPS);
-        abort();
-    }
-    for (int i = 0; i < NTABLE; i++) {
-        const ry_op *op = ry_op_find(table[i].op);
-        if (!op) {
-            fprintf(stderr, "relayc: internal error: CPU kernel for unknown operator %s\n",
-                    table[i].op);
-            abort();
-        }
-        by_index[ry_op_index(op)] = &table[i];
-    }
-}
+static void build(void) { ry_kernel_table_index("CPU", table, NTABLE, by_index, MAX_OPS); }
 
 const ry_kernel *ry_cpu_kernel(const ry_op *op) {
     pthread_once(&once, build);
