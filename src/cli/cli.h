@@ -17,6 +17,7 @@ int cmd_grad(int argc, char **argv);
 int cmd_opt(int argc, char **argv);
 int cmd_gradcheck(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 /* Parses (and, if check, type-checks) FILE; on error prints it located and
  * returns NULL. */
@@ -57,12 +58,23 @@ typedef struct cli_inputs {
 /* `--input NAME=PATH` at argv[*i]: 1 if taken, 0 if argv[*i] is another
  * option, negative after printing an error. */
 int cli_input_option(int argc, char **argv, int *i, cli_inputs *in, const char *cmd);
-/* args[k] := a new value for fn's k-th parameter: its --input (converted to
+/* args[k] := (unless already set) a new value for fn's k-th parameter: its --input (converted to
  * float64 when float64 is set), else seeded standard normal values when rng
  * is given, else an error located at the parameter. Inputs naming no
  * parameter are an error. Returns the exit status. */
 int cli_bind_params(const char *cmd, const char *entry, cli_inputs *in, const ry_expr *fn, ry_rng *rng,
                     bool float64, ry_value **args);
+/* ---- checkpoints as inputs (checkpoint_args.c) ---- */
+/* Every /params dataset of the checkpoint at path, verified (seal,
+ * checksum), into a new set *out. Returns the exit status. */
+int cli_checkpoint_read(const char *cmd, const char *path, ry_param_set **out);
+/* args[k] := a copy of set's tensor named like fn's k-th parameter, for
+ * each parameter not given in `in`; the dtype and constant dims must match
+ * (an error located at the parameter), and every name of set must be a
+ * parameter of fn. Parameters set lacks stay NULL. Returns the exit status. */
+int cli_bind_checkpoint(const char *cmd, const char *entry, const char *path, const ry_param_set *set,
+                        const cli_inputs *in, const ry_expr *fn, ry_value **args);
+
 /* mkdir DIR unless it exists. */
 int cli_make_dir(const char *cmd, const char *dir);
 /* DIR/NAME.npy, written atomically; prints its path and shape. */

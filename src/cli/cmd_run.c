@@ -1,6 +1,6 @@
 /*
  * cmd_run.c: `relayc run FILE [--entry NAME] [--input NAME=PATH.npy]...
- * [--out DIR] [--grad] [--engine vm|interp] [--target cpu]`: run a
+ * [--out DIR] [--grad] [--engine vm|interp] [--target cpu] [--checkpoint CKPT]`: run a
  * function with the compiled engine (or the reference interpreter) on a
  * target and write its result,
  * flattened depth-first, as DIR/out_0.npy, ...; with
@@ -19,7 +19,7 @@
 static const char *help =
     "usage: relayc run FILE [--entry NAME] [--input NAME=PATH.npy]... [--out DIR]\n"
     "                 [--grad] [--engine vm|interp] [--target cpu] [--level N] [--train]\n"
-    "                 [--seed N]\n"
+    "                 [--seed N] [--checkpoint CKPT]\n"
     "                 [--plan] [--profile]\n"
     "\n"
     "Runs global @NAME (default main) of FILE with the compiled engine.\n"
@@ -29,6 +29,8 @@ static const char *help =
     "\n"
     "  --entry NAME          the global to run (default: main)\n"
     "  --input NAME=PATH     bind parameter %NAME to the tensor in PATH (.npy)\n"
+    "  --checkpoint CKPT     bind the parameters not given by --input by name to the\n"
+    "                        /params of the HDF5 checkpoint CKPT (relayc train's)\n"
     "  --out DIR             where to write the outputs (created if missing)\n"
     "  --grad                differentiate @NAME (every output seeded with ones) and\n"
     "                        also write DIR/grad_<param>.npy for each tensor parameter\n"
@@ -47,7 +49,7 @@ static const char *help =
     "                        call sites that took longest on stderr after the run\n";
 
 typedef struct run_args {
-    const char *path, *entry, *out;
+    const char *path, *entry, *out, *checkpoint;
     cli_inputs inputs;
     ry_interp_opts opts;
     bool grad, plan, profile;
@@ -71,6 +73,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
             if (taken < 0) return 1;
         } else if ((v = cli_option(argc, argv, &i, "--entry", &bad))) {
             a->entry = v[0] == '@' ? v + 1 : v;
+        } else if (!bad && (v = cli_option(argc, argv, &i, "--checkpoint", &bad))) {
+            a->checkpoint = v;
         } else if (!bad && (v = cli_option(argc, argv, &i, "--out", &bad))) {
             a->out = v;
         } else if (!bad && (v = cli_option(argc, argv, &i, "--engine", &bad))) {
@@ -157,6 +161,7 @@ int cmd_run(int argc, char **argv) {
     ry_module *m = cli_load(a->path, true);
     ry_global *g = m ? ry_module_find_global(m, a->entry) : NULL;
     ry_value **args = NULL, *result = NULL;
+    ry_param_set *ckpt = NULL;
     int n = g ? g->func->func.nparams : 0;
     ry_error err;
     memset(&err, 0, sizeof err);
@@ -167,6 +172,9 @@ int cmd_run(int argc, char **argv) {
         rc = cli_fail("run", "%s has no global @%s", a->path, a->entry);
     } else if (!(args = ry_calloc((size_t)(n ? n : 1), sizeof *args))) {
         rc = cli_fail("run", "out of memory");
+    } else if (a->checkpoint && ((rc = cli_checkpoint_read("run", a->checkpoint, &ckpt)) != 0 ||
+                                 (rc = cli_bind_checkpoint("run", a->entry, a->checkpoint, ckpt, &a->inputs,
+                                                           g->func, args)) != 0)) {
     } else if ((rc = cli_bind_params("run", a->entry, &a->inputs, g->func, NULL, false, args)) != 0) {
     } else if (a->engine == RY_ENGINE_VM && a->level >= 2 && ry_hoist(m, &err) != RY_OK) {
         ry_error_print(stderr, &err);
@@ -185,6 +193,7 @@ int cmd_run(int argc, char **argv) {
     ry_value_release(result);
     for (int i = 0; args && i < n; i++) ry_value_release(args[i]);
     ry_free(args);
+    ry_params_free(ckpt);
     ry_module_free(m);
     ry_free(a);
     return rc;

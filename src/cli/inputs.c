@@ -79,6 +79,7 @@ int cli_bind_params(const char *cmd, const char *entry, cli_inputs *in, const ry
     for (int i = 0; i < fn->func.nparams; i++) {
         const ry_var *p = fn->func.params[i];
         const ry_type *ty = p->type ? p->type : p->annot;
+        if (args[i]) continue; /* from a checkpoint */
         cli_input *x = NULL;
         for (int k = 0; k < in->n; k++)
             if (strcmp(in->items[k].name, p->name) == 0) x = &in->items[k];
@@ -94,7 +95,8 @@ int cli_bind_params(const char *cmd, const char *entry, cli_inputs *in, const ry
         } else if (rng) {
             t = random_input(p, ty, rng, &err);
         } else {
-            ry_error_at(&err, p->span, "no input for parameter %%%s (give --input %s=PATH.npy)", p->name, p->name);
+            ry_error_at(&err, p->span, "no input for parameter %%%s (give --input %s=PATH.npy, or --checkpoint)",
+                        p->name, p->name);
         }
         if (!t) {
             ry_error_print(stderr, &err);
