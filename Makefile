@@ -33,13 +33,13 @@ ALL_CFLAGS = $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread $(FILE_CFLAGS)
 LDLIBS   += $(PKG_LIBS) $(MPI_LIBS) -lz -lm -pthread
 
 LIB_SRCS := $(sort $(wildcard src/tensor/*.c src/ir/*.c src/op/*.c src/pass/*.c \
-              src/runtime/*.c src/backend/*.c src/backend/cpu/*.c src/io/*.c src/train/*.c \
+              src/runtime/*.c src/backend/*.c src/backend/cpu/*.c src/backend/c/*.c src/io/*.c src/train/*.c \
               ad/*.c optim/*.c datasets/*.c)) $(DIST_SRC)
 CLI_SRCS := $(sort $(wildcard src/cli/*.c))
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 EXAMPLE_SRCS := $(sort $(wildcard models/*.c))
 
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/c_rt.o
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 EXAMPLES := $(EXAMPLE_SRCS:models/%.c=$(BUILD)/models/%)
@@ -66,6 +66,15 @@ $(BUILD)/obj/src/dist/comm_mpi.o: FILE_CFLAGS := $(MPI_CFLAGS)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+# The export runtime (src/backend/c/rt/*.c) as strings in the library.
+C_RT_SRCS := $(sort $(wildcard src/backend/c/rt/*.c))
+$(BUILD)/gen/c_rt.c: $(C_RT_SRCS) tools/embed_c_rt.sh
+	@mkdir -p $(dir $@)
+	sh tools/embed_c_rt.sh $(C_RT_SRCS) > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/gen/c_rt.o: $(BUILD)/gen/c_rt.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c $< -o $@
 
 $(STATIC): $(LIB_OBJS)
 	@mkdir -p $(dir $@)

@@ -22,6 +22,7 @@ static const command commands[] = {
     {"gradcheck", cmd_gradcheck, "check a gradient against finite differences in float64"},
     {"opt", cmd_opt, "run optimization passes and print the result"},
     {"train", cmd_train, "train a model on a dataset, with checkpoints"},
+    {"export", cmd_export, "compile a trained model to standalone C (a directory cc builds)"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,43 @@
+/*
+ * export.h: ahead-of-time compilation of a trained model to standalone C.
+ * ry_export_c optimizes the module (the pipeline of pass.h, as relayc run
+ * does), walks the entry's optimized A-normal form once and writes a
+ * directory a C11 compiler builds with nothing but libm:
+ *
+ *   DIR/NAME.c        the entry as one C function; fused kernels as loops
+ *   DIR/NAME.h        the API: open/close a context, the entry with plain
+ *                     arrays (symbolic dims as arguments), error codes
+ *   DIR/NAME.weights  the parameters (checked by size, manifest and CRC-32
+ *                     on open), unless embed_weights puts them in NAME.c
+ *   DIR/Makefile, DIR/example.c (.npy in, .npy out), DIR/README
+ *
+ * The entry's parameters found in `weights` (by name) become the model's
+ * weights; the others are the entry's arguments. What can be exported so
+ * far: a let chain of operator calls over float32 tensors (README.md lists
+ * the operators), tuples of them, and symbolic dimensions; anything else is
+ * an error located at the construct that cannot be exported.
+ */
+#ifndef RELAYC_EXPORT_H
+#define RELAYC_EXPORT_H
+
+#include "relayc/ir.h"
+#include "relayc/params.h"
+
+RY_BEGIN_API
+
+typedef struct ry_export_opts {
+    const char *name;     /* the C prefix and file names; NULL: "model" */
+    const char *source;   /* shown in the generated files' comments (the model's path) */
+    bool embed_weights;   /* the weights as C arrays in NAME.c, no NAME.weights */
+} ry_export_opts;
+
+/* Exports global @entry of the type-checked module m (which it optimizes in
+ * place) into the directory dir (created if missing; the files are written
+ * whole or not at all). weights is borrowed. On error nothing half-written
+ * is left under the files' names. */
+ry_status ry_export_c(ry_module *m, const char *entry, const ry_param_set *weights, const char *dir,
+                      const ry_export_opts *opts, ry_error *err);
+
+RY_END_API
+
+#endif

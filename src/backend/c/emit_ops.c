@@ -1,0 +1,297 @@
+/*
+ * emit_ops.c: the C target's kernel table. For each operator it exports,
+ * an emitter writes the C of one call (a call of a runtime kernel from
+ * rt/, or a loop from emit_fused.c) into the entry's body; an operator
+ * without one is an error naming it, located at the call. Shapes are the
+ * type checker's (constant or symbolic dims), so no emitter computes a
+ * shape: the call's type is the result's.
+ */
+#include <string.h>
+
+#include "backend/c/emit.h"
+#include "op/conv_attrs.h"
+#include "op/fused_prog.h"
+
+typedef ry_status (*emit_fn)(cemit *c, const ry_expr *call, cval *const *args, cval **out);
+
+static const ry_op *op_of(const ry_expr *call) { return call->call.callee->op.op; }
+
+static ry_status need_f32(cemit *c, const ry_expr *call, const cval *v) {
+    if (!v->tuple && v->dtype == RY_FLOAT32) return RY_OK;
+    return ry_c_fail(c, call->span, "%s: the export's kernel takes float32 tensors, not %s", op_of(call)->name,
+                     v->tuple ? "a tuple" : ry_dtype_name(v->dtype));
+}
+
+/* The result of a call: a fresh buffer per tensor of its type. */
+static cval *result(cemit *c, const ry_type *t, ry_span span) {
+    if (t && t->kind == RY_TYPE_TUPLE) {
+        cval *v = RY_NEW(c->a, cval);
+        v->tuple = true;
+        v->n = t->tuple.n;
+        v->weight = -1;
+        v->fields = RY_NEW_ARRAY(c->a, cval *, v->n + 1);
+        for (int i = 0; i < v->n; i++)
+            if (!(v->fields[i] = result(c, t->tuple.fields[i], span))) return NULL;
+        return v;
+    }
+    return ry_c_buffer(c, t, span);
+}
+
+static const char *dim_prod(cemit *c, const cval *v, int from, int to) {
+    return ry_c_count(c, to - from, v->dims + from);
+}
+
+/* ---- GEMM ---- */
+
+/* dst (M, N) = op(a) op(b) with b 2-D: a weight's transpose is packed once
+ * when the context opens, any other transposed operand is transposed into
+ * scratch first. */
+static ry_status gemm(cemit *c, const ry_expr *call, const cval *a, const cval *b, bool ta, bool tb,
+                      const cval *dst) {
+    if (need_f32(c, call, a) || need_f32(c, call, b)) return RY_ERR;
+    if (b->ndim != 2 || a->ndim < 1 || (ta && a->ndim != 2))
+        return ry_c_fail(c, call->span, "%s: operand ranks %d and %d (the export's GEMM takes a (M, K) by a 2-d b)",
+                         op_of(call)->name, a->ndim, b->ndim);
+    c->rt |= RT_GEMM;
+    const char *K = ry_c_dim(c, &a->dims[a->ndim - 1]), *M = dim_prod(c, a, 0, a->ndim - 1);
+    const char *A = a->c, *B = b->c, *N = ry_c_dim(c, &b->dims[tb ? 0 : 1]);
+    if (ta) {
+        M = ry_c_dim(c, &a->dims[1]), K = ry_c_dim(c, &a->dims[0]);
+        ry_type *t = ry_type_tensor_arena(c->a, RY_FLOAT32, 2, (ry_dim[]){a->dims[1], a->dims[0]});
+        cval *at = ry_c_buffer(c, t, call->span);
+        if (!at) return RY_ERR;
+        ry_sb_printf(&c->body, "    rt_transpose(%s, %s, %s, %s);\n", K, M, a->c, at->c);
+        A = at->c;
+    }
+    if (tb && b->weight >= 0) {
+        int w = b->weight;
+        if (c->pack_of[w] < 0) {
+            c->pack_of[w] = c->npack++;
+            ry_sb_printf(&c->open, "    rt_transpose(%s, %s, ctx->w[%d], ctx->pack[%d]);\n", N, K, w,
+                         c->pack_of[w]);
+        }
+        B = ry_c_fmt(c, "ctx->pack[%d]", c->pack_of[w]);
+    } else if (tb) {
+        ry_type *t = ry_type_tensor_arena(c->a, RY_FLOAT32, 2, (ry_dim[]){b->dims[1], b->dims[0]});
+        cval *bt = ry_c_buffer(c, t, call->span);
+        if (!bt) return RY_ERR;
+        ry_sb_printf(&c->body, "    rt_transpose(%s, %s, %s, %s);\n", N, K, b->c, bt->c);
+        B = bt->c;
+    }
+    ry_sb_printf(&c->body, "    rt_gemm(%s, %s, %s, %s, %s, %s);\n", M, N, K, A, B, dst->c);
+    return RY_OK;
+}
+
+static ry_status emit_dense(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    if (!(*out = result(c, call->type, call->span))) return RY_ERR;
+    return gemm(c, call, args[0], args[1], false, true, *out);
+}
+
+static ry_status emit_matmul(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const ry_op *op = op_of(call);
+    bool ta = ry_attr_bool(op, &call->call.attrs, "transpose_a"), tb = ry_attr_bool(op, &call->call.attrs, "transpose_b");
+    if (!(*out = result(c, call->type, call->span))) return RY_ERR;
+    return gemm(c, call, args[0], args[1], ta, tb, *out);
+}
+
+/* ---- fused programs and elementwise operators ---- */
+
+static ry_status run_prog(cemit *c, const ry_expr *call, const char *code, bool acc, cval *const *ins, int nin,
+                          const cval *acc_val, cval **out) {
+    ry_dtype dts[RY_FZ_MAX_IN];
+    cval *vals[RY_FZ_MAX_IN + 1];
+    if (nin + (acc ? 1 : 0) > RY_FZ_MAX_IN)
+        return ry_c_fail(c, call->span, "%s: more than %d inputs", op_of(call)->name, RY_FZ_MAX_IN);
+    int n = 0;
+    if (acc) vals[n] = (cval *)acc_val, dts[n++] = acc_val->dtype;
+    for (int k = 0; k < nin; k++) {
+        if (ins[k]->tuple) return ry_c_fail(c, call->span, "%s: a tuple argument", op_of(call)->name);
+        vals[n] = ins[k], dts[n++] = ins[k]->dtype;
+    }
+    const ry_fz_prog *p = ry_fz_get(code, acc, n, dts, call->span, c->err);
+    if (!p) {
+        c->failed = true;
+        return RY_ERR;
+    }
+    if (!*out && !(*out = result(c, call->type, call->span))) return RY_ERR;
+    cval *const *outs = (*out)->tuple ? (*out)->fields : out;
+    int nout = (*out)->tuple ? (*out)->n : 1;
+    if (nout != p->nout) return ry_c_fail(c, call->span, "%s: %d results, but the program has %d", op_of(call)->name, nout, p->nout);
+    return ry_c_emit_fused(c, p, vals, n, outs, call->span);
+}
+
+static ry_status emit_fused_elemwise(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const char *code = ry_attr_str(op_of(call), &call->call.attrs, "code");
+    *out = NULL;
+    return run_prog(c, call, code, false, args, call->call.nargs, NULL, out);
+}
+
+static bool same_dims(const cval *a, const ry_type *t) {
+    if (!t || t->kind != RY_TYPE_TENSOR || t->tensor.ndim != a->ndim || t->tensor.dtype != a->dtype) return false;
+    for (int i = 0; i < a->ndim; i++) {
+        const ry_dim *x = &a->dims[i], *y = &t->tensor.dims[i];
+        if (x->kind != y->kind || (x->kind == RY_DIM_CONST ? x->value != y->value : strcmp(x->name, y->name) != 0))
+            return false;
+    }
+    return true;
+}
+
+/* fused.matmulN: the GEMM into the result (or a buffer of its own when the
+ * epilogue's result has another shape or dtype), then the epilogue over it. */
+static ry_status emit_fused_matmul(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const ry_op *op = op_of(call);
+    const char *code = ry_attr_str(op, &call->call.attrs, "code");
+    bool ta = ry_attr_bool(op, &call->call.attrs, "transpose_a"), tb = ry_attr_bool(op, &call->call.attrs, "transpose_b");
+    const cval *a = args[0], *b = args[1];
+    if (a->tuple || b->tuple || b->ndim != 2 || a->ndim < 1) return ry_c_fail(c, call->span, "%s: operands that are not a GEMM's", op->name);
+    ry_dim dims[RY_MAX_RANK];
+    memcpy(dims, a->dims, sizeof *dims * (size_t)a->ndim);
+    if (ta && a->ndim >= 2) dims[a->ndim - 2] = a->dims[a->ndim - 1];
+    dims[a->ndim - 1] = b->dims[tb ? 0 : 1];
+    ry_type *acc_t = ry_type_tensor_arena(c->a, a->dtype, a->ndim, dims);
+    if (!(*out = result(c, call->type, call->span))) return RY_ERR;
+    const cval *acc = !(*out)->tuple && same_dims(*out, acc_t) ? *out : ry_c_buffer(c, acc_t, call->span);
+    if (!acc || gemm(c, call, a, b, ta, tb, acc)) return RY_ERR;
+    return run_prog(c, call, code, true, args + 2, call->call.nargs - 2, acc, out);
+}
+
+/* An elementwise registry operator without attributes, as a program of one
+ * instruction ("add(x0, x1)"). */
+static ry_status emit_elemwise(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const ry_op *op = op_of(call);
+    char code[128];
+    size_t n = (size_t)snprintf(code, sizeof code, "%s(", op->name);
+    for (int k = 0; k < call->call.nargs; k++) n += (size_t)snprintf(code + n, sizeof code - n, "%sx%d", k ? ", " : "", k);
+    snprintf(code + n, sizeof code - n, ")");
+    *out = NULL;
+    return run_prog(c, call, code, false, args, call->call.nargs, NULL, out);
+}
+
+/* bias_add(x, b, axis): x + b with b read along axis. */
+static ry_status emit_bias_add(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const cval *x = args[0], *bias = args[1];
+    int64_t axis = ry_attr_int(op_of(call), &call->call.attrs, "axis");
+    if (axis < 0) axis += x->ndim;
+    if (x->tuple || bias->tuple || bias->ndim != 1 || axis < 0 || axis >= x->ndim)
+        return ry_c_fail(c, call->span, "nn.bias_add: operands the export cannot broadcast");
+    ry_dim dims[RY_MAX_RANK];
+    dims[0] = bias->dims[0];
+    for (int i = 1; i < x->ndim - axis; i++) dims[i] = (ry_dim){.kind = RY_DIM_CONST, .value = 1};
+    cval *bv = ry_c_view(c, bias, ry_type_tensor_arena(c->a, bias->dtype, (int)(x->ndim - axis), dims));
+    cval *ins[2] = {(cval *)x, bv};
+    *out = NULL;
+    return run_prog(c, call, "add(x0, x1)", false, ins, 2, NULL, out);
+}
+
+/* ---- layout: the same data under another shape ---- */
+
+static ry_status emit_view(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    if (args[0]->tuple) return ry_c_fail(c, call->span, "%s of a tuple", op_of(call)->name);
+    if (!call->type || call->type->kind != RY_TYPE_TENSOR)
+        return ry_c_fail(c, call->span, "%s: a result that is not a tensor", op_of(call)->name);
+    *out = ry_c_view(c, args[0], call->type);
+    return RY_OK;
+}
+
+/* ---- convolution, pooling, softmax ---- */
+
+static ry_status layout_is(cemit *c, const ry_expr *call, const char *attr, const char *want) {
+    const char *got = ry_attr_str(op_of(call), &call->call.attrs, attr);
+    if (!got || !*got || strcmp(got, want) == 0) return RY_OK;
+    return ry_c_fail(c, call->span, "%s: %s=\"%s\" (the export takes %s)", op_of(call)->name, attr, got, want);
+}
+
+static ry_status emit_conv2d(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    ry_conv2d_params p;
+    const cval *x = args[0], *w = args[1];
+    if (ry_conv2d_params_read(op_of(call), &call->call.attrs, call->span, c->err, &p)) return RY_ERR;
+    if (layout_is(c, call, "data_layout", "NCHW") || layout_is(c, call, "kernel_layout", "OIHW") ||
+        need_f32(c, call, x) || need_f32(c, call, w))
+        return RY_ERR;
+    if (p.has_out_dtype && p.out_dtype != RY_FLOAT32) return ry_c_fail(c, call->span, "nn.conv2d: out_dtype other than float32");
+    if (!(*out = result(c, call->type, call->span))) return RY_ERR;
+    const cval *y = *out;
+    c->rt |= RT_CONV2D;
+    ry_sb_printf(&c->body,
+                 "    {\n        const rt_conv g = {%s, %s, %s, %s, %s, %s, %s, %s, %s, %lld, %lld, %lld, %lld, %lld, %lld, %lld};\n"
+                 "        rt_conv2d(&g, %s, %s, %s);\n    }\n",
+                 ry_c_dim(c, &x->dims[0]), ry_c_dim(c, &x->dims[1]), ry_c_dim(c, &x->dims[2]), ry_c_dim(c, &x->dims[3]),
+                 ry_c_dim(c, &w->dims[0]), ry_c_dim(c, &w->dims[2]), ry_c_dim(c, &w->dims[3]), ry_c_dim(c, &y->dims[2]),
+                 ry_c_dim(c, &y->dims[3]), (long long)p.stride[0], (long long)p.stride[1], (long long)p.pad[0],
+                 (long long)p.pad[1], (long long)p.dilation[0], (long long)p.dilation[1], (long long)p.groups, x->c, w->c,
+                 y->c);
+    return RY_OK;
+}
+
+static ry_status emit_pool(cemit *c, const ry_expr *call, cval *const *args, cval **out, bool is_max) {
+    ry_conv2d_params p;
+    const cval *x = args[0];
+    if (ry_conv2d_params_read(op_of(call), &call->call.attrs, call->span, c->err, &p)) return RY_ERR;
+    if (layout_is(c, call, "layout", "NCHW") || need_f32(c, call, x)) return RY_ERR;
+    if (!(*out = result(c, call->type, call->span))) return RY_ERR;
+    const cval *y = *out;
+    c->rt |= RT_POOL_GEOM | (is_max ? RT_MAX_POOL2D : RT_AVG_POOL2D);
+    ry_sb_printf(&c->body,
+                 "    {\n        const rt_pool g = {%s * %s, %s, %s, %s, %s, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
+                 "%lld, %d};\n        rt_%s_pool2d(&g, %s, %s);\n    }\n",
+                 ry_c_dim(c, &x->dims[0]), ry_c_dim(c, &x->dims[1]), ry_c_dim(c, &x->dims[2]), ry_c_dim(c, &x->dims[3]),
+                 ry_c_dim(c, &y->dims[2]), ry_c_dim(c, &y->dims[3]), (long long)p.pool[0], (long long)p.pool[1],
+                 (long long)p.stride[0], (long long)p.stride[1], (long long)p.dilation[0], (long long)p.dilation[1],
+                 (long long)p.pad[0], (long long)p.pad[1], (long long)p.pad[2], (long long)p.pad[3],
+                 p.count_include_pad ? 1 : 0, is_max ? "max" : "avg", x->c, y->c);
+    return RY_OK;
+}
+
+static ry_status emit_max_pool2d(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    return emit_pool(c, call, args, out, true);
+}
+
+static ry_status emit_avg_pool2d(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    return emit_pool(c, call, args, out, false);
+}
+
+static ry_status emit_softmax(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const cval *x = args[0];
+    int64_t axis = ry_attr_int(op_of(call), &call->call.attrs, "axis");
+    if (need_f32(c, call, x)) return RY_ERR;
+    if (axis < 0) axis += x->ndim;
+    if (axis < 0 || axis >= x->ndim) return ry_c_fail(c, call->span, "%s: axis out of range", op_of(call)->name);
+    if (!(*out = result(c, call->type, call->span))) return RY_ERR;
+    c->rt |= RT_SOFTMAX;
+    int a = (int)axis;
+    ry_sb_printf(&c->body, "    rt_softmax(%s, %s, %s, %d, %s, %s);\n", dim_prod(c, x, 0, a), ry_c_dim(c, &x->dims[a]),
+                 dim_prod(c, x, a + 1, x->ndim), strcmp(op_of(call)->name, "nn.log_softmax") == 0, x->c, (*out)->c);
+    return RY_OK;
+}
+
+/* ---- the table ---- */
+
+static const struct {
+    const char *name;
+    emit_fn fn;
+} table[] = {
+    {"nn.dense", emit_dense},
+    {"nn.matmul", emit_matmul},
+    {"nn.bias_add", emit_bias_add},
+    {"reshape", emit_view},
+    {"reshape_like", emit_view},
+    {"nn.batch_flatten", emit_view},
+    {"expand_dims", emit_view},
+    {"squeeze", emit_view},
+    {"copy", emit_view}, /* nothing writes a value twice: a copy may share its buffer */
+    {"nn.conv2d", emit_conv2d},
+    {"nn.max_pool2d", emit_max_pool2d},
+    {"nn.avg_pool2d", emit_avg_pool2d},
+    {"nn.softmax", emit_softmax},
+    {"nn.log_softmax", emit_softmax},
+};
+
+ry_status ry_c_emit_op(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const ry_op *op = op_of(call);
+    if (strncmp(op->name, "fused.elemwise", 14) == 0) return emit_fused_elemwise(c, call, args, out);
+    if (strncmp(op->name, "fused.matmul", 12) == 0) return emit_fused_matmul(c, call, args, out);
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(table[i].name, op->name) == 0) return table[i].fn(c, call, args, out);
+    if (ry_fz_opcode_of(op->name) >= 0 && op->nattrs == 0) return emit_elemwise(c, call, args, out);
+    return ry_c_fail(c, call->span, "operator %s has no C kernel in the export yet", op->name);
+}

@@ -1,0 +1,299 @@
+/*
+ * test_export.c: relayc export end to end. Each model (models/mlp.relay,
+ * models/lenet.relay, tests/export/ops.relay) gets a checkpoint of seeded
+ * random weights, is exported, its directory built with cc -std=c11 -Wall
+ * -Wextra -Werror -pedantic (gcc, and clang where installed), and its
+ * example run on .npy inputs at two batch sizes; the outputs are compared
+ * with `relayc run --checkpoint` on the VM. The export sums GEMMs and
+ * convolutions in increasing k (OpenBLAS blocks K) and uses libm's exp,
+ * tanh (the VM its vector forms), so the comparison is to float32
+ * rounding: rtol 1e-4, atol 1e-5. Errors: an operator without a C kernel
+ * (located, named), a wrong dimension at the entry (its error code), a
+ * damaged or another model's weights file (CRC, size), a checkpoint of
+ * another model (refused by export and run).
+ */
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+static char tmpdir[256];
+
+static const char *relayc(void) {
+    const char *r = getenv("RELAYC");
+    return r ? r : "build/relayc";
+}
+
+/* Runs cmd through the shell with stdout and stderr in tmpdir/log.txt;
+ * returns the exit status. */
+static int sh(const char *fmt, ...) {
+    char cmd[8192] = "(";
+    va_list ap;
+    va_start(ap, fmt);
+    int n = 1 + vsnprintf(cmd + 1, sizeof cmd - 1, fmt, ap);
+    va_end(ap);
+    snprintf(cmd + n, sizeof cmd - (size_t)n, ") >%s/log.txt 2>&1", tmpdir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void log_text(char *buf, size_t n) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/log.txt", tmpdir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t got = fread(buf, 1, n - 1, f);
+    buf[got] = 0;
+    fclose(f);
+}
+
+static void assert_log_contains(const char *what) {
+    char buf[16384];
+    log_text(buf, sizeof buf);
+    if (!strstr(buf, what)) fail_msg("output lacks '%s':\n%s", what, buf);
+}
+
+static void must(int rc, const char *what) {
+    if (rc == 0) return;
+    char buf[16384];
+    log_text(buf, sizeof buf);
+    fail_msg("%s: exit %d\n%s", what, rc, buf);
+}
+
+/* A checkpoint at path holding seeded normal values (scaled by 0.3) for
+ * every parameter of @entry with a static shape (the weights). */
+static void random_checkpoint(const char *model, const char *entry, const char *path, uint64_t seed) {
+    ry_module *m = NULL;
+    ry_error err;
+    if (ry_module_parse_file(model, &m, &err) || ry_module_typecheck(m, &err)) {
+        ry_error_print(stderr, &err);
+        fail_msg("cannot load %s", model);
+    }
+    const ry_expr *fn = ry_module_find_global(m, entry)->func;
+    const char *names[64];
+    int ndims[64], n = 0;
+    const int64_t *shapes[64];
+    int64_t dims[64][RY_MAX_RANK];
+    for (int i = 0; i < fn->func.nparams; i++) {
+        const ry_type *t = fn->func.params[i]->type;
+        bool fixed = t->kind == RY_TYPE_TENSOR;
+        for (int k = 0; fixed && k < t->tensor.ndim; k++) {
+            fixed = t->tensor.dims[k].kind == RY_DIM_CONST;
+            dims[n][k] = t->tensor.dims[k].value;
+        }
+        if (!fixed) continue;
+        names[n] = fn->func.params[i]->name;
+        ndims[n] = t->tensor.ndim;
+        shapes[n] = dims[n];
+        n++;
+    }
+    ry_param_set *p = ry_params_new(RY_FLOAT32, n, names, ndims, shapes);
+    ry_rng rng;
+    ry_rng_seed(&rng, seed);
+    for (int64_t i = 0; i < p->slab->size; i++) ((float *)p->slab->data)[i] = (float)(0.3 * ry_rng_normal(&rng));
+    ry_checkpoint_meta meta = {0};
+    if (ry_checkpoint_save(path, p, NULL, &meta, &err)) {
+        ry_error_print(stderr, &err);
+        fail_msg("cannot save %s", path);
+    }
+    ry_params_free(p);
+    ry_module_free(m);
+}
+
+/* tmpdir/NAME.npy: seeded uniform values in [-1, 1) of the given shape. */
+static void random_npy(const char *name, int ndim, const int64_t *shape, uint64_t seed) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.npy", tmpdir, name);
+    ry_tensor *t = ry_tensor_new(RY_FLOAT32, ndim, shape);
+    ry_rng rng;
+    ry_rng_seed(&rng, seed);
+    for (int64_t i = 0; i < t->size; i++) ((float *)t->data)[i] = (float)(2 * ry_rng_uniform(&rng) - 1);
+    ry_error err;
+    assert_int_equal(ry_npy_write(path, t, &err), RY_OK);
+    ry_tensor_release(t);
+}
+
+static bool have(const char *tool) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", tool);
+    return system(cmd) == 0;
+}
+
+/* Builds DIR with each compiler there is, warnings as errors. */
+static void build(const char *dir) {
+    const char *ccs[] = {"gcc", "clang"};
+    for (int i = 0; i < 2; i++) {
+        if (!have(ccs[i])) continue;
+        char what[600];
+        snprintf(what, sizeof what, "make -C %s with %s", dir, ccs[i]);
+        must(sh("make -s -C %s clean && make -s -C %s CC=%s CFLAGS='-std=c11 -O2 -Wall -Wextra -Werror -pedantic'", dir,
+                dir, ccs[i]),
+             what);
+    }
+}
+
+/* The example on tmpdir/IN.npy against relayc run --checkpoint, nout results. */
+static void compare(const char *model, const char *dir, const char *ckpt, const char *in, int nout) {
+    must(sh("%s run %s --entry predict --checkpoint %s --input x=%s/%s.npy --out %s/ref", relayc(), model, ckpt, tmpdir,
+            in, tmpdir),
+         "relayc run --checkpoint");
+    char outs[2048] = "";
+    size_t n = 0;
+    for (int k = 0; k < nout; k++) n += (size_t)snprintf(outs + n, sizeof outs - n, " %s/got_%d.npy", tmpdir, k);
+    must(sh("%s/example %s/%s.npy%s", dir, tmpdir, in, outs), "the exported example");
+    for (int k = 0; k < nout; k++) {
+        char a[600], b[600];
+        snprintf(a, sizeof a, "%s/got_%d.npy", tmpdir, k);
+        snprintf(b, sizeof b, "%s/ref/out_%d.npy", tmpdir, k);
+        ry_tensor *x = test_npy(a), *y = test_npy(b);
+        test_assert_close(x, y, 1e-4, 1e-5);
+        ry_tensor_release(x);
+        ry_tensor_release(y);
+    }
+}
+
+/* Exports model's @predict with random weights (embedded or not), builds
+ * it, and compares it with the VM at batch 1 and 3; x's shape after the
+ * batch is rest[0..nrest). Returns the export's directory (static). */
+static const char *export_and_check(const char *model, const char *name, bool embed, int nrest, const int64_t *rest,
+                                    int nout) {
+    static char dir[512];
+    char ckpt[512];
+    snprintf(ckpt, sizeof ckpt, "%s/%s.h5", tmpdir, name);
+    snprintf(dir, sizeof dir, "%s/%s_c", tmpdir, name);
+    random_checkpoint(model, "predict", ckpt, 7);
+    must(sh("%s export %s --checkpoint %s -o %s%s", relayc(), model, ckpt, dir, embed ? " --embed-weights" : ""),
+         "relayc export");
+    build(dir);
+    for (int64_t batch = 1; batch <= 3; batch += 2) {
+        int64_t shape[RY_MAX_RANK] = {batch};
+        memcpy(shape + 1, rest, sizeof *rest * (size_t)nrest);
+        random_npy("x", nrest + 1, shape, (uint64_t)batch);
+        compare(model, dir, ckpt, "x", nout);
+    }
+    return dir;
+}
+
+static void test_mlp(void **s) {
+    const char *dir = export_and_check("models/mlp.relay", "mlp", false, 1, (int64_t[]){784}, 1);
+    /* a wrong dimension: the entry's error code (RT_E_DIM = 4), not a crash */
+    random_npy("bad", 2, (int64_t[]){2, 783}, 1);
+    assert_int_equal(sh("%s/example %s/bad.npy %s/o.npy", dir, tmpdir, tmpdir), 4);
+    assert_log_contains("mlp_predict: input x: dimension 1 is 783, the model needs 784");
+    random_npy("bad", 3, (int64_t[]){2, 784, 1}, 1);
+    assert_int_equal(sh("%s/example %s/bad.npy %s/o.npy", dir, tmpdir, tmpdir), 4);
+    assert_log_contains("input x must have 2 dimensions");
+}
+
+static void test_lenet(void **s) {
+    export_and_check("models/lenet.relay", "lenet", false, 3, (int64_t[]){1, 28, 28}, 1);
+}
+
+static void test_lenet_embedded(void **s) {
+    const char *dir = export_and_check("models/lenet.relay", "lenet_e", true, 3, (int64_t[]){1, 28, 28}, 1);
+    char path[600];
+    snprintf(path, sizeof path, "%s/lenet.weights", dir);
+    struct stat st;
+    assert_int_not_equal(stat(path, &st), 0); /* no weights file */
+}
+
+static void test_ops(void **s) {
+    export_and_check("tests/export/ops.relay", "ops", false, 3, (int64_t[]){4, 9, 9}, 3);
+}
+
+/* A damaged weights file is refused by its CRC, a truncated or another
+ * model's by its size (RT_E_WEIGHTS = 2 from the example). */
+static void test_weights_checked(void **s) {
+    char ckpt[512], dir[512];
+    snprintf(ckpt, sizeof ckpt, "%s/w.h5", tmpdir);
+    snprintf(dir, sizeof dir, "%s/w_c", tmpdir);
+    random_checkpoint("models/mlp.relay", "predict", ckpt, 3);
+    must(sh("%s export models/mlp.relay --checkpoint %s -o %s --name net", relayc(), ckpt, dir), "export");
+    must(sh("make -s -C %s CFLAGS='-std=c11 -O0'", dir), "make");
+    random_npy("x", 2, (int64_t[]){2, 784}, 5);
+    must(sh("%s/example %s/x.npy %s/o.npy", dir, tmpdir, tmpdir), "example");
+    must(sh("cp %s/net.weights %s/bad.weights && printf '\\001' | dd of=%s/bad.weights bs=1 seek=4096 conv=notrunc", dir,
+            tmpdir, tmpdir),
+         "damage");
+    assert_int_equal(sh("%s/example -w %s/bad.weights %s/x.npy %s/o.npy", dir, tmpdir, tmpdir, tmpdir), 2);
+    assert_log_contains("CRC-32 mismatch: the weights file is damaged");
+    must(sh("head -c 5000 %s/net.weights > %s/short.weights", dir, tmpdir), "truncate");
+    assert_int_equal(sh("%s/example -w %s/short.weights %s/x.npy %s/o.npy", dir, tmpdir, tmpdir, tmpdir), 2);
+    assert_log_contains("has 5000 bytes, the model needs");
+    assert_int_equal(sh("%s/example -w %s/none.weights %s/x.npy %s/o.npy", dir, tmpdir, tmpdir, tmpdir), 1);
+    assert_log_contains("cannot open the weights file");
+}
+
+static void test_errors(void **s) {
+    char ckpt[512], other[512];
+    snprintf(ckpt, sizeof ckpt, "%s/e.h5", tmpdir);
+    snprintf(other, sizeof other, "%s/other.h5", tmpdir);
+    random_checkpoint("models/mlp.relay", "predict", ckpt, 1);
+    random_checkpoint("models/lenet.relay", "predict", other, 1);
+    /* an operator without a C kernel: located and named */
+    assert_int_equal(sh("%s export models/mlp.relay --checkpoint %s --entry loss -o %s/loss_c", relayc(), ckpt, tmpdir), 1);
+    assert_log_contains("models/mlp.relay:26:8: error: export: operator one_hot has no C kernel in the export yet");
+    char path[600];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/loss_c/mlp.c", tmpdir);
+    assert_int_not_equal(stat(path, &st), 0); /* nothing written */
+    /* a checkpoint of another model */
+    assert_int_equal(sh("%s export models/mlp.relay --checkpoint %s -o %s/x_c", relayc(), other, tmpdir), 1);
+    assert_log_contains("the weights hold c1b, which @predict does not take");
+    assert_int_equal(sh("%s run models/mlp.relay --entry predict --checkpoint %s --out %s", relayc(), other, tmpdir), 1);
+    assert_log_contains("holds parameter c1b, which @predict does not take");
+    /* run: a parameter neither given nor in the checkpoint */
+    assert_int_equal(sh("%s run models/mlp.relay --entry predict --checkpoint %s --out %s", relayc(), ckpt, tmpdir), 1);
+    assert_log_contains("no input for parameter %x (give --input x=PATH.npy, or --checkpoint)");
+    /* the command line */
+    assert_int_equal(sh("%s export models/mlp.relay -o %s/y_c", relayc(), tmpdir), 1);
+    assert_log_contains("missing --checkpoint");
+    assert_int_equal(sh("%s export models/mlp.relay --checkpoint %s -o %s/y_c --name 9x", relayc(), ckpt, tmpdir), 1);
+    assert_log_contains("is not a C identifier");
+    assert_int_equal(sh("%s export models/mlp.relay --checkpoint %s/none.h5 -o %s/y_c", relayc(), tmpdir, tmpdir), 1);
+}
+
+/* relayc run --checkpoint: a checkpoint tensor whose shape differs from
+ * the parameter's is a located error. */
+static void test_run_checkpoint_shapes(void **s) {
+    char ckpt[512];
+    snprintf(ckpt, sizeof ckpt, "%s/s.h5", tmpdir);
+    const char *names[] = {"w1", "b1", "w2", "b2", "w3", "b3"};
+    int ndims[] = {2, 1, 2, 1, 2, 1};
+    const int64_t *shapes[] = {(int64_t[]){256, 784}, (int64_t[]){256}, (int64_t[]){128, 256},
+                               (int64_t[]){128},      (int64_t[]){10, 129}, (int64_t[]){10}};
+    ry_param_set *p = ry_params_new(RY_FLOAT32, 6, names, ndims, shapes);
+    ry_checkpoint_meta meta = {0};
+    ry_error err;
+    assert_int_equal(ry_checkpoint_save(ckpt, p, NULL, &meta, &err), RY_OK);
+    ry_params_free(p);
+    random_npy("x", 2, (int64_t[]){1, 784}, 5);
+    assert_int_equal(sh("%s run models/mlp.relay --entry predict --checkpoint %s --input x=%s/x.npy --out %s", relayc(),
+                        ckpt, tmpdir, tmpdir),
+                     1);
+    assert_log_contains("models/mlp.relay:11:");
+    assert_log_contains("parameter %w3 is Tensor[(10, 128), float32], but");
+}
+
+static int setup(void **s) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/relayc_export_XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **s) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mlp),           cmocka_unit_test(test_lenet),
+        cmocka_unit_test(test_lenet_embedded), cmocka_unit_test(test_ops),
+        cmocka_unit_test(test_weights_checked), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_run_checkpoint_shapes),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
