@@ -41,6 +41,7 @@ enum {
     RT_MAX_POOL2D = 1 << 3,
     RT_AVG_POOL2D = 1 << 4,
     RT_SOFTMAX = 1 << 5,
+    RT_TRANSPOSE = 1 << 6,
 };
 
 typedef struct cemit {
@@ -56,7 +57,7 @@ typedef struct cemit {
     int nbuf, nconst, npack;
     int nweights;
     const ry_var **weight_vars; /* the entry's weights, in table order */
-    int *pack_of;     /* per weight: its transposed pack's index, or -1 */
+    int *pack_of;     /* [2 w + t]: weight w's pack as a GEMM's b, read transposed (t = 1) or not; -1: none */
 } cemit;
 
 /* What the files of an artifact are made from (export.c fills it). */
@@ -91,6 +92,9 @@ ry_status ry_c_emit_body(cemit *c, const ry_expr *fn, cval *const *params, cval 
 /* A new tensor value with a fresh scratch buffer of type t (a tensor type
  * with constant or symbolic dims), or NULL after a located error at span. */
 cval *ry_c_buffer(cemit *c, const ry_type *t, ry_span span);
+/* A fresh scratch buffer of count (a C expression) elements of C type
+ * ctype; its C name. */
+const char *ry_c_scratch(cemit *c, const char *ctype, const char *count);
 /* A view of v with the dims of tensor type t (same data). */
 cval *ry_c_view(cemit *c, const cval *v, const ry_type *t);
 /* The C expression of dim d ("256", "n"). */

@@ -139,9 +139,10 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
     ry_sb_printf(b, "/*\n * example.c: runs %s's @%s on .npy files:\n *   example [-w WEIGHTS]", n, e);
     for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, " %s.npy", md->arg_c[i]);
     for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, " OUT%d.npy", i);
-    ry_sb_printf(b, "\n * (the weights default to %s.weights beside this program). Exit status:\n"
+    ry_sb_printf(b, "\n * (the weights default to %s.weights beside this program; -r times REPEAT\n"
+                    " * more calls and prints the time per call on stderr). Exit status:\n"
                     " * 0, or the model's error code, or 10 for a bad command line or .npy file.\n */\n", n);
-    ry_sb_printf(b, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n#include \"%s.h\"\n\n", n);
+    ry_sb_printf(b, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n\n#include \"%s.h\"\n\n", n);
     ry_sb_puts(b, ry_c_rt_text("npy"));
     ry_sb_printf(b, "\nstatic const int npy_codes[] = {%s_FLOAT32, %s_FLOAT64, %s_INT32, %s_INT64, %s_BOOL};\n\n", N, N, N, N, N);
     ry_sb_printf(b, "int main(int argc, char **argv) {\n    char wpath[4096], msg[512];\n    int a = 1;\n");
@@ -152,9 +153,12 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
                         "    snprintf(wpath, sizeof wpath, \"%%.*s%s.weights\", slash ? (int)(slash - argv[0] + 1) : 0, argv[0]);\n"
                         "    const char *weights = wpath;\n", n);
     }
-    ry_sb_printf(b, "    if (argc > 2 && strcmp(argv[1], \"-w\") == 0) weights = argv[2], a = 3;\n"
-                    "    if (argc - a != %s_%s_NIN + %s_%s_NOUT) {\n"
-                    "        fprintf(stderr, \"usage: %%s [-w WEIGHTS]", N, e, N, e);
+    ry_sb_printf(b, "    long repeat = 0;\n"
+                    "    for (; a + 1 < argc && (strcmp(argv[a], \"-w\") == 0 || strcmp(argv[a], \"-r\") == 0); a += 2) {\n"
+                    "        if (argv[a][1] == 'w') weights = argv[a + 1];\n"
+                    "        else repeat = strtol(argv[a + 1], NULL, 10);\n    }\n"
+                    "    if (argc - a != %s_%s_NIN + %s_%s_NOUT || repeat < 0) {\n"
+                    "        fprintf(stderr, \"usage: %%s [-w WEIGHTS] [-r REPEAT]", N, e, N, e);
     for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, " %s.npy", md->arg_c[i]);
     for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, " OUT%d.npy", i);
     ry_sb_printf(b, "\\n\", argv[0]);\n        return 10;\n    }\n");
@@ -172,6 +176,16 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
                  n, n, N);
     ry_sb_printf(b, "    if (rc == 0 && (rc = %s_%s_run(ctx, in, out)) != %s_OK) fprintf(stderr, \"%%s\\n\", %s_error(ctx));\n",
                  n, e, N, n);
+    /* -r N: N more calls timed (the first, which sizes the scratch, is not) */
+    ry_sb_printf(b, "    if (rc == 0 && repeat > 0) {\n"
+                    "        struct timespec t0, t1;\n        timespec_get(&t0, TIME_UTC);\n"
+                    "        for (long r = 0; r < repeat && rc == 0; r++) {\n"
+                    "            for (int i = 0; i < %s_%s_NOUT; i++) free(out[i].data);\n"
+                    "            rc = %s_%s_run(ctx, in, out);\n        }\n"
+                    "        timespec_get(&t1, TIME_UTC);\n"
+                    "        double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3 / (double)repeat;\n"
+                    "        fprintf(stderr, \"%%ld calls: %%.2f us per call\\n\", repeat, us);\n    }\n",
+                 N, e, n, e);
     ry_sb_printf(b, "    for (int i = 0; i < %s_%s_NOUT && rc == 0; i++) {\n"
                     "        npy_array t = {0, out[i].ndim, {0}, out[i].data};\n"
                     "        for (int k = 0; k < 5; k++)\n            if (npy_codes[k] == out[i].dtype) t.dtype = k;\n"

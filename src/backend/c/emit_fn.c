@@ -81,14 +81,18 @@ static cval *tensor_val(cemit *c, const char *expr, const ry_type *t) {
     return v;
 }
 
+const char *ry_c_scratch(cemit *c, const char *ct, const char *count) {
+    int k = c->nbuf++;
+    ry_sb_printf(&c->sizes, "    const size_t o_b%d = need;\n    need += RT_ALIGN(sizeof(%s) * (size_t)(%s));\n", k,
+                 ct, count);
+    ry_sb_printf(&c->ptrs, "    %s *b%d = (%s *)(sp + o_b%d);\n", ct, k, ct, k);
+    return ry_c_fmt(c, "b%d", k);
+}
+
 cval *ry_c_buffer(cemit *c, const ry_type *t, ry_span span) {
     if (check_tensor_type(c, t, span)) return NULL;
-    int k = c->nbuf++;
-    const char *ct = ry_c_ctype(t->tensor.dtype);
-    cval *v = tensor_val(c, ry_c_fmt(c, "b%d", k), t);
-    ry_sb_printf(&c->sizes, "    const size_t o_b%d = need;\n    need += RT_ALIGN(sizeof(%s) * (size_t)(%s));\n", k,
-                 ct, ry_c_count(c, v->ndim, v->dims));
-    ry_sb_printf(&c->ptrs, "    %s *b%d = (%s *)(sp + o_b%d);\n", ct, k, ct, k);
+    cval *v = tensor_val(c, NULL, t);
+    v->c = ry_c_scratch(c, ry_c_ctype(t->tensor.dtype), ry_c_count(c, v->ndim, v->dims));
     return v;
 }
 

@@ -43,9 +43,9 @@ static const char *dim_prod(cemit *c, const cval *v, int from, int to) {
 
 /* ---- GEMM ---- */
 
-/* dst (M, N) = op(a) op(b) with b 2-D: a weight's transpose is packed once
- * when the context opens, any other transposed operand is transposed into
- * scratch first. */
+/* dst (M, N) = op(a) op(b) with b 2-D: b is packed into the GEMM's
+ * panels (rt/gemm.c), a weight once when the context opens, any other
+ * operand into scratch first; a transposed a is transposed into scratch. */
 static ry_status gemm(cemit *c, const ry_expr *call, const cval *a, const cval *b, bool ta, bool tb,
                       const cval *dst) {
     if (need_f32(c, call, a) || need_f32(c, call, b)) return RY_ERR;
@@ -54,31 +54,25 @@ static ry_status gemm(cemit *c, const ry_expr *call, const cval *a, const cval *
                          op_of(call)->name, a->ndim, b->ndim);
     c->rt |= RT_GEMM;
     const char *K = ry_c_dim(c, &a->dims[a->ndim - 1]), *M = dim_prod(c, a, 0, a->ndim - 1);
-    const char *A = a->c, *B = b->c, *N = ry_c_dim(c, &b->dims[tb ? 0 : 1]);
+    const char *A = a->c, *P, *N = ry_c_dim(c, &b->dims[tb ? 0 : 1]);
     if (ta) {
+        c->rt |= RT_TRANSPOSE;
         M = ry_c_dim(c, &a->dims[1]), K = ry_c_dim(c, &a->dims[0]);
-        ry_type *t = ry_type_tensor_arena(c->a, RY_FLOAT32, 2, (ry_dim[]){a->dims[1], a->dims[0]});
-        cval *at = ry_c_buffer(c, t, call->span);
-        if (!at) return RY_ERR;
-        ry_sb_printf(&c->body, "    rt_transpose(%s, %s, %s, %s);\n", K, M, a->c, at->c);
-        A = at->c;
+        A = ry_c_scratch(c, "float", ry_c_fmt(c, "(int64_t)%s * %s", M, K));
+        ry_sb_printf(&c->body, "    rt_transpose(%s, %s, %s, %s);\n", K, M, a->c, A);
     }
-    if (tb && b->weight >= 0) {
-        int w = b->weight;
+    if (b->weight >= 0) {
+        int w = 2 * b->weight + tb;
         if (c->pack_of[w] < 0) {
             c->pack_of[w] = c->npack++;
-            ry_sb_printf(&c->open, "    rt_transpose(%s, %s, ctx->w[%d], ctx->pack[%d]);\n", N, K, w,
-                         c->pack_of[w]);
+            ry_sb_printf(&c->open, "    rt_pack(%s, %s, ctx->w[%d], %d, ctx->pack[%d]);\n", K, N, b->weight, tb, c->pack_of[w]);
         }
-        B = ry_c_fmt(c, "ctx->pack[%d]", c->pack_of[w]);
-    } else if (tb) {
-        ry_type *t = ry_type_tensor_arena(c->a, RY_FLOAT32, 2, (ry_dim[]){b->dims[1], b->dims[0]});
-        cval *bt = ry_c_buffer(c, t, call->span);
-        if (!bt) return RY_ERR;
-        ry_sb_printf(&c->body, "    rt_transpose(%s, %s, %s, %s);\n", N, K, b->c, bt->c);
-        B = bt->c;
+        P = ry_c_fmt(c, "ctx->pack[%d]", c->pack_of[w]);
+    } else {
+        P = ry_c_scratch(c, "float", ry_c_fmt(c, "RT_PACKED(%s, %s)", K, N));
+        ry_sb_printf(&c->body, "    rt_pack(%s, %s, %s, %d, %s);\n", K, N, b->c, tb, P);
     }
-    ry_sb_printf(&c->body, "    rt_gemm(%s, %s, %s, %s, %s, %s);\n", M, N, K, A, B, dst->c);
+    ry_sb_printf(&c->body, "    rt_gemm(%s, %s, %s, %s, %s, %s);\n", M, N, K, A, P, dst->c);
     return RY_OK;
 }
 

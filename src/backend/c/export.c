@@ -135,7 +135,8 @@ static const struct {
     uint32_t bit;
     const char *file;
 } rt_files[] = {{RT_GEMM, "gemm"},         {RT_CONV2D, "conv2d"},         {RT_POOL_GEOM, "pool_geom"},
-                {RT_MAX_POOL2D, "max_pool2d"}, {RT_AVG_POOL2D, "avg_pool2d"}, {RT_SOFTMAX, "softmax"}};
+                {RT_MAX_POOL2D, "max_pool2d"}, {RT_AVG_POOL2D, "avg_pool2d"}, {RT_SOFTMAX, "softmax"},
+                {RT_TRANSPOSE, "transpose"}};
 
 typedef struct wdesc {
     int n;
@@ -186,10 +187,11 @@ static void emit_context(strbuf *b, const cemit *c, const cmodel *md, const wdes
     }
     for (int i = 0; i < c->npack; i++) ry_sb_printf(b, "    ctx->pack[%d] = NULL;\n", i);
     ry_sb_puts(b, "    int bad = 0;\n");
-    /* the packs' sizes are their weights' */
-    for (int i = 0; i < w->n; i++)
+    /* a packed weight (rt/gemm.c's panels) of a (K, N) GEMM operand */
+    for (int i = 0; i < 2 * w->n; i++)
         if (c->pack_of[i] >= 0)
-            ry_sb_printf(b, "    bad |= !(ctx->pack[%d] = malloc(%zu));\n", c->pack_of[i], ry_tensor_nbytes(w->ts[i]));
+            ry_sb_printf(b, "    bad |= !(ctx->pack[%d] = malloc(sizeof(float) * RT_PACKED(%lld, %lld)));\n", c->pack_of[i],
+                         (long long)w->ts[i / 2]->shape[i % 2], (long long)w->ts[i / 2]->shape[1 - i % 2]);
     ry_sb_printf(b, "    if (bad) {\n        %s_close(ctx);\n        snprintf(msg, n, \"out of memory\");\n        return RT_E_MEMORY;\n    }\n", n);
     ry_sb_puts(b, c->open.data ? c->open.data : "");
     ry_sb_puts(b, "    *out = ctx;\n    return RT_OK;\n}\n\n");
@@ -364,7 +366,7 @@ static ry_status classify(cemit *c, const ry_expr *fn, const ry_param_set *set, 
     md->arg_c = RY_NEW_ARRAY(c->a, const char *, np + 1);
     md->syms = RY_NEW_ARRAY(c->a, const char *, np * RY_MAX_RANK + 1);
     c->weight_vars = RY_NEW_ARRAY(c->a, const ry_var *, np + 1);
-    c->pack_of = RY_NEW_ARRAY(c->a, int, np + 1);
+    c->pack_of = RY_NEW_ARRAY(c->a, int, 2 * np + 1);
     w->ts = RY_NEW_ARRAY(c->a, const ry_tensor *, np + 1);
     w->names = RY_NEW_ARRAY(c->a, const char *, np + 1);
     w->offs = RY_NEW_ARRAY(c->a, size_t, np + 1);
@@ -400,7 +402,7 @@ static ry_status classify(cemit *c, const ry_expr *fn, const ry_param_set *set, 
                 return ry_c_fail(c, p->span, "parameter %%%s is %s, but the weights hold %s", p->name,
                                  ry_type_str(t, buf, sizeof buf), ry_tensor_describe(x, got, sizeof got));
             if (x->dtype != RY_FLOAT32) return ry_c_fail(c, p->span, "weight %%%s: only float32 weights are exported so far", p->name);
-            c->pack_of[w->n] = -1;
+            c->pack_of[2 * w->n] = c->pack_of[2 * w->n + 1] = -1;
             v->weight = w->n;
             v->c = ry_c_fmt(c, "ctx->w[%d]", w->n);
             c->weight_vars[w->n] = p;

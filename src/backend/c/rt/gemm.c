@@ -1,59 +1,123 @@
 /*
- * gemm.c (export runtime): C = A B for row-major float32 A (M, K) and
- * B (K, N), the loops every exported dense, matmul and fused.matmul runs.
- * Transposed operands are transposed first (weights once, when the
- * context opens), so the inner loop always runs along a row of B and C,
- * which the compiler vectorizes without reassociating: each C element is
- * a sum over k in increasing order (OpenBLAS, which the VM calls, blocks
- * K, so the two agree to rounding, not bitwise). Four rows of A share each
- * pass over B; columns are blocked so that the four rows of C stay in L1.
+ * gemm.c (export runtime): C = A B for row-major float32 A (M, K), the
+ * loops every exported dense, matmul and fused.matmul runs. B is packed
+ * first (weights once, when the context opens) into panels of 16 columns,
+ * each K x 16 contiguous and zero-padded past N, so the kernel streams a
+ * panel in order whatever B's layout was (transposed or not). The kernel
+ * keeps a 4 x 16 tile of C in registers (eight 8-float vectors of gcc's
+ * and clang's vector extension; a plain loop with other compilers). Each
+ * C element is the sum over k in increasing order (OpenBLAS, which the VM
+ * calls, blocks K, so the two agree to rounding, not bitwise). With gcc on
+ * x86-64 Linux the kernel is also built for AVX2 and AVX-512, and the
+ * widest the CPU has is picked when the program loads (target_clones; the
+ * kernel is a function of its own so that each build lowers the vectors
+ * for its own width).
  */
 #include <stdint.h>
 #include <string.h>
 
-#define RT_GEMM_NB 512 /* columns of C per block: 4 rows x 2 KiB */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define RT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RT_CLONES
+#endif
 
-static void rt_gemm_rows4(int64_t N, int64_t K, int64_t lda, int64_t ldb, const float *restrict a,
-                          const float *restrict b, float *restrict c0, float *restrict c1,
-                          float *restrict c2, float *restrict c3) {
-    for (int64_t j = 0; j < N; j++) c0[j] = c1[j] = c2[j] = c3[j] = 0;
-    for (int64_t k = 0; k < K; k++) {
-        const float a0 = a[k], a1 = a[lda + k], a2 = a[2 * lda + k], a3 = a[3 * lda + k];
-        const float *restrict br = b + k * ldb;
-        for (int64_t j = 0; j < N; j++) {
-            const float bj = br[j];
-            c0[j] += a0 * bj;
-            c1[j] += a1 * bj;
-            c2[j] += a2 * bj;
-            c3[j] += a3 * bj;
-        }
-    }
+enum { RT_MR = 4, RT_NR = 16 };
+
+/* Floats a packed B (K, N) takes. */
+#define RT_PACKED(K, N) ((size_t)(K) * (size_t)(((N) + RT_NR - 1) / RT_NR * RT_NR))
+
+/* P := B (K, N) in panels; B[k][j] is src[k * N + j], or src[j * K + k]
+ * when trans (src is (N, K): a dense weight). */
+static void rt_pack(int64_t K, int64_t N, const float *restrict src, int trans, float *restrict P) {
+    for (int64_t j0 = 0; j0 < N; j0 += RT_NR)
+        for (int64_t k = 0; k < K; k++, P += RT_NR)
+            for (int64_t j = 0; j < RT_NR; j++)
+                P[j] = j0 + j >= N ? 0.0f : trans ? src[(j0 + j) * K + k] : src[k * N + j0 + j];
 }
 
-static void rt_gemm_row(int64_t N, int64_t K, int64_t ldb, const float *restrict a, const float *restrict b,
+#if defined(__GNUC__)
+typedef float rt_v8 __attribute__((vector_size(32)));
+
+/* rows [0, mr) (mr <= 4) x columns [0, nc) of C (ldc apart) = A's rows
+ * (K apart) times panel p. */
+RT_CLONES static void rt_gemm_tile(int64_t K, int mr, int nc, const float *restrict a, const float *restrict p,
+                                   float *restrict c, int64_t ldc) {
+    rt_v8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
+    const float *a1 = a + (mr > 1 ? K : 0), *a2 = a + (mr > 2 ? 2 * K : 0), *a3 = a + (mr > 3 ? 3 * K : 0);
+    for (int64_t k = 0; k < K; k++, p += RT_NR) {
+        rt_v8 b0, b1;
+        memcpy(&b0, p, sizeof b0);
+        memcpy(&b1, p + 8, sizeof b1);
+        const float x0 = a[k], x1 = a1[k], x2 = a2[k], x3 = a3[k];
+        c00 += x0 * b0, c01 += x0 * b1;
+        c10 += x1 * b0, c11 += x1 * b1;
+        c20 += x2 * b0, c21 += x2 * b1;
+        c30 += x3 * b0, c31 += x3 * b1;
+    }
+    const rt_v8 acc[RT_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
+    for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * (size_t)nc);
+}
+
+/* One row of C (a single example: batch 1) against np <= 4 panels at once,
+ * so that eight independent sums hide the adds' latency; c gets the
+ * panels' nc columns, 16 per panel but the last. */
+RT_CLONES static void rt_gemm_row(int64_t K, int np, int nc, const float *restrict a, const float *restrict p,
+                                  float *restrict c) {
+    rt_v8 acc[4][2];
+    memset(acc, 0, sizeof acc);
+    const int64_t ps = K * RT_NR; /* one panel */
+    const float *p1 = p + (np > 1 ? ps : 0), *p2 = p + (np > 2 ? 2 * ps : 0), *p3 = p + (np > 3 ? 3 * ps : 0);
+    rt_v8 s00 = {0}, s01 = {0}, s10 = {0}, s11 = {0}, s20 = {0}, s21 = {0}, s30 = {0}, s31 = {0};
+    for (int64_t k = 0; k < K; k++) {
+        const float x = a[k];
+        const int64_t o = k * RT_NR;
+        rt_v8 b[8];
+        memcpy(&b[0], p + o, sizeof b[0]), memcpy(&b[1], p + o + 8, sizeof b[0]);
+        memcpy(&b[2], p1 + o, sizeof b[0]), memcpy(&b[3], p1 + o + 8, sizeof b[0]);
+        memcpy(&b[4], p2 + o, sizeof b[0]), memcpy(&b[5], p2 + o + 8, sizeof b[0]);
+        memcpy(&b[6], p3 + o, sizeof b[0]), memcpy(&b[7], p3 + o + 8, sizeof b[0]);
+        s00 += x * b[0], s01 += x * b[1], s10 += x * b[2], s11 += x * b[3];
+        s20 += x * b[4], s21 += x * b[5], s30 += x * b[6], s31 += x * b[7];
+    }
+    acc[0][0] = s00, acc[0][1] = s01, acc[1][0] = s10, acc[1][1] = s11;
+    acc[2][0] = s20, acc[2][1] = s21, acc[3][0] = s30, acc[3][1] = s31;
+    memcpy(c, acc, sizeof(float) * (size_t)nc);
+}
+#else
+static void rt_gemm_row(int64_t K, int np, int nc, const float *restrict a, const float *restrict p,
                         float *restrict c) {
-    for (int64_t j = 0; j < N; j++) c[j] = 0;
-    for (int64_t k = 0; k < K; k++) {
-        const float ak = a[k];
-        const float *restrict br = b + k * ldb;
-        for (int64_t j = 0; j < N; j++) c[j] += ak * br[j];
+    for (int j = 0; j < nc; j++) {
+        float s = 0;
+        for (int64_t k = 0; k < K; k++) s += a[k] * p[(j / RT_NR) * K * RT_NR + k * RT_NR + j % RT_NR];
+        c[j] = s;
     }
+    (void)np;
 }
 
-/* C (M, N) = A (M, K) B (K, N); C does not overlap A or B. */
-static void rt_gemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B, float *C) {
-    for (int64_t j0 = 0; j0 < N; j0 += RT_GEMM_NB) {
-        int64_t nb = N - j0 < RT_GEMM_NB ? N - j0 : RT_GEMM_NB;
-        int64_t i = 0;
-        for (; i + 4 <= M; i += 4)
-            rt_gemm_rows4(nb, K, K, N, A + i * K, B + j0, C + i * N + j0, C + (i + 1) * N + j0,
-                          C + (i + 2) * N + j0, C + (i + 3) * N + j0);
-        for (; i < M; i++) rt_gemm_row(nb, K, N, A + i * K, B + j0, C + i * N + j0);
-    }
+static void rt_gemm_tile(int64_t K, int mr, int nc, const float *restrict a, const float *restrict p,
+                         float *restrict c, int64_t ldc) {
+    float acc[RT_MR][RT_NR] = {{0}};
+    for (int64_t k = 0; k < K; k++)
+        for (int r = 0; r < mr; r++)
+            for (int j = 0; j < RT_NR; j++) acc[r][j] += a[r * K + k] * p[k * RT_NR + j];
+    for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * (size_t)nc);
 }
+#endif
 
-/* T (C, R) = X (R, C) transposed. */
-static void rt_transpose(int64_t R, int64_t C, const float *restrict X, float *restrict T) {
-    for (int64_t r = 0; r < R; r++)
-        for (int64_t c = 0; c < C; c++) T[c * R + r] = X[r * C + c];
+/* C (M, N) = A (M, K) B, B packed by rt_pack; C overlaps neither. */
+static void rt_gemm(int64_t M, int64_t N, int64_t K, const float *A, const float *P, float *C) {
+    if (M == 1) {
+        for (int64_t j0 = 0; j0 < N; j0 += 4 * RT_NR) {
+            int64_t nc = N - j0 < 4 * RT_NR ? N - j0 : 4 * RT_NR;
+            rt_gemm_row(K, (int)((nc + RT_NR - 1) / RT_NR), (int)nc, A, P + (size_t)(j0 / RT_NR) * (size_t)K * RT_NR, C + j0);
+        }
+        return;
+    }
+    for (int64_t j0 = 0; j0 < N; j0 += RT_NR) {
+        int nc = N - j0 < RT_NR ? (int)(N - j0) : RT_NR;
+        const float *panel = P + (size_t)(j0 / RT_NR) * (size_t)K * RT_NR;
+        for (int64_t i = 0; i < M; i += RT_MR)
+            rt_gemm_tile(K, M - i < RT_MR ? (int)(M - i) : RT_MR, nc, A + i * K, panel, C + i * N + j0, N);
+    }
 }
