@@ -205,15 +205,18 @@ static ry_status emit_conv2d(cemit *c, const ry_expr *call, cval *const *args, c
     if (p.has_out_dtype && p.out_dtype != RY_FLOAT32) return ry_c_fail(c, call->span, "nn.conv2d: out_dtype other than float32");
     if (!(*out = result(c, call->type, call->span))) return RY_ERR;
     const cval *y = *out;
-    c->rt |= RT_CONV2D;
+    c->rt |= RT_CONV2D | RT_GEMM;
+    const char *work = ry_c_scratch(c, "float", ry_c_fmt(c, "rt_conv_work(%s / %lld, %s, %s, %s, %s)", ry_c_dim(c, &x->dims[1]),
+                                                          (long long)p.groups, ry_c_dim(c, &w->dims[2]), ry_c_dim(c, &w->dims[3]),
+                                                          ry_c_dim(c, &y->dims[2]), ry_c_dim(c, &y->dims[3])));
     ry_sb_printf(&c->body,
                  "    {\n        const rt_conv g = {%s, %s, %s, %s, %s, %s, %s, %s, %s, %lld, %lld, %lld, %lld, %lld, %lld, %lld};\n"
-                 "        rt_conv2d(&g, %s, %s, %s);\n    }\n",
+                 "        rt_conv2d(&g, %s, %s, %s, %s);\n    }\n",
                  ry_c_dim(c, &x->dims[0]), ry_c_dim(c, &x->dims[1]), ry_c_dim(c, &x->dims[2]), ry_c_dim(c, &x->dims[3]),
                  ry_c_dim(c, &w->dims[0]), ry_c_dim(c, &w->dims[2]), ry_c_dim(c, &w->dims[3]), ry_c_dim(c, &y->dims[2]),
                  ry_c_dim(c, &y->dims[3]), (long long)p.stride[0], (long long)p.stride[1], (long long)p.pad[0],
                  (long long)p.pad[1], (long long)p.dilation[0], (long long)p.dilation[1], (long long)p.groups, x->c, w->c,
-                 y->c);
+                 y->c, work);
     return RY_OK;
 }
 

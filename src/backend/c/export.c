@@ -134,7 +134,7 @@ static void c_string(strbuf *b, const char *s) {
 static const struct {
     uint32_t bit;
     const char *file;
-} rt_files[] = {{RT_GEMM, "gemm"},         {RT_CONV2D, "conv2d"},         {RT_POOL_GEOM, "pool_geom"},
+} rt_files[] = {{RT_GEMM, "gemm"},         {RT_CONV2D, "conv2d"}, /* after gemm: it calls rt_gemm */         {RT_POOL_GEOM, "pool_geom"},
                 {RT_MAX_POOL2D, "max_pool2d"}, {RT_AVG_POOL2D, "avg_pool2d"}, {RT_SOFTMAX, "softmax"},
                 {RT_TRANSPOSE, "transpose"}};
 

@@ -30,10 +30,17 @@ enum { RT_MR = 4, RT_NR = 16 };
 /* P := B (K, N) in panels; B[k][j] is src[k * N + j], or src[j * K + k]
  * when trans (src is (N, K): a dense weight). */
 static void rt_pack(int64_t K, int64_t N, const float *restrict src, int trans, float *restrict P) {
-    for (int64_t j0 = 0; j0 < N; j0 += RT_NR)
-        for (int64_t k = 0; k < K; k++, P += RT_NR)
-            for (int64_t j = 0; j < RT_NR; j++)
-                P[j] = j0 + j >= N ? 0.0f : trans ? src[(j0 + j) * K + k] : src[k * N + j0 + j];
+    for (int64_t j0 = 0; j0 < N; j0 += RT_NR) {
+        int64_t nc = N - j0 < RT_NR ? N - j0 : RT_NR;
+        for (int64_t k = 0; k < K; k++, P += RT_NR) {
+            if (trans) {
+                for (int64_t j = 0; j < nc; j++) P[j] = src[(j0 + j) * K + k];
+            } else {
+                memcpy(P, src + k * N + j0, sizeof(float) * (size_t)nc);
+            }
+            for (int64_t j = nc; j < RT_NR; j++) P[j] = 0;
+        }
+    }
 }
 
 #if defined(__GNUC__)
