@@ -10,7 +10,8 @@
  * rounding: rtol 1e-4, atol 1e-5. Errors: an operator without a C kernel
  * (located, named), a wrong dimension at the entry (its error code), a
  * damaged or another model's weights file (CRC, size), a checkpoint of
- * another model (refused by export and run).
+ * another model (refused by export and run). relayc train --export
+ * exports what the run's last checkpoint holds.
  */
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -277,6 +278,28 @@ static void test_run_checkpoint_shapes(void **s) {
     assert_log_contains("parameter %w3 is Tensor[(10, 128), float32], but");
 }
 
+/* relayc train --export: the trained parameters exported at the end give
+ * what relayc run gives with the run's last checkpoint. */
+static void test_train_export(void **s) {
+    random_npy("tx", 2, (int64_t[]){32, 784}, 11);
+    char path[600];
+    snprintf(path, sizeof path, "%s/ty.npy", tmpdir);
+    ry_tensor *y = ry_tensor_new(RY_INT32, 1, (int64_t[]){32});
+    for (int i = 0; i < 32; i++) ((int32_t *)y->data)[i] = (i * 7) % 10;
+    ry_error err;
+    assert_int_equal(ry_npy_write(path, y, &err), RY_OK);
+    ry_tensor_release(y);
+    must(sh("%s train models/mlp.relay --data npy:%s/tx.npy,%s/ty.npy --steps 2 --batch 16 --optimizer sgd --lr 0.1 "
+            "--quiet --checkpoint-dir %s/tck --export %s/trained_c",
+            relayc(), tmpdir, tmpdir, tmpdir, tmpdir),
+         "relayc train --export");
+    char dir[512], ckpt[512];
+    snprintf(dir, sizeof dir, "%s/trained_c", tmpdir);
+    snprintf(ckpt, sizeof ckpt, "%s/tck/ckpt-2.h5", tmpdir);
+    must(sh("make -s -C %s", dir), "make");
+    compare("models/mlp.relay", dir, ckpt, "tx", 1);
+}
+
 static int setup(void **s) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/relayc_export_XXXXXX");
     return mkdtemp(tmpdir) ? 0 : -1;
@@ -293,7 +316,7 @@ int main(void) {
         cmocka_unit_test(test_mlp),           cmocka_unit_test(test_lenet),
         cmocka_unit_test(test_lenet_embedded), cmocka_unit_test(test_ops),
         cmocka_unit_test(test_weights_checked), cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_run_checkpoint_shapes),
+        cmocka_unit_test(test_run_checkpoint_shapes), cmocka_unit_test(test_train_export),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

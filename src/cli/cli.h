@@ -75,6 +75,10 @@ int cli_checkpoint_read(const char *cmd, const char *path, ry_param_set **out);
 int cli_bind_checkpoint(const char *cmd, const char *entry, const char *path, const ry_param_set *set,
                         const cli_inputs *in, const ry_expr *fn, ry_value **args);
 
+/* MODEL's base name without its extension, as a C identifier (else
+ * "model"): the default name of an export (cmd_export.c). */
+void cli_model_name(const char *path, char *buf, size_t n);
+
 /* mkdir DIR unless it exists. */
 int cli_make_dir(const char *cmd, const char *dir);
 /* DIR/NAME.npy, written atomically; prints its path and shape. */

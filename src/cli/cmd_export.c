@@ -63,8 +63,7 @@ static int parse_args(int argc, char **argv, export_args *a) {
     return 0;
 }
 
-/* MODEL's base name without .relay, as a C identifier. */
-static void default_name(const char *path, char *buf, size_t n) {
+void cli_model_name(const char *path, char *buf, size_t n) {
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
     size_t k = 0;
@@ -81,7 +80,7 @@ int cmd_export(int argc, char **argv) {
     int rc = parse_args(argc, argv, &a);
     if (rc != 0) return rc < 0 ? 0 : rc;
     char name[128];
-    default_name(a.path, name, sizeof name);
+    cli_model_name(a.path, name, sizeof name);
     ry_module *m = cli_load(a.path, true);
     ry_param_set *w = NULL;
     ry_error err;
