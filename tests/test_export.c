@@ -63,9 +63,10 @@ static void must(int rc, const char *what) {
     fail_msg("%s: exit %d\n%s", what, rc, buf);
 }
 
-/* A checkpoint at path holding seeded normal values (scaled by 0.3) for
- * every parameter of @entry with a static shape (the weights). */
-static void random_checkpoint(const char *model, const char *entry, const char *path, uint64_t seed) {
+/* A checkpoint at path holding seeded normal values (scaled by 0.3; their
+ * absolute values plus 0.1 when positive: variances) for every parameter
+ * of @entry with a static shape (the weights). */
+static void random_checkpoint_ex(const char *model, const char *entry, const char *path, uint64_t seed, bool positive) {
     ry_module *m = NULL;
     ry_error err;
     if (ry_module_parse_file(model, &m, &err) || ry_module_typecheck(m, &err)) {
@@ -93,7 +94,10 @@ static void random_checkpoint(const char *model, const char *entry, const char *
     ry_param_set *p = ry_params_new(RY_FLOAT32, n, names, ndims, shapes);
     ry_rng rng;
     ry_rng_seed(&rng, seed);
-    for (int64_t i = 0; i < p->slab->size; i++) ((float *)p->slab->data)[i] = (float)(0.3 * ry_rng_normal(&rng));
+    for (int64_t i = 0; i < p->slab->size; i++) {
+        double v = 0.3 * ry_rng_normal(&rng);
+        ((float *)p->slab->data)[i] = (float)(positive ? fabs(v) + 0.1 : v);
+    }
     ry_checkpoint_meta meta = {0};
     if (ry_checkpoint_save(path, p, NULL, &meta, &err)) {
         ry_error_print(stderr, &err);
@@ -101,6 +105,10 @@ static void random_checkpoint(const char *model, const char *entry, const char *
     }
     ry_params_free(p);
     ry_module_free(m);
+}
+
+static void random_checkpoint(const char *model, const char *entry, const char *path, uint64_t seed) {
+    random_checkpoint_ex(model, entry, path, seed, false);
 }
 
 /* tmpdir/NAME.npy: seeded uniform values in [-1, 1) of the given shape. */
@@ -135,24 +143,34 @@ static void build(const char *dir) {
     }
 }
 
-/* The example on tmpdir/IN.npy against relayc run --checkpoint, nout results. */
-static void compare(const char *model, const char *dir, const char *ckpt, const char *in, int nout) {
-    must(sh("%s run %s --entry predict --checkpoint %s --input x=%s/%s.npy --out %s/ref", relayc(), model, ckpt, tmpdir,
-            in, tmpdir),
+/* The example on the inputs tmpdir/NAME.npy (names[0..nin), the entry's
+ * data parameters in order) against relayc run --checkpoint, nout results. */
+static void compare_inputs(const char *model, const char *dir, const char *ckpt, const char *const *names, int nin,
+                           int nout) {
+    char ins[2048] = "", args[2048] = "", outs[2048] = "";
+    size_t n = 0, m = 0, k = 0;
+    for (int i = 0; i < nin; i++) {
+        n += (size_t)snprintf(ins + n, sizeof ins - n, " --input %s=%s/%s.npy", names[i], tmpdir, names[i]);
+        m += (size_t)snprintf(args + m, sizeof args - m, " %s/%s.npy", tmpdir, names[i]);
+    }
+    for (int i = 0; i < nout; i++) k += (size_t)snprintf(outs + k, sizeof outs - k, " %s/got_%d.npy", tmpdir, i);
+    must(sh("%s run %s --entry predict --checkpoint %s%s --out %s/ref", relayc(), model, ckpt, ins, tmpdir),
          "relayc run --checkpoint");
-    char outs[2048] = "";
-    size_t n = 0;
-    for (int k = 0; k < nout; k++) n += (size_t)snprintf(outs + n, sizeof outs - n, " %s/got_%d.npy", tmpdir, k);
-    must(sh("%s/example %s/%s.npy%s", dir, tmpdir, in, outs), "the exported example");
-    for (int k = 0; k < nout; k++) {
+    must(sh("%s/example%s%s", dir, args, outs), "the exported example");
+    for (int i = 0; i < nout; i++) {
         char a[600], b[600];
-        snprintf(a, sizeof a, "%s/got_%d.npy", tmpdir, k);
-        snprintf(b, sizeof b, "%s/ref/out_%d.npy", tmpdir, k);
+        snprintf(a, sizeof a, "%s/got_%d.npy", tmpdir, i);
+        snprintf(b, sizeof b, "%s/ref/out_%d.npy", tmpdir, i);
         ry_tensor *x = test_npy(a), *y = test_npy(b);
         test_assert_close(x, y, 1e-4, 1e-5);
         ry_tensor_release(x);
         ry_tensor_release(y);
     }
+}
+
+static void compare(const char *model, const char *dir, const char *ckpt, const char *in, int nout) {
+    const char *names[] = {in};
+    compare_inputs(model, dir, ckpt, names, 1, nout);
 }
 
 /* Exports model's @predict with random weights (embedded or not), builds
@@ -202,6 +220,28 @@ static void test_lenet_embedded(void **s) {
 
 static void test_ops(void **s) {
     export_and_check("tests/export/ops.relay", "ops", false, 3, (int64_t[]){4, 9, 9}, 3);
+}
+
+/* tests/export/layers.relay: inference-mode batch_norm and dropout,
+ * reductions, take (with indices out of range), transpose, concatenate;
+ * an int32 input beside the float one. */
+static void test_layers(void **s) {
+    char ckpt[512], dir[512];
+    snprintf(ckpt, sizeof ckpt, "%s/layers.h5", tmpdir);
+    snprintf(dir, sizeof dir, "%s/layers_c", tmpdir);
+    random_checkpoint_ex("tests/export/layers.relay", "predict", ckpt, 9, true);
+    must(sh("%s export tests/export/layers.relay --checkpoint %s -o %s", relayc(), ckpt, dir), "relayc export");
+    build(dir);
+    random_npy("x", 4, (int64_t[]){3, 3, 8, 8}, 2);
+    char path[600];
+    snprintf(path, sizeof path, "%s/ids.npy", tmpdir);
+    ry_tensor *ids = ry_tensor_new(RY_INT32, 2, (int64_t[]){3, 2});
+    for (int i = 0; i < 6; i++) ((int32_t *)ids->data)[i] = i * 3 - 2; /* -2 .. 13: clipped into [0, 7) */
+    ry_error err;
+    assert_int_equal(ry_npy_write(path, ids, &err), RY_OK);
+    ry_tensor_release(ids);
+    const char *names[] = {"x", "ids"};
+    compare_inputs("tests/export/layers.relay", dir, ckpt, names, 2, 2);
 }
 
 /* A damaged weights file is refused by its CRC, a truncated or another
@@ -281,7 +321,7 @@ static void test_run_checkpoint_shapes(void **s) {
 /* relayc train --export: the trained parameters exported at the end give
  * what relayc run gives with the run's last checkpoint. */
 static void test_train_export(void **s) {
-    random_npy("tx", 2, (int64_t[]){32, 784}, 11);
+    random_npy("x", 2, (int64_t[]){32, 784}, 11);
     char path[600];
     snprintf(path, sizeof path, "%s/ty.npy", tmpdir);
     ry_tensor *y = ry_tensor_new(RY_INT32, 1, (int64_t[]){32});
@@ -289,7 +329,7 @@ static void test_train_export(void **s) {
     ry_error err;
     assert_int_equal(ry_npy_write(path, y, &err), RY_OK);
     ry_tensor_release(y);
-    must(sh("%s train models/mlp.relay --data npy:%s/tx.npy,%s/ty.npy --steps 2 --batch 16 --optimizer sgd --lr 0.1 "
+    must(sh("%s train models/mlp.relay --data npy:%s/x.npy,%s/ty.npy --steps 2 --batch 16 --optimizer sgd --lr 0.1 "
             "--quiet --checkpoint-dir %s/tck --export %s/trained_c",
             relayc(), tmpdir, tmpdir, tmpdir, tmpdir),
          "relayc train --export");
@@ -297,7 +337,7 @@ static void test_train_export(void **s) {
     snprintf(dir, sizeof dir, "%s/trained_c", tmpdir);
     snprintf(ckpt, sizeof ckpt, "%s/tck/ckpt-2.h5", tmpdir);
     must(sh("make -s -C %s", dir), "make");
-    compare("models/mlp.relay", dir, ckpt, "tx", 1);
+    compare("models/mlp.relay", dir, ckpt, "x", 1);
 }
 
 static int setup(void **s) {
@@ -314,7 +354,7 @@ static int teardown(void **s) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp),           cmocka_unit_test(test_lenet),
-        cmocka_unit_test(test_lenet_embedded), cmocka_unit_test(test_ops),
+        cmocka_unit_test(test_lenet_embedded), cmocka_unit_test(test_ops), cmocka_unit_test(test_layers),
         cmocka_unit_test(test_weights_checked), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_run_checkpoint_shapes), cmocka_unit_test(test_train_export),
     };

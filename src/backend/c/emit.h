@@ -42,6 +42,8 @@ enum {
     RT_AVG_POOL2D = 1 << 4,
     RT_SOFTMAX = 1 << 5,
     RT_TRANSPOSE = 1 << 6,
+    RT_BATCH_NORM = 1 << 7,
+    RT_REDUCE = 1 << 8,
 };
 
 typedef struct cemit {
@@ -108,10 +110,25 @@ ry_status ry_c_fail(cemit *c, ry_span span, const char *fmt, ...) __attribute__(
 /* A name in c's arena: printf into the arena. */
 const char *ry_c_fmt(cemit *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The operator a call calls. */
+const ry_op *ry_c_op(const ry_expr *call);
+/* RY_OK if v is a float32 tensor, else a located error naming the op. */
+ry_status ry_c_need_f32(cemit *c, const ry_expr *call, const cval *v);
+/* The result of a call of type t: a fresh buffer per tensor of it. */
+cval *ry_c_result(cemit *c, const ry_type *t, ry_span span);
+/* The product of v's dims [from, to) as a C expression. */
+const char *ry_c_dims_count(cemit *c, const cval *v, int from, int to);
+
 /* ---- emit_ops.c ---- */
 /* The C for one operator call (call's callee an operator), its arguments
  * already values; *out its result. */
 ry_status ry_c_emit_op(cemit *c, const ry_expr *call, cval *const *args, cval **out);
+
+/* ---- emit_nn.c and emit_layout.c: more of the C target's table ---- */
+typedef ry_status (*ry_c_emit_fn)(cemit *c, const ry_expr *call, cval *const *args, cval **out);
+/* The emitter of operator name in these files, or NULL. */
+ry_c_emit_fn ry_c_emit_nn(const char *name);
+ry_c_emit_fn ry_c_emit_layout(const char *name);
 
 /* ---- emit_fused.c ---- */
 /* A loop nest over the broadcast shape of outs[0] running the fused

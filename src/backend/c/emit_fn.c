@@ -102,6 +102,34 @@ cval *ry_c_view(cemit *c, const cval *v, const ry_type *t) {
     return r;
 }
 
+/* ---- what the operators' emitters share ---- */
+
+const ry_op *ry_c_op(const ry_expr *call) { return call->call.callee->op.op; }
+
+ry_status ry_c_need_f32(cemit *c, const ry_expr *call, const cval *v) {
+    if (!v->tuple && v->dtype == RY_FLOAT32) return RY_OK;
+    return ry_c_fail(c, call->span, "%s: the export's kernel takes float32 tensors, not %s", ry_c_op(call)->name,
+                     v->tuple ? "a tuple" : ry_dtype_name(v->dtype));
+}
+
+cval *ry_c_result(cemit *c, const ry_type *t, ry_span span) {
+    if (t && t->kind == RY_TYPE_TUPLE) {
+        cval *v = RY_NEW(c->a, cval);
+        v->tuple = true;
+        v->n = t->tuple.n;
+        v->weight = -1;
+        v->fields = RY_NEW_ARRAY(c->a, cval *, v->n + 1);
+        for (int i = 0; i < v->n; i++)
+            if (!(v->fields[i] = ry_c_result(c, t->tuple.fields[i], span))) return NULL;
+        return v;
+    }
+    return ry_c_buffer(c, t, span);
+}
+
+const char *ry_c_dims_count(cemit *c, const cval *v, int from, int to) {
+    return ry_c_count(c, to - from, v->dims + from);
+}
+
 /* A constant tensor as a static array at file scope (floats in hex, so
  * the bits are the module's). */
 static cval *constant(cemit *c, const ry_expr *e) {

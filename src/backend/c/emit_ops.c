@@ -12,35 +12,6 @@
 #include "op/conv_attrs.h"
 #include "op/fused_prog.h"
 
-typedef ry_status (*emit_fn)(cemit *c, const ry_expr *call, cval *const *args, cval **out);
-
-static const ry_op *op_of(const ry_expr *call) { return call->call.callee->op.op; }
-
-static ry_status need_f32(cemit *c, const ry_expr *call, const cval *v) {
-    if (!v->tuple && v->dtype == RY_FLOAT32) return RY_OK;
-    return ry_c_fail(c, call->span, "%s: the export's kernel takes float32 tensors, not %s", op_of(call)->name,
-                     v->tuple ? "a tuple" : ry_dtype_name(v->dtype));
-}
-
-/* The result of a call: a fresh buffer per tensor of its type. */
-static cval *result(cemit *c, const ry_type *t, ry_span span) {
-    if (t && t->kind == RY_TYPE_TUPLE) {
-        cval *v = RY_NEW(c->a, cval);
-        v->tuple = true;
-        v->n = t->tuple.n;
-        v->weight = -1;
-        v->fields = RY_NEW_ARRAY(c->a, cval *, v->n + 1);
-        for (int i = 0; i < v->n; i++)
-            if (!(v->fields[i] = result(c, t->tuple.fields[i], span))) return NULL;
-        return v;
-    }
-    return ry_c_buffer(c, t, span);
-}
-
-static const char *dim_prod(cemit *c, const cval *v, int from, int to) {
-    return ry_c_count(c, to - from, v->dims + from);
-}
-
 /* ---- GEMM ---- */
 
 /* dst (M, N) = op(a) op(b) with b 2-D: b is packed into the GEMM's
@@ -48,12 +19,12 @@ static const char *dim_prod(cemit *c, const cval *v, int from, int to) {
  * operand into scratch first; a transposed a is transposed into scratch. */
 static ry_status gemm(cemit *c, const ry_expr *call, const cval *a, const cval *b, bool ta, bool tb,
                       const cval *dst) {
-    if (need_f32(c, call, a) || need_f32(c, call, b)) return RY_ERR;
+    if (ry_c_need_f32(c, call, a) || ry_c_need_f32(c, call, b)) return RY_ERR;
     if (b->ndim != 2 || a->ndim < 1 || (ta && a->ndim != 2))
         return ry_c_fail(c, call->span, "%s: operand ranks %d and %d (the export's GEMM takes a (M, K) by a 2-d b)",
-                         op_of(call)->name, a->ndim, b->ndim);
+                         ry_c_op(call)->name, a->ndim, b->ndim);
     c->rt |= RT_GEMM;
-    const char *K = ry_c_dim(c, &a->dims[a->ndim - 1]), *M = dim_prod(c, a, 0, a->ndim - 1);
+    const char *K = ry_c_dim(c, &a->dims[a->ndim - 1]), *M = ry_c_dims_count(c, a, 0, a->ndim - 1);
     const char *A = a->c, *P, *N = ry_c_dim(c, &b->dims[tb ? 0 : 1]);
     if (ta) {
         c->rt |= RT_TRANSPOSE;
@@ -77,14 +48,14 @@ static ry_status gemm(cemit *c, const ry_expr *call, const cval *a, const cval *
 }
 
 static ry_status emit_dense(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
-    if (!(*out = result(c, call->type, call->span))) return RY_ERR;
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     return gemm(c, call, args[0], args[1], false, true, *out);
 }
 
 static ry_status emit_matmul(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
-    const ry_op *op = op_of(call);
+    const ry_op *op = ry_c_op(call);
     bool ta = ry_attr_bool(op, &call->call.attrs, "transpose_a"), tb = ry_attr_bool(op, &call->call.attrs, "transpose_b");
-    if (!(*out = result(c, call->type, call->span))) return RY_ERR;
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     return gemm(c, call, args[0], args[1], ta, tb, *out);
 }
 
@@ -95,11 +66,11 @@ static ry_status run_prog(cemit *c, const ry_expr *call, const char *code, bool 
     ry_dtype dts[RY_FZ_MAX_IN];
     cval *vals[RY_FZ_MAX_IN + 1];
     if (nin + (acc ? 1 : 0) > RY_FZ_MAX_IN)
-        return ry_c_fail(c, call->span, "%s: more than %d inputs", op_of(call)->name, RY_FZ_MAX_IN);
+        return ry_c_fail(c, call->span, "%s: more than %d inputs", ry_c_op(call)->name, RY_FZ_MAX_IN);
     int n = 0;
     if (acc) vals[n] = (cval *)acc_val, dts[n++] = acc_val->dtype;
     for (int k = 0; k < nin; k++) {
-        if (ins[k]->tuple) return ry_c_fail(c, call->span, "%s: a tuple argument", op_of(call)->name);
+        if (ins[k]->tuple) return ry_c_fail(c, call->span, "%s: a tuple argument", ry_c_op(call)->name);
         vals[n] = ins[k], dts[n++] = ins[k]->dtype;
     }
     const ry_fz_prog *p = ry_fz_get(code, acc, n, dts, call->span, c->err);
@@ -107,15 +78,15 @@ static ry_status run_prog(cemit *c, const ry_expr *call, const char *code, bool 
         c->failed = true;
         return RY_ERR;
     }
-    if (!*out && !(*out = result(c, call->type, call->span))) return RY_ERR;
+    if (!*out && !(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     cval *const *outs = (*out)->tuple ? (*out)->fields : out;
     int nout = (*out)->tuple ? (*out)->n : 1;
-    if (nout != p->nout) return ry_c_fail(c, call->span, "%s: %d results, but the program has %d", op_of(call)->name, nout, p->nout);
+    if (nout != p->nout) return ry_c_fail(c, call->span, "%s: %d results, but the program has %d", ry_c_op(call)->name, nout, p->nout);
     return ry_c_emit_fused(c, p, vals, n, outs, call->span);
 }
 
 static ry_status emit_fused_elemwise(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
-    const char *code = ry_attr_str(op_of(call), &call->call.attrs, "code");
+    const char *code = ry_attr_str(ry_c_op(call), &call->call.attrs, "code");
     *out = NULL;
     return run_prog(c, call, code, false, args, call->call.nargs, NULL, out);
 }
@@ -133,7 +104,7 @@ static bool same_dims(const cval *a, const ry_type *t) {
 /* fused.matmulN: the GEMM into the result (or a buffer of its own when the
  * epilogue's result has another shape or dtype), then the epilogue over it. */
 static ry_status emit_fused_matmul(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
-    const ry_op *op = op_of(call);
+    const ry_op *op = ry_c_op(call);
     const char *code = ry_attr_str(op, &call->call.attrs, "code");
     bool ta = ry_attr_bool(op, &call->call.attrs, "transpose_a"), tb = ry_attr_bool(op, &call->call.attrs, "transpose_b");
     const cval *a = args[0], *b = args[1];
@@ -143,19 +114,30 @@ static ry_status emit_fused_matmul(cemit *c, const ry_expr *call, cval *const *a
     if (ta && a->ndim >= 2) dims[a->ndim - 2] = a->dims[a->ndim - 1];
     dims[a->ndim - 1] = b->dims[tb ? 0 : 1];
     ry_type *acc_t = ry_type_tensor_arena(c->a, a->dtype, a->ndim, dims);
-    if (!(*out = result(c, call->type, call->span))) return RY_ERR;
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const cval *acc = !(*out)->tuple && same_dims(*out, acc_t) ? *out : ry_c_buffer(c, acc_t, call->span);
     if (!acc || gemm(c, call, a, b, ta, tb, acc)) return RY_ERR;
     return run_prog(c, call, code, true, args + 2, call->call.nargs - 2, acc, out);
 }
 
-/* An elementwise registry operator without attributes, as a program of one
- * instruction ("add(x0, x1)"). */
+/* An elementwise registry operator as a program of one instruction
+ * ("add(x0, x1)", "clip(x0, a_min=-1f64, a_max=1f64)"): its attributes as
+ * the fused language spells them. */
 static ry_status emit_elemwise(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
-    const ry_op *op = op_of(call);
-    char code[128];
+    const ry_op *op = ry_c_op(call);
+    const ry_attrs *at = &call->call.attrs;
+    char code[256];
     size_t n = (size_t)snprintf(code, sizeof code, "%s(", op->name);
     for (int k = 0; k < call->call.nargs; k++) n += (size_t)snprintf(code + n, sizeof code - n, "%sx%d", k ? ", " : "", k);
+    if (strcmp(op->name, "clip") == 0)
+        n += (size_t)snprintf(code + n, sizeof code - n, ", a_min=%.17gf64, a_max=%.17gf64", ry_attr_float(op, at, "a_min"),
+                              ry_attr_float(op, at, "a_max"));
+    else if (strcmp(op->name, "nn.leaky_relu") == 0)
+        n += (size_t)snprintf(code + n, sizeof code - n, ", alpha=%.17gf64", ry_attr_float(op, at, "alpha"));
+    else if (strcmp(op->name, "cast") == 0)
+        n += (size_t)snprintf(code + n, sizeof code - n, ", dtype=%s", ry_attr_str(op, at, "dtype"));
+    else if (op->nattrs > 0)
+        return ry_c_fail(c, call->span, "operator %s has no C kernel in the export yet (its attributes)", op->name);
     snprintf(code + n, sizeof code - n, ")");
     *out = NULL;
     return run_prog(c, call, code, false, args, call->call.nargs, NULL, out);
@@ -164,7 +146,7 @@ static ry_status emit_elemwise(cemit *c, const ry_expr *call, cval *const *args,
 /* bias_add(x, b, axis): x + b with b read along axis. */
 static ry_status emit_bias_add(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const cval *x = args[0], *bias = args[1];
-    int64_t axis = ry_attr_int(op_of(call), &call->call.attrs, "axis");
+    int64_t axis = ry_attr_int(ry_c_op(call), &call->call.attrs, "axis");
     if (axis < 0) axis += x->ndim;
     if (x->tuple || bias->tuple || bias->ndim != 1 || axis < 0 || axis >= x->ndim)
         return ry_c_fail(c, call->span, "nn.bias_add: operands the export cannot broadcast");
@@ -180,9 +162,9 @@ static ry_status emit_bias_add(cemit *c, const ry_expr *call, cval *const *args,
 /* ---- layout: the same data under another shape ---- */
 
 static ry_status emit_view(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
-    if (args[0]->tuple) return ry_c_fail(c, call->span, "%s of a tuple", op_of(call)->name);
+    if (args[0]->tuple) return ry_c_fail(c, call->span, "%s of a tuple", ry_c_op(call)->name);
     if (!call->type || call->type->kind != RY_TYPE_TENSOR)
-        return ry_c_fail(c, call->span, "%s: a result that is not a tensor", op_of(call)->name);
+        return ry_c_fail(c, call->span, "%s: a result that is not a tensor", ry_c_op(call)->name);
     *out = ry_c_view(c, args[0], call->type);
     return RY_OK;
 }
@@ -190,20 +172,20 @@ static ry_status emit_view(cemit *c, const ry_expr *call, cval *const *args, cva
 /* ---- convolution, pooling, softmax ---- */
 
 static ry_status layout_is(cemit *c, const ry_expr *call, const char *attr, const char *want) {
-    const char *got = ry_attr_str(op_of(call), &call->call.attrs, attr);
+    const char *got = ry_attr_str(ry_c_op(call), &call->call.attrs, attr);
     if (!got || !*got || strcmp(got, want) == 0) return RY_OK;
-    return ry_c_fail(c, call->span, "%s: %s=\"%s\" (the export takes %s)", op_of(call)->name, attr, got, want);
+    return ry_c_fail(c, call->span, "%s: %s=\"%s\" (the export takes %s)", ry_c_op(call)->name, attr, got, want);
 }
 
 static ry_status emit_conv2d(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     ry_conv2d_params p;
     const cval *x = args[0], *w = args[1];
-    if (ry_conv2d_params_read(op_of(call), &call->call.attrs, call->span, c->err, &p)) return RY_ERR;
+    if (ry_conv2d_params_read(ry_c_op(call), &call->call.attrs, call->span, c->err, &p)) return RY_ERR;
     if (layout_is(c, call, "data_layout", "NCHW") || layout_is(c, call, "kernel_layout", "OIHW") ||
-        need_f32(c, call, x) || need_f32(c, call, w))
+        ry_c_need_f32(c, call, x) || ry_c_need_f32(c, call, w))
         return RY_ERR;
     if (p.has_out_dtype && p.out_dtype != RY_FLOAT32) return ry_c_fail(c, call->span, "nn.conv2d: out_dtype other than float32");
-    if (!(*out = result(c, call->type, call->span))) return RY_ERR;
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const cval *y = *out;
     c->rt |= RT_CONV2D | RT_GEMM;
     const char *work = ry_c_scratch(c, "float", ry_c_fmt(c, "rt_conv_work(%s / %lld, %s, %s, %s, %s)", ry_c_dim(c, &x->dims[1]),
@@ -223,9 +205,9 @@ static ry_status emit_conv2d(cemit *c, const ry_expr *call, cval *const *args, c
 static ry_status emit_pool(cemit *c, const ry_expr *call, cval *const *args, cval **out, bool is_max) {
     ry_conv2d_params p;
     const cval *x = args[0];
-    if (ry_conv2d_params_read(op_of(call), &call->call.attrs, call->span, c->err, &p)) return RY_ERR;
-    if (layout_is(c, call, "layout", "NCHW") || need_f32(c, call, x)) return RY_ERR;
-    if (!(*out = result(c, call->type, call->span))) return RY_ERR;
+    if (ry_conv2d_params_read(ry_c_op(call), &call->call.attrs, call->span, c->err, &p)) return RY_ERR;
+    if (layout_is(c, call, "layout", "NCHW") || ry_c_need_f32(c, call, x)) return RY_ERR;
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const cval *y = *out;
     c->rt |= RT_POOL_GEOM | (is_max ? RT_MAX_POOL2D : RT_AVG_POOL2D);
     ry_sb_printf(&c->body,
@@ -249,15 +231,15 @@ static ry_status emit_avg_pool2d(cemit *c, const ry_expr *call, cval *const *arg
 
 static ry_status emit_softmax(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const cval *x = args[0];
-    int64_t axis = ry_attr_int(op_of(call), &call->call.attrs, "axis");
-    if (need_f32(c, call, x)) return RY_ERR;
+    int64_t axis = ry_attr_int(ry_c_op(call), &call->call.attrs, "axis");
+    if (ry_c_need_f32(c, call, x)) return RY_ERR;
     if (axis < 0) axis += x->ndim;
-    if (axis < 0 || axis >= x->ndim) return ry_c_fail(c, call->span, "%s: axis out of range", op_of(call)->name);
-    if (!(*out = result(c, call->type, call->span))) return RY_ERR;
+    if (axis < 0 || axis >= x->ndim) return ry_c_fail(c, call->span, "%s: axis out of range", ry_c_op(call)->name);
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     c->rt |= RT_SOFTMAX;
     int a = (int)axis;
-    ry_sb_printf(&c->body, "    rt_softmax(%s, %s, %s, %d, %s, %s);\n", dim_prod(c, x, 0, a), ry_c_dim(c, &x->dims[a]),
-                 dim_prod(c, x, a + 1, x->ndim), strcmp(op_of(call)->name, "nn.log_softmax") == 0, x->c, (*out)->c);
+    ry_sb_printf(&c->body, "    rt_softmax(%s, %s, %s, %d, %s, %s);\n", ry_c_dims_count(c, x, 0, a), ry_c_dim(c, &x->dims[a]),
+                 ry_c_dims_count(c, x, a + 1, x->ndim), strcmp(ry_c_op(call)->name, "nn.log_softmax") == 0, x->c, (*out)->c);
     return RY_OK;
 }
 
@@ -265,7 +247,7 @@ static ry_status emit_softmax(cemit *c, const ry_expr *call, cval *const *args, 
 
 static const struct {
     const char *name;
-    emit_fn fn;
+    ry_c_emit_fn fn;
 } table[] = {
     {"nn.dense", emit_dense},
     {"nn.matmul", emit_matmul},
@@ -284,11 +266,14 @@ static const struct {
 };
 
 ry_status ry_c_emit_op(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
-    const ry_op *op = op_of(call);
+    const ry_op *op = ry_c_op(call);
     if (strncmp(op->name, "fused.elemwise", 14) == 0) return emit_fused_elemwise(c, call, args, out);
     if (strncmp(op->name, "fused.matmul", 12) == 0) return emit_fused_matmul(c, call, args, out);
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (strcmp(table[i].name, op->name) == 0) return table[i].fn(c, call, args, out);
-    if (ry_fz_opcode_of(op->name) >= 0 && op->nattrs == 0) return emit_elemwise(c, call, args, out);
+    ry_c_emit_fn f = ry_c_emit_nn(op->name);
+    if (!f) f = ry_c_emit_layout(op->name);
+    if (f) return f(c, call, args, out);
+    if (ry_fz_opcode_of(op->name) >= 0) return emit_elemwise(c, call, args, out);
     return ry_c_fail(c, call->span, "operator %s has no C kernel in the export yet", op->name);
 }

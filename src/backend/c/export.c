@@ -136,7 +136,7 @@ static const struct {
     const char *file;
 } rt_files[] = {{RT_GEMM, "gemm"},         {RT_CONV2D, "conv2d"}, /* after gemm: it calls rt_gemm */         {RT_POOL_GEOM, "pool_geom"},
                 {RT_MAX_POOL2D, "max_pool2d"}, {RT_AVG_POOL2D, "avg_pool2d"}, {RT_SOFTMAX, "softmax"},
-                {RT_TRANSPOSE, "transpose"}};
+                {RT_TRANSPOSE, "transpose"}, {RT_BATCH_NORM, "batch_norm"}, {RT_REDUCE, "reduce"}};
 
 typedef struct wdesc {
     int n;
@@ -301,7 +301,7 @@ static ry_status model_c(strbuf *b, cemit *c, const cmodel *md, const wdesc *w, 
     ry_sb_puts(b, "/* let gcc vectorize the loops at -O2 (clang does) */\n"
                   "#if defined(__GNUC__) && !defined(__clang__)\n"
                   "#pragma GCC optimize(\"tree-vectorize\", \"vect-cost-model=dynamic\")\n#endif\n\n");
-    ry_sb_printf(b, "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
+    ry_sb_printf(b, "#include <float.h>\n#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
                     "#include \"%s.h\"\n\n", md->name);
     ry_sb_puts(b, ry_c_rt_text("core"));
     if (!md->embed) {
