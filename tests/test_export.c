@@ -244,6 +244,38 @@ static void test_layers(void **s) {
     compare_inputs("tests/export/layers.relay", dir, ckpt, names, 2, 2);
 }
 
+/* tests/export/embed.relay: vocab, a symbolic dim of the embedding table,
+ * is fixed by the checkpoint (11 rows); argmax gives int32 results. */
+static void test_weight_dims(void **s) {
+    char ckpt[512], dir[512];
+    snprintf(ckpt, sizeof ckpt, "%s/embed.h5", tmpdir);
+    snprintf(dir, sizeof dir, "%s/embed_c", tmpdir);
+    const char *names[] = {"emb", "g", "b", "w"};
+    int ndims[] = {2, 1, 1, 2};
+    const int64_t *shapes[] = {(int64_t[]){11, 8}, (int64_t[]){8}, (int64_t[]){8}, (int64_t[]){3, 8}};
+    ry_param_set *p = ry_params_new(RY_FLOAT32, 4, names, ndims, shapes);
+    ry_rng rng;
+    ry_rng_seed(&rng, 4);
+    for (int64_t i = 0; i < p->slab->size; i++) ((float *)p->slab->data)[i] = (float)ry_rng_normal(&rng);
+    ry_checkpoint_meta meta = {0};
+    ry_error err;
+    assert_int_equal(ry_checkpoint_save(ckpt, p, NULL, &meta, &err), RY_OK);
+    ry_params_free(p);
+    must(sh("%s export tests/export/embed.relay --checkpoint %s -o %s", relayc(), ckpt, dir), "relayc export");
+    build(dir);
+    char path[600];
+    snprintf(path, sizeof path, "%s/ids.npy", tmpdir);
+    ry_tensor *ids = ry_tensor_new(RY_INT32, 2, (int64_t[]){5, 4});
+    for (int i = 0; i < 20; i++) ((int32_t *)ids->data)[i] = (i * 7) % 11;
+    assert_int_equal(ry_npy_write(path, ids, &err), RY_OK);
+    ry_tensor_release(ids);
+    const char *in[] = {"ids"};
+    compare_inputs("tests/export/embed.relay", dir, ckpt, in, 1, 2);
+    /* the header has vocab as the checkpoint's constant, n as an argument */
+    must(sh("grep -q 'int embed_predict(embed_ctx \\*ctx, int64_t n, const int32_t \\*ids, float \\*out0, int32_t \\*out1)' %s/embed.h", dir),
+         "the entry's signature");
+}
+
 /* A damaged weights file is refused by its CRC, a truncated or another
  * model's by its size (RT_E_WEIGHTS = 2 from the example). */
 static void test_weights_checked(void **s) {
@@ -355,6 +387,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp),           cmocka_unit_test(test_lenet),
         cmocka_unit_test(test_lenet_embedded), cmocka_unit_test(test_ops), cmocka_unit_test(test_layers),
+        cmocka_unit_test(test_weight_dims),
         cmocka_unit_test(test_weights_checked), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_run_checkpoint_shapes), cmocka_unit_test(test_train_export),
     };

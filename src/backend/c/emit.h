@@ -44,6 +44,8 @@ enum {
     RT_TRANSPOSE = 1 << 6,
     RT_BATCH_NORM = 1 << 7,
     RT_REDUCE = 1 << 8,
+    RT_LAYER_NORM = 1 << 9,
+    RT_ARGREDUCE = 1 << 10,
 };
 
 typedef struct cemit {
@@ -59,6 +61,8 @@ typedef struct cemit {
     int nbuf, nconst, npack;
     int nweights;
     const ry_var **weight_vars; /* the entry's weights, in table order */
+    int nsyms;        /* the symbolic dims the code knows: the entry's, the weights' */
+    const char **syms;
     int *pack_of;     /* [2 w + t]: weight w's pack as a GEMM's b, read transposed (t = 1) or not; -1: none */
 } cemit;
 
@@ -73,6 +77,9 @@ typedef struct cmodel {
     const char **arg_c;      /* their C names */
     int nsyms;               /* symbolic dims: the C entry's first arguments */
     const char **syms;
+    int nwsyms;              /* symbolic dims the weights fix (a vocabulary): constants */
+    const char **wsyms;
+    int64_t *wsym_values;
     int nouts;               /* results, flattened depth-first */
     const cval **outs;
     bool embed;

@@ -64,10 +64,17 @@ static ry_status check_tensor_type(cemit *c, const ry_type *t, ry_span span) {
                          t ? ry_type_str(t, buf, sizeof buf) : "unknown");
     if (!ry_c_ctype(t->tensor.dtype))
         return ry_c_fail(c, span, "dtype %s has no C type in the export", ry_dtype_name(t->tensor.dtype));
-    for (int i = 0; i < t->tensor.ndim; i++)
-        if (t->tensor.dims[i].kind == RY_DIM_ANY)
+    for (int i = 0; i < t->tensor.ndim; i++) {
+        const ry_dim *d = &t->tensor.dims[i];
+        if (d->kind == RY_DIM_ANY)
             return ry_c_fail(c, span, "%s has a dimension known only at run time (?): not exported yet",
                              ry_type_str(t, buf, sizeof buf));
+        bool known = d->kind != RY_DIM_SYM;
+        for (int k = 0; !known && k < c->nsyms; k++) known = strcmp(c->syms[k], d->name) == 0;
+        if (!known)
+            return ry_c_fail(c, span, "%s has the dimension %s, which no input or weight fixes",
+                             ry_type_str(t, buf, sizeof buf), d->name);
+    }
     return RY_OK;
 }
 
@@ -97,6 +104,7 @@ cval *ry_c_buffer(cemit *c, const ry_type *t, ry_span span) {
 }
 
 cval *ry_c_view(cemit *c, const cval *v, const ry_type *t) {
+    if (check_tensor_type(c, t, RY_NO_SPAN)) return NULL;
     cval *r = tensor_val(c, v->c, t);
     r->weight = v->weight;
     return r;

@@ -1,9 +1,11 @@
 /*
  * emit_nn.c: the C export's emitters for the inference-mode nn operators
  * and the reductions: nn.batch_norm (moving statistics), nn.dropout (the
- * identity, a mask of ones), the global pools, sum, mean, max and min.
+ * identity, a mask of ones), nn.layer_norm, the global pools, sum, mean,
+ * max, min, argmax and argmin.
  * The export is for inference: these compute what the VM computes without
- * --train. Their kernels are in rt/ (batch_norm.c, reduce.c) or inline.
+ * --train. Their kernels are in rt/ (batch_norm.c, layer_norm.c, reduce.c,
+ * argreduce.c) or inline.
  */
 #include <string.h>
 
@@ -94,10 +96,10 @@ static ry_status emit_global_max_pool2d(cemit *c, const ry_expr *call, cval *con
 
 /* sum/mean/max/min over `axis` (None: all; exclude: the others), which
  * must be one run of consecutive axes; keepdims is only in the type. */
-static ry_status emit_reduce(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+/* The run [*a0, *a1] of axes a reduction reduces (axis: None all; exclude:
+ * the others), which must be consecutive; none: *a0 = *a1 = ndim. */
+static ry_status reduced_run(cemit *c, const ry_expr *call, const cval *x, int *a0, int *a1) {
     const ry_op *op = ry_c_op(call);
-    const cval *x = args[0];
-    if (ry_c_need_f32(c, call, x)) return RY_ERR;
     int64_t axes[RY_MAX_RANK];
     int na = ry_attr_ints(op, &call->call.attrs, "axis", axes, RY_MAX_RANK);
     bool red[RY_MAX_RANK] = {false}, excl = ry_attr_bool(op, &call->call.attrs, "exclude");
@@ -109,21 +111,66 @@ static ry_status emit_reduce(cemit *c, const ry_expr *call, cval *const *args, c
     }
     if (excl)
         for (int i = 0; i < x->ndim; i++) red[i] = !red[i];
-    int a0 = -1, a1 = -1;
+    *a0 = *a1 = -1;
     for (int i = 0; i < x->ndim; i++)
-        if (red[i]) a1 = i, a0 = a0 < 0 ? i : a0;
-    for (int i = a0; a0 >= 0 && i <= a1; i++)
+        if (red[i]) *a1 = i, *a0 = *a0 < 0 ? i : *a0;
+    for (int i = *a0; *a0 >= 0 && i <= *a1; i++)
         if (!red[i]) return ry_c_fail(c, call->span, "%s over axes that are not consecutive: not exported yet", op->name);
-    if (a0 < 0) a0 = a1 = x->ndim; /* nothing reduced: R = 1 */
+    if (*a0 < 0) *a0 = *a1 = x->ndim;
+    return RY_OK;
+}
+
+/* "O, R, I" of x around the run [a0, a1]. */
+static const char *ori(cemit *c, const cval *x, int a0, int a1) {
+    bool none = a0 == x->ndim;
+    return ry_c_fmt(c, "%s, %s, %s", ry_c_dims_count(c, x, 0, a0), ry_c_dims_count(c, x, a0, none ? a0 : a1 + 1),
+                    ry_c_dims_count(c, x, none ? a0 : a1 + 1, x->ndim));
+}
+
+/* sum/mean/max/min; keepdims is only in the type. */
+static ry_status emit_reduce(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const ry_op *op = ry_c_op(call);
+    const cval *x = args[0];
+    int a0, a1;
+    if (ry_c_need_f32(c, call, x) || reduced_run(c, call, x, &a0, &a1)) return RY_ERR;
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const char *names[] = {"sum", "mean", "max", "min"};
     int kind = 0;
     for (int k = 0; k < 4; k++)
         if (strcmp(op->name, names[k]) == 0) kind = k;
     c->rt |= RT_REDUCE;
-    ry_sb_printf(&c->body, "    rt_reduce(%s, %s, %s, %d, %s, %s);\n", ry_c_dims_count(c, x, 0, a0),
-                 ry_c_dims_count(c, x, a0, a1 + (a1 < x->ndim ? 1 : 0)), ry_c_dims_count(c, x, a1 < x->ndim ? a1 + 1 : a1, x->ndim),
-                 kind, x->c, (*out)->c);
+    ry_sb_printf(&c->body, "    rt_reduce(%s, %d, %s, %s);\n", ori(c, x, a0, a1), kind, x->c, (*out)->c);
+    return RY_OK;
+}
+
+/* argmax/argmin: int32 indices within the reduced run. */
+static ry_status emit_argreduce(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const ry_op *op = ry_c_op(call);
+    const cval *x = args[0];
+    int a0, a1;
+    if (ry_c_need_f32(c, call, x) || reduced_run(c, call, x, &a0, &a1)) return RY_ERR;
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    if ((*out)->dtype != RY_INT32) return ry_c_fail(c, call->span, "%s: a result that is not int32", op->name);
+    c->rt |= RT_ARGREDUCE;
+    ry_sb_printf(&c->body, "    rt_argreduce(%s, %d, %d, %s, %s);\n", ori(c, x, a0, a1), strcmp(op->name, "argmax") == 0,
+                 ry_attr_bool(op, &call->call.attrs, "select_last_index"), x->c, (*out)->c);
+    return RY_OK;
+}
+
+/* layer_norm(x, gamma, beta, axis, epsilon, center, scale). */
+static ry_status emit_layer_norm(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const ry_op *op = ry_c_op(call);
+    for (int k = 0; k < 3; k++)
+        if (ry_c_need_f32(c, call, args[k])) return RY_ERR;
+    int axis = norm_axis(call, args[0], "axis");
+    if (axis < 0 || axis >= args[0]->ndim) return ry_c_fail(c, call->span, "nn.layer_norm: axis out of range");
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    const char *O, *N, *I;
+    split_axis(c, args[0], axis, &O, &N, &I);
+    c->rt |= RT_LAYER_NORM;
+    ry_sb_printf(&c->body, "    rt_layer_norm(%s, %s, %s, %a, %d, %d, %s, %s, %s, %s);\n", O, N, I,
+                 ry_attr_float(op, &call->call.attrs, "epsilon"), ry_attr_bool(op, &call->call.attrs, "center"),
+                 ry_attr_bool(op, &call->call.attrs, "scale"), args[0]->c, args[1]->c, args[2]->c, (*out)->c);
     return RY_OK;
 }
 
@@ -139,6 +186,9 @@ static const struct {
     {"mean", emit_reduce},
     {"max", emit_reduce},
     {"min", emit_reduce},
+    {"argmax", emit_argreduce},
+    {"argmin", emit_argreduce},
+    {"nn.layer_norm", emit_layer_norm},
 };
 
 ry_c_emit_fn ry_c_emit_nn(const char *name) {

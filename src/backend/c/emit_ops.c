@@ -154,6 +154,7 @@ static ry_status emit_bias_add(cemit *c, const ry_expr *call, cval *const *args,
     dims[0] = bias->dims[0];
     for (int i = 1; i < x->ndim - axis; i++) dims[i] = (ry_dim){.kind = RY_DIM_CONST, .value = 1};
     cval *bv = ry_c_view(c, bias, ry_type_tensor_arena(c->a, bias->dtype, (int)(x->ndim - axis), dims));
+    if (!bv) return RY_ERR;
     cval *ins[2] = {(cval *)x, bv};
     *out = NULL;
     return run_prog(c, call, "add(x0, x1)", false, ins, 2, NULL, out);
@@ -165,7 +166,10 @@ static ry_status emit_view(cemit *c, const ry_expr *call, cval *const *args, cva
     if (args[0]->tuple) return ry_c_fail(c, call->span, "%s of a tuple", ry_c_op(call)->name);
     if (!call->type || call->type->kind != RY_TYPE_TENSOR)
         return ry_c_fail(c, call->span, "%s: a result that is not a tensor", ry_c_op(call)->name);
-    *out = ry_c_view(c, args[0], call->type);
+    if (!call->type || call->type->kind != RY_TYPE_TENSOR || !(*out = ry_c_view(c, args[0], call->type))) {
+        c->failed = false; /* again, located at the call */
+        return ry_c_fail(c, call->span, "%s: a result the export cannot hold (%s)", ry_c_op(call)->name, c->err->msg);
+    }
     return RY_OK;
 }
 

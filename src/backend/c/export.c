@@ -136,7 +136,8 @@ static const struct {
     const char *file;
 } rt_files[] = {{RT_GEMM, "gemm"},         {RT_CONV2D, "conv2d"}, /* after gemm: it calls rt_gemm */         {RT_POOL_GEOM, "pool_geom"},
                 {RT_MAX_POOL2D, "max_pool2d"}, {RT_AVG_POOL2D, "avg_pool2d"}, {RT_SOFTMAX, "softmax"},
-                {RT_TRANSPOSE, "transpose"}, {RT_BATCH_NORM, "batch_norm"}, {RT_REDUCE, "reduce"}};
+                {RT_TRANSPOSE, "transpose"}, {RT_BATCH_NORM, "batch_norm"}, {RT_REDUCE, "reduce"},
+                {RT_LAYER_NORM, "layer_norm"}, {RT_ARGREDUCE, "argreduce"}};
 
 typedef struct wdesc {
     int n;
@@ -197,6 +198,18 @@ static void emit_context(strbuf *b, const cemit *c, const cmodel *md, const wdes
     ry_sb_puts(b, "    *out = ctx;\n    return RT_OK;\n}\n\n");
 }
 
+static bool is_wsym(const cmodel *md, const char *s) {
+    for (int i = 0; i < md->nwsyms; i++)
+        if (strcmp(md->wsyms[i], s) == 0) return true;
+    return false;
+}
+
+/* The weights' symbolic dims, as constants of the functions that use them. */
+static void wsym_constants(strbuf *b, const cmodel *md) {
+    for (int i = 0; i < md->nwsyms; i++)
+        ry_sb_printf(b, "    const int64_t %s = %lld;\n    (void)%s;\n", md->wsyms[i], (long long)md->wsym_values[i], md->wsyms[i]);
+}
+
 static ry_status emit_entry(strbuf *b, cemit *c, const cmodel *md, const cval *res) {
     const char *n = md->name, *N = md->NAME, *e = md->entry;
     ry_sb_printf(b, "int %s_%s(%s_ctx *ctx", n, e, n);
@@ -205,6 +218,7 @@ static ry_status emit_entry(strbuf *b, cemit *c, const cmodel *md, const cval *r
         ry_sb_printf(b, ", const %s *%s", ry_c_ctype(md->args[i]->type->tensor.dtype), md->arg_c[i]);
     for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, ", %s *out%d", ry_c_ctype(md->outs[i]->dtype), i);
     ry_sb_puts(b, ") {\n    if (!ctx) return RT_E_ARG;\n    ctx->msg[0] = 0;\n");
+    wsym_constants(b, md);
     for (int i = 0; i < md->nargs; i++)
         ry_sb_printf(b, "    if (!%s) return fail(ctx, RT_E_ARG, \"%s_%s: input %s is NULL\");\n", md->arg_c[i], n, e, md->arg_c[i]);
     for (int i = 0; i < md->nouts; i++)
@@ -241,6 +255,7 @@ static void emit_run(strbuf *b, cemit *c, const cmodel *md) {
     ry_sb_puts(b, "    if (!ctx) return RT_E_ARG;\n");
     ry_sb_printf(b, "    if (!in || !out) return fail(ctx, RT_E_ARG, \"%s_%s_run: in or out is NULL\");\n", n, e);
     for (int i = 0; i < md->nsyms; i++) ry_sb_printf(b, "    int64_t %s = -1;\n", md->syms[i]);
+    wsym_constants(b, md);
     for (int i = 0; i < md->nargs; i++) {
         const ry_type *t = md->args[i]->type;
         const char *an = md->arg_c[i];
@@ -253,10 +268,13 @@ static void emit_run(strbuf *b, cemit *c, const cmodel *md) {
             if (d->kind == RY_DIM_CONST)
                 ry_sb_printf(b, "    if (in[%d].shape[%d] != %lld) return dim_fail(ctx, \"%s\", %d, in[%d].shape[%d], %lld);\n", i, k,
                              (long long)d->value, an, k, i, k, (long long)d->value);
-            else
+            else if (!is_wsym(md, d->name))
                 ry_sb_printf(b, "    if (%s < 0) %s = in[%d].shape[%d];\n"
                                 "    else if (in[%d].shape[%d] != %s) return dim_fail(ctx, \"%s\", %d, in[%d].shape[%d], %s);\n",
                              d->name, d->name, i, k, i, k, d->name, an, k, i, k, d->name);
+            else
+                ry_sb_printf(b, "    if (in[%d].shape[%d] != %s) return dim_fail(ctx, \"%s\", %d, in[%d].shape[%d], %s);\n", i,
+                             k, d->name, an, k, i, k, d->name);
         }
     }
     for (int i = 0; i < md->nsyms; i++)
@@ -358,6 +376,23 @@ static ry_status check_syms(cemit *c, const cmodel *md, const cval *v, ry_span s
     return RY_OK;
 }
 
+/* A weight's symbolic dim d (a vocabulary's size) is the constant v its
+ * tensor gives, the same in every weight. */
+static ry_status weight_sym(cemit *c, cmodel *md, const ry_var *p, const ry_dim *d, int64_t v) {
+    if (d->kind != RY_DIM_SYM) return RY_OK;
+    for (int k = 0; k < md->nwsyms; k++)
+        if (strcmp(md->wsyms[k], d->name) == 0) {
+            if (md->wsym_values[k] == v) return RY_OK;
+            return ry_c_fail(c, p->span, "weight %%%s has %s = %lld, another weight %lld", p->name, d->name, (long long)v,
+                             (long long)md->wsym_values[k]);
+        }
+    if (!is_ident(d->name) || is_keyword(d->name) || is_local(d->name))
+        return ry_c_fail(c, p->span, "symbolic dimension %s is not a C identifier the export can use", d->name);
+    md->wsyms[md->nwsyms] = d->name;
+    md->wsym_values[md->nwsyms++] = v;
+    return RY_OK;
+}
+
 /* Splits fn's parameters: weights (in set) become the context's, the
  * others the entry's arguments, their symbolic dims the entry's first. */
 static ry_status classify(cemit *c, const ry_expr *fn, const ry_param_set *set, cmodel *md, wdesc *w, cval **params) {
@@ -365,6 +400,8 @@ static ry_status classify(cemit *c, const ry_expr *fn, const ry_param_set *set, 
     md->args = RY_NEW_ARRAY(c->a, const ry_var *, np + 1);
     md->arg_c = RY_NEW_ARRAY(c->a, const char *, np + 1);
     md->syms = RY_NEW_ARRAY(c->a, const char *, np * RY_MAX_RANK + 1);
+    md->wsyms = RY_NEW_ARRAY(c->a, const char *, np * RY_MAX_RANK + 1);
+    md->wsym_values = RY_NEW_ARRAY(c->a, int64_t, np * RY_MAX_RANK + 1);
     c->weight_vars = RY_NEW_ARRAY(c->a, const ry_var *, np + 1);
     c->pack_of = RY_NEW_ARRAY(c->a, int, 2 * np + 1);
     w->ts = RY_NEW_ARRAY(c->a, const ry_tensor *, np + 1);
@@ -402,6 +439,8 @@ static ry_status classify(cemit *c, const ry_expr *fn, const ry_param_set *set, 
                 return ry_c_fail(c, p->span, "parameter %%%s is %s, but the weights hold %s", p->name,
                                  ry_type_str(t, buf, sizeof buf), ry_tensor_describe(x, got, sizeof got));
             if (x->dtype != RY_FLOAT32) return ry_c_fail(c, p->span, "weight %%%s: only float32 weights are exported so far", p->name);
+            for (int d = 0; d < x->ndim; d++)
+                if (weight_sym(c, md, p, &t->tensor.dims[d], x->shape[d])) return RY_ERR;
             c->pack_of[2 * w->n] = c->pack_of[2 * w->n + 1] = -1;
             v->weight = w->n;
             v->c = ry_c_fmt(c, "ctx->w[%d]", w->n);
@@ -417,7 +456,9 @@ static ry_status classify(cemit *c, const ry_expr *fn, const ry_param_set *set, 
             const ry_dim *dd = &t->tensor.dims[d];
             if (dd->kind == RY_DIM_ANY)
                 return ry_c_fail(c, p->span, "parameter %%%s: a dimension ? (known only at run time) is not exported yet; name it", p->name);
-            if (dd->kind == RY_DIM_SYM && !has_sym(md, dd->name)) {
+            bool fixed = false;
+            for (int k = 0; k < md->nwsyms && dd->kind == RY_DIM_SYM; k++) fixed |= strcmp(md->wsyms[k], dd->name) == 0;
+            if (dd->kind == RY_DIM_SYM && !fixed && !has_sym(md, dd->name)) {
                 if (!is_ident(dd->name) || is_keyword(dd->name) || is_local(dd->name))
                     return ry_c_fail(c, p->span, "symbolic dimension %s is not a C identifier the export can use", dd->name);
                 md->syms[md->nsyms++] = dd->name;
@@ -429,6 +470,9 @@ static ry_status classify(cemit *c, const ry_expr *fn, const ry_param_set *set, 
             if (strcmp(md->arg_c[i], md->syms[s]) == 0)
                 return ry_c_fail(c, md->args[i]->span, "parameter %%%s has the name of a symbolic dimension", md->args[i]->name);
     c->nweights = w->n;
+    c->syms = RY_NEW_ARRAY(c->a, const char *, md->nsyms + md->nwsyms + 1);
+    for (int i = 0; i < md->nsyms; i++) c->syms[c->nsyms++] = md->syms[i];
+    for (int i = 0; i < md->nwsyms; i++) c->syms[c->nsyms++] = md->wsyms[i];
     return RY_OK;
 }
 
