@@ -10,7 +10,8 @@
  * rounding: rtol 1e-4, atol 1e-5. Errors: an operator without a C kernel
  * (located, named), a wrong dimension at the entry (its error code), a
  * damaged or another model's weights file (CRC, size), a checkpoint of
- * another model (refused by export and run). relayc train --export
+ * another model (refused by export and run). --blas builds against
+ * OpenBLAS where it is installed. relayc train --export
  * exports what the run's last checkpoint holds.
  */
 #include <stdlib.h>
@@ -222,6 +223,23 @@ static void test_ops(void **s) {
     export_and_check("tests/export/ops.relay", "ops", false, 3, (int64_t[]){4, 9, 9}, 3);
 }
 
+/* --blas: the GEMMs through cblas_sgemm (where OpenBLAS's pkg-config
+ * file is there; otherwise said and skipped). */
+static void test_blas(void **s) {
+    if (system("pkg-config --exists openblas") != 0) {
+        print_message("test_blas: no openblas.pc here, --blas not built\n");
+        skip();
+    }
+    char ckpt[512], dir[512];
+    snprintf(ckpt, sizeof ckpt, "%s/blas.h5", tmpdir);
+    snprintf(dir, sizeof dir, "%s/blas_c", tmpdir);
+    random_checkpoint("models/lenet.relay", "predict", ckpt, 5);
+    must(sh("%s export models/lenet.relay --checkpoint %s -o %s --blas", relayc(), ckpt, dir), "relayc export --blas");
+    build(dir);
+    random_npy("x", 4, (int64_t[]){2, 1, 28, 28}, 3);
+    compare("models/lenet.relay", dir, ckpt, "x", 1);
+}
+
 /* tests/export/layers.relay: inference-mode batch_norm and dropout,
  * reductions, take (with indices out of range), transpose, concatenate;
  * an int32 input beside the float one. */
@@ -387,7 +405,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp),           cmocka_unit_test(test_lenet),
         cmocka_unit_test(test_lenet_embedded), cmocka_unit_test(test_ops), cmocka_unit_test(test_layers),
-        cmocka_unit_test(test_weight_dims),
+        cmocka_unit_test(test_weight_dims),   cmocka_unit_test(test_blas),
         cmocka_unit_test(test_weights_checked), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_run_checkpoint_shapes), cmocka_unit_test(test_train_export),
     };

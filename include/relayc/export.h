@@ -29,6 +29,7 @@ typedef struct ry_export_opts {
     const char *name;     /* the C prefix and file names; NULL: "model" */
     const char *source;   /* shown in the generated files' comments (the model's path) */
     bool embed_weights;   /* the weights as C arrays in NAME.c, no NAME.weights */
+    bool blas;            /* GEMMs through CBLAS (cblas_sgemm) instead of the exported loops */
 } ry_export_opts;
 
 /* Exports global @entry of the type-checked module m (which it optimizes in

@@ -1,6 +1,6 @@
 /*
  * cmd_export.c: `relayc export MODEL --checkpoint CKPT [--entry NAME]
- * -o DIR [--name NAME] [--embed-weights]`: the entry compiled ahead of
+ * -o DIR [--name NAME] [--embed-weights] [--blas]`: the entry compiled ahead of
  * time to standalone C (export.h) with the checkpoint's parameters as its
  * weights. The export itself is src/backend/c/'s.
  */
@@ -10,7 +10,7 @@
 
 static const char *help =
     "usage: relayc export MODEL --checkpoint CKPT [--entry NAME] -o DIR [--name NAME]\n"
-    "                     [--embed-weights]\n"
+    "                     [--embed-weights] [--blas]\n"
     "\n"
     "Compiles global @NAME (default predict) of MODEL, optimized as relayc run does,\n"
     "to a directory of standalone C: DIR/NAME.c, DIR/NAME.h, DIR/NAME.weights, a\n"
@@ -22,11 +22,13 @@ static const char *help =
     "  --entry NAME          the global to export (default: predict)\n"
     "  -o DIR, --out DIR     the directory to write (created if missing)\n"
     "  --name NAME           the C prefix and file names (default: MODEL's base name)\n"
-    "  --embed-weights       the weights as C arrays in NAME.c instead of NAME.weights\n";
+    "  --embed-weights       the weights as C arrays in NAME.c instead of NAME.weights\n"
+    "  --blas                GEMMs (dense, conv2d) through CBLAS's cblas_sgemm, linked\n"
+    "                        with -lopenblas, instead of the exported loops\n";
 
 typedef struct export_args {
     const char *path, *entry, *out, *checkpoint, *name;
-    bool embed;
+    bool embed, blas;
 } export_args;
 
 static int parse_args(int argc, char **argv, export_args *a) {
@@ -49,6 +51,8 @@ static int parse_args(int argc, char **argv, export_args *a) {
             return 1;
         } else if (strcmp(argv[i], "--embed-weights") == 0) {
             a->embed = true;
+        } else if (strcmp(argv[i], "--blas") == 0) {
+            a->blas = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_fail("export", "unknown option '%s' (see relayc export --help)", argv[i]);
         } else if (a->path) {
@@ -88,7 +92,7 @@ int cmd_export(int argc, char **argv) {
     if (!m || cli_checkpoint_read("export", a.checkpoint, &w) != 0) {
         rc = 1;
     } else {
-        ry_export_opts o = {.name = a.name ? a.name : name, .source = a.path, .embed_weights = a.embed};
+        ry_export_opts o = {.name = a.name ? a.name : name, .source = a.path, .embed_weights = a.embed, .blas = a.blas};
         if (ry_export_c(m, a.entry, w, a.out, &o, &err) != RY_OK) {
             ry_error_print(stderr, &err);
             rc = 1;

@@ -83,6 +83,7 @@ typedef struct cmodel {
     int nouts;               /* results, flattened depth-first */
     const cval **outs;
     bool embed;
+    bool blas;               /* GEMMs through CBLAS */
 } cmodel;
 
 /* ---- emit_files.c: the artifact's files other than NAME.c's body ---- */

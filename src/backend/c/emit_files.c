@@ -112,7 +112,14 @@ void ry_c_write_header(strbuf *b, const cmodel *md) {
 void ry_c_write_makefile(strbuf *b, const cmodel *md) {
     const char *n = md->name;
     ry_sb_printf(b, "# Builds the exported model %s (relayc export): a C11 compiler and libm.\n", n);
-    ry_sb_puts(b, "CC ?= cc\nCFLAGS ?= -std=c11 -O2\nLDLIBS = -lm\n\n");
+    ry_sb_puts(b, "CC ?= cc\nCFLAGS ?= -std=c11 -O2\n");
+    if (md->blas)
+        ry_sb_puts(b, "# --blas: CBLAS for the GEMMs (OpenBLAS's, found by pkg-config, else -lcblas)\n"
+                      "BLAS_CFLAGS ?= $(shell pkg-config --cflags openblas 2>/dev/null)\n"
+                      "BLAS_LIBS ?= $(shell pkg-config --libs openblas 2>/dev/null || echo -lcblas)\n"
+                      "override CFLAGS += $(BLAS_CFLAGS)\nLDLIBS = $(BLAS_LIBS) -lm\n\n");
+    else
+        ry_sb_puts(b, "LDLIBS = -lm\n\n");
     ry_sb_printf(b, "all: example lib%s.a\n\n", n);
     ry_sb_printf(b, "%s.o: %s.c %s.h\n\t$(CC) $(CFLAGS) -c %s.c -o $@\n\n", n, n, n, n);
     ry_sb_printf(b, "lib%s.a: %s.o\n\tar rcs $@ %s.o\n\n", n, n, n);
@@ -123,7 +130,8 @@ void ry_c_write_makefile(strbuf *b, const cmodel *md) {
 void ry_c_write_readme(strbuf *b, const cmodel *md) {
     const char *n = md->name;
     ry_sb_printf(b, "%s: the model %s (entry @%s), exported by `relayc export`.\n\n", n, md->source, md->entry);
-    ry_sb_printf(b, "    make                  # example and lib%s.a: cc -std=c11 -O2, libm only\n", n);
+    ry_sb_printf(b, "    make                  # example and lib%s.a: cc -std=c11 -O2, libm%s\n", n,
+                 md->blas ? " and CBLAS (--blas)" : " only");
     ry_sb_puts(b, "    ./example");
     for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, " %s.npy", md->arg_c[i]);
     for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, " out%d.npy", i);

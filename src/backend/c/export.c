@@ -329,7 +329,7 @@ static ry_status model_c(strbuf *b, cemit *c, const cmodel *md, const wdesc *w, 
     for (size_t i = 0; i < sizeof rt_files / sizeof rt_files[0]; i++)
         if (c->rt & rt_files[i].bit) {
             ry_sb_puts(b, "\n");
-            ry_sb_puts(b, ry_c_rt_text(rt_files[i].file));
+            ry_sb_puts(b, ry_c_rt_text(rt_files[i].bit == RT_GEMM && md->blas ? "gemm_blas" : rt_files[i].file));
         }
     ry_sb_puts(b, "\n/* ---- the model ---- */\n\n");
     if (md->embed) emit_weights_arrays(b, w);
@@ -530,7 +530,7 @@ ry_status ry_export_c(ry_module *m, const char *entry, const ry_param_set *weigh
         return ry_error_at(err, g->span, "export: the entry's name @%s is not a C identifier", entry);
     cemit c = {.a = ry_arena_new(), .err = err};
     cmodel md = {.name = name, .NAME = upper(&c, name), .entry = entry, .source = o.source ? o.source : "a module",
-                 .embed = o.embed_weights};
+                 .embed = o.embed_weights, .blas = o.blas};
     wdesc w = {0};
     const ry_expr *fn = ry_anf(m, g->func);
     cval **params = RY_NEW_ARRAY(c.a, cval *, fn->func.nparams + 1);
