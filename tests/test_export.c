@@ -1,18 +1,20 @@
 /*
  * test_export.c: relayc export end to end. Each model (models/mlp.relay,
- * models/lenet.relay, tests/export/ops.relay) gets a checkpoint of seeded
- * random weights, is exported, its directory built with cc -std=c11 -Wall
- * -Wextra -Werror -pedantic (gcc, and clang where installed), and its
- * example run on .npy inputs at two batch sizes; the outputs are compared
- * with `relayc run --checkpoint` on the VM. The export sums GEMMs and
- * convolutions in increasing k (OpenBLAS blocks K) and uses libm's exp,
- * tanh (the VM its vector forms), so the comparison is to float32
- * rounding: rtol 1e-4, atol 1e-5. Errors: an operator without a C kernel
- * (located, named), a wrong dimension at the entry (its error code), a
+ * models/lenet.relay, and the programs of tests/export/ for the other emitters)
+ * gets a checkpoint of seeded random weights, is exported, its directory
+ * built with cc -std=c11 -Wall -Wextra -Werror -pedantic (gcc, and clang
+ * where installed for the artifacts that hold every runtime file between
+ * them), and its example run on .npy inputs (two batch sizes where the
+ * batch is symbolic); the outputs are compared with `relayc run
+ * --checkpoint` on the VM. The export sums GEMMs and convolutions in
+ * increasing k (OpenBLAS blocks K) and uses libm's exp and tanh (the VM
+ * its vector forms), so the comparison is to float32 rounding: rtol 1e-4,
+ * atol 1e-5. Errors: an operator without a C kernel (located, named), a
+ * wrong dimension at the entry (its error code, also under valgrind), a
  * damaged or another model's weights file (CRC, size), a checkpoint of
  * another model (refused by export and run). --blas builds against
- * OpenBLAS where it is installed. relayc train --export
- * exports what the run's last checkpoint holds.
+ * OpenBLAS where it is installed; relayc train --export exports what the
+ * run's last checkpoint holds.
  */
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -131,10 +133,12 @@ static bool have(const char *tool) {
     return system(cmd) == 0;
 }
 
-/* Builds DIR with each compiler there is, warnings as errors. */
-static void build(const char *dir) {
+/* Builds DIR with gcc, and also clang where installed when both (the
+ * artifacts that hold every runtime file between them), warnings as
+ * errors. */
+static void build_with(const char *dir, bool both) {
     const char *ccs[] = {"gcc", "clang"};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < (both ? 2 : 1); i++) {
         if (!have(ccs[i])) continue;
         char what[600];
         snprintf(what, sizeof what, "make -C %s with %s", dir, ccs[i]);
@@ -143,6 +147,8 @@ static void build(const char *dir) {
              what);
     }
 }
+
+static void build(const char *dir) { build_with(dir, false); }
 
 /* The example on the inputs tmpdir/NAME.npy (names[0..nin), the entry's
  * data parameters in order) against relayc run --checkpoint, nout results. */
@@ -178,7 +184,7 @@ static void compare(const char *model, const char *dir, const char *ckpt, const 
  * it, and compares it with the VM at batch 1 and 3; x's shape after the
  * batch is rest[0..nrest). Returns the export's directory (static). */
 static const char *export_and_check(const char *model, const char *name, bool embed, int nrest, const int64_t *rest,
-                                    int nout) {
+                                    int nout, bool both) {
     static char dir[512];
     char ckpt[512];
     snprintf(ckpt, sizeof ckpt, "%s/%s.h5", tmpdir, name);
@@ -186,7 +192,7 @@ static const char *export_and_check(const char *model, const char *name, bool em
     random_checkpoint(model, "predict", ckpt, 7);
     must(sh("%s export %s --checkpoint %s -o %s%s", relayc(), model, ckpt, dir, embed ? " --embed-weights" : ""),
          "relayc export");
-    build(dir);
+    build_with(dir, both);
     for (int64_t batch = 1; batch <= 3; batch += 2) {
         int64_t shape[RY_MAX_RANK] = {batch};
         memcpy(shape + 1, rest, sizeof *rest * (size_t)nrest);
@@ -197,7 +203,7 @@ static const char *export_and_check(const char *model, const char *name, bool em
 }
 
 static void test_mlp(void **s) {
-    const char *dir = export_and_check("models/mlp.relay", "mlp", false, 1, (int64_t[]){784}, 1);
+    const char *dir = export_and_check("models/mlp.relay", "mlp", false, 1, (int64_t[]){784}, 1, false);
     /* a wrong dimension: the entry's error code (RT_E_DIM = 4), not a crash */
     random_npy("bad", 2, (int64_t[]){2, 783}, 1);
     assert_int_equal(sh("%s/example %s/bad.npy %s/o.npy", dir, tmpdir, tmpdir), 4);
@@ -208,11 +214,11 @@ static void test_mlp(void **s) {
 }
 
 static void test_lenet(void **s) {
-    export_and_check("models/lenet.relay", "lenet", false, 3, (int64_t[]){1, 28, 28}, 1);
+    export_and_check("models/lenet.relay", "lenet", false, 3, (int64_t[]){1, 28, 28}, 1, true);
 }
 
 static void test_lenet_embedded(void **s) {
-    const char *dir = export_and_check("models/lenet.relay", "lenet_e", true, 3, (int64_t[]){1, 28, 28}, 1);
+    const char *dir = export_and_check("models/lenet.relay", "lenet_e", true, 3, (int64_t[]){1, 28, 28}, 1, false);
     char path[600];
     snprintf(path, sizeof path, "%s/lenet.weights", dir);
     struct stat st;
@@ -220,7 +226,7 @@ static void test_lenet_embedded(void **s) {
 }
 
 static void test_ops(void **s) {
-    export_and_check("tests/export/ops.relay", "ops", false, 3, (int64_t[]){4, 9, 9}, 3);
+    export_and_check("tests/export/ops.relay", "ops", false, 3, (int64_t[]){4, 9, 9}, 3, true);
 }
 
 /* --blas: the GEMMs through cblas_sgemm (where OpenBLAS's pkg-config
@@ -249,7 +255,7 @@ static void test_layers(void **s) {
     snprintf(dir, sizeof dir, "%s/layers_c", tmpdir);
     random_checkpoint_ex("tests/export/layers.relay", "predict", ckpt, 9, true);
     must(sh("%s export tests/export/layers.relay --checkpoint %s -o %s", relayc(), ckpt, dir), "relayc export");
-    build(dir);
+    build_with(dir, true);
     random_npy("x", 4, (int64_t[]){3, 3, 8, 8}, 2);
     char path[600];
     snprintf(path, sizeof path, "%s/ids.npy", tmpdir);
@@ -280,7 +286,7 @@ static void test_weight_dims(void **s) {
     assert_int_equal(ry_checkpoint_save(ckpt, p, NULL, &meta, &err), RY_OK);
     ry_params_free(p);
     must(sh("%s export tests/export/embed.relay --checkpoint %s -o %s", relayc(), ckpt, dir), "relayc export");
-    build(dir);
+    build_with(dir, true);
     char path[600];
     snprintf(path, sizeof path, "%s/ids.npy", tmpdir);
     ry_tensor *ids = ry_tensor_new(RY_INT32, 2, (int64_t[]){5, 4});
@@ -305,6 +311,13 @@ static void test_weights_checked(void **s) {
     must(sh("make -s -C %s CFLAGS='-std=c11 -O0'", dir), "make");
     random_npy("x", 2, (int64_t[]){2, 784}, 5);
     must(sh("%s/example %s/x.npy %s/o.npy", dir, tmpdir, tmpdir), "example");
+    /* the artifact under valgrind: no error, nothing leaked, also on a refused call */
+    if (have("valgrind")) {
+        const char *vg = "valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect";
+        must(sh("%s %s/example %s/x.npy %s/o.npy", vg, dir, tmpdir, tmpdir), "example under valgrind");
+        random_npy("bad", 2, (int64_t[]){2, 7}, 1);
+        assert_int_equal(sh("%s %s/example %s/bad.npy %s/o.npy", vg, dir, tmpdir, tmpdir), 4);
+    }
     must(sh("cp %s/net.weights %s/bad.weights && printf '\\001' | dd of=%s/bad.weights bs=1 seek=4096 conv=notrunc", dir,
             tmpdir, tmpdir),
          "damage");
