@@ -63,6 +63,9 @@ typedef struct cemit {
     const ry_var **weight_vars; /* the entry's weights, in table order */
     int nsyms;        /* the symbolic dims the code knows: the entry's, the weights' */
     const char **syms;
+    ry_ptrmap last;   /* liveness: let-bound var -> index of the last let reading it */
+    ry_ptrmap owner;  /* buffer (its C name's pointer) -> the last let reading any value over it */
+    int cur;          /* the let being emitted */
     int *pack_of;     /* [2 w + t]: weight w's pack as a GEMM's b, read transposed (t = 1) or not; -1: none */
 } cemit;
 
@@ -102,6 +105,9 @@ ry_status ry_c_emit_body(cemit *c, const ry_expr *fn, cval *const *params, cval 
 /* A new tensor value with a fresh scratch buffer of type t (a tensor type
  * with constant or symbolic dims), or NULL after a located error at span. */
 cval *ry_c_buffer(cemit *c, const ry_type *t, ry_span span);
+/* Whether v is a scratch buffer (not a weight, input or constant) that
+ * nothing reads after the let being emitted: its result may take it over. */
+bool ry_c_dies_here(cemit *c, const cval *v);
 /* A fresh scratch buffer of count (a C expression) elements of C type
  * ctype; its C name. */
 const char *ry_c_scratch(cemit *c, const char *ctype, const char *count);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/c/emit.h"
+#include "ir/parse.h" /* ry_expr_child */
 
 ry_status ry_c_fail(cemit *c, ry_span span, const char *fmt, ...) {
     if (c->failed) return RY_ERR;
@@ -162,6 +163,42 @@ static cval *constant(cemit *c, const ry_expr *e) {
     return tensor_val(c, ry_c_fmt(c, "k%d", k), e->type);
 }
 
+/* ---- liveness over the entry's let chain ---- */
+
+/* last[var] := i for every variable e reads (ANF: its atoms). */
+static void reads(cemit *c, const ry_expr *e, int i) {
+    if (e->kind == RY_EXPR_VAR) {
+        ry_ptrmap_put(c->a, &c->last, e->var.var, i);
+        return;
+    }
+    if (e->kind == RY_EXPR_FUNC) return;
+    int slot;
+    const ry_expr *k;
+    for (int j = 0; (k = ry_expr_child(e, j, &slot)); j++) reads(c, k, i);
+}
+
+static void liveness(cemit *c, const ry_expr *body) {
+    int i = 0;
+    for (; body->kind == RY_EXPR_LET; body = body->let.body, i++) reads(c, body->let.value, i);
+    reads(c, body, i);
+}
+
+/* The buffers under v are read until let `last` (at least). */
+static void note_owner(cemit *c, const cval *v, int last) {
+    if (v->tuple) {
+        for (int i = 0; i < v->n; i++) note_owner(c, v->fields[i], last);
+        return;
+    }
+    intptr_t got = -1;
+    if (v->c && (!ry_ptrmap_get(&c->owner, v->c, &got) || got < last)) ry_ptrmap_put(c->a, &c->owner, v->c, last);
+}
+
+bool ry_c_dies_here(cemit *c, const cval *v) {
+    intptr_t last = -1;
+    if (v->tuple || !v->c || v->c[0] != 'b') return false; /* scratch buffers are b<k> */
+    return !ry_ptrmap_get(&c->owner, v->c, &last) || last <= c->cur;
+}
+
 typedef struct env {
     ry_ptrmap vars; /* ry_var* -> cval* */
 } env;
@@ -232,12 +269,18 @@ static cval *value(cemit *c, env *en, const ry_expr *e) {
         return t ? t->fields[e->proj.index] : NULL;
     }
     case RY_EXPR_LET: {
-        for (; e->kind == RY_EXPR_LET; e = e->let.body) {
+        int base = c->cur;
+        for (; e->kind == RY_EXPR_LET; e = e->let.body, c->cur++) {
             cval *v = value(c, en, e->let.value);
             if (!v) return NULL;
             ry_ptrmap_put(c->a, &en->vars, e->let.var, (intptr_t)v);
+            intptr_t last = -1;
+            ry_ptrmap_get(&c->last, e->let.var, &last);
+            note_owner(c, v, (int)last);
         }
-        return value(c, en, e);
+        cval *r = value(c, en, e);
+        c->cur = base;
+        return r;
     }
     default:
         ry_c_fail(c, e->span, "%s is not exported yet (the export handles let chains of operator calls)",
@@ -250,6 +293,8 @@ ry_status ry_c_emit_body(cemit *c, const ry_expr *fn, cval *const *params, cval 
     env en;
     memset(&en, 0, sizeof en);
     for (int i = 0; i < fn->func.nparams; i++) ry_ptrmap_put(c->a, &en.vars, fn->func.params[i], (intptr_t)params[i]);
+    liveness(c, fn->func.body);
+    c->cur = 0;
     *out = value(c, &en, fn->func.body);
     return *out && !c->failed ? RY_OK : RY_ERR;
 }

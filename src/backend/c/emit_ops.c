@@ -61,6 +61,8 @@ static ry_status emit_matmul(cemit *c, const ry_expr *call, cval *const *args, c
 
 /* ---- fused programs and elementwise operators ---- */
 
+static bool same_dims(const cval *a, const ry_type *t);
+
 static ry_status run_prog(cemit *c, const ry_expr *call, const char *code, bool acc, cval *const *ins, int nin,
                           const cval *acc_val, cval **out) {
     ry_dtype dts[RY_FZ_MAX_IN];
@@ -78,6 +80,9 @@ static ry_status run_prog(cemit *c, const ry_expr *call, const char *code, bool 
         c->failed = true;
         return RY_ERR;
     }
+    /* elementwise: the result may take over an input of its type that dies here */
+    for (int k = acc ? 1 : 0; !*out && p->nout == 1 && k < n; k++)
+        if (same_dims(vals[k], call->type) && ry_c_dies_here(c, vals[k])) *out = ry_c_view(c, vals[k], call->type);
     if (!*out && !(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     cval *const *outs = (*out)->tuple ? (*out)->fields : out;
     int nout = (*out)->tuple ? (*out)->n : 1;
