@@ -1,8 +1,9 @@
 /*
  * avg_pool2d.c (export runtime): nn.avg_pool2d over pool_geom.c's
  * geometry: the taps inside the data summed in order, divided by TVM's
- * element count (src/backend/cpu/pool.c has the formulas' derivation);
- * the CPU target's loop (bitwise its result).
+ * element count (src/backend/cpu/pool.c has the formulas' derivation and
+ * the same code: the artifact links nothing of relayc, so the runtime
+ * carries its own copy); the CPU target's loop (bitwise its result).
  */
 #include <stdint.h>
 
