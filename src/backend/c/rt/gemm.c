@@ -35,6 +35,8 @@ static void rt_pack(int64_t K, int64_t N, const float *restrict src, int trans, 
         for (int64_t k = 0; k < K; k++, P += RT_NR) {
             if (trans) {
                 for (int64_t j = 0; j < nc; j++) P[j] = src[(j0 + j) * K + k];
+            } else if (nc == RT_NR) { /* a constant size: vector moves, not rep movs */
+                memcpy(P, src + k * N + j0, sizeof(float) * RT_NR);
             } else {
                 memcpy(P, src + k * N + j0, sizeof(float) * (size_t)nc);
             }
@@ -63,7 +65,10 @@ RT_CLONES static void rt_gemm_tile(int64_t K, int mr, int nc, const float *restr
         c30 += x3 * b0, c31 += x3 * b1;
     }
     const rt_v8 acc[RT_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
-    for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * (size_t)nc);
+    if (nc == RT_NR) /* a constant size: vector stores, no call */
+        for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * RT_NR);
+    else
+        for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * (size_t)nc);
 }
 
 /* One row of C (a single example: batch 1) against np <= 4 panels at once,
