@@ -89,7 +89,20 @@ typedef struct cmodel {
     bool blas;               /* GEMMs through CBLAS */
 } cmodel;
 
-/* ---- emit_files.c: the artifact's files other than NAME.c's body ---- */
+/* The weights: tensors (borrowed) and names in the table's order, each
+ * one's offset in the weights file, the file's size. */
+typedef struct ry_c_weights {
+    int n;
+    const ry_tensor **ts;
+    const char **names;
+    size_t *offs;
+    size_t size;
+} ry_c_weights;
+
+/* ---- emit_model.c: NAME.c (man: the weights file's manifest) ---- */
+ry_status ry_c_write_model(strbuf *b, cemit *c, const cmodel *md, const ry_c_weights *w, const char *man);
+
+/* ---- emit_files.c: the artifact's files other than NAME.c ---- */
 void ry_c_write_header(strbuf *b, const cmodel *md);
 void ry_c_write_makefile(strbuf *b, const cmodel *md);
 void ry_c_write_readme(strbuf *b, const cmodel *md);
