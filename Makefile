@@ -117,7 +117,7 @@ $(BUILD)/models/%: models/%.c $(STATIC)
 # Benchmarks (JSON lines), each beside its PyTorch mirror (bench/README.md).
 BENCH_THREADS ?= 1
 BENCH_SECONDS ?= 10
-BENCH_BINS := $(addprefix $(BUILD)/bench/,grad_ratio train_step kernels vm_steps grad_sparse gemm)
+BENCH_BINS := $(addprefix $(BUILD)/bench/,grad_ratio train_step kernels vm_steps grad_sparse gemm export_infer)
 $(BUILD)/bench/%: bench/%.c bench/bench_util.c bench/bench_util.h $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Ibench -o $@ $< bench/bench_util.c $(STATIC) $(LDFLAGS) \
