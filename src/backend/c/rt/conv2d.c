@@ -3,8 +3,9 @@
  * weights, any strides, padding, dilation and groups (the geometry the
  * type relation checked when the model was exported), as GEMMs: per image
  * and group, the input's patches (k = (channel, kh, kw), a column per
- * output pixel, taps in the padding 0) are gathered row by row, packed
- * into gemm.c's panels, and Y (Og, OH*OW) = W (Og, Cg*KH*KW) P. Each output
+ * output pixel, taps in the padding 0) are gathered row by row, and
+ * Y (Og, OH*OW) = W (Og, Cg*KH*KW) P with gemm.c's kernel reading P in
+ * place. Each output
  * element is the sum over (channel, kh, kw) in that order; the VM's
  * im2col + OpenBLAS blocks that sum, so the two agree to rounding.
  * work holds rt_conv_work(...) floats.
@@ -15,9 +16,24 @@ typedef struct rt_conv {
     int64_t N, C, H, W, O, KH, KW, OH, OW, sh, sw, pt, pl, dh, dw, groups;
 } rt_conv;
 
-/* work: the patches (K, OH*OW) row-major, then their packed panels. */
-#define rt_conv_work(Cg, KH, KW, OH, OW) \
-    ((size_t)(Cg) * (KH) * (KW) * (OH) * (OW) + RT_PACKED((Cg) * (KH) * (KW), (OH) * (OW)))
+/* work: the patches (K, OH*OW) row-major and RT_NR floats after them
+ * (rt_gemm_rows reads rows 16 wide). */
+#define rt_conv_work(Cg, KH, KW, OH, OW) ((size_t)(Cg) * (KH) * (KW) * (OH) * (OW) + RT_NR)
+
+#ifdef RT_GEMM_BLAS
+#define rt_gemm_rows rt_gemm
+#else
+/* C (M, N) = A (M, K) B for a row-major B (K, N) read in place, which must
+ * be followed by RT_NR readable floats (a short K, as a convolution's
+ * patches have: their rows stay in cache, packing would cost more). */
+static void rt_gemm_rows(int64_t M, int64_t N, int64_t K, const float *A, const float *B, float *C) {
+    for (int64_t j0 = 0; j0 < N; j0 += RT_NR) {
+        int nc = N - j0 < RT_NR ? (int)(N - j0) : RT_NR;
+        for (int64_t i = 0; i < M; i += RT_MR)
+            rt_gemm_tile(K, M - i < RT_MR ? (int)(M - i) : RT_MR, nc, A + i * K, B + j0, N, C + i * N + j0, N);
+    }
+}
+#endif
 
 /* The output columns [lo, hi) whose tap iw = ow*s - p + off lies in [0, W). */
 static void rt_conv_cols(int64_t OW, int64_t W, int64_t s, int64_t p, int64_t off, int64_t *lo, int64_t *hi) {
@@ -58,9 +74,7 @@ static void rt_conv2d(const rt_conv *g, const float *x, const float *w, float *y
     int64_t Cg = g->C / g->groups, Og = g->O / g->groups, K = Cg * g->KH * g->KW, npix = g->OH * g->OW;
     for (int64_t n = 0; n < g->N; n++)
         for (int64_t gr = 0; gr < g->groups; gr++) {
-            float *P = work + K * npix;
             rt_im2col(g, x + (n * g->C + gr * Cg) * g->H * g->W, Cg, work);
-            rt_pack(K, npix, work, 0, P);
-            rt_gemm(Og, npix, K, w + gr * Og * K, P, y + (n * g->O + gr * Og) * npix);
+            rt_gemm_rows(Og, npix, K, w + gr * Og * K, work, y + (n * g->O + gr * Og) * npix);
         }
 }

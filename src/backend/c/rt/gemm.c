@@ -49,12 +49,14 @@ static void rt_pack(int64_t K, int64_t N, const float *restrict src, int trans, 
 typedef float rt_v8 __attribute__((vector_size(32)));
 
 /* rows [0, mr) (mr <= 4) x columns [0, nc) of C (ldc apart) = A's rows
- * (K apart) times panel p. */
+ * (K apart) times the K x 16 block at p, its rows ldp apart (16: a packed
+ * panel; N: a row-major B read in place, whose rows may be read 16 wide
+ * past column nc). */
 RT_CLONES static void rt_gemm_tile(int64_t K, int mr, int nc, const float *restrict a, const float *restrict p,
-                                   float *restrict c, int64_t ldc) {
+                                   int64_t ldp, float *restrict c, int64_t ldc) {
     rt_v8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
     const float *a1 = a + (mr > 1 ? K : 0), *a2 = a + (mr > 2 ? 2 * K : 0), *a3 = a + (mr > 3 ? 3 * K : 0);
-    for (int64_t k = 0; k < K; k++, p += RT_NR) {
+    for (int64_t k = 0; k < K; k++, p += ldp) {
         rt_v8 b0, b1;
         memcpy(&b0, p, sizeof b0);
         memcpy(&b1, p + 8, sizeof b1);
@@ -107,12 +109,12 @@ static void rt_gemm_row(int64_t K, int np, int nc, const float *restrict a, cons
     (void)np;
 }
 
-static void rt_gemm_tile(int64_t K, int mr, int nc, const float *restrict a, const float *restrict p,
+static void rt_gemm_tile(int64_t K, int mr, int nc, const float *restrict a, const float *restrict p, int64_t ldp,
                          float *restrict c, int64_t ldc) {
     float acc[RT_MR][RT_NR] = {{0}};
     for (int64_t k = 0; k < K; k++)
         for (int r = 0; r < mr; r++)
-            for (int j = 0; j < RT_NR; j++) acc[r][j] += a[r * K + k] * p[k * RT_NR + j];
+            for (int j = 0; j < nc; j++) acc[r][j] += a[r * K + k] * p[k * ldp + j];
     for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * (size_t)nc);
 }
 #endif
@@ -130,6 +132,6 @@ static void rt_gemm(int64_t M, int64_t N, int64_t K, const float *A, const float
         int nc = N - j0 < RT_NR ? (int)(N - j0) : RT_NR;
         const float *panel = P + (size_t)(j0 / RT_NR) * (size_t)K * RT_NR;
         for (int64_t i = 0; i < M; i += RT_MR)
-            rt_gemm_tile(K, M - i < RT_MR ? (int)(M - i) : RT_MR, nc, A + i * K, panel, C + i * N + j0, N);
+            rt_gemm_tile(K, M - i < RT_MR ? (int)(M - i) : RT_MR, nc, A + i * K, panel, RT_NR, C + i * N + j0, N);
     }
 }

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#define RT_GEMM_BLAS 1 /* conv2d.c: a row-major B is rt_gemm's own */
+#define RT_NR 16
 #define RT_PACKED(K, N) ((size_t)(K) * (size_t)(N))
 
 static void rt_pack(int64_t K, int64_t N, const float *restrict src, int trans, float *restrict P) {
