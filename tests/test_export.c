@@ -214,7 +214,14 @@ static void test_mlp(void **s) {
 }
 
 static void test_lenet(void **s) {
-    export_and_check("models/lenet.relay", "lenet", false, 3, (int64_t[]){1, 28, 28}, 1, true);
+    const char *dir = export_and_check("models/lenet.relay", "lenet", false, 3, (int64_t[]){1, 28, 28}, 1, true);
+    /* the runtime's plain-C kernels (other compilers'): the same answers */
+    must(sh("make -s -C %s clean && make -s -C %s CFLAGS='-std=c11 -O2 -Wall -Wextra -Werror -pedantic -DRT_PLAIN_C'", dir,
+            dir),
+         "make -DRT_PLAIN_C");
+    char ckpt[512];
+    snprintf(ckpt, sizeof ckpt, "%s/lenet.h5", tmpdir);
+    compare("models/lenet.relay", dir, ckpt, "x", 1);
 }
 
 static void test_lenet_embedded(void **s) {

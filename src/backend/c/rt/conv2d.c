@@ -29,8 +29,7 @@ typedef struct rt_conv {
 static void rt_gemm_rows(int64_t M, int64_t N, int64_t K, const float *A, const float *B, float *C) {
     for (int64_t j0 = 0; j0 < N; j0 += RT_NR) {
         int nc = N - j0 < RT_NR ? (int)(N - j0) : RT_NR;
-        for (int64_t i = 0; i < M; i += RT_MR)
-            rt_gemm_tile(K, M - i < RT_MR ? (int)(M - i) : RT_MR, nc, A + i * K, B + j0, N, C + i * N + j0, N);
+        rt_gemm_panel(M, K, nc, A, B + j0, N, C + j0, N);
     }
 }
 #endif

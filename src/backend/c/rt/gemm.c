@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(RT_PLAIN_C)
 #define RT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define RT_CLONES
@@ -45,7 +45,7 @@ static void rt_pack(int64_t K, int64_t N, const float *restrict src, int trans, 
     }
 }
 
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(RT_PLAIN_C) /* -DRT_PLAIN_C: the plain loops everywhere */
 typedef float rt_v8 __attribute__((vector_size(32)));
 
 /* rows [0, mr) (mr <= 4) x columns [0, nc) of C (ldc apart) = A's rows
@@ -68,6 +68,34 @@ RT_CLONES static void rt_gemm_tile(int64_t K, int mr, int nc, const float *restr
     }
     const rt_v8 acc[RT_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
     if (nc == RT_NR) /* a constant size: vector stores, no call */
+        for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * RT_NR);
+    else
+        for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * (size_t)nc);
+}
+
+/* rt_gemm_tile for 5 or 6 rows (a convolution's 6 filters): twelve
+ * accumulators, still within 16 vector registers. */
+RT_CLONES static void rt_gemm_tile6(int64_t K, int mr, int nc, const float *restrict a, const float *restrict p,
+                                    int64_t ldp, float *restrict c, int64_t ldc) {
+    rt_v8 s[6][2];
+    memset(s, 0, sizeof s);
+    rt_v8 c00 = s[0][0], c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00,
+          c41 = c00, c50 = c00, c51 = c00;
+    const float *a5 = a + (mr > 5 ? 5 * K : 4 * K);
+    for (int64_t k = 0; k < K; k++, p += ldp) {
+        rt_v8 b0, b1;
+        memcpy(&b0, p, sizeof b0);
+        memcpy(&b1, p + 8, sizeof b1);
+        const float x0 = a[k], x1 = a[K + k], x2 = a[2 * K + k], x3 = a[3 * K + k], x4 = a[4 * K + k], x5 = a5[k];
+        c00 += x0 * b0, c01 += x0 * b1;
+        c10 += x1 * b0, c11 += x1 * b1;
+        c20 += x2 * b0, c21 += x2 * b1;
+        c30 += x3 * b0, c31 += x3 * b1;
+        c40 += x4 * b0, c41 += x4 * b1;
+        c50 += x5 * b0, c51 += x5 * b1;
+    }
+    const rt_v8 acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    if (nc == RT_NR)
         for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * RT_NR);
     else
         for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * (size_t)nc);
@@ -117,7 +145,28 @@ static void rt_gemm_tile(int64_t K, int mr, int nc, const float *restrict a, con
             for (int j = 0; j < nc; j++) acc[r][j] += a[r * K + k] * p[k * ldp + j];
     for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * (size_t)nc);
 }
+
+static void rt_gemm_tile6(int64_t K, int mr, int nc, const float *restrict a, const float *restrict p, int64_t ldp,
+                          float *restrict c, int64_t ldc) {
+    rt_gemm_tile(K, 4, nc, a, p, ldp, c, ldc);
+    rt_gemm_tile(K, mr - 4, nc, a + 4 * K, p, ldp, c + 4 * ldc, ldc);
+}
 #endif
+
+/* C's rows [0, M) x columns [0, nc) (ldc apart) = A (M, K) times the block
+ * at p: tiles of 4 rows, and the last 5 or 6 rows as one tile. */
+static void rt_gemm_panel(int64_t M, int64_t K, int nc, const float *A, const float *p, int64_t ldp, float *C,
+                          int64_t ldc) {
+    for (int64_t i = 0; i < M;) {
+        int64_t left = M - i;
+        if (left == 5 || left == 6) {
+            rt_gemm_tile6(K, (int)left, nc, A + i * K, p, ldp, C + i * ldc, ldc);
+            return;
+        }
+        rt_gemm_tile(K, left < RT_MR ? (int)left : RT_MR, nc, A + i * K, p, ldp, C + i * ldc, ldc);
+        i += RT_MR;
+    }
+}
 
 /* C (M, N) = A (M, K) B, B packed by rt_pack; C overlaps neither. */
 static void rt_gemm(int64_t M, int64_t N, int64_t K, const float *A, const float *P, float *C) {
@@ -131,7 +180,6 @@ static void rt_gemm(int64_t M, int64_t N, int64_t K, const float *A, const float
     for (int64_t j0 = 0; j0 < N; j0 += RT_NR) {
         int nc = N - j0 < RT_NR ? (int)(N - j0) : RT_NR;
         const float *panel = P + (size_t)(j0 / RT_NR) * (size_t)K * RT_NR;
-        for (int64_t i = 0; i < M; i += RT_MR)
-            rt_gemm_tile(K, M - i < RT_MR ? (int)(M - i) : RT_MR, nc, A + i * K, panel, RT_NR, C + i * N + j0, N);
+        rt_gemm_panel(M, K, nc, A, panel, RT_NR, C + j0, N);
     }
 }
