@@ -1,21 +1,24 @@
 /*
  * test_export.c: relayc export end to end. Each model (models/mlp.relay,
- * models/lenet.relay, and the programs of tests/export/ for the other emitters)
- * gets a checkpoint of seeded random weights, is exported, its directory
- * built with cc -std=c11 -Wall -Wextra -Werror -pedantic (gcc, and clang
- * where installed for the artifacts that hold every runtime file between
- * them), and its example run on .npy inputs (two batch sizes where the
- * batch is symbolic); the outputs are compared with `relayc run
+ * models/lenet.relay, and the programs of tests/export/ for the other
+ * emitters) gets a checkpoint of seeded random weights, is exported, its
+ * directory built with cc -std=c11 -Wall -Wextra -Werror -pedantic (gcc,
+ * and clang where installed for the artifacts that hold every runtime
+ * file between them), and its example run on .npy inputs (two batch sizes
+ * where the batch is symbolic); the outputs are compared with `relayc run
  * --checkpoint` on the VM. The export sums GEMMs and convolutions in
  * increasing k (OpenBLAS blocks K) and uses libm's exp and tanh (the VM
  * its vector forms), so the comparison is to float32 rounding: rtol 1e-4,
- * atol 1e-5. Errors: an operator without a C kernel (located, named), a
- * wrong dimension at the entry (its error code, also under valgrind), a
- * damaged or another model's weights file (CRC, size), a checkpoint of
- * another model (refused by export and run). --blas builds against
- * OpenBLAS where it is installed; relayc train --export exports what the
- * run's last checkpoint holds.
+ * atol 1e-5. The programs of tests/run/ are exported without a checkpoint
+ * and checked against their committed outputs (those the export does not
+ * take yet: refused, located). Errors: an operator without a C kernel
+ * (located, named), a wrong dimension at the entry (its error code, also
+ * under valgrind), a damaged or another model's weights file (CRC, size),
+ * a checkpoint of another model (refused by export and run). --blas
+ * builds against OpenBLAS where it is installed; relayc train --export
+ * exports what the run's last checkpoint holds.
  */
+#include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -307,6 +310,68 @@ static void test_weight_dims(void **s) {
          "the entry's signature");
 }
 
+/* Every program of tests/run/ (the committed inputs and the outputs numpy
+ * and torch computed for them, tools/gen_run_tests.py), @main exported
+ * without a checkpoint (every parameter an input): those the export takes
+ * give the expected outputs (float32 rounding: rtol 1e-4, atol 1e-5), the
+ * others are refused with a located error. */
+static void test_run_programs(void **s) {
+    const char *exported[] = {"higher_order", "lenet", "lstm_list", "mlp", "refs", "treelstm", "tvm_bound_mlp"};
+    DIR *d = opendir("tests/run");
+    assert_non_null(d);
+    int nok = 0, nall = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 7 || strcmp(e->d_name + len - 6, ".relay") != 0) continue;
+        char name[256], dir[600], args[8192] = "", outs[4096] = "";
+        snprintf(name, sizeof name, "%.*s", (int)(len - 6), e->d_name);
+        snprintf(dir, sizeof dir, "%s/run_%s", tmpdir, name);
+        bool want = false;
+        for (size_t k = 0; k < sizeof exported / sizeof exported[0]; k++) want |= strcmp(exported[k], name) == 0;
+        nall++;
+        int rc = sh("%s export tests/run/%s.relay --entry main -o %s", relayc(), name, dir);
+        if (!want) {
+            assert_int_equal(rc, 1);
+            assert_log_contains(": error: export: ");
+            continue;
+        }
+        must(rc, name);
+        build(dir);
+        char path[600];
+        snprintf(path, sizeof path, "tests/run/%s.relay", name);
+        ry_module *m = NULL;
+        ry_error err;
+        assert_int_equal(ry_module_parse_file(path, &m, &err), RY_OK);
+        const ry_expr *fn = ry_module_find_global(m, "main")->func;
+        size_t n = 0;
+        for (int i = 0; i < fn->func.nparams; i++)
+            n += (size_t)snprintf(args + n, sizeof args - n, " tests/run/%s/in_%s.npy", name, fn->func.params[i]->name);
+        ry_module_free(m);
+        int nout = 0;
+        for (;; nout++) {
+            struct stat st;
+            snprintf(path, sizeof path, "tests/run/%s/out_%d.npy", name, nout);
+            if (stat(path, &st) != 0) break;
+            size_t k = strlen(outs);
+            snprintf(outs + k, sizeof outs - k, " %s/got_%d.npy", tmpdir, nout);
+        }
+        must(sh("%s/example%s%s", dir, args, outs), name);
+        for (int k = 0; k < nout; k++) {
+            char a[700], b[700];
+            snprintf(a, sizeof a, "%s/got_%d.npy", tmpdir, k);
+            snprintf(b, sizeof b, "tests/run/%s/out_%d.npy", name, k);
+            ry_tensor *x = test_npy(a), *y = test_npy(b);
+            test_assert_close(x, y, 1e-4, 1e-5);
+            ry_tensor_release(x);
+            ry_tensor_release(y);
+        }
+        nok++;
+    }
+    closedir(d);
+    print_message("test_run_programs: %d of the %d programs of tests/run/ exported and match\n", nok, nall);
+    assert_int_equal(nok, (int)(sizeof exported / sizeof exported[0]));
+}
+
 /* A damaged weights file is refused by its CRC, a truncated or another
  * model's by its size (RT_E_WEIGHTS = 2 from the example). */
 static void test_weights_checked(void **s) {
@@ -359,8 +424,8 @@ static void test_errors(void **s) {
     assert_int_equal(sh("%s run models/mlp.relay --entry predict --checkpoint %s --out %s", relayc(), ckpt, tmpdir), 1);
     assert_log_contains("no input for parameter %x (give --input x=PATH.npy, or --checkpoint)");
     /* the command line */
-    assert_int_equal(sh("%s export models/mlp.relay -o %s/y_c", relayc(), tmpdir), 1);
-    assert_log_contains("missing --checkpoint");
+    assert_int_equal(sh("%s export models/mlp.relay --checkpoint %s", relayc(), ckpt), 1);
+    assert_log_contains("missing -o DIR");
     assert_int_equal(sh("%s export models/mlp.relay --checkpoint %s -o %s/y_c --name 9x", relayc(), ckpt, tmpdir), 1);
     assert_log_contains("is not a C identifier");
     assert_int_equal(sh("%s export models/mlp.relay --checkpoint %s/none.h5 -o %s/y_c", relayc(), tmpdir, tmpdir), 1);
@@ -425,7 +490,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp),           cmocka_unit_test(test_lenet),
         cmocka_unit_test(test_lenet_embedded), cmocka_unit_test(test_ops), cmocka_unit_test(test_layers),
-        cmocka_unit_test(test_weight_dims),   cmocka_unit_test(test_blas),
+        cmocka_unit_test(test_weight_dims),   cmocka_unit_test(test_blas), cmocka_unit_test(test_run_programs),
         cmocka_unit_test(test_weights_checked), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_run_checkpoint_shapes), cmocka_unit_test(test_train_export),
     };

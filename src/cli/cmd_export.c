@@ -1,5 +1,5 @@
 /*
- * cmd_export.c: `relayc export MODEL --checkpoint CKPT [--entry NAME]
+ * cmd_export.c: `relayc export MODEL [--checkpoint CKPT] [--entry NAME]
  * -o DIR [--name NAME] [--embed-weights] [--blas]`: the entry compiled ahead of
  * time to standalone C (export.h) with the checkpoint's parameters as its
  * weights. The export itself is src/backend/c/'s.
@@ -9,14 +9,15 @@
 #include "cli/cli.h"
 
 static const char *help =
-    "usage: relayc export MODEL --checkpoint CKPT [--entry NAME] -o DIR [--name NAME]\n"
+    "usage: relayc export MODEL [--checkpoint CKPT] [--entry NAME] -o DIR [--name NAME]\n"
     "                     [--embed-weights] [--blas]\n"
     "\n"
     "Compiles global @NAME (default predict) of MODEL, optimized as relayc run does,\n"
     "to a directory of standalone C: DIR/NAME.c, DIR/NAME.h, DIR/NAME.weights, a\n"
     "Makefile (cc -std=c11 -O2, libm only), example.c (.npy in, .npy out), README.\n"
     "The entry's parameters held by the checkpoint become the weights (by name); the\n"
-    "others, and their symbolic dimensions, are the C entry's arguments.\n"
+    "others, and their symbolic dimensions, are the C entry's arguments (without\n"
+    "--checkpoint, every parameter is an argument).\n"
     "\n"
     "  --checkpoint CKPT     the HDF5 checkpoint (relayc train's) holding the weights\n"
     "  --entry NAME          the global to export (default: predict)\n"
@@ -63,7 +64,6 @@ static int parse_args(int argc, char **argv, export_args *a) {
     }
     if (!a->path) return cli_fail("export", "missing MODEL (see relayc export --help)");
     if (!a->out) return cli_fail("export", "missing -o DIR");
-    if (!a->checkpoint) return cli_fail("export", "missing --checkpoint CKPT (the weights)");
     return 0;
 }
 
@@ -89,7 +89,7 @@ int cmd_export(int argc, char **argv) {
     ry_param_set *w = NULL;
     ry_error err;
     memset(&err, 0, sizeof err);
-    if (!m || cli_checkpoint_read("export", a.checkpoint, &w) != 0) {
+    if (!m || (a.checkpoint && cli_checkpoint_read("export", a.checkpoint, &w) != 0)) {
         rc = 1;
     } else {
         ry_export_opts o = {.name = a.name ? a.name : name, .source = a.path, .embed_weights = a.embed, .blas = a.blas};

@@ -31,6 +31,7 @@ struct cval {
     int ndim;
     ry_dim dims[RY_MAX_RANK];
     int weight; /* the weight it is (index in the weights table), or -1 */
+    bool scratch; /* its data is a scratch buffer of the entry's (or a view of one) */
 };
 
 /* The export runtime's files (rt/NAME.c) an artifact needs, by bit. */

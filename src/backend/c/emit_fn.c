@@ -101,6 +101,7 @@ cval *ry_c_buffer(cemit *c, const ry_type *t, ry_span span) {
     if (check_tensor_type(c, t, span)) return NULL;
     cval *v = tensor_val(c, NULL, t);
     v->c = ry_c_scratch(c, ry_c_ctype(t->tensor.dtype), ry_c_count(c, v->ndim, v->dims));
+    v->scratch = true;
     return v;
 }
 
@@ -108,6 +109,7 @@ cval *ry_c_view(cemit *c, const cval *v, const ry_type *t) {
     if (check_tensor_type(c, t, RY_NO_SPAN)) return NULL;
     cval *r = tensor_val(c, v->c, t);
     r->weight = v->weight;
+    r->scratch = v->scratch;
     return r;
 }
 
@@ -195,7 +197,7 @@ static void note_owner(cemit *c, const cval *v, int last) {
 
 bool ry_c_dies_here(cemit *c, const cval *v) {
     intptr_t last = -1;
-    if (v->tuple || !v->c || v->c[0] != 'b') return false; /* scratch buffers are b<k> */
+    if (v->tuple || !v->c || !v->scratch) return false;
     return !ry_ptrmap_get(&c->owner, v->c, &last) || last <= c->cur;
 }
 

@@ -304,7 +304,7 @@ ry_status ry_export_c(ry_module *m, const char *entry, const ry_param_set *weigh
     if (ry_hoist(m, err) || ry_optimize(m, 2, err)) return RY_ERR;
     ry_global *g = ry_module_find_global(m, entry);
     if (!g) return ry_error_file(err, o.source ? o.source : dir, "export: no global @%s", entry);
-    if (!is_ident(entry) || is_keyword(entry))
+    if (!is_ident(entry)) /* prefixed: NAME_entry */
         return ry_error_at(err, g->span, "export: the entry's name @%s is not a C identifier", entry);
     cemit c = {.a = ry_arena_new(), .err = err};
     cmodel md = {.name = name, .NAME = upper(&c, name), .entry = entry, .source = o.source ? o.source : "a module",
