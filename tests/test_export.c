@@ -372,6 +372,100 @@ static void test_run_programs(void **s) {
     assert_int_equal(nok, (int)(sizeof exported / sizeof exported[0]));
 }
 
+/* tmpdir/NAME.npy: seeded values of a parameter's type (floats in
+ * [-1, 1), integers in [0, 3), bools), symbolic dims 3; false if its type
+ * is not a tensor with such dims. */
+static bool random_param(const ry_var *p, const char *name, uint64_t seed) {
+    const ry_type *t = p->type;
+    if (!t || t->kind != RY_TYPE_TENSOR) return false;
+    int64_t shape[RY_MAX_RANK];
+    for (int k = 0; k < t->tensor.ndim; k++) {
+        if (t->tensor.dims[k].kind == RY_DIM_ANY) return false;
+        shape[k] = t->tensor.dims[k].kind == RY_DIM_SYM ? 3 : t->tensor.dims[k].value;
+    }
+    ry_tensor *x = ry_tensor_new(t->tensor.dtype, t->tensor.ndim, shape);
+    ry_rng rng;
+    ry_rng_seed(&rng, seed);
+    for (int64_t i = 0; i < x->size; i++) {
+        double u = ry_rng_uniform(&rng);
+        ry_tensor_set(x, i, ry_dtype_is_float(x->dtype) ? 2 * u - 1 : x->dtype == RY_BOOL ? u < 0.5 : (double)(int)(3 * u));
+    }
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s.npy", tmpdir, name);
+    ry_error err;
+    assert_int_equal(ry_npy_write(path, x, &err), RY_OK);
+    ry_tensor_release(x);
+    return true;
+}
+
+/* Every program of tests/corpus/ with a @main: exported without a
+ * checkpoint where the export takes it (else refused, located), run on
+ * seeded inputs and compared with relayc run on the VM. */
+static void test_corpus_programs(void **s) {
+    DIR *d = opendir("tests/corpus");
+    assert_non_null(d);
+    int nok = 0, nall = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 7 || strcmp(e->d_name + len - 6, ".relay") != 0) continue;
+        char name[256], path[600], dir[600], ins[8192] = "", args[8192] = "", outs[4096] = "";
+        snprintf(name, sizeof name, "%.*s", (int)(len - 6), e->d_name);
+        snprintf(path, sizeof path, "tests/corpus/%s", e->d_name);
+        snprintf(dir, sizeof dir, "%s/cor_%s", tmpdir, name);
+        ry_module *m = NULL;
+        ry_error err;
+        if (ry_module_parse_file(path, &m, &err) || ry_module_typecheck(m, &err) || !ry_module_find_global(m, "main")) {
+            ry_module_free(m);
+            continue;
+        }
+        nall++;
+        int rc = sh("%s export %s --entry main -o %s", relayc(), path, dir);
+        if (rc != 0) {
+            assert_int_equal(rc, 1);
+            assert_log_contains(": error: export: ");
+            ry_module_free(m);
+            continue;
+        }
+        const ry_expr *fn = ry_module_find_global(m, "main")->func;
+        size_t n = 0, k = 0;
+        for (int i = 0; i < fn->func.nparams; i++) {
+            char in[300];
+            snprintf(in, sizeof in, "cin_%d", i);
+            assert_true(random_param(fn->func.params[i], in, (uint64_t)i + 1));
+            n += (size_t)snprintf(ins + n, sizeof ins - n, " --input %s=%s/%s.npy", fn->func.params[i]->name, tmpdir, in);
+            k += (size_t)snprintf(args + k, sizeof args - k, " %s/%s.npy", tmpdir, in);
+        }
+        ry_module_free(m);
+        build(dir);
+        must(sh("rm -rf %s/cref && %s run %s%s --out %s/cref", tmpdir, relayc(), path, ins, tmpdir), name);
+        int nout = 0;
+        for (;; nout++) {
+            struct stat st;
+            char ref[700];
+            snprintf(ref, sizeof ref, "%s/cref/out_%d.npy", tmpdir, nout);
+            if (stat(ref, &st) != 0) break;
+            size_t q = strlen(outs);
+            snprintf(outs + q, sizeof outs - q, " %s/cgot_%d.npy", tmpdir, nout);
+        }
+        must(sh("%s/example%s%s", dir, args, outs), name);
+        for (int q = 0; q < nout; q++) {
+            char a[700], b[700];
+            snprintf(a, sizeof a, "%s/cgot_%d.npy", tmpdir, q);
+            snprintf(b, sizeof b, "%s/cref/out_%d.npy", tmpdir, q);
+            ry_tensor *x = test_npy(a), *y = test_npy(b);
+            assert_int_equal(x->dtype, y->dtype);
+            test_assert_close(x, y, 1e-4, 1e-5);
+            ry_tensor_release(x);
+            ry_tensor_release(y);
+        }
+        nok++;
+    }
+    closedir(d);
+    print_message("test_corpus_programs: %d of the %d programs of tests/corpus/ with a @main exported and match\n",
+                  nok, nall);
+    assert_true(nok >= 12);
+}
+
 /* A damaged weights file is refused by its CRC, a truncated or another
  * model's by its size (RT_E_WEIGHTS = 2 from the example). */
 static void test_weights_checked(void **s) {
@@ -491,6 +585,7 @@ int main(void) {
         cmocka_unit_test(test_mlp),           cmocka_unit_test(test_lenet),
         cmocka_unit_test(test_lenet_embedded), cmocka_unit_test(test_ops), cmocka_unit_test(test_layers),
         cmocka_unit_test(test_weight_dims),   cmocka_unit_test(test_blas), cmocka_unit_test(test_run_programs),
+        cmocka_unit_test(test_corpus_programs),
         cmocka_unit_test(test_weights_checked), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_run_checkpoint_shapes), cmocka_unit_test(test_train_export),
     };

@@ -135,7 +135,7 @@ static void emit_run(strbuf *b, cemit *c, const cmodel *md) {
                     "    snprintf(ctx->msg, sizeof ctx->msg, \"%s_%s: input %%s: dimension %%d is %%lld, the model needs %%lld\", what, k, (long long)got, (long long)want);\n"
                     "    return RT_E_DIM;\n}\n\n", n, n, e);
     ry_sb_printf(b, "int %s_%s_run(%s_ctx *ctx, const %s_array *in, %s_array *out) {\n", n, e, n, n, n);
-    ry_sb_puts(b, "    if (!ctx) return RT_E_ARG;\n");
+    ry_sb_puts(b, "    (void)dim_fail; /* unused where every input is a scalar */\n    if (!ctx) return RT_E_ARG;\n");
     ry_sb_printf(b, "    if (!in || !out) return fail(ctx, RT_E_ARG, \"%s_%s_run: in or out is NULL\");\n", n, e);
     for (int i = 0; i < md->nsyms; i++) ry_sb_printf(b, "    int64_t %s = -1;\n", md->syms[i]);
     wsym_constants(b, md);
