@@ -373,8 +373,9 @@ static void test_run_programs(void **s) {
 }
 
 /* tmpdir/NAME.npy: seeded values of a parameter's type (floats in
- * [-1, 1), integers in [0, 3), bools), symbolic dims 3; false if its type
- * is not a tensor with such dims. */
+ * [-1, 1), integers in [0, 3), bools alternating, flipped by the seed's
+ * parity), symbolic dims 3; false if its type is not a tensor with such
+ * dims. */
 static bool random_param(const ry_var *p, const char *name, uint64_t seed) {
     const ry_type *t = p->type;
     if (!t || t->kind != RY_TYPE_TENSOR) return false;
@@ -388,7 +389,8 @@ static bool random_param(const ry_var *p, const char *name, uint64_t seed) {
     ry_rng_seed(&rng, seed);
     for (int64_t i = 0; i < x->size; i++) {
         double u = ry_rng_uniform(&rng);
-        ry_tensor_set(x, i, ry_dtype_is_float(x->dtype) ? 2 * u - 1 : x->dtype == RY_BOOL ? u < 0.5 : (double)(int)(3 * u));
+        ry_tensor_set(x, i, ry_dtype_is_float(x->dtype) ? 2 * u - 1 : x->dtype == RY_BOOL ? (double)((i + seed) % 2)
+                                                                                       : (double)(int)(3 * u));
     }
     char path[600];
     snprintf(path, sizeof path, "%s/%s.npy", tmpdir, name);
@@ -426,44 +428,47 @@ static void test_corpus_programs(void **s) {
             ry_module_free(m);
             continue;
         }
+        build(dir);
         const ry_expr *fn = ry_module_find_global(m, "main")->func;
-        size_t n = 0, k = 0;
-        for (int i = 0; i < fn->func.nparams; i++) {
-            char in[300];
-            snprintf(in, sizeof in, "cin_%d", i);
-            assert_true(random_param(fn->func.params[i], in, (uint64_t)i + 1));
-            n += (size_t)snprintf(ins + n, sizeof ins - n, " --input %s=%s/%s.npy", fn->func.params[i]->name, tmpdir, in);
-            k += (size_t)snprintf(args + k, sizeof args - k, " %s/%s.npy", tmpdir, in);
+        for (uint64_t rep = 0; rep < 2; rep++) { /* seeds of both parities: both branches of a flag */
+            size_t n = 0, k = 0;
+            ins[0] = args[0] = outs[0] = 0;
+            for (int i = 0; i < fn->func.nparams; i++) {
+                char in[300];
+                snprintf(in, sizeof in, "cin_%d", i);
+                assert_true(random_param(fn->func.params[i], in, (uint64_t)i + 1 + rep));
+                n += (size_t)snprintf(ins + n, sizeof ins - n, " --input %s=%s/%s.npy", fn->func.params[i]->name, tmpdir, in);
+                k += (size_t)snprintf(args + k, sizeof args - k, " %s/%s.npy", tmpdir, in);
+            }
+            must(sh("rm -rf %s/cref && %s run %s%s --out %s/cref", tmpdir, relayc(), path, ins, tmpdir), name);
+            int nout = 0;
+            for (;; nout++) {
+                struct stat st;
+                char ref[700];
+                snprintf(ref, sizeof ref, "%s/cref/out_%d.npy", tmpdir, nout);
+                if (stat(ref, &st) != 0) break;
+                size_t q = strlen(outs);
+                snprintf(outs + q, sizeof outs - q, " %s/cgot_%d.npy", tmpdir, nout);
+            }
+            must(sh("%s/example%s%s", dir, args, outs), name);
+            for (int q = 0; q < nout; q++) {
+                char a[700], b[700];
+                snprintf(a, sizeof a, "%s/cgot_%d.npy", tmpdir, q);
+                snprintf(b, sizeof b, "%s/cref/out_%d.npy", tmpdir, q);
+                ry_tensor *x = test_npy(a), *y = test_npy(b);
+                assert_int_equal(x->dtype, y->dtype);
+                test_assert_close(x, y, 1e-4, 1e-5);
+                ry_tensor_release(x);
+                ry_tensor_release(y);
+            }
         }
         ry_module_free(m);
-        build(dir);
-        must(sh("rm -rf %s/cref && %s run %s%s --out %s/cref", tmpdir, relayc(), path, ins, tmpdir), name);
-        int nout = 0;
-        for (;; nout++) {
-            struct stat st;
-            char ref[700];
-            snprintf(ref, sizeof ref, "%s/cref/out_%d.npy", tmpdir, nout);
-            if (stat(ref, &st) != 0) break;
-            size_t q = strlen(outs);
-            snprintf(outs + q, sizeof outs - q, " %s/cgot_%d.npy", tmpdir, nout);
-        }
-        must(sh("%s/example%s%s", dir, args, outs), name);
-        for (int q = 0; q < nout; q++) {
-            char a[700], b[700];
-            snprintf(a, sizeof a, "%s/cgot_%d.npy", tmpdir, q);
-            snprintf(b, sizeof b, "%s/cref/out_%d.npy", tmpdir, q);
-            ry_tensor *x = test_npy(a), *y = test_npy(b);
-            assert_int_equal(x->dtype, y->dtype);
-            test_assert_close(x, y, 1e-4, 1e-5);
-            ry_tensor_release(x);
-            ry_tensor_release(y);
-        }
         nok++;
     }
     closedir(d);
     print_message("test_corpus_programs: %d of the %d programs of tests/corpus/ with a @main exported and match\n",
                   nok, nall);
-    assert_true(nok >= 12);
+    assert_true(nok >= 14);
 }
 
 /* A damaged weights file is refused by its CRC, a truncated or another

@@ -67,6 +67,8 @@ typedef struct cemit {
     ry_ptrmap last;   /* liveness: let-bound var -> index of the last let reading it */
     ry_ptrmap owner;  /* buffer (its C name's pointer) -> the last let reading any value over it */
     int cur;          /* the let being emitted */
+    int nested;       /* inside an if's branches: nothing is computed in place */
+    int njoin;        /* an if's results: r<k> */
     int *pack_of;     /* [2 w + t]: weight w's pack as a GEMM's b, read transposed (t = 1) or not; -1: none */
 } cemit;
 

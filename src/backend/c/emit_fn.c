@@ -2,9 +2,11 @@
  * emit_fn.c: the entry's optimized A-normal form as C statements. A let
  * chain of operator calls, tuples and projections becomes straight-line
  * code; every operator call goes to its emitter (emit_ops.c), tuples and
- * projections are resolved at export time. Control flow, calls of other
- * globals, closures, ADTs and refs are not exported yet: each is an error
- * located at the construct. Scratch buffers are declared here: their
+ * projections are resolved at export time, an if becomes C's if (both
+ * branches' buffers in the scratch block, the taken one's results through
+ * pointers declared before it). Match, calls of other globals, closures,
+ * ADTs and refs are not exported yet: each is an error located at the
+ * construct. Scratch buffers are declared here: their
  * sizes are C expressions of the symbolic dims, summed at the entry.
  */
 #include <stdarg.h>
@@ -197,7 +199,7 @@ static void note_owner(cemit *c, const cval *v, int last) {
 
 bool ry_c_dies_here(cemit *c, const cval *v) {
     intptr_t last = -1;
-    if (v->tuple || !v->c || !v->scratch) return false;
+    if (v->tuple || !v->c || !v->scratch || c->nested > 0) return false;
     return !ry_ptrmap_get(&c->owner, v->c, &last) || last <= c->cur;
 }
 
@@ -247,8 +249,59 @@ static cval *call(cemit *c, env *en, const ry_expr *e) {
     return out;
 }
 
+/* The values an if's branches both give: a C pointer r<k> per tensor of
+ * type t, declared before the if and set in each branch. */
+static cval *join_of(cemit *c, const ry_type *t, ry_span span) {
+    if (t && t->kind == RY_TYPE_TUPLE) {
+        cval *v = RY_NEW(c->a, cval);
+        v->tuple = true;
+        v->n = t->tuple.n;
+        v->weight = -1;
+        v->fields = RY_NEW_ARRAY(c->a, cval *, v->n + 1);
+        for (int i = 0; i < v->n; i++)
+            if (!(v->fields[i] = join_of(c, t->tuple.fields[i], span))) return NULL;
+        return v;
+    }
+    if (check_tensor_type(c, t, span)) return NULL;
+    cval *v = tensor_val(c, ry_c_fmt(c, "r%d", c->njoin++), t);
+    ry_sb_printf(&c->body, "    const %s *%s = NULL;\n", ry_c_ctype(v->dtype), v->c);
+    return v;
+}
+
+static void assign(cemit *c, const cval *join, const cval *v) {
+    if (join->tuple) {
+        for (int i = 0; i < join->n && v->tuple && i < v->n; i++) assign(c, join->fields[i], v->fields[i]);
+        return;
+    }
+    ry_sb_printf(&c->body, "    %s = %s;\n", join->c, v->c);
+}
+
+/* if (c) { t } else { f }: C's if over a bool scalar; each branch's code
+ * runs only when taken, its results set the join's pointers. */
+static cval *if_(cemit *c, env *en, const ry_expr *e) {
+    cval *cond = value(c, en, e->if_.cond);
+    if (!cond) return NULL;
+    if (cond->tuple || cond->ndim != 0 || cond->dtype != RY_BOOL) {
+        ry_c_fail(c, e->if_.cond->span, "an if whose condition is not a bool scalar");
+        return NULL;
+    }
+    cval *join = join_of(c, e->type, e->span);
+    if (!join) return NULL;
+    c->nested++;
+    ry_sb_printf(&c->body, "    if (%s[0]) {\n", cond->c);
+    cval *t = value(c, en, e->if_.then_);
+    if (t) assign(c, join, t);
+    ry_sb_puts(&c->body, "    } else {\n");
+    cval *f = t ? value(c, en, e->if_.else_) : NULL;
+    if (f) assign(c, join, f);
+    ry_sb_puts(&c->body, "    }\n");
+    c->nested--;
+    return t && f ? join : NULL;
+}
+
 static cval *value(cemit *c, env *en, const ry_expr *e) {
     switch (e->kind) {
+    case RY_EXPR_IF: return if_(c, en, e);
     case RY_EXPR_VAR: return lookup(c, en, e);
     case RY_EXPR_CONST: return constant(c, e);
     case RY_EXPR_CALL: return call(c, en, e);
