@@ -47,6 +47,8 @@ enum {
     RT_REDUCE = 1 << 8,
     RT_LAYER_NORM = 1 << 9,
     RT_ARGREDUCE = 1 << 10,
+    RT_PAD = 1 << 11,
+    RT_GEMM_KERNEL = 1 << 12,
 };
 
 typedef struct cemit {

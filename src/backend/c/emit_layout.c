@@ -1,7 +1,7 @@
 /*
  * emit_layout.c: the C export's emitters for operators that move data:
- * concatenate, split, take (gathers, with TVM's clip and wrap modes) and
- * transpose. Each is a copy loop written inline, over the shapes the type
+ * concatenate, stack, split, take (gathers, with TVM's clip and wrap
+ * modes), transpose and nn.pad (constant, edge, reflect). Each is a copy loop written inline, over the shapes the type
  * checker gave; results are the input's elements, so the VM's bits.
  */
 #include <string.h>
@@ -117,10 +117,71 @@ static ry_status emit_transpose(cemit *c, const ry_expr *call, cval *const *args
     return RY_OK;
 }
 
+/* stack((x0, x1, ...), axis): out[o, f, i] = x_f[o, i] around the new axis. */
+static ry_status emit_stack(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const cval *t = args[0];
+    if (!t->tuple || t->n < 1 || t->fields[0]->tuple) return ry_c_fail(c, call->span, "stack of a value that is not a tuple of tensors");
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    const cval *y = *out, *x0 = t->fields[0];
+    int axis = norm_axis(ry_attr_int(ry_c_op(call), &call->call.attrs, "axis"), y->ndim);
+    if (axis < 0 || axis >= y->ndim) return ry_c_fail(c, call->span, "stack: axis out of range");
+    const char *outer = ry_c_dims_count(c, x0, 0, axis), *inner = ry_c_dims_count(c, x0, axis, x0->ndim);
+    ry_sb_printf(&c->body, "    for (int64_t o = 0; o < %s; o++) {\n", outer);
+    for (int f = 0; f < t->n; f++)
+        ry_sb_printf(&c->body, "        memcpy(%s + (o * %d + %d) * %s, %s + o * %s, sizeof(%s) * (size_t)(%s));\n", y->c,
+                     t->n, f, inner, t->fields[f]->c, inner, ctype_of(y), inner);
+    ry_sb_puts(&c->body, "    }\n");
+    return RY_OK;
+}
+
+/* nn.pad(x, value, pad_width, pad_mode): a loop nest over the result, each
+ * axis's source index from rt/pad.c. */
+static ry_status emit_pad(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const ry_op *op = ry_c_op(call);
+    const cval *x = args[0], *v = args[1];
+    if (x->tuple || v->tuple || v->ndim != 0 || v->dtype != x->dtype)
+        return ry_c_fail(c, call->span, "nn.pad: a pad value that is not a scalar of the data's dtype");
+    const char *mode = ry_attr_str(op, &call->call.attrs, "pad_mode");
+    int m = strcmp(mode, "constant") == 0 ? 0 : strcmp(mode, "edge") == 0 ? 1 : strcmp(mode, "reflect") == 0 ? 2 : -1;
+    if (m < 0) return ry_c_fail(c, call->span, "nn.pad: pad_mode \"%s\" is not exported yet", mode);
+    const ry_attr_value *pw = ry_attr_get(op, &call->call.attrs, "pad_width");
+    if (!pw || pw->kind != RY_AV_LIST || pw->list.n != x->ndim || x->ndim == 0)
+        return ry_c_fail(c, call->span, "nn.pad: pad_width does not give every axis");
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    const cval *y = *out;
+    c->rt |= RT_PAD;
+    strbuf *b = &c->body;
+    ry_sb_puts(b, "    {\n");
+    for (int j = 0; j < y->ndim; j++) {
+        const ry_attr_value *w = &pw->list.items[j];
+        long long before = w->kind == RY_AV_LIST && w->list.n > 0 ? (long long)w->list.items[0].i : 0;
+        ry_sb_printf(b, "        for (int64_t i%d = 0; i%d < %s; i%d++) {\n", j, j, ry_c_dim(c, &y->dims[j]), j);
+        ry_sb_printf(b, "        const int64_t s%d = rt_pad_src(i%d, %lld, %s, %d);\n", j, j, before, ry_c_dim(c, &x->dims[j]), m);
+    }
+    ry_sb_printf(b, "        %s[", y->c);
+    for (int j = 0; j < y->ndim; j++) {
+        ry_sb_printf(b, "%si%d", j ? " + " : "", j);
+        for (int k = j + 1; k < y->ndim; k++) ry_sb_printf(b, " * %s", ry_c_dim(c, &y->dims[k]));
+    }
+    ry_sb_puts(b, "] = ");
+    for (int j = 0; j < y->ndim; j++) ry_sb_printf(b, "%ss%d < 0", j ? " || " : "", j);
+    ry_sb_printf(b, " ? %s[0] : %s[", v->c, x->c);
+    for (int j = 0; j < x->ndim; j++) {
+        ry_sb_printf(b, "%ss%d", j ? " + " : "", j);
+        for (int k = j + 1; k < x->ndim; k++) ry_sb_printf(b, " * %s", ry_c_dim(c, &x->dims[k]));
+    }
+    ry_sb_puts(b, "];\n");
+    for (int j = 0; j < y->ndim; j++) ry_sb_puts(b, "        }\n");
+    ry_sb_puts(b, "    }\n");
+    return RY_OK;
+}
+
 static const struct {
     const char *name;
     ry_c_emit_fn fn;
 } table[] = {
+    {"stack", emit_stack},
+    {"nn.pad", emit_pad},
     {"concatenate", emit_concatenate},
     {"split", emit_split},
     {"take", emit_take},

@@ -25,10 +25,10 @@ static void c_string(strbuf *b, const char *s) {
 static const struct {
     uint32_t bit;
     const char *file;
-} rt_files[] = {{RT_GEMM, "gemm"}, {RT_CONV2D, "conv2d"} /* after gemm: it calls rt_gemm */, {RT_POOL_GEOM, "pool_geom"},
+} rt_files[] = {{RT_CONV2D, "conv2d"} /* after the GEMM's: it calls its kernel */, {RT_POOL_GEOM, "pool_geom"},
                 {RT_MAX_POOL2D, "max_pool2d"}, {RT_AVG_POOL2D, "avg_pool2d"}, {RT_SOFTMAX, "softmax"},
                 {RT_TRANSPOSE, "transpose"}, {RT_BATCH_NORM, "batch_norm"}, {RT_REDUCE, "reduce"},
-                {RT_LAYER_NORM, "layer_norm"}, {RT_ARGREDUCE, "argreduce"}};
+                {RT_LAYER_NORM, "layer_norm"}, {RT_ARGREDUCE, "argreduce"}, {RT_PAD, "pad"}};
 
 
 static void emit_context(strbuf *b, const cemit *c, const cmodel *md, const ry_c_weights *w, const char *man) {
@@ -209,10 +209,18 @@ ry_status ry_c_write_model(strbuf *b, cemit *c, const cmodel *md, const ry_c_wei
         ry_sb_puts(b, "\n");
         ry_sb_puts(b, ry_c_rt_text("weights"));
     }
+    /* the GEMM's files first: --blas replaces both by cblas_sgemm */
+    const char *gemm[2] = {c->rt & RT_GEMM_KERNEL ? "gemm_kernel" : NULL, c->rt & RT_GEMM ? "gemm" : NULL};
+    if (md->blas && (gemm[0] || gemm[1])) gemm[0] = "gemm_blas", gemm[1] = NULL;
+    for (int i = 0; i < 2; i++)
+        if (gemm[i]) {
+            ry_sb_puts(b, "\n");
+            ry_sb_puts(b, ry_c_rt_text(gemm[i]));
+        }
     for (size_t i = 0; i < sizeof rt_files / sizeof rt_files[0]; i++)
         if (c->rt & rt_files[i].bit) {
             ry_sb_puts(b, "\n");
-            ry_sb_puts(b, ry_c_rt_text(rt_files[i].bit == RT_GEMM && md->blas ? "gemm_blas" : rt_files[i].file));
+            ry_sb_puts(b, ry_c_rt_text(rt_files[i].file));
         }
     ry_sb_puts(b, "\n/* ---- the model ---- */\n\n");
     if (md->embed) emit_weights_arrays(b, w);

@@ -23,7 +23,7 @@ static ry_status gemm(cemit *c, const ry_expr *call, const cval *a, const cval *
     if (b->ndim != 2 || a->ndim < 1 || (ta && a->ndim != 2))
         return ry_c_fail(c, call->span, "%s: operand ranks %d and %d (the export's GEMM takes a (M, K) by a 2-d b)",
                          ry_c_op(call)->name, a->ndim, b->ndim);
-    c->rt |= RT_GEMM;
+    c->rt |= RT_GEMM | RT_GEMM_KERNEL;
     const char *K = ry_c_dim(c, &a->dims[a->ndim - 1]), *M = ry_c_dims_count(c, a, 0, a->ndim - 1);
     const char *A = a->c, *P, *N = ry_c_dim(c, &b->dims[tb ? 0 : 1]);
     if (ta) {
@@ -196,7 +196,7 @@ static ry_status emit_conv2d(cemit *c, const ry_expr *call, cval *const *args, c
     if (p.has_out_dtype && p.out_dtype != RY_FLOAT32) return ry_c_fail(c, call->span, "nn.conv2d: out_dtype other than float32");
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const cval *y = *out;
-    c->rt |= RT_CONV2D | RT_GEMM;
+    c->rt |= RT_CONV2D | RT_GEMM_KERNEL;
     const char *work = ry_c_scratch(c, "float", ry_c_fmt(c, "rt_conv_work(%s / %lld, %s, %s, %s, %s)", ry_c_dim(c, &x->dims[1]),
                                                           (long long)p.groups, ry_c_dim(c, &w->dims[2]), ry_c_dim(c, &w->dims[3]),
                                                           ry_c_dim(c, &y->dims[2]), ry_c_dim(c, &y->dims[3])));

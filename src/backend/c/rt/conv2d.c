@@ -4,8 +4,8 @@
  * type relation checked when the model was exported), as GEMMs: per image
  * and group, the input's patches (k = (channel, kh, kw), a column per
  * output pixel, taps in the padding 0) are gathered row by row, and
- * Y (Og, OH*OW) = W (Og, Cg*KH*KW) P with gemm.c's kernel reading P in
- * place. Each output
+ * Y (Og, OH*OW) = W (Og, Cg*KH*KW) P with gemm_kernel.c's tiles reading
+ * P in place. Each output
  * element is the sum over (channel, kh, kw) in that order; the VM's
  * im2col + OpenBLAS blocks that sum, so the two agree to rounding.
  * work holds rt_conv_work(...) floats.

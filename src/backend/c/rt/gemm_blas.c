@@ -1,6 +1,6 @@
 /*
- * gemm_blas.c (export runtime, relayc export --blas): gemm.c's interface
- * over CBLAS: a "packed" B is B itself as a row-major (K, N) copy
+ * gemm_blas.c (export runtime, relayc export --blas): gemm.c's and
+ * gemm_kernel.c's interface over CBLAS: a "packed" B is B itself as a row-major (K, N) copy
  * (transposed once when it is a dense weight), and rt_gemm is one
  * cblas_sgemm, the call the VM makes on the CPU target, so GEMMs sum in
  * OpenBLAS's order there too. Links with -lopenblas (or any CBLAS).
@@ -13,7 +13,8 @@
 #define RT_NR 16
 #define RT_PACKED(K, N) ((size_t)(K) * (size_t)(N))
 
-static void rt_pack(int64_t K, int64_t N, const float *restrict src, int trans, float *restrict P) {
+/* inline: a convolution alone never packs */
+static inline void rt_pack(int64_t K, int64_t N, const float *restrict src, int trans, float *restrict P) {
     if (!trans) {
         memcpy(P, src, sizeof(float) * RT_PACKED(K, N));
         return;
