@@ -256,6 +256,35 @@ static void test_blas(void **s) {
     compare("models/lenet.relay", dir, ckpt, "x", 1);
 }
 
+/* The MLP's @loss (one_hot, log_softmax, the reductions) with its data x
+ * and y as inputs. */
+static void test_loss(void **s) {
+    char ckpt[512], dir[512], path[600];
+    snprintf(ckpt, sizeof ckpt, "%s/loss.h5", tmpdir);
+    snprintf(dir, sizeof dir, "%s/loss_c", tmpdir);
+    random_checkpoint("models/mlp.relay", "loss", ckpt, 6);
+    must(sh("%s export models/mlp.relay --entry loss --checkpoint %s -o %s", relayc(), ckpt, dir), "export @loss");
+    build(dir);
+    random_npy("x", 2, (int64_t[]){5, 784}, 8);
+    snprintf(path, sizeof path, "%s/y.npy", tmpdir);
+    ry_tensor *y = ry_tensor_new(RY_INT32, 1, (int64_t[]){5});
+    for (int i = 0; i < 5; i++) ((int32_t *)y->data)[i] = (i * 3) % 10;
+    ry_error err;
+    assert_int_equal(ry_npy_write(path, y, &err), RY_OK);
+    ry_tensor_release(y);
+    must(sh("%s run models/mlp.relay --entry loss --checkpoint %s --input x=%s/x.npy --input y=%s/y.npy --out %s/lref",
+            relayc(), ckpt, tmpdir, tmpdir, tmpdir),
+         "relayc run @loss");
+    must(sh("%s/example %s/x.npy %s/y.npy %s/lgot.npy", dir, tmpdir, tmpdir, tmpdir), "example @loss");
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%s/lgot.npy", tmpdir);
+    snprintf(b, sizeof b, "%s/lref/out_0.npy", tmpdir);
+    ry_tensor *x = test_npy(a), *r = test_npy(b);
+    test_assert_close(x, r, 1e-5, 1e-6);
+    ry_tensor_release(x);
+    ry_tensor_release(r);
+}
+
 /* tests/export/layers.relay: inference-mode batch_norm and dropout,
  * reductions, take (with indices out of range), transpose, concatenate;
  * an int32 input beside the float one. */
@@ -508,12 +537,16 @@ static void test_errors(void **s) {
     random_checkpoint("models/mlp.relay", "predict", ckpt, 1);
     random_checkpoint("models/lenet.relay", "predict", other, 1);
     /* an operator without a C kernel: located and named */
-    assert_int_equal(sh("%s export models/mlp.relay --checkpoint %s --entry loss -o %s/loss_c", relayc(), ckpt, tmpdir), 1);
-    assert_log_contains("models/mlp.relay:26:8: error: export: operator one_hot has no C kernel in the export yet");
+    assert_int_equal(sh("%s export tests/export/unsupported.relay -o %s/u_c", relayc(), tmpdir), 1);
+    assert_log_contains("tests/export/unsupported.relay:6:3: error: export: operator nn.lrn has no C kernel in the export yet");
     char path[600];
     struct stat st;
-    snprintf(path, sizeof path, "%s/loss_c/mlp.c", tmpdir);
+    snprintf(path, sizeof path, "%s/u_c/unsupported.c", tmpdir);
     assert_int_not_equal(stat(path, &st), 0); /* nothing written */
+    /* a parameter the export cannot take */
+    assert_int_equal(sh("%s export models/treelstm.relay -o %s/t_c", relayc(), tmpdir), 1);
+    assert_log_contains("models/treelstm.relay:145:");
+    assert_log_contains("error: export: parameter %tree has type Tree");
     /* a checkpoint of another model */
     assert_int_equal(sh("%s export models/mlp.relay --checkpoint %s -o %s/x_c", relayc(), other, tmpdir), 1);
     assert_log_contains("the weights hold c1b, which @predict does not take");
@@ -588,7 +621,7 @@ static int teardown(void **s) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp),           cmocka_unit_test(test_lenet),
-        cmocka_unit_test(test_lenet_embedded), cmocka_unit_test(test_ops), cmocka_unit_test(test_layers),
+        cmocka_unit_test(test_lenet_embedded), cmocka_unit_test(test_ops), cmocka_unit_test(test_layers), cmocka_unit_test(test_loss),
         cmocka_unit_test(test_weight_dims),   cmocka_unit_test(test_blas), cmocka_unit_test(test_run_programs),
         cmocka_unit_test(test_corpus_programs),
         cmocka_unit_test(test_weights_checked), cmocka_unit_test(test_errors),

@@ -1,7 +1,7 @@
 /*
  * emit_layout.c: the C export's emitters for operators that move data:
  * concatenate, stack, split, take (gathers, with TVM's clip and wrap
- * modes), transpose and nn.pad (constant, edge, reflect). Each is a copy loop written inline, over the shapes the type
+ * modes), one_hot, transpose and nn.pad (constant, edge, reflect). Each is a copy loop written inline, over the shapes the type
  * checker gave; results are the input's elements, so the VM's bits.
  */
 #include <string.h>
@@ -176,10 +176,34 @@ static ry_status emit_pad(cemit *c, const ry_expr *call, cval *const *args, cval
     return RY_OK;
 }
 
+/* one_hot(indices, on, off, depth, axis): out[o, d, i] = indices[o, i] == d
+ * ? on : off, the new axis of depth values at axis (-1: last). */
+static ry_status emit_one_hot(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const ry_op *op = ry_c_op(call);
+    const cval *ix = args[0], *on = args[1], *off = args[2];
+    if (ix->tuple || (ix->dtype != RY_INT32 && ix->dtype != RY_INT64) || on->tuple || off->tuple || on->ndim || off->ndim)
+        return ry_c_fail(c, call->span, "one_hot: integer indices and scalar on and off values");
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    const cval *y = *out;
+    if (on->dtype != y->dtype || off->dtype != y->dtype)
+        return ry_c_fail(c, call->span, "one_hot: on and off values of another dtype than the result");
+    int axis = norm_axis(ry_attr_int(op, &call->call.attrs, "axis"), y->ndim);
+    if (axis < 0 || axis >= y->ndim) return ry_c_fail(c, call->span, "one_hot: axis out of range");
+    const char *outer = ry_c_dims_count(c, ix, 0, axis), *inner = ry_c_dims_count(c, ix, axis, ix->ndim);
+    const char *depth = ry_c_dim(c, &y->dims[axis]);
+    ry_sb_printf(&c->body,
+                 "    for (int64_t o = 0; o < %s; o++)\n        for (int64_t d = 0; d < %s; d++)\n"
+                 "            for (int64_t i = 0; i < %s; i++)\n"
+                 "                %s[(o * %s + d) * %s + i] = (int64_t)%s[o * %s + i] == d ? %s[0] : %s[0];\n",
+                 outer, depth, inner, y->c, depth, inner, ix->c, inner, on->c, off->c);
+    return RY_OK;
+}
+
 static const struct {
     const char *name;
     ry_c_emit_fn fn;
 } table[] = {
+    {"one_hot", emit_one_hot},
     {"stack", emit_stack},
     {"nn.pad", emit_pad},
     {"concatenate", emit_concatenate},
