@@ -153,29 +153,52 @@ static void build_with(const char *dir, bool both) {
 
 static void build(const char *dir) { build_with(dir, false); }
 
-/* The example on the inputs tmpdir/NAME.npy (names[0..nin), the entry's
- * data parameters in order) against relayc run --checkpoint, nout results. */
-static void compare_inputs(const char *model, const char *dir, const char *ckpt, const char *const *names, int nin,
-                           int nout) {
-    char ins[2048] = "", args[2048] = "", outs[2048] = "";
-    size_t n = 0, m = 0, k = 0;
-    for (int i = 0; i < nin; i++) {
-        n += (size_t)snprintf(ins + n, sizeof ins - n, " --input %s=%s/%s.npy", names[i], tmpdir, names[i]);
-        m += (size_t)snprintf(args + m, sizeof args - m, " %s/%s.npy", tmpdir, names[i]);
+/* outs := " GOT0.npy GOT1.npy ..." (got a path prefix), one for each
+ * refdir/out_K.npy there is; returns their count. */
+static int output_args(const char *refdir, const char *got, char *outs, size_t n) {
+    int nout = 0;
+    outs[0] = 0;
+    for (size_t k = 0;; nout++) {
+        struct stat st;
+        char ref[800];
+        snprintf(ref, sizeof ref, "%s/out_%d.npy", refdir, nout);
+        if (stat(ref, &st) != 0) break;
+        k += (size_t)snprintf(outs + k, n - k, " %s%d.npy", got, nout);
     }
-    for (int i = 0; i < nout; i++) k += (size_t)snprintf(outs + k, sizeof outs - k, " %s/got_%d.npy", tmpdir, i);
-    must(sh("%s run %s --entry predict --checkpoint %s%s --out %s/ref", relayc(), model, ckpt, ins, tmpdir),
-         "relayc run --checkpoint");
-    must(sh("%s/example%s%s", dir, args, outs), "the exported example");
-    for (int i = 0; i < nout; i++) {
-        char a[600], b[600];
-        snprintf(a, sizeof a, "%s/got_%d.npy", tmpdir, i);
-        snprintf(b, sizeof b, "%s/ref/out_%d.npy", tmpdir, i);
+    return nout;
+}
+
+/* Each GOT<k>.npy against refdir/out_<k>.npy (the same dtype), k < nout. */
+static void assert_outputs(const char *got, const char *refdir, int nout) {
+    for (int k = 0; k < nout; k++) {
+        char a[800], b[800];
+        snprintf(a, sizeof a, "%s%d.npy", got, k);
+        snprintf(b, sizeof b, "%s/out_%d.npy", refdir, k);
         ry_tensor *x = test_npy(a), *y = test_npy(b);
+        assert_int_equal(x->dtype, y->dtype);
         test_assert_close(x, y, 1e-4, 1e-5);
         ry_tensor_release(x);
         ry_tensor_release(y);
     }
+}
+
+/* The example on the inputs tmpdir/NAME.npy (names[0..nin), the entry's
+ * data parameters in order) against relayc run --checkpoint, nout results. */
+static void compare_inputs(const char *model, const char *dir, const char *ckpt, const char *const *names, int nin,
+                           int nout) {
+    char ins[2048] = "", args[2048] = "", outs[2048], ref[600], got[600];
+    size_t n = 0, m = 0;
+    for (int i = 0; i < nin; i++) {
+        n += (size_t)snprintf(ins + n, sizeof ins - n, " --input %s=%s/%s.npy", names[i], tmpdir, names[i]);
+        m += (size_t)snprintf(args + m, sizeof args - m, " %s/%s.npy", tmpdir, names[i]);
+    }
+    snprintf(ref, sizeof ref, "%s/ref", tmpdir);
+    snprintf(got, sizeof got, "%s/got_", tmpdir);
+    must(sh("rm -rf %s && %s run %s --entry predict --checkpoint %s%s --out %s", ref, relayc(), model, ckpt, ins, ref),
+         "relayc run --checkpoint");
+    assert_int_equal(output_args(ref, got, outs, sizeof outs), nout);
+    must(sh("%s/example%s%s", dir, args, outs), "the exported example");
+    assert_outputs(got, ref, nout);
 }
 
 static void compare(const char *model, const char *dir, const char *ckpt, const char *in, int nout) {
@@ -376,24 +399,12 @@ static void test_run_programs(void **s) {
         for (int i = 0; i < fn->func.nparams; i++)
             n += (size_t)snprintf(args + n, sizeof args - n, " tests/run/%s/in_%s.npy", name, fn->func.params[i]->name);
         ry_module_free(m);
-        int nout = 0;
-        for (;; nout++) {
-            struct stat st;
-            snprintf(path, sizeof path, "tests/run/%s/out_%d.npy", name, nout);
-            if (stat(path, &st) != 0) break;
-            size_t k = strlen(outs);
-            snprintf(outs + k, sizeof outs - k, " %s/got_%d.npy", tmpdir, nout);
-        }
+        char ref[600], got[600];
+        snprintf(ref, sizeof ref, "tests/run/%s", name);
+        snprintf(got, sizeof got, "%s/got_", tmpdir);
+        int nout = output_args(ref, got, outs, sizeof outs);
         must(sh("%s/example%s%s", dir, args, outs), name);
-        for (int k = 0; k < nout; k++) {
-            char a[700], b[700];
-            snprintf(a, sizeof a, "%s/got_%d.npy", tmpdir, k);
-            snprintf(b, sizeof b, "tests/run/%s/out_%d.npy", name, k);
-            ry_tensor *x = test_npy(a), *y = test_npy(b);
-            test_assert_close(x, y, 1e-4, 1e-5);
-            ry_tensor_release(x);
-            ry_tensor_release(y);
-        }
+        assert_outputs(got, ref, nout);
         nok++;
     }
     closedir(d);
@@ -469,27 +480,13 @@ static void test_corpus_programs(void **s) {
                 n += (size_t)snprintf(ins + n, sizeof ins - n, " --input %s=%s/%s.npy", fn->func.params[i]->name, tmpdir, in);
                 k += (size_t)snprintf(args + k, sizeof args - k, " %s/%s.npy", tmpdir, in);
             }
-            must(sh("rm -rf %s/cref && %s run %s%s --out %s/cref", tmpdir, relayc(), path, ins, tmpdir), name);
-            int nout = 0;
-            for (;; nout++) {
-                struct stat st;
-                char ref[700];
-                snprintf(ref, sizeof ref, "%s/cref/out_%d.npy", tmpdir, nout);
-                if (stat(ref, &st) != 0) break;
-                size_t q = strlen(outs);
-                snprintf(outs + q, sizeof outs - q, " %s/cgot_%d.npy", tmpdir, nout);
-            }
+            char ref[600], got[600];
+            snprintf(ref, sizeof ref, "%s/cref", tmpdir);
+            snprintf(got, sizeof got, "%s/cgot_", tmpdir);
+            must(sh("rm -rf %s && %s run %s%s --out %s", ref, relayc(), path, ins, ref), name);
+            int nout = output_args(ref, got, outs, sizeof outs);
             must(sh("%s/example%s%s", dir, args, outs), name);
-            for (int q = 0; q < nout; q++) {
-                char a[700], b[700];
-                snprintf(a, sizeof a, "%s/cgot_%d.npy", tmpdir, q);
-                snprintf(b, sizeof b, "%s/cref/out_%d.npy", tmpdir, q);
-                ry_tensor *x = test_npy(a), *y = test_npy(b);
-                assert_int_equal(x->dtype, y->dtype);
-                test_assert_close(x, y, 1e-4, 1e-5);
-                ry_tensor_release(x);
-                ry_tensor_release(y);
-            }
+            assert_outputs(got, ref, nout);
         }
         ry_module_free(m);
         nok++;

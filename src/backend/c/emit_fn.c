@@ -125,19 +125,20 @@ ry_status ry_c_need_f32(cemit *c, const ry_expr *call, const cval *v) {
                      v->tuple ? "a tuple" : ry_dtype_name(v->dtype));
 }
 
-cval *ry_c_result(cemit *c, const ry_type *t, ry_span span) {
-    if (t && t->kind == RY_TYPE_TUPLE) {
-        cval *v = RY_NEW(c->a, cval);
-        v->tuple = true;
-        v->n = t->tuple.n;
-        v->weight = -1;
-        v->fields = RY_NEW_ARRAY(c->a, cval *, v->n + 1);
-        for (int i = 0; i < v->n; i++)
-            if (!(v->fields[i] = ry_c_result(c, t->tuple.fields[i], span))) return NULL;
-        return v;
-    }
-    return ry_c_buffer(c, t, span);
+/* v of type t: a tuple of the values leaf gives for its tensors. */
+static cval *per_tensor(cemit *c, const ry_type *t, ry_span span, cval *(*leaf)(cemit *, const ry_type *, ry_span)) {
+    if (!t || t->kind != RY_TYPE_TUPLE) return leaf(c, t, span);
+    cval *v = RY_NEW(c->a, cval);
+    v->tuple = true;
+    v->n = t->tuple.n;
+    v->weight = -1;
+    v->fields = RY_NEW_ARRAY(c->a, cval *, v->n + 1);
+    for (int i = 0; i < v->n; i++)
+        if (!(v->fields[i] = per_tensor(c, t->tuple.fields[i], span, leaf))) return NULL;
+    return v;
 }
+
+cval *ry_c_result(cemit *c, const ry_type *t, ry_span span) { return per_tensor(c, t, span, ry_c_buffer); }
 
 const char *ry_c_dims_count(cemit *c, const cval *v, int from, int to) {
     return ry_c_count(c, to - from, v->dims + from);
@@ -251,17 +252,7 @@ static cval *call(cemit *c, env *en, const ry_expr *e) {
 
 /* The values an if's branches both give: a C pointer r<k> per tensor of
  * type t, declared before the if and set in each branch. */
-static cval *join_of(cemit *c, const ry_type *t, ry_span span) {
-    if (t && t->kind == RY_TYPE_TUPLE) {
-        cval *v = RY_NEW(c->a, cval);
-        v->tuple = true;
-        v->n = t->tuple.n;
-        v->weight = -1;
-        v->fields = RY_NEW_ARRAY(c->a, cval *, v->n + 1);
-        for (int i = 0; i < v->n; i++)
-            if (!(v->fields[i] = join_of(c, t->tuple.fields[i], span))) return NULL;
-        return v;
-    }
+static cval *join_leaf(cemit *c, const ry_type *t, ry_span span) {
     if (check_tensor_type(c, t, span)) return NULL;
     cval *v = tensor_val(c, ry_c_fmt(c, "r%d", c->njoin++), t);
     ry_sb_printf(&c->body, "    const %s *%s = NULL;\n", ry_c_ctype(v->dtype), v->c);
@@ -285,7 +276,7 @@ static cval *if_(cemit *c, env *en, const ry_expr *e) {
         ry_c_fail(c, e->if_.cond->span, "an if whose condition is not a bool scalar");
         return NULL;
     }
-    cval *join = join_of(c, e->type, e->span);
+    cval *join = per_tensor(c, e->type, e->span, join_leaf);
     if (!join) return NULL;
     c->nested++;
     ry_sb_printf(&c->body, "    if (%s[0]) {\n", cond->c);
