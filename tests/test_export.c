@@ -440,11 +440,12 @@ static bool random_param(const ry_var *p, const char *name, uint64_t seed) {
     return true;
 }
 
-/* Every program of tests/corpus/ with a @main: exported without a
- * checkpoint where the export takes it (else refused, located), run on
- * seeded inputs and compared with relayc run on the VM. */
-static void test_corpus_programs(void **s) {
-    DIR *d = opendir("tests/corpus");
+/* Every program of folder with a @main: exported without a checkpoint
+ * where the export takes it (else refused, located), run on seeded inputs
+ * and compared with relayc run on the VM; returns how many matched, and
+ * in *nall how many have a @main. */
+static int main_programs(const char *folder, int *nall_out) {
+    DIR *d = opendir(folder);
     assert_non_null(d);
     int nok = 0, nall = 0;
     for (struct dirent *e; (e = readdir(d));) {
@@ -452,7 +453,7 @@ static void test_corpus_programs(void **s) {
         if (len < 7 || strcmp(e->d_name + len - 6, ".relay") != 0) continue;
         char name[256], path[600], dir[600], ins[8192] = "", args[8192] = "", outs[4096] = "";
         snprintf(name, sizeof name, "%.*s", (int)(len - 6), e->d_name);
-        snprintf(path, sizeof path, "tests/corpus/%s", e->d_name);
+        snprintf(path, sizeof path, "%s/%s", folder, e->d_name);
         snprintf(dir, sizeof dir, "%s/cor_%s", tmpdir, name);
         ry_module *m = NULL;
         ry_error err;
@@ -492,9 +493,18 @@ static void test_corpus_programs(void **s) {
         nok++;
     }
     closedir(d);
+    *nall_out = nall;
+    return nok;
+}
+
+static void test_corpus_programs(void **s) {
+    int nall, nok = main_programs("tests/corpus", &nall);
     print_message("test_corpus_programs: %d of the %d programs of tests/corpus/ with a @main exported and match\n",
                   nok, nall);
     assert_true(nok >= 15);
+    nok = main_programs("tests/export", &nall); /* the export's own: every one */
+    assert_int_equal(nok, nall);
+    assert_true(nall >= 1);
 }
 
 /* A damaged weights file is refused by its CRC, a truncated or another

@@ -47,6 +47,36 @@ static ry_status gemm(cemit *c, const ry_expr *call, const cval *a, const cval *
     return RY_OK;
 }
 
+/* batch_matmul: x (Bx, I, K) [ta: (Bx, K, I)] by y (By, K, J) [tb: (By, J, K)]
+ * -> (B, I, J), a batch of 1 broadcast: per batch, y's matrix packed (and
+ * x's transposed) into scratch, then the GEMM. */
+static ry_status emit_batch_matmul(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const ry_op *op = ry_c_op(call);
+    const cval *x = args[0], *y = args[1];
+    bool ta = ry_attr_bool(op, &call->call.attrs, "transpose_a"), tb = ry_attr_bool(op, &call->call.attrs, "transpose_b");
+    if (ry_c_need_f32(c, call, x) || ry_c_need_f32(c, call, y)) return RY_ERR;
+    if (x->ndim != 3 || y->ndim != 3) return ry_c_fail(c, call->span, "nn.batch_matmul: operands that are not 3-d");
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    const cval *z = *out;
+    const char *B = ry_c_dim(c, &z->dims[0]), *I = ry_c_dim(c, &z->dims[1]), *J = ry_c_dim(c, &z->dims[2]);
+    const char *K = ry_c_dim(c, &x->dims[ta ? 1 : 2]);
+    const char *xs = ry_c_fmt(c, "%s * %s", I, K), *ys = ry_c_fmt(c, "%s * %s", K, J);
+    bool xb = x->dims[0].kind == RY_DIM_CONST && x->dims[0].value == 1, yb = y->dims[0].kind == RY_DIM_CONST && y->dims[0].value == 1;
+    c->rt |= RT_GEMM | RT_GEMM_KERNEL;
+    const char *P = ry_c_scratch(c, "float", ry_c_fmt(c, "RT_PACKED(%s, %s)", K, J));
+    const char *A = x->c;
+    if (ta) {
+        c->rt |= RT_TRANSPOSE;
+        A = ry_c_scratch(c, "float", xs);
+    }
+    ry_sb_printf(&c->body, "    for (int64_t s = 0; s < %s; s++) {\n", B);
+    if (ta) ry_sb_printf(&c->body, "        rt_transpose(%s, %s, %s + %s * (%s), %s);\n", K, I, x->c, xb ? "0" : "s", xs, A);
+    ry_sb_printf(&c->body, "        rt_pack(%s, %s, %s + %s * (%s), %d, %s);\n", K, J, y->c, yb ? "0" : "s", ys, tb, P);
+    ry_sb_printf(&c->body, "        rt_gemm(%s, %s, %s, %s + %s, %s, %s + s * %s * %s);\n    }\n", I, J, K, A,
+                 ta ? "0" : ry_c_fmt(c, "%s * (%s)", xb ? "0" : "s", xs), P, z->c, I, J);
+    return RY_OK;
+}
+
 static ry_status emit_dense(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     return gemm(c, call, args[0], args[1], false, true, *out);
@@ -260,6 +290,7 @@ static const struct {
 } table[] = {
     {"nn.dense", emit_dense},
     {"nn.matmul", emit_matmul},
+    {"nn.batch_matmul", emit_batch_matmul},
     {"nn.bias_add", emit_bias_add},
     {"reshape", emit_view},
     {"reshape_like", emit_view},
