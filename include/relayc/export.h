@@ -11,11 +11,13 @@
  *                     on open), unless embed_weights puts them in NAME.c
  *   DIR/Makefile, DIR/example.c (.npy in, .npy out), DIR/README
  *
- * The entry's parameters found in `weights` (by name) become the model's
- * weights; the others are the entry's arguments. What can be exported so
- * far: a let chain of operator calls over float32 tensors (README.md lists
- * the operators), tuples of them, and symbolic dimensions; anything else is
- * an error located at the construct that cannot be exported.
+ * The entry's parameters found in `weights` (by name; NULL: none) become
+ * the model's weights; the others are the entry's arguments. What can be
+ * exported so far: let chains of operator calls over float32 tensors
+ * (README.md lists the operators), tuples of them, if over a bool scalar,
+ * constant and symbolic dimensions; anything else (match, calls the
+ * optimizer leaves, closures, ADTs, refs, `?` dims) is an error located at
+ * the construct that cannot be exported.
  */
 #ifndef RELAYC_EXPORT_H
 #define RELAYC_EXPORT_H
@@ -33,9 +35,10 @@ typedef struct ry_export_opts {
 } ry_export_opts;
 
 /* Exports global @entry of the type-checked module m (which it optimizes in
- * place) into the directory dir (created if missing; the files are written
- * whole or not at all). weights is borrowed. On error nothing half-written
- * is left under the files' names. */
+ * place) into the directory dir (created if missing; each file is written
+ * whole, through a temporary renamed over it, and none is written when the
+ * entry cannot be exported). weights is borrowed (NULL: every parameter an
+ * argument). */
 ry_status ry_export_c(ry_module *m, const char *entry, const ry_param_set *weights, const char *dir,
                       const ry_export_opts *opts, ry_error *err);
 

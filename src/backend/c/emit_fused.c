@@ -78,6 +78,13 @@ static bool flat_ok(const cval *x, const cval *o) {
 static const char *expr(cemit *c, const ry_fz_ins *in, const char *x, const char *y, const char *z) {
     bool f = in->dt == RY_FLOAT32;
     const char *sf = f ? "f" : "", *T = ry_c_ctype(in->dt), *TO = ry_c_ctype(in->odt);
+    if (in->dt == RY_INT32 || in->dt == RY_INT64) { /* emit_ops.c's integer programs: arithmetic wraps */
+        const char *U = in->dt == RY_INT32 ? "uint32_t" : "uint64_t";
+        if (in->op == RY_FZ_ADD) return ry_c_fmt(c, "(%s)((%s)%s + (%s)%s)", T, U, x, U, y);
+        if (in->op == RY_FZ_SUB) return ry_c_fmt(c, "(%s)((%s)%s - (%s)%s)", T, U, x, U, y);
+        if (in->op == RY_FZ_MUL) return ry_c_fmt(c, "(%s)((%s)%s * (%s)%s)", T, U, x, U, y);
+        if (in->op == RY_FZ_NEG) return ry_c_fmt(c, "(%s)(0u - (%s)%s)", T, U, x);
+    }
     switch (in->op) {
     case RY_FZ_ADD: return ry_c_fmt(c, "%s + %s", x, y);
     case RY_FZ_SUB: return ry_c_fmt(c, "%s - %s", x, y);

@@ -155,12 +155,43 @@ static ry_status emit_fused_matmul(cemit *c, const ry_expr *call, cval *const *a
     return run_prog(c, call, code, true, args + 2, call->call.nargs - 2, acc, out);
 }
 
+static bool is_int(ry_dtype d) { return d == RY_INT32 || d == RY_INT64; }
+
+/* An elementwise operator on int32 or int64 tensors (index arithmetic,
+ * comparisons), which the fused language does not hold: a program of one
+ * instruction made here, its operands of one dtype; arithmetic wraps, as
+ * the CPU target's does. */
+static ry_status emit_int_elemwise(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const ry_op *op = ry_c_op(call);
+    int opc = ry_fz_opcode_of(op->name), n = call->call.nargs;
+    bool cmp = opc >= RY_FZ_EQ && opc <= RY_FZ_GE;
+    bool ok = n <= 2 && op->nattrs == 0 &&
+              (cmp || opc == RY_FZ_ADD || opc == RY_FZ_SUB || opc == RY_FZ_MUL || opc == RY_FZ_MAX || opc == RY_FZ_MIN ||
+               opc == RY_FZ_NEG);
+    for (int k = 0; ok && k < n; k++) ok = !args[k]->tuple && args[k]->dtype == args[0]->dtype;
+    if (!ok) return ry_c_fail(c, call->span, "operator %s on integers has no C kernel in the export yet", op->name);
+    ry_fz_prog *p = RY_NEW(c->a, ry_fz_prog);
+    p->nin = n;
+    for (int k = 0; k < n; k++) p->in_dt[k] = args[k]->dtype;
+    p->nins = 1;
+    p->ins[0] = (ry_fz_ins){.op = (ry_fz_opcode)opc, .dt = args[0]->dtype, .odt = cmp ? RY_BOOL : args[0]->dtype,
+                            .nargs = n, .a = {0, 1, 0}};
+    p->nout = 1;
+    p->outs[0] = n; /* instruction 0's value */
+    p->out_dt = p->out_dts[0] = p->ins[0].odt;
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    if ((*out)->tuple) return ry_c_fail(c, call->span, "%s: a tuple result", op->name);
+    return ry_c_emit_fused(c, p, args, n, out, call->span);
+}
+
 /* An elementwise registry operator as a program of one instruction
  * ("add(x0, x1)", "clip(x0, a_min=-1f64, a_max=1f64)"): its attributes as
  * the fused language spells them. */
 static ry_status emit_elemwise(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
     const ry_attrs *at = &call->call.attrs;
+    for (int k = 0; k < call->call.nargs; k++)
+        if (!args[k]->tuple && is_int(args[k]->dtype)) return emit_int_elemwise(c, call, args, out);
     char code[256];
     size_t n = (size_t)snprintf(code, sizeof code, "%s(", op->name);
     for (int k = 0; k < call->call.nargs; k++) n += (size_t)snprintf(code + n, sizeof code - n, "%sx%d", k ? ", " : "", k);
