@@ -7,7 +7,7 @@
  * pointers declared before it). Match, calls of other globals, closures,
  * ADTs and refs are not exported yet: each is an error located at the
  * construct. Scratch buffers are declared here: their
- * sizes are C expressions of the symbolic dims, summed at the entry.
+ * sizes are C expressions of the symbolic dims (NAME.c's scratch_layout).
  */
 #include <stdarg.h>
 #include <string.h>
@@ -93,9 +93,8 @@ static cval *tensor_val(cemit *c, const char *expr, const ry_type *t) {
 
 const char *ry_c_scratch(cemit *c, const char *ct, const char *count) {
     int k = c->nbuf++;
-    ry_sb_printf(&c->sizes, "    const size_t o_b%d = need;\n    need += RT_ALIGN(sizeof(%s) * (size_t)(%s));\n", k,
-                 ct, count);
-    ry_sb_printf(&c->ptrs, "    %s *b%d = (%s *)(sp + o_b%d);\n", ct, k, ct, k);
+    ry_sb_printf(&c->sizes, "    o[%d] = need;\n    need += RT_ALIGN(sizeof(%s) * (size_t)(%s));\n", k, ct, count);
+    ry_sb_printf(&c->ptrs, "    %s *b%d = (%s *)(sp + o[%d]);\n", ct, k, ct, k);
     return ry_c_fmt(c, "b%d", k);
 }
 

@@ -79,6 +79,10 @@ static void emit_context(strbuf *b, const cemit *c, const cmodel *md, const ry_c
                          (long long)w->ts[i / 2]->shape[i % 2], (long long)w->ts[i / 2]->shape[1 - i % 2]);
     ry_sb_printf(b, "    if (bad) {\n        %s_close(ctx);\n        snprintf(msg, n, \"out of memory\");\n        return RT_E_MEMORY;\n    }\n", n);
     ry_sb_puts(b, c->open.data ? c->open.data : "");
+    if (md->nsyms == 0)
+        ry_sb_printf(b, "    size_t o[%d];\n    if (rt_reserve(&ctx->scratch, scratch_layout(o)) != RT_OK) {\n        %s_close(ctx);\n"
+                        "        snprintf(msg, n, \"out of memory for the scratch block\");\n        return RT_E_MEMORY;\n    }\n",
+                     c->nbuf + 1, md->name);
     ry_sb_puts(b, "    *out = ctx;\n    return RT_OK;\n}\n\n");
 }
 
@@ -92,6 +96,19 @@ static bool is_wsym(const cmodel *md, const char *s) {
 static void wsym_constants(strbuf *b, const cmodel *md) {
     for (int i = 0; i < md->nwsyms; i++)
         ry_sb_printf(b, "    const int64_t %s = %lld;\n    (void)%s;\n", md->wsyms[i], (long long)md->wsym_values[i], md->wsyms[i]);
+}
+
+/* scratch_layout(o, dims...): each scratch buffer's offset into o, the
+ * block's size as the return value (a static-shape entry's block is
+ * reserved when the context opens, so no call allocates). */
+static void emit_layout(strbuf *b, const cemit *c, const cmodel *md) {
+    ry_sb_puts(b, "static size_t scratch_layout(size_t *o");
+    for (int i = 0; i < md->nsyms; i++) ry_sb_printf(b, ", int64_t %s", md->syms[i]);
+    ry_sb_puts(b, ") {\n    size_t need = 0;\n    (void)o;\n");
+    for (int i = 0; i < md->nsyms; i++) ry_sb_printf(b, "    (void)%s;\n", md->syms[i]);
+    wsym_constants(b, md);
+    ry_sb_puts(b, c->sizes.data ? c->sizes.data : "");
+    ry_sb_puts(b, "    return need;\n}\n\n");
 }
 
 static ry_status emit_entry(strbuf *b, cemit *c, const cmodel *md) {
@@ -112,8 +129,9 @@ static ry_status emit_entry(strbuf *b, cemit *c, const cmodel *md) {
                         "        snprintf(ctx->msg, sizeof ctx->msg, \"%s_%s: dimension %s = %%lld is outside 0 .. %%lld\", (long long)%s, (long long)%s_MAX_DIM);\n"
                         "        return RT_E_DIM;\n    }\n",
                      md->syms[i], md->syms[i], N, n, e, md->syms[i], md->syms[i], N);
-    ry_sb_puts(b, "    size_t need = 0;\n");
-    ry_sb_puts(b, c->sizes.data ? c->sizes.data : "");
+    ry_sb_printf(b, "    size_t o[%d];\n    size_t need = scratch_layout(o", c->nbuf + 1);
+    for (int i = 0; i < md->nsyms; i++) ry_sb_printf(b, ", %s", md->syms[i]);
+    ry_sb_puts(b, ");\n");
     ry_sb_puts(b, "    if (rt_reserve(&ctx->scratch, need) != RT_OK) return fail(ctx, RT_E_MEMORY, \"out of memory for the scratch block\");\n");
     ry_sb_puts(b, "    char *sp = ctx->scratch.p;\n    (void)sp;\n");
     ry_sb_puts(b, c->ptrs.data ? c->ptrs.data : "");
@@ -225,6 +243,7 @@ ry_status ry_c_write_model(strbuf *b, cemit *c, const cmodel *md, const ry_c_wei
     ry_sb_puts(b, "\n/* ---- the model ---- */\n\n");
     if (md->embed) emit_weights_arrays(b, w);
     ry_sb_puts(b, c->file.data ? c->file.data : "");
+    emit_layout(b, c, md);
     emit_context(b, c, md, w, man);
     if (emit_entry(b, c, md)) return RY_ERR;
     emit_run(b, c, md);
