@@ -308,6 +308,19 @@ static void test_loss(void **s) {
     ry_tensor_release(r);
 }
 
+/* tests/export/heads.relay: a checkpoint of @loss's parameters, one more
+ * than @predict takes, exports @predict (and runs it). */
+static void test_loss_only_weight(void **s) {
+    char ckpt[512], dir[512];
+    snprintf(ckpt, sizeof ckpt, "%s/heads.h5", tmpdir);
+    snprintf(dir, sizeof dir, "%s/heads_c", tmpdir);
+    random_checkpoint("tests/export/heads.relay", "loss", ckpt, 2);
+    must(sh("%s export tests/export/heads.relay --checkpoint %s -o %s", relayc(), ckpt, dir), "relayc export");
+    build(dir);
+    random_npy("x", 2, (int64_t[]){4, 3}, 1);
+    compare("tests/export/heads.relay", dir, ckpt, "x", 1);
+}
+
 /* tests/export/layers.relay: inference-mode batch_norm and dropout,
  * reductions, take (with indices out of range), transpose, concatenate;
  * an int32 input beside the float one. */
@@ -556,9 +569,9 @@ static void test_errors(void **s) {
     assert_log_contains("error: export: parameter %tree has type Tree");
     /* a checkpoint of another model */
     assert_int_equal(sh("%s export models/mlp.relay --checkpoint %s -o %s/x_c", relayc(), other, tmpdir), 1);
-    assert_log_contains("the weights hold c1b, which @predict does not take");
+    assert_log_contains("the weights hold c1b, which no global of the model takes");
     assert_int_equal(sh("%s run models/mlp.relay --entry predict --checkpoint %s --out %s", relayc(), other, tmpdir), 1);
-    assert_log_contains("holds parameter c1b, which @predict does not take");
+    assert_log_contains("holds parameter c1b, which no global of the model takes");
     /* run: a parameter neither given nor in the checkpoint */
     assert_int_equal(sh("%s run models/mlp.relay --entry predict --checkpoint %s --out %s", relayc(), ckpt, tmpdir), 1);
     assert_log_contains("no input for parameter %x (give --input x=PATH.npy, or --checkpoint)");
@@ -629,6 +642,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp),           cmocka_unit_test(test_lenet),
         cmocka_unit_test(test_lenet_embedded), cmocka_unit_test(test_ops), cmocka_unit_test(test_layers), cmocka_unit_test(test_loss),
+        cmocka_unit_test(test_loss_only_weight),
         cmocka_unit_test(test_weight_dims),   cmocka_unit_test(test_blas), cmocka_unit_test(test_run_programs),
         cmocka_unit_test(test_corpus_programs),
         cmocka_unit_test(test_weights_checked), cmocka_unit_test(test_errors),

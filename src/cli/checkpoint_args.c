@@ -3,9 +3,9 @@
  * parameters of a checkpoint (every /params dataset, verified whole by
  * ry_checkpoint_load) bound by name to an entry's parameters. Parameters
  * given with --input win; the rest must be in the checkpoint with the
- * parameter's dtype and shape, and every checkpoint parameter must be one
- * of the entry's (a checkpoint of another model is refused, as training
- * refuses it). Reading .npy inputs is inputs.c's.
+ * parameter's dtype and shape, and every checkpoint parameter must be a
+ * parameter of some global of the model (@predict may leave out what only
+ * @loss takes; a checkpoint of another model is refused). Reading .npy inputs is inputs.c's.
  */
 #include <string.h>
 
@@ -76,14 +76,12 @@ static int check_param(const char *path, const ry_var *p, const ry_tensor *t) {
 }
 
 int cli_bind_checkpoint(const char *cmd, const char *entry, const char *path, const ry_param_set *set,
-                        const cli_inputs *in, const ry_expr *fn, ry_value **args) {
-    for (int k = 0; k < set->n; k++) {
-        bool found = false;
-        for (int i = 0; i < fn->func.nparams && !found; i++) found = strcmp(fn->func.params[i]->name, set->names[k]) == 0;
-        if (!found)
-            return cli_fail(cmd, "%s holds parameter %s, which @%s does not take: a checkpoint of another model?",
-                            path, set->names[k], entry);
-    }
+                        const cli_inputs *in, const ry_module *m, ry_value **args) {
+    const ry_expr *fn = ry_module_find_global(m, entry)->func;
+    for (int k = 0; k < set->n; k++)
+        if (!ry_module_has_param(m, set->names[k]))
+            return cli_fail(cmd, "%s holds parameter %s, which no global of the model takes: a checkpoint of another model?",
+                            path, set->names[k]);
     for (int i = 0; i < fn->func.nparams; i++) {
         const ry_var *p = fn->func.params[i];
         int k = ry_params_find(set, p->name);

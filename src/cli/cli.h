@@ -68,12 +68,13 @@ int cli_bind_params(const char *cmd, const char *entry, cli_inputs *in, const ry
 /* Every /params dataset of the checkpoint at path, verified (seal,
  * checksum), into a new set *out. Returns the exit status. */
 int cli_checkpoint_read(const char *cmd, const char *path, ry_param_set **out);
-/* args[k] := a copy of set's tensor named like fn's k-th parameter, for
- * each parameter not given in `in`; the dtype and constant dims must match
- * (an error located at the parameter), and every name of set must be a
- * parameter of fn. Parameters set lacks stay NULL. Returns the exit status. */
+/* args[k] := a copy of set's tensor named like @entry's k-th parameter,
+ * for each parameter not given in `in`; the dtype and constant dims must
+ * match (an error located at the parameter), and every name of set must be
+ * a parameter of some global of m. Parameters set lacks stay NULL. Returns
+ * the exit status. */
 int cli_bind_checkpoint(const char *cmd, const char *entry, const char *path, const ry_param_set *set,
-                        const cli_inputs *in, const ry_expr *fn, ry_value **args);
+                        const cli_inputs *in, const ry_module *m, ry_value **args);
 
 /* MODEL's base name without its extension, as a C identifier (else
  * "model"): the default name of an export (cmd_export.c). */

@@ -200,8 +200,8 @@ int cmd_run(int argc, char **argv) {
     } else if (!(args = ry_calloc((size_t)(n ? n : 1), sizeof *args))) {
         rc = cli_fail("run", "out of memory");
     } else if (a->checkpoint && ((rc = cli_checkpoint_read("run", a->checkpoint, &ckpt)) != 0 ||
-                                 (rc = cli_bind_checkpoint("run", a->entry, a->checkpoint, ckpt, &a->inputs,
-                                                           g->func, args)) != 0)) {
+                                 (rc = cli_bind_checkpoint("run", a->entry, a->checkpoint, ckpt, &a->inputs, m,
+                                                           args)) != 0)) {
     } else if ((rc = cli_bind_params("run", a->entry, &a->inputs, g->func, NULL, false, args)) != 0) {
     } else if (a->engine == RY_ENGINE_VM && a->level >= 2 && ry_hoist(m, &err) != RY_OK) {
         ry_error_print(stderr, &err);

@@ -173,7 +173,8 @@ static ry_status weight_sym(cemit *c, cmodel *md, const ry_var *p, const ry_dim 
 
 /* Splits fn's parameters: weights (in set) become the context's, the
  * others the entry's arguments, their symbolic dims the entry's first. */
-static ry_status classify(cemit *c, const ry_expr *fn, const ry_param_set *set, cmodel *md, ry_c_weights *w, cval **params) {
+static ry_status classify(cemit *c, const ry_module *m, const ry_expr *fn, const ry_param_set *set, cmodel *md, ry_c_weights *w,
+                         cval **params) {
     int np = fn->func.nparams;
     md->args = RY_NEW_ARRAY(c->a, const ry_var *, np + 1);
     md->arg_c = RY_NEW_ARRAY(c->a, const char *, np + 1);
@@ -186,13 +187,10 @@ static ry_status classify(cemit *c, const ry_expr *fn, const ry_param_set *set, 
     w->names = RY_NEW_ARRAY(c->a, const char *, np + 1);
     w->offs = RY_NEW_ARRAY(c->a, size_t, np + 1);
     char buf[256], got[128];
-    for (int k = 0; set && k < set->n; k++) {
-        bool found = false;
-        for (int i = 0; i < np && !found; i++) found = strcmp(fn->func.params[i]->name, set->names[k]) == 0;
-        if (!found)
-            return ry_c_fail(c, fn->span, "the weights hold %s, which @%s does not take (another model's?)", set->names[k],
-                             md->entry);
-    }
+    for (int k = 0; set && k < set->n; k++)
+        if (!ry_module_has_param(m, set->names[k]))
+            return ry_c_fail(c, fn->span, "the weights hold %s, which no global of the model takes (another model's?)",
+                             set->names[k]);
     for (int i = 0; i < np; i++) {
         const ry_var *p = fn->func.params[i];
         const ry_type *t = p->type;
@@ -313,7 +311,7 @@ ry_status ry_export_c(ry_module *m, const char *entry, const ry_param_set *weigh
     const ry_expr *fn = ry_anf(m, g->func);
     cval **params = RY_NEW_ARRAY(c.a, cval *, fn->func.nparams + 1);
     cval *res = NULL;
-    ry_status st = classify(&c, fn, weights, &md, &w, params);
+    ry_status st = classify(&c, m, fn, weights, &md, &w, params);
     if (st == RY_OK) st = ry_c_emit_body(&c, fn, params, &res);
     if (st == RY_OK) st = check_syms(&c, &md, res, fn->span);
     if (st == RY_OK) {
