@@ -55,13 +55,13 @@ endif
 LDLIBS   += $(PKG_LIBS) $(MPI_LIBS) $(OPENCL_LIBS) -ldl -lz -lm -pthread
 
 LIB_SRCS := $(sort $(wildcard src/tensor/*.c src/ir/*.c src/op/*.c src/pass/*.c \
-              src/runtime/*.c src/backend/*.c src/backend/cpu/*.c src/io/*.c src/train/*.c \
+              src/runtime/*.c src/backend/*.c src/backend/cpu/*.c src/backend/c/*.c src/io/*.c src/train/*.c \
               ad/*.c optim/*.c datasets/*.c)) $(DIST_SRC) $(OPENCL_SRC) $(CUDA_SRC)
 CLI_SRCS := $(sort $(wildcard src/cli/*.c))
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 EXAMPLE_SRCS := $(sort $(wildcard models/*.c))
 
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/c_rt.o
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 EXAMPLES := $(EXAMPLE_SRCS:models/%.c=$(BUILD)/models/%)
@@ -88,6 +88,15 @@ $(BUILD)/obj/src/dist/comm_mpi.o: FILE_CFLAGS := $(MPI_CFLAGS)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+# The export runtime (src/backend/c/rt/*.c) as strings in the library.
+C_RT_SRCS := $(sort $(wildcard src/backend/c/rt/*.c))
+$(BUILD)/gen/c_rt.c: $(C_RT_SRCS) tools/embed_c_rt.sh
+	@mkdir -p $(dir $@)
+	sh tools/embed_c_rt.sh $(C_RT_SRCS) > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/gen/c_rt.o: $(BUILD)/gen/c_rt.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c $< -o $@
 
 $(STATIC): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -130,7 +139,7 @@ $(BUILD)/models/%: models/%.c $(STATIC)
 # Benchmarks (JSON lines), each beside its PyTorch mirror (bench/README.md).
 BENCH_THREADS ?= 1
 BENCH_SECONDS ?= 10
-BENCH_BINS := $(addprefix $(BUILD)/bench/,grad_ratio train_step kernels vm_steps grad_sparse gemm)
+BENCH_BINS := $(addprefix $(BUILD)/bench/,grad_ratio train_step kernels vm_steps grad_sparse gemm export_infer)
 $(BUILD)/bench/%: bench/%.c bench/bench_util.c bench/bench_util.h $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Ibench -o $@ $< bench/bench_util.c $(STATIC) $(LDFLAGS) \

@@ -350,6 +350,9 @@ char *ry_expr_print(const ry_expr *e);
 const char *ry_type_str(const ry_type *t, char *buf, size_t n);
 
 ry_global *ry_module_find_global(const ry_module *m, const char *name);
+/* Whether some global of m has a parameter called name (a checkpoint's
+ * parameter belongs to the model: relayc run and export check this). */
+bool ry_module_has_param(const ry_module *m, const char *name);
 ry_typedef *ry_module_find_typedef(const ry_module *m, const char *name);
 ry_ctor *ry_module_find_ctor(const ry_module *m, const char *name);
 /* Adds or replaces a global function; fn must be an RY_EXPR_FUNC. */

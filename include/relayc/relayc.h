@@ -24,5 +24,6 @@
 #include "relayc/ad.h"
 #include "relayc/train.h"
 #include "relayc/dist.h"
+#include "relayc/export.h"
 
 #endif

@@ -18,6 +18,7 @@ int cmd_grad(int argc, char **argv);
 int cmd_opt(int argc, char **argv);
 int cmd_gradcheck(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 /* Parses (and, if check, type-checks) FILE; on error prints it located and
  * returns NULL. */
@@ -70,7 +71,7 @@ typedef struct cli_inputs {
 int cli_input_option(int argc, char **argv, int *i, cli_inputs *in, const char *cmd);
 /* `--dim NAME=N` at argv[*i], the same way. */
 int cli_dim_option(int argc, char **argv, int *i, cli_inputs *in, const char *cmd);
-/* args[k] := a new value for the k-th parameter of fn (a global of m): its
+/* args[k] := (unless already set: a checkpoint's) a new value for the k-th parameter of fn (a global of m): its
  * --input (converted to float64 when float64 is set), else seeded random
  * values when rng is given (tensors of known shape, or tuples of them): the
  * initializer in->init gives the parameter, else standard normal; else an error
@@ -84,6 +85,22 @@ int cli_bind_params(const char *cmd, const char *entry, cli_inputs *in, ry_modul
  * with err set. */
 int cli_input_value(ry_module *m, const ry_var *p, const ry_type *t, const cli_input *x, bool float64,
                     cli_inputs *in, ry_value **out, ry_error *err);
+/* ---- checkpoints as inputs (checkpoint_args.c) ---- */
+/* Every /params dataset of the checkpoint at path, verified (seal,
+ * checksum), into a new set *out. Returns the exit status. */
+int cli_checkpoint_read(const char *cmd, const char *path, ry_param_set **out);
+/* args[k] := a copy of set's tensor named like @entry's k-th parameter,
+ * for each parameter not given in `in`; the dtype and constant dims must
+ * match (an error located at the parameter), and every name of set must be
+ * a parameter of some global of m. Parameters set lacks stay NULL. Returns
+ * the exit status. */
+int cli_bind_checkpoint(const char *cmd, const char *entry, const char *path, const ry_param_set *set,
+                        const cli_inputs *in, const ry_module *m, ry_value **args);
+
+/* MODEL's base name without its extension, as a C identifier (else
+ * "model"): the default name of an export (cmd_export.c). */
+void cli_model_name(const char *path, char *buf, size_t n);
+
 /* mkdir DIR unless it exists. */
 int cli_make_dir(const char *cmd, const char *dir);
 /* DIR/NAME.npy, written atomically; prints its path and shape. */

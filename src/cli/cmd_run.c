@@ -1,6 +1,6 @@
 /*
  * cmd_run.c: `relayc run FILE [--entry NAME] [--input NAME=PATH.npy]...
- * [--out DIR] [--grad] [--engine vm|interp] [--target cpu]`: run a
+ * [--out DIR] [--grad] [--engine vm|interp] [--target cpu] [--checkpoint CKPT]`: run a
  * function with the compiled engine (or the reference interpreter) on a
  * target and write its result,
  * flattened depth-first, as DIR/out_0.npy, ...; with
@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "relayc/ad.h"
@@ -19,8 +20,8 @@
 static const char *help =
     "usage: relayc run FILE [--entry NAME] [--input NAME=PATH.npy]... [--out DIR]\n"
     "                 [--grad] [--engine vm|interp] [--target T] [--level N] [--train]\n"
-    "                 [--seed N]\n"
-    "                 [--plan] [--profile]\n"
+    "                 [--seed N] [--checkpoint CKPT]\n"
+    "                 [--plan] [--profile] [--repeat N]\n"
     "\n"
     "Runs global @NAME (default main) of FILE with the compiled engine.\n"
     "Each parameter %NAME is read from the .npy file given by --input, or is a\n"
@@ -36,6 +37,8 @@ static const char *help =
     "                        the text format (an expression: constructors, operators\n"
     "                        and globals of FILE), e.g. 'xs=relay:Cons(ones(shape=[3],\n"
     "                        dtype=\"float32\"), Nil)'\n"
+    "  --checkpoint CKPT     bind the parameters not given by --input by name to the\n"
+    "                        /params of the HDF5 checkpoint CKPT (relayc train's)\n"
     "  --out DIR             where to write the outputs (created if missing)\n"
     "  --grad                differentiate @NAME (every output seeded with ones) and\n"
     "                        also write DIR/grad_<param>.npy for each tensor parameter\n"
@@ -53,16 +56,19 @@ static const char *help =
     "                        storage slots, per operator call its slot and whether it\n"
     "                        may write over a dying argument) on stdout first\n"
     "  --profile             time the compiled engine's operator calls and print the\n"
-    "                        call sites that took longest on stderr after the run\n";
+    "                        call sites that took longest on stderr after the run\n"
+    "  --repeat N            after the run, time N more calls of the compiled engine and\n"
+    "                        print the time per call on stderr (inputs bound, compiled)\n";
 
 typedef struct run_args {
-    const char *path, *entry, *out;
+    const char *path, *entry, *out, *checkpoint;
     cli_inputs inputs;
     ry_interp_opts opts;
     bool grad, plan, profile;
     ry_engine engine;
     const ry_target *target;
     int level;
+    long repeat;
 } run_args;
 
 static int parse_args(int argc, char **argv, run_args *a) {
@@ -80,6 +86,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
             if (taken < 0) return 1;
         } else if ((v = cli_option(argc, argv, &i, "--entry", &bad))) {
             a->entry = v[0] == '@' ? v + 1 : v;
+        } else if (!bad && (v = cli_option(argc, argv, &i, "--checkpoint", &bad))) {
+            a->checkpoint = v;
         } else if (!bad && (v = cli_option(argc, argv, &i, "--out", &bad))) {
             a->out = v;
         } else if (!bad && (v = cli_option(argc, argv, &i, "--engine", &bad))) {
@@ -90,6 +98,11 @@ static int parse_args(int argc, char **argv, run_args *a) {
             if (strlen(v) != 1 || v[0] < '0' || v[0] > '2')
                 return cli_fail("run", "--level needs 0, 1 or 2, got '%s'", v);
             a->level = v[0] - '0';
+        } else if (!bad && (v = cli_option(argc, argv, &i, "--repeat", &bad))) {
+            char *end;
+            errno = 0;
+            a->repeat = strtol(v, &end, 10);
+            if (errno || *end || a->repeat < 1) return cli_fail("run", "--repeat needs a whole number >= 1, got '%s'", v);
         } else if (!bad && (v = cli_option(argc, argv, &i, "--seed", &bad))) {
             char *end;
             errno = 0;
@@ -116,9 +129,9 @@ static int parse_args(int argc, char **argv, run_args *a) {
     }
     if (!a->path) return cli_fail("run", "missing FILE (see relayc run --help)");
     if (cli_engine_check("run", a->engine, a->target)) return 1;
-    if (a->engine == RY_ENGINE_INTERP && (a->plan || a->profile))
+    if (a->engine == RY_ENGINE_INTERP && (a->plan || a->profile || a->repeat))
         return cli_fail("run", "%s is the compiled engine's; not with --engine interp",
-                        a->plan ? "--plan" : "--profile");
+                        a->plan ? "--plan" : a->profile ? "--profile" : "--repeat");
     return 0;
 }
 
@@ -139,6 +152,23 @@ static int write_results(const run_args *a, const ry_expr *fn, const ry_value *r
     return 0;
 }
 
+/* --repeat: a->repeat more calls after the first (which compiles the
+ * learned shapes and fills the memory plan's slots), timed together. */
+static ry_status time_calls(const run_args *a, ry_vm_program *prog, const char *entry, int n, ry_value **args,
+                            const ry_vm_opts *vo, ry_error *err) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long r = 0; r < a->repeat; r++) {
+        ry_value *v = NULL;
+        if (ry_vm_call(prog, entry, n, args, vo, &v, err) != RY_OK) return RY_ERR;
+        ry_value_release(v);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3 / (double)a->repeat;
+    fprintf(stderr, "%ld calls: %.2f us per call\n", a->repeat, us);
+    return RY_OK;
+}
+
 /* Runs entry on the compiled engine, or the interpreter with --engine interp. */
 static ry_status call(const run_args *a, ry_module *m, const char *entry, int n, ry_value **args,
                       ry_value **out, ry_error *err) {
@@ -150,6 +180,7 @@ static ry_status call(const run_args *a, ry_module *m, const char *entry, int n,
     if (st == RY_OK && a->plan) ry_vm_print_plan(prog, stdout);
     if (st == RY_OK) ry_vm_set_profile(prog, a->profile);
     if (st == RY_OK) st = ry_vm_call(prog, entry, n, args, &vo, out, err);
+    if (st == RY_OK && a->repeat) st = time_calls(a, prog, entry, n, args, &vo, err);
     if (st == RY_OK && a->profile) ry_vm_print_profile(prog, stderr, 30);
     ry_vm_free(prog);
     return st;
@@ -166,6 +197,7 @@ int cmd_run(int argc, char **argv) {
     ry_module *m = cli_load(a->path, true);
     ry_global *g = m ? ry_module_find_global(m, a->entry) : NULL;
     ry_value **args = NULL, *result = NULL;
+    ry_param_set *ckpt = NULL;
     int n = g ? g->func->func.nparams : 0;
     ry_error err;
     memset(&err, 0, sizeof err);
@@ -176,6 +208,9 @@ int cmd_run(int argc, char **argv) {
         rc = cli_fail("run", "%s has no global @%s", a->path, a->entry);
     } else if (!(args = ry_calloc((size_t)(n ? n : 1), sizeof *args))) {
         rc = cli_fail("run", "out of memory");
+    } else if (a->checkpoint && ((rc = cli_checkpoint_read("run", a->checkpoint, &ckpt)) != 0 ||
+                                 (rc = cli_bind_checkpoint("run", a->entry, a->checkpoint, ckpt, &a->inputs, m,
+                                                           args)) != 0)) {
     } else if ((rc = cli_bind_params("run", a->entry, &a->inputs, m, g->func, NULL, false, args)) != 0) {
     } else if (a->engine == RY_ENGINE_VM && a->level >= 2 && ry_hoist(m, &err) != RY_OK) {
         ry_error_print(stderr, &err);
@@ -194,6 +229,7 @@ int cmd_run(int argc, char **argv) {
     ry_value_release(result);
     for (int i = 0; args && i < n; i++) ry_value_release(args[i]);
     ry_free(args);
+    ry_params_free(ckpt);
     ry_module_free(m);
     ry_free(a);
     return rc;

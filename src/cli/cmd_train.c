@@ -286,6 +286,27 @@ static void catch_signals(void) {
     sigaction(SIGTERM, &sa, NULL);
 }
 
+/* --export DIR: @predict of the model file, as relayc export writes it,
+ * with the trained parameters as its weights. */
+static int export_trained(ry_trainer *tr, const train_args *a) {
+    char name[128];
+    cli_model_name(a->model, name, sizeof name);
+    ry_module *m = cli_load(a->model, true);
+    if (!m) return 1;
+    ry_error err;
+    memset(&err, 0, sizeof err);
+    ry_export_opts o = {.name = name, .source = a->model};
+    int rc = 0;
+    if (ry_export_c(m, "predict", ry_trainer_params(tr), a->export_dir, &o, &err) != RY_OK) {
+        ry_error_print(stderr, &err);
+        rc = 1;
+    } else {
+        printf("exported %s/%s.c\n", a->export_dir, name);
+    }
+    ry_module_free(m);
+    return rc;
+}
+
 /* What checkpoints store beside the trainer's own configuration: the data
  * (compared on --resume) and the command line (kept for the reader). */
 static void config_line(int argc, char **argv, const train_args *a, char *buf, size_t n) {
@@ -352,7 +373,7 @@ static int fit(ry_trainer *tr, const train_args *a, data *d, const char *config)
                "%.0f%% of the all-reduce's buckets started during the backward pass\n",
                ry_dist_size(), (long long)res.dist_bytes, 100 * res.dist_reduce_s / res.dist_step_s,
                100 * res.dist_sync_s / res.dist_step_s, 100 * res.dist_overlap);
-    return 0;
+    return a->export_dir ? export_trained(tr, a) : 0;
 }
 
 static int train_main(int argc, char **argv, train_args *ap);

@@ -175,14 +175,15 @@ int cli_bind_params(const char *cmd, const char *entry, cli_inputs *in, ry_modul
         for (int i = 0; i < fn->func.nparams && rc == 0; i++) {
             const ry_var *p = fn->func.params[i];
             const ry_type *ty = p->type ? p->type : p->annot;
+            if (args[i]) continue; /* from a checkpoint, or given in pass 0 */
             cli_input *x = input_named(in, p->name);
             if (pass == 0 && x) {
                 args[i] = given_input(m, in, p, ty, x, float64, &err);
             } else if (pass == 1 && !x && rng) {
                 args[i] = random_value(in, p, ty, rng, &err);
             } else if (pass == 1 && !x) {
-                ry_error_at(&err, p->span, "no input for parameter %%%s (give --input %s=PATH.npy)", p->name,
-                            p->name);
+                ry_error_at(&err, p->span, "no input for parameter %%%s (give --input %s=PATH.npy, or --checkpoint)",
+                            p->name, p->name);
             } else {
                 continue;
             }

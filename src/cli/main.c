@@ -23,6 +23,7 @@ static const command commands[] = {
     {"opt", cmd_opt, "run optimization passes and print the result"},
     {"train", cmd_train, "train a model on a dataset, with checkpoints"},
     {"devices", cmd_devices, "list the devices kernels can run on (--target opencl:N)"},
+    {"export", cmd_export, "compile a trained model to standalone C (a directory cc builds)"},
 };
 
 static void usage(FILE *f) {

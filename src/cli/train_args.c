@@ -64,6 +64,8 @@ const char *const train_help =
     "\n"
     "checkpoints and output:\n"
     "  --checkpoint-dir DIR        write DIR/ckpt-<step>.h5 (created if missing)\n"
+    "  --export DIR                at the end, export @predict with the trained\n"
+    "                              parameters as standalone C (relayc export)\n"
     "  --checkpoint-every N        steps between checkpoints (default: at the end)\n"
     "  --keep K                    checkpoints kept (default 3)\n"
     "  --resume                    continue from the latest checkpoint in DIR (its\n"
@@ -329,6 +331,7 @@ static int named_option(int argc, char **argv, int *i, train_args *a, bool *bad)
     else if (!*bad && (v = cli_option(argc, argv, i, "--optimizer", bad))) a->optimizer = v;
     else if (!*bad && (v = cli_option(argc, argv, i, "--checkpoint-dir", bad))) a->ckpt_dir = v;
     else if (!*bad && (v = cli_option(argc, argv, i, "--csv", bad))) a->csv = v;
+    else if (!*bad && (v = cli_option(argc, argv, i, "--export", bad))) a->export_dir = v;
     else if (!*bad && (v = cli_option(argc, argv, i, "--engine", bad))) {
         if (cli_engine("train", v, &a->engine)) return -1;
     } else if (!*bad && (v = cli_option(argc, argv, i, "--target", bad))) {

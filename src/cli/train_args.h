@@ -12,7 +12,7 @@
 extern const char *const train_help;
 
 typedef struct train_args {
-    const char *model, *data, *optimizer, *ckpt_dir, *csv;
+    const char *model, *data, *optimizer, *ckpt_dir, *csv, *export_dir;
     /* NAN where not given: the optimizer's defaults stand */
     double lr, momentum, weight_decay, dampening, beta1, beta2, eps, alpha, lr_decay,
         initial_accumulator;

@@ -39,6 +39,13 @@ ry_global *ry_module_find_global(const ry_module *m, const char *name) {
     return NULL;
 }
 
+bool ry_module_has_param(const ry_module *m, const char *name) {
+    for (int i = 0; i < m->nglobals; i++)
+        for (int k = 0; k < m->globals[i]->func->func.nparams; k++)
+            if (strcmp(m->globals[i]->func->func.params[k]->name, name) == 0) return true;
+    return false;
+}
+
 ry_typedef *ry_module_find_typedef(const ry_module *m, const char *name) {
     for (int i = 0; i < m->ntypedefs; i++)
         if (strcmp(m->typedefs[i]->name, name) == 0) return m->typedefs[i];

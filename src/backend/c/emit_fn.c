@@ -1,0 +1,345 @@
+/*
+ * emit_fn.c: the entry's optimized A-normal form as C statements. A let
+ * chain of operator calls, tuples and projections becomes straight-line
+ * code; every operator call goes to its emitter (emit_ops.c), tuples and
+ * projections are resolved at export time, an if becomes C's if (both
+ * branches' buffers in the scratch block, the taken one's results through
+ * pointers declared before it). Match, calls of other globals, closures,
+ * ADTs and refs are not exported yet: each is an error located at the
+ * construct. Scratch buffers are declared here: their
+ * sizes are C expressions of the symbolic dims (NAME.c's scratch_layout).
+ */
+#include <stdarg.h>
+#include <string.h>
+
+#include "backend/c/emit.h"
+#include "ir/parse.h" /* ry_expr_child */
+
+ry_status ry_c_fail(cemit *c, ry_span span, const char *fmt, ...) {
+    if (c->failed) return RY_ERR;
+    char msg[RY_ERROR_MSG_MAX - 16];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    c->failed = true;
+    return ry_error_at(c->err, span, "export: %s", msg);
+}
+
+const char *ry_c_fmt(cemit *c, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return ry_arena_strdup(c->a, buf);
+}
+
+const char *ry_c_ctype(ry_dtype d) {
+    switch (d) {
+    case RY_FLOAT32: return "float";
+    case RY_FLOAT64: return "double";
+    case RY_INT32: return "int32_t";
+    case RY_INT64: return "int64_t";
+    case RY_BOOL: return "uint8_t";
+    default: return NULL;
+    }
+}
+
+const char *ry_c_dim(cemit *c, const ry_dim *d) {
+    if (d->kind == RY_DIM_SYM) return d->name;
+    return ry_c_fmt(c, "%lld", (long long)d->value);
+}
+
+const char *ry_c_count(cemit *c, int ndim, const ry_dim *dims) {
+    char buf[1024] = "(int64_t)1";
+    size_t n = strlen(buf);
+    for (int i = 0; i < ndim; i++) n += (size_t)snprintf(buf + n, n < sizeof buf ? sizeof buf - n : 0, " * %s", ry_c_dim(c, &dims[i]));
+    return ry_arena_strdup(c->a, buf);
+}
+
+/* A tensor type the export can hold: constant or symbolic dims, a dtype
+ * with a C type. */
+static ry_status check_tensor_type(cemit *c, const ry_type *t, ry_span span) {
+    char buf[256];
+    if (!t || t->kind != RY_TYPE_TENSOR)
+        return ry_c_fail(c, span, "a value of type %s (only tensors and tuples of them are exported so far)",
+                         t ? ry_type_str(t, buf, sizeof buf) : "unknown");
+    if (!ry_c_ctype(t->tensor.dtype))
+        return ry_c_fail(c, span, "dtype %s has no C type in the export", ry_dtype_name(t->tensor.dtype));
+    for (int i = 0; i < t->tensor.ndim; i++) {
+        const ry_dim *d = &t->tensor.dims[i];
+        if (d->kind == RY_DIM_ANY)
+            return ry_c_fail(c, span, "%s has a dimension known only at run time (?): not exported yet",
+                             ry_type_str(t, buf, sizeof buf));
+        bool known = d->kind != RY_DIM_SYM;
+        for (int k = 0; !known && k < c->nsyms; k++) known = strcmp(c->syms[k], d->name) == 0;
+        if (!known)
+            return ry_c_fail(c, span, "%s has the dimension %s, which no input or weight fixes",
+                             ry_type_str(t, buf, sizeof buf), d->name);
+    }
+    return RY_OK;
+}
+
+static cval *tensor_val(cemit *c, const char *expr, const ry_type *t) {
+    cval *v = RY_NEW(c->a, cval);
+    v->c = expr;
+    v->dtype = t->tensor.dtype;
+    v->ndim = t->tensor.ndim;
+    memcpy(v->dims, t->tensor.dims, sizeof *v->dims * (size_t)v->ndim);
+    v->weight = -1;
+    return v;
+}
+
+const char *ry_c_scratch(cemit *c, const char *ct, const char *count) {
+    int k = c->nbuf++;
+    ry_sb_printf(&c->sizes, "    o[%d] = need;\n    need += RT_ALIGN(sizeof(%s) * (size_t)(%s));\n", k, ct, count);
+    ry_sb_printf(&c->ptrs, "    %s *b%d = (%s *)(sp + o[%d]);\n", ct, k, ct, k);
+    return ry_c_fmt(c, "b%d", k);
+}
+
+cval *ry_c_buffer(cemit *c, const ry_type *t, ry_span span) {
+    if (check_tensor_type(c, t, span)) return NULL;
+    cval *v = tensor_val(c, NULL, t);
+    v->c = ry_c_scratch(c, ry_c_ctype(t->tensor.dtype), ry_c_count(c, v->ndim, v->dims));
+    v->scratch = true;
+    return v;
+}
+
+cval *ry_c_view(cemit *c, const cval *v, const ry_type *t) {
+    if (check_tensor_type(c, t, RY_NO_SPAN)) return NULL;
+    cval *r = tensor_val(c, v->c, t);
+    r->weight = v->weight;
+    r->scratch = v->scratch;
+    return r;
+}
+
+/* ---- what the operators' emitters share ---- */
+
+const ry_op *ry_c_op(const ry_expr *call) { return call->call.callee->op.op; }
+
+ry_status ry_c_need_f32(cemit *c, const ry_expr *call, const cval *v) {
+    if (!v->tuple && v->dtype == RY_FLOAT32) return RY_OK;
+    return ry_c_fail(c, call->span, "%s: the export's kernel takes float32 tensors, not %s", ry_c_op(call)->name,
+                     v->tuple ? "a tuple" : ry_dtype_name(v->dtype));
+}
+
+/* v of type t: a tuple of the values leaf gives for its tensors. */
+static cval *per_tensor(cemit *c, const ry_type *t, ry_span span, cval *(*leaf)(cemit *, const ry_type *, ry_span)) {
+    if (!t || t->kind != RY_TYPE_TUPLE) return leaf(c, t, span);
+    cval *v = RY_NEW(c->a, cval);
+    v->tuple = true;
+    v->n = t->tuple.n;
+    v->weight = -1;
+    v->fields = RY_NEW_ARRAY(c->a, cval *, v->n + 1);
+    for (int i = 0; i < v->n; i++)
+        if (!(v->fields[i] = per_tensor(c, t->tuple.fields[i], span, leaf))) return NULL;
+    return v;
+}
+
+cval *ry_c_result(cemit *c, const ry_type *t, ry_span span) { return per_tensor(c, t, span, ry_c_buffer); }
+
+const char *ry_c_dims_count(cemit *c, const cval *v, int from, int to) {
+    return ry_c_count(c, to - from, v->dims + from);
+}
+
+/* A constant tensor as a static array at file scope (floats in hex, so
+ * the bits are the module's). */
+static cval *constant(cemit *c, const ry_expr *e) {
+    const ry_tensor *t = e->constant.value;
+    if (check_tensor_type(c, e->type, e->span)) return NULL;
+    const char *ct = ry_c_ctype(t->dtype);
+    int k = c->nconst++;
+    ry_sb_printf(&c->file, "static const %s k%d[%lld] = {", ct, k, (long long)(t->size ? t->size : 1));
+    for (int64_t i = 0; i < t->size; i++) {
+        double x = ry_tensor_get(t, i);
+        if (i % 8 == 0) ry_sb_puts(&c->file, "\n    ");
+        if (t->dtype == RY_FLOAT32 || t->dtype == RY_FLOAT64) {
+            if (x != x) ry_sb_puts(&c->file, "NAN, ");
+            else if (x > 1e308 || x < -1e308) ry_sb_puts(&c->file, x > 0 ? "INFINITY, " : "-INFINITY, ");
+            else ry_sb_printf(&c->file, "%a%s, ", x, t->dtype == RY_FLOAT32 ? "f" : "");
+        } else {
+            ry_sb_printf(&c->file, "%lld, ", (long long)x);
+        }
+    }
+    if (!t->size) ry_sb_puts(&c->file, "0");
+    ry_sb_puts(&c->file, "\n};\n");
+    return tensor_val(c, ry_c_fmt(c, "k%d", k), e->type);
+}
+
+/* ---- liveness over the entry's let chain ---- */
+
+/* last[var] := i for every variable e reads (ANF: its atoms). */
+static void reads(cemit *c, const ry_expr *e, int i) {
+    if (e->kind == RY_EXPR_VAR) {
+        ry_ptrmap_put(c->a, &c->last, e->var.var, i);
+        return;
+    }
+    if (e->kind == RY_EXPR_FUNC) return;
+    int slot;
+    const ry_expr *k;
+    for (int j = 0; (k = ry_expr_child(e, j, &slot)); j++) reads(c, k, i);
+}
+
+static void liveness(cemit *c, const ry_expr *body) {
+    int i = 0;
+    for (; body->kind == RY_EXPR_LET; body = body->let.body, i++) reads(c, body->let.value, i);
+    reads(c, body, i);
+}
+
+/* The buffers under v are read until let `last` (at least). */
+static void note_owner(cemit *c, const cval *v, int last) {
+    if (v->tuple) {
+        for (int i = 0; i < v->n; i++) note_owner(c, v->fields[i], last);
+        return;
+    }
+    intptr_t got = -1;
+    if (v->c && (!ry_ptrmap_get(&c->owner, v->c, &got) || got < last)) ry_ptrmap_put(c->a, &c->owner, v->c, last);
+}
+
+bool ry_c_dies_here(cemit *c, const cval *v) {
+    intptr_t last = -1;
+    if (v->tuple || !v->c || !v->scratch || c->nested > 0) return false;
+    return !ry_ptrmap_get(&c->owner, v->c, &last) || last <= c->cur;
+}
+
+typedef struct env {
+    ry_ptrmap vars; /* ry_var* -> cval* */
+} env;
+
+static cval *value(cemit *c, env *en, const ry_expr *e);
+
+static cval *lookup(cemit *c, env *en, const ry_expr *e) {
+    intptr_t got;
+    if (ry_ptrmap_get(&en->vars, e->var.var, &got)) return (cval *)got;
+    ry_c_fail(c, e->span, "%%%s is not bound here (free variables are not exported)", e->var.var->name);
+    return NULL;
+}
+
+static const char *kind_name(ry_expr_kind k) {
+    switch (k) {
+    case RY_EXPR_IF: return "if";
+    case RY_EXPR_MATCH: return "match";
+    case RY_EXPR_FUNC: return "a function expression (closure)";
+    case RY_EXPR_GLOBAL: return "a global used as a value";
+    case RY_EXPR_CTOR: return "a constructor (ADT value)";
+    case RY_EXPR_REF: return "ref";
+    case RY_EXPR_REF_READ: return "ref_read";
+    case RY_EXPR_REF_WRITE: return "ref_write";
+    default: return "this expression";
+    }
+}
+
+static cval *call(cemit *c, env *en, const ry_expr *e) {
+    const ry_expr *f = e->call.callee;
+    if (f->kind == RY_EXPR_GLOBAL) {
+        ry_c_fail(c, e->span, "a call of @%s (calls of globals the optimizer did not inline are not exported yet)",
+                  f->global.name);
+        return NULL;
+    }
+    if (f->kind != RY_EXPR_OP) {
+        ry_c_fail(c, e->span, "a call of %s (only operator calls are exported so far)", kind_name(f->kind));
+        return NULL;
+    }
+    cval **args = RY_NEW_ARRAY(c->a, cval *, e->call.nargs + 1);
+    for (int i = 0; i < e->call.nargs; i++)
+        if (!(args[i] = value(c, en, e->call.args[i]))) return NULL;
+    cval *out = NULL;
+    if (ry_c_emit_op(c, e, args, &out) != RY_OK) return NULL;
+    return out;
+}
+
+/* The values an if's branches both give: a C pointer r<k> per tensor of
+ * type t, declared before the if and set in each branch. */
+static cval *join_leaf(cemit *c, const ry_type *t, ry_span span) {
+    if (check_tensor_type(c, t, span)) return NULL;
+    cval *v = tensor_val(c, ry_c_fmt(c, "r%d", c->njoin++), t);
+    ry_sb_printf(&c->body, "    const %s *%s = NULL;\n", ry_c_ctype(v->dtype), v->c);
+    return v;
+}
+
+static void assign(cemit *c, const cval *join, const cval *v) {
+    if (join->tuple) {
+        for (int i = 0; i < join->n && v->tuple && i < v->n; i++) assign(c, join->fields[i], v->fields[i]);
+        return;
+    }
+    ry_sb_printf(&c->body, "    %s = %s;\n", join->c, v->c);
+}
+
+/* if (c) { t } else { f }: C's if over a bool scalar; each branch's code
+ * runs only when taken, its results set the join's pointers. */
+static cval *if_(cemit *c, env *en, const ry_expr *e) {
+    cval *cond = value(c, en, e->if_.cond);
+    if (!cond) return NULL;
+    if (cond->tuple || cond->ndim != 0 || cond->dtype != RY_BOOL) {
+        ry_c_fail(c, e->if_.cond->span, "an if whose condition is not a bool scalar");
+        return NULL;
+    }
+    cval *join = per_tensor(c, e->type, e->span, join_leaf);
+    if (!join) return NULL;
+    c->nested++;
+    ry_sb_printf(&c->body, "    if (%s[0]) {\n", cond->c);
+    cval *t = value(c, en, e->if_.then_);
+    if (t) assign(c, join, t);
+    ry_sb_puts(&c->body, "    } else {\n");
+    cval *f = t ? value(c, en, e->if_.else_) : NULL;
+    if (f) assign(c, join, f);
+    ry_sb_puts(&c->body, "    }\n");
+    c->nested--;
+    return t && f ? join : NULL;
+}
+
+static cval *value(cemit *c, env *en, const ry_expr *e) {
+    switch (e->kind) {
+    case RY_EXPR_IF: return if_(c, en, e);
+    case RY_EXPR_VAR: return lookup(c, en, e);
+    case RY_EXPR_CONST: return constant(c, e);
+    case RY_EXPR_CALL: return call(c, en, e);
+    case RY_EXPR_TUPLE: {
+        cval *t = RY_NEW(c->a, cval);
+        t->tuple = true;
+        t->n = e->tuple.n;
+        t->fields = RY_NEW_ARRAY(c->a, cval *, t->n + 1);
+        t->weight = -1;
+        for (int i = 0; i < t->n; i++)
+            if (!(t->fields[i] = value(c, en, e->tuple.fields[i]))) return NULL;
+        return t;
+    }
+    case RY_EXPR_PROJ: {
+        cval *t = value(c, en, e->proj.tuple);
+        if (t && (!t->tuple || e->proj.index >= t->n)) {
+            ry_c_fail(c, e->span, "projection .%d of a value that is not such a tuple", e->proj.index);
+            return NULL;
+        }
+        return t ? t->fields[e->proj.index] : NULL;
+    }
+    case RY_EXPR_LET: {
+        int base = c->cur;
+        for (; e->kind == RY_EXPR_LET; e = e->let.body, c->cur++) {
+            cval *v = value(c, en, e->let.value);
+            if (!v) return NULL;
+            ry_ptrmap_put(c->a, &en->vars, e->let.var, (intptr_t)v);
+            intptr_t last = -1;
+            ry_ptrmap_get(&c->last, e->let.var, &last);
+            note_owner(c, v, (int)last);
+        }
+        cval *r = value(c, en, e);
+        c->cur = base;
+        return r;
+    }
+    default:
+        ry_c_fail(c, e->span, "%s is not exported yet (the export handles let chains of operator calls)",
+                  kind_name(e->kind));
+        return NULL;
+    }
+}
+
+ry_status ry_c_emit_body(cemit *c, const ry_expr *fn, cval *const *params, cval **out) {
+    env en;
+    memset(&en, 0, sizeof en);
+    for (int i = 0; i < fn->func.nparams; i++) ry_ptrmap_put(c->a, &en.vars, fn->func.params[i], (intptr_t)params[i]);
+    liveness(c, fn->func.body);
+    c->cur = 0;
+    *out = value(c, &en, fn->func.body);
+    return *out && !c->failed ? RY_OK : RY_ERR;
+}

@@ -1,0 +1,176 @@
+/*
+ * emit_fused.c: a fused program (src/op/fused_prog.h) as one C loop nest,
+ * the C target's "compile a fused program". Each instruction becomes one
+ * statement on scalars in the loop body, so intermediates live in
+ * registers and the compiler vectorizes the innermost loop; inputs that
+ * broadcast are read with stride 0 along their broadcast dims. The
+ * expressions are the CPU target's (src/backend/cpu/fused_loops.h), NaN
+ * handling included, so results are the same bits except exp, log, tanh
+ * and sigmoid, which are libm's here and vmath.c's vector forms there
+ * (within 2 ulp).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "backend/c/emit.h"
+#include "op/fused_prog.h"
+
+static ry_dtype val_dt(const ry_fz_prog *p, int v) {
+    if (v < p->nin) return p->in_dt[v];
+    if (v < p->nin + p->nconst) return p->cdt[v - p->nin];
+    return p->ins[v - p->nin - p->nconst].odt;
+}
+
+/* The C name of value v: an input a<k>, a literal, or an instruction's t<i>. */
+static const char *val(cemit *c, const ry_fz_prog *p, int v) {
+    if (v < p->nin) return ry_c_fmt(c, "a%d", v);
+    if (v >= p->nin + p->nconst) return ry_c_fmt(c, "t%d", v - p->nin - p->nconst);
+    double x = p->cval[v - p->nin];
+    ry_dtype dt = p->cdt[v - p->nin];
+    if (dt == RY_BOOL) return x != 0 ? "(uint8_t)1" : "(uint8_t)0";
+    const char *cast = dt == RY_FLOAT32 ? "(float)" : "(double)";
+    if (x != x) return ry_c_fmt(c, "%sNAN", cast);
+    if (isinf(x)) return ry_c_fmt(c, "%s%sINFINITY", cast, x < 0 ? "-" : "");
+    return ry_c_fmt(c, "%s%a", cast, x);
+}
+
+static bool same_dim(const ry_dim *a, const ry_dim *b) {
+    if (a->kind != b->kind) return false;
+    return a->kind == RY_DIM_CONST ? a->value == b->value : strcmp(a->name, b->name) == 0;
+}
+
+static bool is_one(const ry_dim *d) { return d->kind == RY_DIM_CONST && d->value == 1; }
+
+/* The flat index of input x at the output's loop indices i0.. (x's dims
+ * right-aligned against the output's, broadcast ones read with stride 0). */
+static const char *index_of(cemit *c, const cval *x, const cval *o) {
+    char buf[1024];
+    size_t n = 0;
+    buf[0] = 0;
+    int off = o->ndim - x->ndim;
+    for (int j = 0; j < o->ndim; j++) {
+        int jj = j - off;
+        if (jj < 0 || is_one(&x->dims[jj])) continue;
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%si%d", n ? " + " : "", j);
+        for (int k = jj + 1; k < x->ndim; k++)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, " * %s", ry_c_dim(c, &x->dims[k]));
+        if (n >= sizeof buf) n = sizeof buf - 1;
+    }
+    return n ? ry_arena_strdup(c->a, buf) : "0";
+}
+
+static bool single(const cval *x) {
+    bool one = true;
+    for (int i = 0; i < x->ndim; i++) one &= is_one(&x->dims[i]);
+    return one;
+}
+
+/* Whether x has the output's dims or is a single element: one flat loop. */
+static bool flat_ok(const cval *x, const cval *o) {
+    if (single(x)) return true;
+    if (x->ndim != o->ndim) return false;
+    for (int i = 0; i < x->ndim; i++)
+        if (!same_dim(&x->dims[i], &o->dims[i])) return false;
+    return true;
+}
+
+/* The C expression of instruction in, operands x, y, z. */
+static const char *expr(cemit *c, const ry_fz_ins *in, const char *x, const char *y, const char *z) {
+    bool f = in->dt == RY_FLOAT32;
+    const char *sf = f ? "f" : "", *T = ry_c_ctype(in->dt), *TO = ry_c_ctype(in->odt);
+    if (in->dt == RY_INT32 || in->dt == RY_INT64) { /* emit_ops.c's integer programs: arithmetic wraps */
+        const char *U = in->dt == RY_INT32 ? "uint32_t" : "uint64_t";
+        if (in->op == RY_FZ_ADD) return ry_c_fmt(c, "(%s)((%s)%s + (%s)%s)", T, U, x, U, y);
+        if (in->op == RY_FZ_SUB) return ry_c_fmt(c, "(%s)((%s)%s - (%s)%s)", T, U, x, U, y);
+        if (in->op == RY_FZ_MUL) return ry_c_fmt(c, "(%s)((%s)%s * (%s)%s)", T, U, x, U, y);
+        if (in->op == RY_FZ_NEG) return ry_c_fmt(c, "(%s)(0u - (%s)%s)", T, U, x);
+    }
+    switch (in->op) {
+    case RY_FZ_ADD: return ry_c_fmt(c, "%s + %s", x, y);
+    case RY_FZ_SUB: return ry_c_fmt(c, "%s - %s", x, y);
+    case RY_FZ_MUL: return ry_c_fmt(c, "%s * %s", x, y);
+    case RY_FZ_DIV: return ry_c_fmt(c, "%s / %s", x, y);
+    case RY_FZ_POW: return ry_c_fmt(c, "pow%s(%s, %s)", sf, x, y);
+    case RY_FZ_MAX: return ry_c_fmt(c, "%s != %s ? %s : (%s > %s ? %s : %s)", x, x, x, x, y, x, y);
+    case RY_FZ_MIN: return ry_c_fmt(c, "%s != %s ? %s : (%s < %s ? %s : %s)", x, x, x, x, y, x, y);
+    case RY_FZ_EQ: return ry_c_fmt(c, "(uint8_t)(%s == %s)", x, y);
+    case RY_FZ_NE: return ry_c_fmt(c, "(uint8_t)(%s != %s)", x, y);
+    case RY_FZ_LT: return ry_c_fmt(c, "(uint8_t)(%s < %s)", x, y);
+    case RY_FZ_LE: return ry_c_fmt(c, "(uint8_t)(%s <= %s)", x, y);
+    case RY_FZ_GT: return ry_c_fmt(c, "(uint8_t)(%s > %s)", x, y);
+    case RY_FZ_GE: return ry_c_fmt(c, "(uint8_t)(%s >= %s)", x, y);
+    case RY_FZ_AND: return ry_c_fmt(c, "(uint8_t)((%s != 0) & (%s != 0))", x, y);
+    case RY_FZ_OR: return ry_c_fmt(c, "(uint8_t)((%s != 0) | (%s != 0))", x, y);
+    case RY_FZ_NOT: return ry_c_fmt(c, "(uint8_t)(%s == 0)", x);
+    case RY_FZ_NEG: return ry_c_fmt(c, "-%s", x);
+    case RY_FZ_EXP: return ry_c_fmt(c, "exp%s(%s)", sf, x);
+    case RY_FZ_LOG: return ry_c_fmt(c, "log%s(%s)", sf, x);
+    case RY_FZ_SQRT: return ry_c_fmt(c, "sqrt%s(%s)", sf, x);
+    case RY_FZ_RSQRT: return ry_c_fmt(c, "1 / sqrt%s(%s)", sf, x);
+    case RY_FZ_TANH: return ry_c_fmt(c, "tanh%s(%s)", sf, x);
+    case RY_FZ_SIGMOID: /* vmath.h's form: exp of -|x| never overflows */
+        return ry_c_fmt(c, "%s != %s ? %s : (%s >= 0 ? (%s)1 : exp%s(-fabs%s(%s))) / ((%s)1 + exp%s(-fabs%s(%s)))",
+                        x, x, x, x, T, sf, sf, x, T, sf, sf, x);
+    case RY_FZ_ABS: return ry_c_fmt(c, "fabs%s(%s)", sf, x);
+    case RY_FZ_RELU: return ry_c_fmt(c, "%s > 0 ? %s : (%s != %s ? %s : 0)", x, x, x, x, x);
+    case RY_FZ_LEAKY: return ry_c_fmt(c, "%s > 0 ? %s : %s * (%s)%a", x, x, x, T, in->p[0]);
+    case RY_FZ_CLIP: {
+        const char *lo = ry_c_fmt(c, "(%s)%a", T, in->p[0]), *hi = ry_c_fmt(c, "(%s)%a", T, in->p[1]);
+        const char *m = ry_c_fmt(c, "(%s < %s ? %s : %s)", x, hi, x, hi);
+        return ry_c_fmt(c, "%s != %s ? %s : (%s > %s ? %s : %s)", x, x, x, m, lo, m, lo);
+    }
+    case RY_FZ_CAST:
+        if (in->odt == RY_BOOL) return ry_c_fmt(c, "(uint8_t)(%s != 0)", x);
+        if (in->dt == RY_BOOL) return ry_c_fmt(c, "(%s)(%s != 0)", TO, x);
+        return ry_c_fmt(c, "(%s)%s", TO, x);
+    case RY_FZ_COPY: return x;
+    case RY_FZ_ZEROS: return ry_c_fmt(c, "(%s)0", TO);
+    case RY_FZ_ONES: return ry_c_fmt(c, "(%s)1", TO);
+    case RY_FZ_WHERE: return ry_c_fmt(c, "%s ? %s : %s", x, y, z);
+    default: return NULL;
+    }
+}
+
+ry_status ry_c_emit_fused(cemit *c, const ry_fz_prog *p, cval *const *ins, int nin, cval *const *outs,
+                          ry_span span) {
+    const cval *o = outs[0];
+    bool flat = true;
+    for (int k = 0; k < nin; k++) flat &= flat_ok(ins[k], o);
+    strbuf *b = &c->body;
+    ry_sb_puts(b, "    {\n");
+    if (flat) {
+        ry_sb_printf(b, "        const int64_t count = %s;\n", ry_c_count(c, o->ndim, o->dims));
+        ry_sb_puts(b, "        for (int64_t i = 0; i < count; i++) {\n");
+    } else {
+        for (int j = 0; j < o->ndim; j++)
+            ry_sb_printf(b, "        for (int64_t i%d = 0; i%d < %s; i%d++)\n", j, j, ry_c_dim(c, &o->dims[j]), j);
+        ry_sb_puts(b, "        {\n            const int64_t i = ");
+        for (int j = 0; j < o->ndim; j++) {
+            ry_sb_printf(b, "%si%d", j ? " + " : "", j);
+            for (int k = j + 1; k < o->ndim; k++) ry_sb_printf(b, " * %s", ry_c_dim(c, &o->dims[k]));
+        }
+        ry_sb_puts(b, o->ndim ? ";\n" : "0;\n");
+    }
+    for (int k = 0; k < nin; k++) {
+        const char *ix = !flat ? index_of(c, ins[k], o) : single(ins[k]) ? "0" : "i";
+        ry_sb_printf(b, "            const %s a%d = %s[%s];\n", ry_c_ctype(val_dt(p, k)), k, ins[k]->c, ix);
+    }
+    for (int i = 0; i < p->nins; i++) {
+        const ry_fz_ins *in = &p->ins[i];
+        const char *x = val(c, p, in->a[0]);
+        const char *y = in->nargs > 1 ? val(c, p, in->a[1]) : NULL, *z = in->nargs > 2 ? val(c, p, in->a[2]) : NULL;
+        const char *e = expr(c, in, x, y, z);
+        if (!e) return ry_c_fail(c, span, "fused instruction %s has no C form", ry_fz_op_name(in->op));
+        ry_sb_printf(b, "            const %s t%d = %s;\n", ry_c_ctype(in->odt), i, e);
+    }
+    for (int k = 0; k < p->nout; k++) ry_sb_printf(b, "            %s[i] = %s;\n", outs[k]->c, val(c, p, p->outs[k]));
+    /* a value nothing reads (an input a program ignores) is no warning */
+    bool used[RY_FZ_MAX_IN + RY_FZ_MAX_CONST + RY_FZ_MAX_INS] = {0};
+    for (int i = 0; i < p->nins; i++)
+        for (int k = 0; k < p->ins[i].nargs; k++) used[p->ins[i].a[k]] = true;
+    for (int k = 0; k < p->nout; k++) used[p->outs[k]] = true;
+    for (int v = 0; v < p->nin + p->nconst + p->nins; v++)
+        if (!used[v] && (v < p->nin || v >= p->nin + p->nconst)) ry_sb_printf(b, "            (void)%s;\n", val(c, p, v));
+    ry_sb_puts(b, "        }\n    }\n");
+    return RY_OK;
+}

@@ -1,0 +1,198 @@
+/*
+ * emit_nn.c: the C export's emitters for the inference-mode nn operators
+ * and the reductions: nn.batch_norm (moving statistics), nn.dropout (the
+ * identity, a mask of ones), nn.layer_norm, the global pools, sum, mean,
+ * max, min, argmax and argmin.
+ * The export is for inference: these compute what the VM computes without
+ * --train. Their kernels are in rt/ (batch_norm.c, layer_norm.c, reduce.c,
+ * argreduce.c) or inline.
+ */
+#include <string.h>
+
+#include "backend/c/emit.h"
+
+/* data viewed as (O, C, I) around axis: C expressions. */
+static void split_axis(cemit *c, const cval *x, int axis, const char **O, const char **C, const char **I) {
+    *O = ry_c_dims_count(c, x, 0, axis);
+    *C = ry_c_dim(c, &x->dims[axis]);
+    *I = ry_c_dims_count(c, x, axis + 1, x->ndim);
+}
+
+static int norm_axis(const ry_expr *call, const cval *x, const char *attr) {
+    int64_t a = ry_attr_int(ry_c_op(call), &call->call.attrs, attr);
+    return (int)(a < 0 ? a + x->ndim : a);
+}
+
+/* batch_norm(x, gamma, beta, mean, var) -> (y, mean, var) at inference. */
+static ry_status emit_batch_norm(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const ry_op *op = ry_c_op(call);
+    for (int k = 0; k < 5; k++)
+        if (ry_c_need_f32(c, call, args[k])) return RY_ERR;
+    int axis = norm_axis(call, args[0], "axis");
+    if (axis < 0 || axis >= args[0]->ndim) return ry_c_fail(c, call->span, "nn.batch_norm: axis out of range");
+    cval *t = RY_NEW(c->a, cval);
+    t->tuple = true, t->n = 3, t->weight = -1;
+    t->fields = RY_NEW_ARRAY(c->a, cval *, 3);
+    if (!call->type || call->type->kind != RY_TYPE_TUPLE || call->type->tuple.n != 3 ||
+        !(t->fields[0] = ry_c_buffer(c, call->type->tuple.fields[0], call->span)))
+        return ry_c_fail(c, call->span, "nn.batch_norm: a result that is not (data, mean, var)");
+    t->fields[1] = args[3], t->fields[2] = args[4]; /* unchanged at inference */
+    const char *O, *C, *I;
+    split_axis(c, args[0], axis, &O, &C, &I);
+    c->rt |= RT_BATCH_NORM;
+    ry_sb_printf(&c->body, "    rt_batch_norm(%s, %s, %s, %a, %d, %d, %s, %s, %s, %s, %s, %s);\n", O, C, I,
+                 ry_attr_float(op, &call->call.attrs, "epsilon"), ry_attr_bool(op, &call->call.attrs, "center"),
+                 ry_attr_bool(op, &call->call.attrs, "scale"), args[0]->c, args[1]->c, args[2]->c, args[3]->c,
+                 args[4]->c, t->fields[0]->c);
+    *out = t;
+    return RY_OK;
+}
+
+/* dropout(x) -> (x, ones) at inference. */
+static ry_status emit_dropout(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    if (args[0]->tuple || !call->type || call->type->kind != RY_TYPE_TUPLE || call->type->tuple.n != 2)
+        return ry_c_fail(c, call->span, "nn.dropout: a result that is not (data, mask)");
+    cval *t = RY_NEW(c->a, cval);
+    t->tuple = true, t->n = 2, t->weight = -1;
+    t->fields = RY_NEW_ARRAY(c->a, cval *, 2);
+    t->fields[0] = args[0];
+    if (!(t->fields[1] = ry_c_buffer(c, call->type->tuple.fields[1], call->span))) return RY_ERR;
+    const cval *m = t->fields[1];
+    ry_sb_printf(&c->body, "    for (int64_t i = 0; i < %s; i++) %s[i] = 1;\n", ry_c_count(c, m->ndim, m->dims), m->c);
+    *out = t;
+    return RY_OK;
+}
+
+/* global_avg_pool2d / global_max_pool2d: each (n, c) plane to one value,
+ * summed in order in float (CPU: pool.c), or its max from the lowest
+ * float, NaN winning. */
+static ry_status emit_global_pool(cemit *c, const ry_expr *call, cval *const *args, cval **out, bool is_max) {
+    const cval *x = args[0];
+    const char *lay = ry_attr_str(ry_c_op(call), &call->call.attrs, "layout");
+    if (ry_c_need_f32(c, call, x)) return RY_ERR;
+    if (x->ndim != 4 || (lay && *lay && strcmp(lay, "NCHW") != 0))
+        return ry_c_fail(c, call->span, "%s: the export takes NCHW data", ry_c_op(call)->name);
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    const char *P = ry_c_dims_count(c, x, 0, 2), *hw = ry_c_dims_count(c, x, 2, 4);
+    ry_sb_printf(&c->body, "    for (int64_t p = 0; p < %s; p++) {\n        const float *s = %s + p * %s;\n", P, x->c, hw);
+    if (is_max)
+        ry_sb_printf(&c->body, "        float m = -FLT_MAX;\n        for (int64_t i = 0; i < %s; i++)\n"
+                               "            if (s[i] > m || s[i] != s[i]) m = s[i];\n        %s[p] = m;\n    }\n",
+                     hw, (*out)->c);
+    else
+        ry_sb_printf(&c->body, "        float acc = 0;\n        for (int64_t i = 0; i < %s; i++) acc += s[i];\n"
+                               "        %s[p] = acc / (float)(%s);\n    }\n",
+                     hw, (*out)->c, hw);
+    return RY_OK;
+}
+
+static ry_status emit_global_avg_pool2d(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    return emit_global_pool(c, call, args, out, false);
+}
+
+static ry_status emit_global_max_pool2d(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    return emit_global_pool(c, call, args, out, true);
+}
+
+/* sum/mean/max/min over `axis` (None: all; exclude: the others), which
+ * must be one run of consecutive axes; keepdims is only in the type. */
+/* The run [*a0, *a1] of axes a reduction reduces (axis: None all; exclude:
+ * the others), which must be consecutive; none: *a0 = *a1 = ndim. */
+static ry_status reduced_run(cemit *c, const ry_expr *call, const cval *x, int *a0, int *a1) {
+    const ry_op *op = ry_c_op(call);
+    int64_t axes[RY_MAX_RANK];
+    int na = ry_attr_ints(op, &call->call.attrs, "axis", axes, RY_MAX_RANK);
+    bool red[RY_MAX_RANK] = {false}, excl = ry_attr_bool(op, &call->call.attrs, "exclude");
+    for (int i = 0; i < x->ndim; i++) red[i] = na < 0;
+    for (int k = 0; k < na; k++) {
+        int64_t a = axes[k] < 0 ? axes[k] + x->ndim : axes[k];
+        if (a < 0 || a >= x->ndim) return ry_c_fail(c, call->span, "%s: axis out of range", op->name);
+        red[a] = true;
+    }
+    if (excl)
+        for (int i = 0; i < x->ndim; i++) red[i] = !red[i];
+    *a0 = *a1 = -1;
+    for (int i = 0; i < x->ndim; i++)
+        if (red[i]) *a1 = i, *a0 = *a0 < 0 ? i : *a0;
+    for (int i = *a0; *a0 >= 0 && i <= *a1; i++)
+        if (!red[i]) return ry_c_fail(c, call->span, "%s over axes that are not consecutive: not exported yet", op->name);
+    if (*a0 < 0) *a0 = *a1 = x->ndim;
+    return RY_OK;
+}
+
+/* "O, R, I" of x around the run [a0, a1]. */
+static const char *ori(cemit *c, const cval *x, int a0, int a1) {
+    bool none = a0 == x->ndim;
+    return ry_c_fmt(c, "%s, %s, %s", ry_c_dims_count(c, x, 0, a0), ry_c_dims_count(c, x, a0, none ? a0 : a1 + 1),
+                    ry_c_dims_count(c, x, none ? a0 : a1 + 1, x->ndim));
+}
+
+/* sum/mean/max/min; keepdims is only in the type. */
+static ry_status emit_reduce(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const ry_op *op = ry_c_op(call);
+    const cval *x = args[0];
+    int a0, a1;
+    if (ry_c_need_f32(c, call, x) || reduced_run(c, call, x, &a0, &a1)) return RY_ERR;
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    const char *names[] = {"sum", "mean", "max", "min"};
+    int kind = 0;
+    for (int k = 0; k < 4; k++)
+        if (strcmp(op->name, names[k]) == 0) kind = k;
+    c->rt |= RT_REDUCE;
+    ry_sb_printf(&c->body, "    rt_reduce(%s, %d, %s, %s);\n", ori(c, x, a0, a1), kind, x->c, (*out)->c);
+    return RY_OK;
+}
+
+/* argmax/argmin: int32 indices within the reduced run. */
+static ry_status emit_argreduce(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const ry_op *op = ry_c_op(call);
+    const cval *x = args[0];
+    int a0, a1;
+    if (ry_c_need_f32(c, call, x) || reduced_run(c, call, x, &a0, &a1)) return RY_ERR;
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    if ((*out)->dtype != RY_INT32) return ry_c_fail(c, call->span, "%s: a result that is not int32", op->name);
+    c->rt |= RT_ARGREDUCE;
+    ry_sb_printf(&c->body, "    rt_argreduce(%s, %d, %d, %s, %s);\n", ori(c, x, a0, a1), strcmp(op->name, "argmax") == 0,
+                 ry_attr_bool(op, &call->call.attrs, "select_last_index"), x->c, (*out)->c);
+    return RY_OK;
+}
+
+/* layer_norm(x, gamma, beta, axis, epsilon, center, scale). */
+static ry_status emit_layer_norm(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const ry_op *op = ry_c_op(call);
+    for (int k = 0; k < 3; k++)
+        if (ry_c_need_f32(c, call, args[k])) return RY_ERR;
+    int axis = norm_axis(call, args[0], "axis");
+    if (axis < 0 || axis >= args[0]->ndim) return ry_c_fail(c, call->span, "nn.layer_norm: axis out of range");
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    const char *O, *N, *I;
+    split_axis(c, args[0], axis, &O, &N, &I);
+    c->rt |= RT_LAYER_NORM;
+    ry_sb_printf(&c->body, "    rt_layer_norm(%s, %s, %s, %a, %d, %d, %s, %s, %s, %s);\n", O, N, I,
+                 ry_attr_float(op, &call->call.attrs, "epsilon"), ry_attr_bool(op, &call->call.attrs, "center"),
+                 ry_attr_bool(op, &call->call.attrs, "scale"), args[0]->c, args[1]->c, args[2]->c, (*out)->c);
+    return RY_OK;
+}
+
+static const struct {
+    const char *name;
+    ry_c_emit_fn fn;
+} table[] = {
+    {"nn.batch_norm", emit_batch_norm},
+    {"nn.dropout", emit_dropout},
+    {"nn.global_avg_pool2d", emit_global_avg_pool2d},
+    {"nn.global_max_pool2d", emit_global_max_pool2d},
+    {"sum", emit_reduce},
+    {"mean", emit_reduce},
+    {"max", emit_reduce},
+    {"min", emit_reduce},
+    {"argmax", emit_argreduce},
+    {"argmin", emit_argreduce},
+    {"nn.layer_norm", emit_layer_norm},
+};
+
+ry_c_emit_fn ry_c_emit_nn(const char *name) {
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(table[i].name, name) == 0) return table[i].fn;
+    return NULL;
+}

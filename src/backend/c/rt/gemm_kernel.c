@@ -1,0 +1,111 @@
+/*
+ * gemm_kernel.c (export runtime): the GEMM's kernel, C's rows times a
+ * K x 16 block of B (gemm.c's packed panels, or a convolution's patches
+ * read in place): the loops every exported dense, matmul, fused.matmul
+ * and conv2d runs. The kernel keeps a 4 x 16 tile of C in registers (eight 8-float vectors of gcc's
+ * and clang's vector extension; a plain loop with other compilers). Each
+ * C element is the sum over k in increasing order (OpenBLAS, which the VM
+ * calls, blocks K, so the two agree to rounding, not bitwise). With gcc on
+ * x86-64 Linux the kernel is also built for AVX2 and AVX-512, and the
+ * widest the CPU has is picked when the program loads (target_clones; the
+ * kernel is a function of its own so that each build lowers the vectors
+ * for its own width).
+ */
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(RT_PLAIN_C)
+#define RT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RT_CLONES
+#endif
+
+enum { RT_MR = 4, RT_NR = 16 };
+
+#if defined(__GNUC__) && !defined(RT_PLAIN_C) /* -DRT_PLAIN_C: the plain loops everywhere */
+typedef float rt_v8 __attribute__((vector_size(32)));
+
+/* rows [0, mr) (mr <= 4) x columns [0, nc) of C (ldc apart) = A's rows
+ * (K apart) times the K x 16 block at p, its rows ldp apart (16: a packed
+ * panel; N: a row-major B read in place, whose rows may be read 16 wide
+ * past column nc). */
+RT_CLONES static void rt_gemm_tile(int64_t K, int mr, int nc, const float *restrict a, const float *restrict p,
+                                   int64_t ldp, float *restrict c, int64_t ldc) {
+    rt_v8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
+    const float *a1 = a + (mr > 1 ? K : 0), *a2 = a + (mr > 2 ? 2 * K : 0), *a3 = a + (mr > 3 ? 3 * K : 0);
+    for (int64_t k = 0; k < K; k++, p += ldp) {
+        rt_v8 b0, b1;
+        memcpy(&b0, p, sizeof b0);
+        memcpy(&b1, p + 8, sizeof b1);
+        const float x0 = a[k], x1 = a1[k], x2 = a2[k], x3 = a3[k];
+        c00 += x0 * b0, c01 += x0 * b1;
+        c10 += x1 * b0, c11 += x1 * b1;
+        c20 += x2 * b0, c21 += x2 * b1;
+        c30 += x3 * b0, c31 += x3 * b1;
+    }
+    const rt_v8 acc[RT_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
+    if (nc == RT_NR) /* a constant size: vector stores, no call */
+        for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * RT_NR);
+    else
+        for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * (size_t)nc);
+}
+
+/* rt_gemm_tile for 5 or 6 rows (a convolution's 6 filters): twelve
+ * accumulators, still within 16 vector registers. */
+RT_CLONES static void rt_gemm_tile6(int64_t K, int mr, int nc, const float *restrict a, const float *restrict p,
+                                    int64_t ldp, float *restrict c, int64_t ldc) {
+    rt_v8 s[6][2];
+    memset(s, 0, sizeof s);
+    rt_v8 c00 = s[0][0], c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00,
+          c41 = c00, c50 = c00, c51 = c00;
+    const float *a5 = a + (mr > 5 ? 5 * K : 4 * K);
+    for (int64_t k = 0; k < K; k++, p += ldp) {
+        rt_v8 b0, b1;
+        memcpy(&b0, p, sizeof b0);
+        memcpy(&b1, p + 8, sizeof b1);
+        const float x0 = a[k], x1 = a[K + k], x2 = a[2 * K + k], x3 = a[3 * K + k], x4 = a[4 * K + k], x5 = a5[k];
+        c00 += x0 * b0, c01 += x0 * b1;
+        c10 += x1 * b0, c11 += x1 * b1;
+        c20 += x2 * b0, c21 += x2 * b1;
+        c30 += x3 * b0, c31 += x3 * b1;
+        c40 += x4 * b0, c41 += x4 * b1;
+        c50 += x5 * b0, c51 += x5 * b1;
+    }
+    const rt_v8 acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    if (nc == RT_NR)
+        for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * RT_NR);
+    else
+        for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * (size_t)nc);
+}
+
+#else
+static void rt_gemm_tile(int64_t K, int mr, int nc, const float *restrict a, const float *restrict p, int64_t ldp,
+                         float *restrict c, int64_t ldc) {
+    float acc[RT_MR][RT_NR] = {{0}};
+    for (int64_t k = 0; k < K; k++)
+        for (int r = 0; r < mr; r++)
+            for (int j = 0; j < nc; j++) acc[r][j] += a[r * K + k] * p[k * ldp + j];
+    for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * (size_t)nc);
+}
+
+static void rt_gemm_tile6(int64_t K, int mr, int nc, const float *restrict a, const float *restrict p, int64_t ldp,
+                          float *restrict c, int64_t ldc) {
+    rt_gemm_tile(K, 4, nc, a, p, ldp, c, ldc);
+    rt_gemm_tile(K, mr - 4, nc, a + 4 * K, p, ldp, c + 4 * ldc, ldc);
+}
+#endif
+
+/* C's rows [0, M) x columns [0, nc) (ldc apart) = A (M, K) times the block
+ * at p: tiles of 4 rows, and the last 5 or 6 rows as one tile. */
+static void rt_gemm_panel(int64_t M, int64_t K, int nc, const float *A, const float *p, int64_t ldp, float *C,
+                          int64_t ldc) {
+    for (int64_t i = 0; i < M;) {
+        int64_t left = M - i;
+        if (left == 5 || left == 6) {
+            rt_gemm_tile6(K, (int)left, nc, A + i * K, p, ldp, C + i * ldc, ldc);
+            return;
+        }
+        rt_gemm_tile(K, left < RT_MR ? (int)left : RT_MR, nc, A + i * K, p, ldp, C + i * ldc, ldc);
+        i += RT_MR;
+    }
+}
