@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "backend/opencl/cl_elemwise.h"
+#include "backend/opencl/cl_nn.h"
 
 #define EW(name) {name, ry_cl_elemwise, RY_KERNEL_INPLACE}
 static const ry_kernel table[] = {
@@ -36,6 +37,15 @@ static const ry_kernel table[] = {
     {"expand_dims", ry_cl_reshape, 0}, {"squeeze", ry_cl_reshape, 0},
     {"transpose", ry_cl_transpose, 0}, {"take", ry_cl_take, 0}, {"split", ry_cl_split, 0},
     {"concatenate", ry_cl_concatenate, 0}, {"nn.bias_add", ry_cl_bias_add, 0},
+    /* the nn family (cl_conv.c, cl_norm.c, cl_nn.c, cl_scatter.c) */
+    {"nn.conv2d", ry_cl_conv2d, 0}, {"nn.conv2d_transpose", ry_cl_conv2d_transpose, 0},
+    {"nn.conv2d_backward_weight", ry_cl_conv2d_backward_weight, 0},
+    {"nn.max_pool2d", ry_cl_max_pool2d, 0}, {"nn.avg_pool2d", ry_cl_avg_pool2d, 0},
+    {"nn.max_pool2d_grad", ry_cl_max_pool2d_grad, 0}, {"nn.avg_pool2d_grad", ry_cl_avg_pool2d_grad, 0},
+    {"nn.global_avg_pool2d", ry_cl_adaptive_avg_pool2d, 0},
+    {"nn.global_max_pool2d", ry_cl_adaptive_max_pool2d, 0},
+    {"nn.adaptive_avg_pool2d", ry_cl_adaptive_avg_pool2d, 0},
+    {"nn.adaptive_max_pool2d", ry_cl_adaptive_max_pool2d, 0},
     {"fused.elemwise1", ry_cl_fused_elemwise, RY_KERNEL_INPLACE},
     {"fused.elemwise2", ry_cl_fused_elemwise, RY_KERNEL_INPLACE},
     {"fused.elemwise3", ry_cl_fused_elemwise, RY_KERNEL_INPLACE},
