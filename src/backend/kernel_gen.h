@@ -72,7 +72,8 @@ void ry_sbuf_add(ry_sbuf *b, const char *fmt, ...) __attribute__((format(printf,
  * reduced elements (rr collapsed dimensions, strides) in C order. Floats
  * accumulate in double where the device has it (as the CPU does), integers
  * in 64 bits. Parameters: n, o, oo, x, xo, m, kd[kr], ks[kr], rd[rr], rs[rr]. */
-typedef enum { RY_GEN_SUM, RY_GEN_MEAN, RY_GEN_MAX, RY_GEN_MIN, RY_GEN_ARGMAX, RY_GEN_ARGMIN } ry_gen_red;
+typedef enum { RY_GEN_SUM, RY_GEN_MEAN, RY_GEN_MAX, RY_GEN_MIN, RY_GEN_ARGMAX, RY_GEN_ARGMIN,
+               RY_GEN_SUMSQ /* the sum of squares (l2_normalize) */ } ry_gen_red;
 char *ry_gen_reduce(const ry_dialect *d, ry_gen_red kind, ry_dtype in, ry_dtype out, bool f64acc,
                     int kr, int rr, bool last_index, const char *name);
 

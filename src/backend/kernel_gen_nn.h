@@ -26,7 +26,7 @@ typedef struct ry_gen_types {
 
 /* tmpl with the dialect's spellings substituted: @K the kernel qualifier,
  * @G the buffers' address space, @I the work-item's index, @L the 64-bit
- * integer, @N a quiet NaN, @T @A @X the types; the prelude first. A
+ * integer, @U the unsigned one, @N a quiet NaN, @T @A @X the types; the prelude first. A
  * malloc'd string, NULL on out of memory or a type left NULL that tmpl
  * uses. */
 char *ry_gen_expand(const ry_dialect *d, const char *tmpl, const ry_gen_types *t);

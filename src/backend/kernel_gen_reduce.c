@@ -65,6 +65,7 @@ char *ry_gen_reduce(const ry_dialect *d, ry_gen_red kind, ry_dtype in, ry_dtype 
     switch (kind) {
     case RY_GEN_SUM:
     case RY_GEN_MEAN: ry_sbuf_add(&b, "        acc += v;\n"); break;
+    case RY_GEN_SUMSQ: ry_sbuf_add(&b, "        acc += v * v;\n"); break;
     case RY_GEN_MAX:
     case RY_GEN_MIN:
         /* a NaN wins, as in NumPy (the CPU's fold) */

@@ -4,6 +4,7 @@
  * fixed texts that differ between dialects only in a few words, so they
  * are written once with placeholders rather than assembled call by call.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "backend/kernel_gen_nn.h"
@@ -21,7 +22,12 @@ char *ry_gen_expand(const ry_dialect *d, const char *tmpl, const ry_gen_types *t
             continue;
         }
         const char *s = NULL;
+        char u64[32];
         switch (*++p) {
+        case 'U': /* the unsigned 64-bit integer: "unsigned long" in OpenCL C */
+            snprintf(u64, sizeof u64, "unsigned %s", d->i64);
+            s = u64;
+            break;
         case 'K': s = d->kernel; break;
         case 'G': s = d->global; break;
         case 'I': s = d->index; break;

@@ -19,6 +19,11 @@ ry_status ry_cl_gen_run(ry_kernel_ctx *c, char *src, ry_dtype what, size_t n, in
  * CPU's statistics and reductions), else the element type. */
 const char *ry_cl_acc_type(ry_dtype dt);
 
+/* a tensor's buffer and element offset, as kernel arguments; the count
+ * of an argument array */
+#define MEM(t) (cl_arg){CLA_MEM, ry_cl_mem(t), 0, 0}, CLA_L(ry_cl_off(t))
+#define NARGS(a) (int)(sizeof a / sizeof a[0])
+
 /* A device tensor of the heap, NULL with err set when it does not fit. */
 ry_tensor *ry_cl_scratch(ry_kernel_ctx *c, ry_dtype dt, int nd, const int64_t *shape);
 
