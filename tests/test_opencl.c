@@ -300,13 +300,21 @@ static void test_corpora_agree_with_the_cpu(void **s) {
     assert_true(agree >= 20);
 }
 
+/* OpenCL now has every operator's kernel: a copy of the target whose
+ * table lacks nn.conv2d stands for a device without one */
+static const ry_kernel *kernel_but_conv2d(const ry_op *op) {
+    return strcmp(op->name, "nn.conv2d") == 0 ? NULL : cl->kernel(op);
+}
+
 static void test_missing_kernel_is_a_located_compile_error(void **s) {
     NEED_DEVICE();
+    ry_target partial = *cl;
+    partial.kernel = kernel_but_conv2d;
     ry_module *m = test_parse(V "def @main(%x: Tensor[(1, 1, 4, 4), float32], %w: Tensor[(2, 1, 3, 3), float32]) {\n"
                               "  nn.conv2d(%x, %w)\n}\n", true);
     ry_vm_program *p;
     ry_error err = {0};
-    assert_int_equal(ry_vm_compile(m, cl, &p, &err), RY_ERR);
+    assert_int_equal(ry_vm_compile(m, &partial, &p, &err), RY_ERR);
     assert_null(p);
     assert_non_null(strstr(err.msg, "nn.conv2d has no kernel on target opencl"));
     assert_int_equal(err.line, 3);
