@@ -131,10 +131,122 @@ static void test_pools(void **s) {
                   "  add(sum(multiply(%%0, %%0)), add(sum(%%1), sum(nn.global_avg_pool2d(%%x))))\n}\n");
 }
 
+/* ---- arrays: one_hot, scatter_nd, gather_nd, stack, pad ---- */
+
+static void test_arrays(void **s) {
+    NEED_DEVICE();
+    /* indices made in range from float parameters (0..3) */
+    check(false, V "def @main(%%f: Tensor[(2, 3), float32], %%d: Tensor[(4, 5, 3), float32], %%u: Tensor[(3, 3), float32],\n"
+                   "          %%a: Tensor[(4, 7), float32], %%b: Tensor[(4, 7), float32], %%z: Tensor[(0, 7), float32],\n"
+                   "          %%n: Tensor[(3, 4), int64]) {\n"
+                   "  let %%i = cast(multiply(abs(%%f), 1.9f), dtype=\"int32\");\n"
+                   "  let %%j = cast(multiply(abs(%%f), 1.9f), dtype=\"int64\");\n"
+                   "  (one_hot(%%i, 1f, 0f, depth=4, axis=-1, dtype=\"float32\"),\n"
+                   "   one_hot(%%j, 3, -1, depth=3, axis=0, dtype=\"int32\"),\n"
+                   "   gather_nd(%%d, %%i), gather_nd(%%d, expand_dims(take(%%j, 0), axis=0)),\n"
+                   "   scatter_nd(%%d, %%i, %%u, mode=\"add\"), scatter_nd(%%d, %%j, %%u, mode=\"update\"),\n"
+                   "   stack((%%a, %%b, %%a), axis=0), stack((%%a, %%b), axis=2), stack((%%z, %%z), axis=1),\n"
+                   "   nn.pad(%%a, 1.5f, pad_width=[[1, 2], [0, 3]]),\n"
+                   "   nn.pad(%%n, 7, pad_width=[[2, 0], [1, 1]], pad_mode=\"edge\"),\n"
+                   "   nn.pad(%%d, 0f, pad_width=[[0, 0], [2, 2], [1, 0]], pad_mode=\"reflect\"),\n"
+                   "   nn.mirror_pad(%%a, pad_width=[[2, 3], [3, 1]], mode=\"SYMMETRIC\"),\n"
+                   "   nn.mirror_pad(%%a, pad_width=[[1, 1], [2, 2]], mode=\"REFLECT\"),\n"
+                   "   nn.pad(%%z, 0f, pad_width=[[1, 1], [0, 0]]))\n}\n");
+    /* the embedding gradient: take's adjoint, a scatter_nd add into zeros
+     * with repeated rows (the CPU's order of adds); pad's and stack's */
+    check(true, V "def @main(%%w: Tensor[(6, 5), float32], %%f: Tensor[(9), float32], %%r: Tensor[(9, 5), float32],\n"
+                  "          %%a: Tensor[(3, 4), float32]) -> Tensor[(), float32] {\n"
+                  "  let %%i = cast(multiply(abs(%%f), 2.9f), dtype=\"int32\");\n"
+                  "  %%0 = multiply(take(%%w, %%i, axis=0), %%r);\n"
+                  "  %%1 = nn.pad(%%a, 0f, pad_width=[[1, 0], [2, 1]]);\n"
+                  "  add(sum(%%0), add(sum(multiply(%%1, %%1)), sum(multiply(stack((%%a, %%a), axis=0), %%a))))\n}\n");
+}
+
+/* an index out of range: the CPU's located error, from the device */
+static void test_index_out_of_range_is_an_error(void **s) {
+    NEED_DEVICE();
+    ry_module *m = test_parse(V "def @main(%d: Tensor[(4, 3), float32], %i: Tensor[(1, 2), int32], %u: Tensor[(2, 3), float32]) {\n"
+                              "  (gather_nd(%d, %i),\n   scatter_nd(%d, %i, %u, mode=\"add\"))\n}\n", true);
+    ry_vm_program *p;
+    ry_error err = {0};
+    assert_int_equal(ry_vm_compile(m, cl, &p, &err), RY_OK);
+    ry_tensor *d = ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){4, 3}), *u = ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){2, 3});
+    ry_tensor *i = ry_tensor_zeros(RY_INT32, 2, (int64_t[]){1, 2});
+    ry_tensor_set(i, 1, 4);
+    ry_value *args[3] = {ry_value_tensor(d), ry_value_tensor(i), ry_value_tensor(u)}, *out = NULL;
+    assert_int_equal(ry_vm_call(p, "main", 3, args, NULL, &out, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "index 4 out of range [0, 4) in dim 0"));
+    assert_int_equal(err.line, 3);
+    for (int k = 0; k < 3; k++) ry_value_release(args[k]);
+    ry_vm_free(p);
+    ry_module_free(m);
+}
+
+/* ---- normalizations, losses, dropout ---- */
+
+static void test_norms(void **s) {
+    NEED_DEVICE();
+    for (int k = 0; k < 3; k++) {
+        const char *dt = k == 1 ? "float64" : "float32";
+        long long N = pick(2, 4), C = 2 * pick(1, 3), H = pick(1, 9), W = pick(1, 9);
+        check(false, V "def @main(%%x: Tensor[(%lld, %lld, %lld, %lld), %s], %%g: Tensor[(%lld), %s], %%b: Tensor[(%lld), %s],\n"
+                       "          %%m: Tensor[(%lld), %s], %%v: Tensor[(%lld), %s], %%gw: Tensor[(%lld), %s], %%bw: Tensor[(%lld), %s],\n"
+                       "          %%al: Tensor[(%lld), %s]) {\n"
+                       "  %%0 = nn.batch_norm(%%x, %%g, %%b, %%m, abs(%%v), axis=1, epsilon=1e-3f);\n"
+                       "  %%1 = nn.batch_norm(%%x, %%gw, %%bw, %%gw, abs(%%bw), axis=3, epsilon=1e-3f, center=False, scale=False);\n"
+                       "  (%%0.0, %%0.1, %%0.2, %%1.0, nn.layer_norm(%%x, %%gw, %%bw, axis=-1),\n"
+                       "   nn.layer_norm(%%x, %%g, %%b, axis=1, epsilon=1e-2f, scale=False),\n"
+                       "   nn.instance_norm(%%x, %%g, %%b, axis=1), nn.group_norm(%%x, %%g, %%b, num_groups=2, axis=1),\n"
+                       "   nn.lrn(%%x, size=3, axis=1, bias=2f, alpha=1e-3f, beta=0.75f), nn.lrn(%%x, size=5, axis=3),\n"
+                       "   nn.l2_normalize(%%x, eps=1e-3f, axis=[1]), nn.l2_normalize(%%x, eps=1e-3f, axis=[0, 3]),\n"
+                       "   nn.prelu(%%x, %%al, axis=1), nn.prelu(%%x, %%gw, axis=3))\n}\n",
+              N, C, H, W, dt, C, dt, C, dt, C, dt, C, dt, W, dt, W, dt, C, dt);
+    }
+    /* training mode: the batch statistics and the moving ones' update */
+    ry_vm_opts train = {.training = true, .seed = 7};
+    same_as_cpu_opts(V "def @main(%x: Tensor[(5, 3, 4, 7), float32], %g: Tensor[(3), float32], %b: Tensor[(3), float32],\n"
+                     "          %m: Tensor[(3), float32], %v: Tensor[(3), float32]) {\n"
+                     "  %0 = nn.batch_norm(%x, %g, %b, %m, abs(%v), axis=1);\n"
+                     "  (%0.0, %0.1, %0.2)\n}\n", false, &train);
+    /* through gradient programs */
+    check(true, V "def @main(%%x: Tensor[(4, 6, 3, 5), float32], %%g: Tensor[(6), float32], %%b: Tensor[(6), float32],\n"
+                  "          %%w: Tensor[(5), float32], %%r: Tensor[(4, 6, 3, 5), float32]) -> Tensor[(), float32] {\n"
+                  "  %%0 = nn.layer_norm(%%x, %%w, %%w, axis=-1);\n"
+                  "  %%1 = nn.group_norm(%%x, %%g, %%b, num_groups=3, axis=1);\n"
+                  "  %%2 = nn.l2_normalize(%%x, eps=1e-3f, axis=[2, 3]);\n"
+                  "  %%3 = nn.prelu(%%x, %%g, axis=1);\n"
+                  "  sum(multiply(add(add(%%0, %%1), add(%%2, %%3)), %%r))\n}\n");
+}
+
+static void test_losses_and_dropout(void **s) {
+    NEED_DEVICE();
+    check(true, V "def @main(%%x: Tensor[(7, 10), float32], %%t: Tensor[(7, 10), float32]) -> Tensor[(), float32] {\n"
+                  "  add(nn.cross_entropy(nn.softmax(%%x), %%t), nn.cross_entropy_with_logits(nn.log_softmax(%%x), %%t))\n}\n");
+    check(false, V "def @main(%%x: Tensor[(3, 5), float64], %%t: Tensor[(3, 5), float64], %%z: Tensor[(0, 4), float32]) {\n"
+                   "  (nn.cross_entropy(sigmoid(%%x), %%t), nn.cross_entropy_with_logits(%%x, %%t), nn.cross_entropy_with_logits(%%z, %%z))\n}\n");
+    /* the mask is the CPU's, bit for bit, for the same seed: in training
+     * (several calls, each re-seeded), at inference, through the gradient */
+    const char *drop = V "def @main(%x: Tensor[(37, 29), float32], %y: Tensor[(300), float64]) {\n"
+                       "  %0 = nn.dropout(%x, rate=0.3f); %1 = nn.dropout(%y, rate=0.5f); %2 = nn.dropout(%x, rate=1f);\n"
+                       "  (%0.0, %0.1, %1.0, %1.1, %2.0, %2.1, nn.dropout(%x, rate=0f).0)\n}\n";
+    for (uint64_t seed = 1; seed < 4; seed++) {
+        ry_vm_opts train = {.training = true, .seed = seed};
+        same_as_cpu_opts(drop, false, &train);
+    }
+    same_as_cpu(drop, false);
+    ry_vm_opts train = {.training = true, .seed = 11};
+    same_as_cpu_opts(V "def @main(%x: Tensor[(8, 9), float32]) -> Tensor[(), float32] {\n"
+                     "  %0 = nn.dropout(%x, rate=0.4f); sum(multiply(%0.0, %x))\n}\n", true, &train);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv2d),
         cmocka_unit_test(test_pools),
+        cmocka_unit_test(test_arrays),
+        cmocka_unit_test(test_index_out_of_range_is_an_error),
+        cmocka_unit_test(test_norms),
+        cmocka_unit_test(test_losses_and_dropout),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -94,7 +94,7 @@ static inline void assert_values_close(const ry_value *a, const ry_value *b) {
 
 /* text's @main on random inputs (its parameter types), optimized at level
  * 2 (fusion), on both targets; with grad, @main's gradient program too */
-static inline void same_as_cpu(const char *text, bool grad) {
+static inline void same_as_cpu_opts(const char *text, bool grad, const ry_vm_opts *opts) {
     ry_module *m = test_parse(text, true);
     ry_error err = {0};
     const char *entry = "main";
@@ -111,17 +111,17 @@ static inline void same_as_cpu(const char *text, bool grad) {
     if (ry_vm_compile(m, NULL, &pc, &err)) fail_msg("cpu compile: %s", err.msg);
     if (ry_vm_compile(m, cl, &pd, &err)) fail_msg("opencl compile: %d:%d: %s", err.line, err.col, err.msg);
     ry_value *rc, *rd;
-    if (ry_vm_call(pc, entry, n, args, NULL, &rc, &err)) fail_msg("cpu run: %s", err.msg);
-    if (ry_vm_call(pd, entry, n, args, NULL, &rd, &err)) fail_msg("opencl run: %d:%d: %s", err.line, err.col, err.msg);
+    if (ry_vm_call(pc, entry, n, args, opts, &rc, &err)) fail_msg("cpu run: %s", err.msg);
+    if (ry_vm_call(pd, entry, n, args, opts, &rd, &err)) fail_msg("opencl run: %d:%d: %s", err.line, err.col, err.msg);
     assert_values_close(rd, rc);
     /* a warm call (the third: the second finds the storage slots the
      * first made) allocates nothing from the driver */
     ry_device_counters c0, c1;
     ry_value_release(rd);
-    if (ry_vm_call(pd, entry, n, args, NULL, &rd, &err)) fail_msg("opencl run 2: %s", err.msg);
+    if (ry_vm_call(pd, entry, n, args, opts, &rd, &err)) fail_msg("opencl run 2: %s", err.msg);
     ry_value_release(rd);
     ry_target_counters(cl, &c0);
-    if (ry_vm_call(pd, entry, n, args, NULL, &rd, &err)) fail_msg("opencl run 3: %s", err.msg);
+    if (ry_vm_call(pd, entry, n, args, opts, &rd, &err)) fail_msg("opencl run 3: %s", err.msg);
     ry_target_counters(cl, &c1);
     assert_int_equal(c1.driver_allocs, c0.driver_allocs);
     assert_values_close(rd, rc);
@@ -132,5 +132,7 @@ static inline void same_as_cpu(const char *text, bool grad) {
     ry_vm_free(pd);
     ry_module_free(m);
 }
+
+static inline void same_as_cpu(const char *text, bool grad) { same_as_cpu_opts(text, grad, NULL); }
 
 #endif
