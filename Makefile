@@ -227,12 +227,12 @@ fuzz-ci: fuzz
 	  printf '%s\n' $(FUZZ_TARGETS) | xargs -P 2 -I{} sh tools/fuzz-run.sh {} $(FUZZ_SECONDS)
 
 VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
-# (test_memory would also take 4 minutes here; test_opencl runs PoCL's
-# LLVM compiler for every kernel, minutes under valgrind: the ASan runs
-# cover it.)
+# (test_memory would also take 4 minutes here; test_opencl and
+# test_opencl_ops run PoCL's LLVM compiler for every kernel, minutes under
+# valgrind: the ASan runs cover them.)
 test-valgrind:
 	$(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" TEST_MPI=0 \
-	  TEST_SKIP="build-vg/tests/test_memory build-vg/tests/test_opencl" test
+	  TEST_SKIP="build-vg/tests/test_memory build-vg/tests/test_opencl build-vg/tests/test_opencl_ops" test
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/relayc

@@ -239,6 +239,38 @@ static void test_losses_and_dropout(void **s) {
                      "  %0 = nn.dropout(%x, rate=0.4f); sum(multiply(%0.0, %x))\n}\n", true, &train);
 }
 
+/* ---- LeNet: models/lenet.relay's loss and its gradient, batch 3 ---- */
+
+/* s with every `from` replaced by `to` (into out) */
+static void replace_all(const char *s, const char *from, const char *to, char *out, size_t cap) {
+    size_t n = 0, lf = strlen(from), lt = strlen(to);
+    while (*s && n + lt + 1 < cap) {
+        if (strncmp(s, from, lf) == 0) {
+            memcpy(out + n, to, lt);
+            n += lt;
+            s += lf;
+        } else {
+            out[n++] = *s++;
+        }
+    }
+    out[n] = '\0';
+}
+
+static void test_lenet(void **s) {
+    NEED_DEVICE();
+    FILE *f = fopen("models/lenet.relay", "r");
+    assert_non_null(f);
+    static char text[8192], a[8192], b[8192];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    replace_all(text, "(n, ", "(3, ", a, sizeof a);
+    replace_all(a, "(n)", "(3)", b, sizeof b);
+    replace_all(b, "def @loss", "def @main", a, sizeof a);
+    same_as_cpu(a, false);
+    same_as_cpu(a, true);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv2d),
@@ -247,6 +279,7 @@ int main(void) {
         cmocka_unit_test(test_index_out_of_range_is_an_error),
         cmocka_unit_test(test_norms),
         cmocka_unit_test(test_losses_and_dropout),
+        cmocka_unit_test(test_lenet),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
