@@ -80,12 +80,15 @@ char *ry_gen_norm_apply(const ry_dialect *d, ry_gen_norm kind, const ry_gen_type
  *   LRN: (n, y, x, C, I, size, bias, alpha, beta) (@A doubles where the
  *     device has them).
  *   PRELU: (n, y, x, alpha, C, I).
- *   XENT / XENT_LOGITS: (y (one element), x, t, count, rows).
- *   DROPOUT: (n, y, m, x, state, threshold, scale, training).
+ *   XENT / XENT_LOGITS: (1, y (one element), x, t, count, rows): one
+ *     work-item summing in index order.
+ *   DROPOUT: (n, y, m, x, state, threshold, scale, training): kept where
+ *     draw >> 11 >= threshold.
  *   ONE_HOT: (n, y, ind (@X), on, off (@A), depth, Q).
- *   GATHER_ND: (n, y, x, ind (@X), flag, M, K, S, Yn, batch, then dims
- *     of the first M indexed axes as a buffer) and SCATTER_ND: (S, y, up,
- *     ind, flag, M, K, add, dims): flag[0] set on an index out of range. */
+ *   GATHER_ND: (n, y, x, ind (@X), flag, dims, M, K, S, Yn, batch) and
+ *     SCATTER_ND: (S, y, up, ind, flag, dims, M, K, add), dims the
+ *     extents of the M indexed axes (a buffer of 64-bit integers): flag[0]
+ *     is set on an index out of range. */
 typedef enum {
     RY_GEN_PAD, RY_GEN_L2_APPLY, RY_GEN_LRN, RY_GEN_PRELU, RY_GEN_XENT, RY_GEN_XENT_LOGITS,
     RY_GEN_DROPOUT, RY_GEN_ONE_HOT, RY_GEN_GATHER_ND, RY_GEN_SCATTER_ND
