@@ -271,6 +271,23 @@ static void test_lenet(void **s) {
     same_as_cpu(a, true);
 }
 
+/* ---- float16: stored as half, computed in float (the CPU widens) ---- */
+
+static void test_float16(void **s) {
+    NEED_DEVICE();
+    check(false, V "def @main(%%a: Tensor[(3, 4, 5), float16], %%b: Tensor[(4, 1), float16], %%c: Tensor[(5), float16],\n"
+                   "          %%f: Tensor[(3, 4, 5), float32], %%e: Tensor[(0, 5), float16]) {\n"
+                   "  (add(%%a, %%b), multiply(%%a, %%c), divide(%%a, %%c), exp(%%b), tanh(%%a), sigmoid(%%a),\n"
+                   "   nn.relu(%%a), clip(%%a, a_min=-0.5f16, a_max=0.5f16), maximum(%%a, %%b), greater(%%a, %%c),\n"
+                   "   cast(%%a, dtype=\"float32\"), cast(%%f, dtype=\"float16\"), cast(%%a, dtype=\"int32\"),\n"
+                   "   cast(cast(%%f, dtype=\"float64\"), dtype=\"float16\"), add(%%e, %%c), zeros_like(%%a),\n"
+                   "   sum(%%a), sum(%%a, axis=[1]), mean(%%a, axis=[0, 2]), max(%%a, axis=[2]), argmax(%%a, axis=[1]),\n"
+                   "   nn.softmax(%%a), nn.log_softmax(%%a, axis=1), transpose(%%a), nn.bias_add(%%a, %%c, axis=2),\n"
+                   "   broadcast_to(%%b, shape=[2, 4, 3]), take(%%a, cast(%%c, dtype=\"int32\"), axis=2))\n}\n");
+    check(true, V "def @main(%%a: Tensor[(6, 7), float16], %%b: Tensor[(7), float16]) -> Tensor[(), float16] {\n"
+                  "  sum(multiply(tanh(add(%%a, %%b)), %%a))\n}\n");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv2d),
@@ -280,6 +297,7 @@ int main(void) {
         cmocka_unit_test(test_norms),
         cmocka_unit_test(test_losses_and_dropout),
         cmocka_unit_test(test_lenet),
+        cmocka_unit_test(test_float16),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
