@@ -286,6 +286,25 @@ static void test_float16(void **s) {
                    "   broadcast_to(%%b, shape=[2, 4, 3]), take(%%a, cast(%%c, dtype=\"int32\"), axis=2))\n}\n");
     check(true, V "def @main(%%a: Tensor[(6, 7), float16], %%b: Tensor[(7), float16]) -> Tensor[(), float16] {\n"
                   "  sum(multiply(tanh(add(%%a, %%b)), %%a))\n}\n");
+    /* the kernels that widen float16 to float32 (float64 for GEMMs), as
+     * the CPU's; and those that move its bits */
+    check(false, V "def @main(%%x: Tensor[(2, 3, 7, 6), float16], %%w: Tensor[(4, 3, 3, 3), float16], %%g: Tensor[(3), float16],\n"
+                   "          %%a: Tensor[(5, 9), float16], %%d: Tensor[(4, 9), float16], %%f: Tensor[(2, 3), float32]) {\n"
+                   "  let %%i = cast(multiply(abs(%%f), 1.9f), dtype=\"int32\");\n"
+                   "  %%0 = nn.batch_norm(%%x, %%g, %%g, %%g, abs(%%g), axis=1);\n"
+                   "  (nn.conv2d(%%x, %%w, padding=[1, 1]), nn.max_pool2d(%%x, pool_size=[3, 3], strides=[2, 2], ceil_mode=True),\n"
+                   "   nn.avg_pool2d(%%x, pool_size=[2, 2], padding=[1, 1]), nn.global_max_pool2d(%%x),\n"
+                   "   nn.adaptive_avg_pool2d(%%x, output_size=[2, 2]), %%0.0, %%0.1,\n"
+                   "   nn.layer_norm(%%x, %%g, %%g, axis=1), nn.dense(%%a, %%d), nn.matmul(%%a, %%d, transpose_b=True),\n"
+                   "   nn.softmax(%%a), nn.cross_entropy(sigmoid(%%a), %%a), nn.prelu(%%x, %%g, axis=1),\n"
+                   "   nn.l2_normalize(%%a, eps=1e-3f, axis=[1]), nn.pad(%%a, 0f16, pad_width=[[1, 1], [0, 2]]),\n"
+                   "   gather_nd(%%a, %%i), stack((%%a, %%a), axis=1))\n}\n");
+    check(true, V "def @main(%%x: Tensor[(2, 3, 6, 6), float16], %%w: Tensor[(4, 3, 3, 3), float16]) -> Tensor[(), float16] {\n"
+                  "  %%0 = nn.max_pool2d(nn.conv2d(%%x, %%w, padding=[1, 1]), pool_size=[2, 2], strides=[2, 2]);\n"
+                  "  sum(multiply(%%0, %%0))\n}\n");
+    ry_vm_opts train = {.training = true, .seed = 5};
+    same_as_cpu_opts(V "def @main(%x: Tensor[(33, 17), float16]) { %0 = nn.dropout(%x, rate=0.3f); (%0.0, %0.1) }\n",
+                     false, &train);
 }
 
 int main(void) {

@@ -9,6 +9,7 @@
  * floats. Also the launch helpers the nn family shares.
  */
 #include <float.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -32,6 +33,8 @@ ry_status ry_cl_gen_run(ry_kernel_ctx *c, char *src, ry_dtype what, size_t n, in
 const char *ry_cl_acc_type(ry_dtype dt) {
     return ry_cl.fp64 ? "double" : ry_cl_type(dt);
 }
+
+const char *ry_cl_move_type(ry_dtype dt) { return dt == RY_FLOAT16 ? "ushort" : ry_cl_type(dt); }
 
 ry_tensor *ry_cl_scratch(ry_kernel_ctx *c, ry_dtype dt, int nd, const int64_t *shape) {
     ry_tensor *t = ry_tensor_new_on(&ry_cl.heap.alloc, dt, nd, shape);
@@ -86,7 +89,7 @@ static void geom(const ry_conv2d_params *p, const int64_t *xs, const int64_t *ys
     for (int i = 0; i < 16; i++) g[i] = v[i];
 }
 
-CL_KERNEL(ry_cl_conv2d) {
+static CL_KERNEL(conv2d_wide) {
     ry_conv2d_params p;
     if (nin != 2 || nout != 1) return ry_error_at(c->err, c->span, "%s: expected two inputs", c->op->name);
     if (ry_conv2d_params_read(c->op, c->attrs, c->span, c->err, &p)) return RY_ERR;
@@ -96,7 +99,7 @@ CL_KERNEL(ry_cl_conv2d) {
 }
 
 /* in = (dy (N, C, H, W), w (C, O/G, KH, KW)), out (N, O, OH, OW) */
-CL_KERNEL(ry_cl_conv2d_transpose) {
+static CL_KERNEL(conv2d_transpose_wide) {
     ry_conv2d_params p;
     if (nin != 2 || nout != 1) return ry_error_at(c->err, c->span, "%s: expected two inputs", c->op->name);
     if (ry_conv2d_params_read(c->op, c->attrs, c->span, c->err, &p)) return RY_ERR;
@@ -106,7 +109,7 @@ CL_KERNEL(ry_cl_conv2d_transpose) {
 }
 
 /* in = (dy (N, O, OH, OW), x (N, C, H, W)), out = dw (O, C/G, KH, KW) */
-CL_KERNEL(ry_cl_conv2d_backward_weight) {
+static CL_KERNEL(conv2d_backward_weight_wide) {
     ry_conv2d_params p;
     if (nin != 2 || nout != 1) return ry_error_at(c->err, c->span, "%s: expected two inputs", c->op->name);
     if (ry_conv2d_params_read(c->op, c->attrs, c->span, c->err, &p)) return RY_ERR;
@@ -141,9 +144,10 @@ static cl_arg compute_arg(ry_dtype dt, double v) {
     return CLA_L((int64_t)v);
 }
 
-/* kind over x into y (forward), or into dx from dy and x (gradients) */
-static ry_status pool(ry_kernel_ctx *c, ry_gen_pool kind, int nin, ry_tensor *const *in,
-                      ry_tensor *const *out) {
+/* kind over x into y (forward), or into dx from dy and x (gradients);
+ * max pools pad with low (NAN: the dtype's lowest value) */
+static ry_status pool_low(ry_kernel_ctx *c, ry_gen_pool kind, int nin, ry_tensor *const *in,
+                          ry_tensor *const *out, double low) {
     if (nin < 1 || nin > 2) return ry_error_at(c->err, c->span, "%s: expected its inputs", c->op->name);
     if (ry_cl_check_args(c, nin, in, 1, out)) return RY_ERR;
     bool grad = kind == RY_GEN_POOL_MAX_GRAD || kind == RY_GEN_POOL_AVG_GRAD;
@@ -170,7 +174,7 @@ static ry_status pool(ry_kernel_ctx *c, ry_gen_pool kind, int nin, ry_tensor *co
     a[n++] = CLA_L(ry_cl_off(x));
     ry_conv2d_params p = {0};
     if (!adaptive && ry_conv2d_params_read(c->op, c->attrs, c->span, c->err, &p)) return RY_ERR;
-    if (kind == RY_GEN_POOL_MAX || adaptive) a[n++] = compute_arg(dt, lowest(dt));
+    if (kind == RY_GEN_POOL_MAX || adaptive) a[n++] = compute_arg(dt, isnan(low) ? lowest(dt) : low);
     else a[n++] = CLA_L(p.count_include_pad);
     int64_t H = x->shape[2], W = x->shape[3], OH = small->shape[2], OW = small->shape[3];
     a[n++] = CLA_L(H);
@@ -186,12 +190,40 @@ static ry_status pool(ry_kernel_ctx *c, ry_gen_pool kind, int nin, ry_tensor *co
     return ry_cl_gen_run(c, src, dt, (size_t)y->size, n, a);
 }
 
-CL_KERNEL(ry_cl_max_pool2d) { return pool(c, RY_GEN_POOL_MAX, 1, in, out); }
-CL_KERNEL(ry_cl_avg_pool2d) { return pool(c, RY_GEN_POOL_AVG, 1, in, out); }
-CL_KERNEL(ry_cl_max_pool2d_grad) { return pool(c, RY_GEN_POOL_MAX_GRAD, nin, in, out); }
-CL_KERNEL(ry_cl_avg_pool2d_grad) { return pool(c, RY_GEN_POOL_AVG_GRAD, nin, in, out); }
+static ry_status pool(ry_kernel_ctx *c, ry_gen_pool kind, int nin, ry_tensor *const *in,
+                      ry_tensor *const *out) {
+    return pool_low(c, kind, nin, in, out, NAN);
+}
+
+/* float16 max pools pad with float16's lowest value (-65504), as the
+ * CPU's, not with that of the float32 they are computed in */
+static CL_KERNEL(max_pool2d_f16) { return pool_low(c, RY_GEN_POOL_MAX, 1, in, out, -65504.0); }
+static CL_KERNEL(adaptive_max_pool2d_f16) {
+    return pool_low(c, RY_GEN_POOL_ADAPTIVE_MAX, 1, in, out, -65504.0);
+}
+
+CL_KERNEL(ry_cl_max_pool2d) {
+    if (in[0]->dtype == RY_FLOAT16) return ry_cl_via(max_pool2d_f16, RY_FLOAT32, c, 1, in, nout, out);
+    return pool(c, RY_GEN_POOL_MAX, 1, in, out);
+}
+static CL_KERNEL(avg_pool2d_wide) { return pool(c, RY_GEN_POOL_AVG, 1, in, out); }
+static CL_KERNEL(max_pool2d_grad_wide) { return pool(c, RY_GEN_POOL_MAX_GRAD, nin, in, out); }
+static CL_KERNEL(avg_pool2d_grad_wide) { return pool(c, RY_GEN_POOL_AVG_GRAD, nin, in, out); }
 /* nn.adaptive_max_pool2d and nn.global_max_pool2d (to 1 x 1) */
-CL_KERNEL(ry_cl_adaptive_max_pool2d) { return pool(c, RY_GEN_POOL_ADAPTIVE_MAX, 1, in, out); }
+CL_KERNEL(ry_cl_adaptive_max_pool2d) {
+    if (in[0]->dtype == RY_FLOAT16)
+        return ry_cl_via(adaptive_max_pool2d_f16, RY_FLOAT32, c, 1, in, nout, out);
+    return pool(c, RY_GEN_POOL_ADAPTIVE_MAX, 1, in, out);
+}
 /* nn.adaptive_avg_pool2d and nn.global_avg_pool2d: the CPU's global pool
  * sums the plane in order and divides by H*W, as the 1 x 1 adaptive one */
-CL_KERNEL(ry_cl_adaptive_avg_pool2d) { return pool(c, RY_GEN_POOL_ADAPTIVE_AVG, 1, in, out); }
+static CL_KERNEL(adaptive_avg_pool2d_wide) { return pool(c, RY_GEN_POOL_ADAPTIVE_AVG, 1, in, out); }
+
+/* float16: widened to float32 around the kernels above (cl_widen.c) */
+CL_WIDENING(ry_cl_conv2d, conv2d_wide, RY_FLOAT32)
+CL_WIDENING(ry_cl_conv2d_transpose, conv2d_transpose_wide, RY_FLOAT32)
+CL_WIDENING(ry_cl_conv2d_backward_weight, conv2d_backward_weight_wide, RY_FLOAT32)
+CL_WIDENING(ry_cl_max_pool2d_grad, max_pool2d_grad_wide, RY_FLOAT32)
+CL_WIDENING(ry_cl_avg_pool2d_grad, avg_pool2d_grad_wide, RY_FLOAT32)
+CL_WIDENING(ry_cl_avg_pool2d, avg_pool2d_wide, RY_FLOAT32)
+CL_WIDENING(ry_cl_adaptive_avg_pool2d, adaptive_avg_pool2d_wide, RY_FLOAT32)

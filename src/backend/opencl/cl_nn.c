@@ -60,11 +60,16 @@ CL_KERNEL(ry_cl_pad) {
         a[n++] = CLA_L(x->shape[d]);
         a[n++] = CLA_L(pw->list.items[d].list.items[0].i);
     }
-    ry_gen_types t = {ry_cl_type(x->dtype), ry_cl_type(pv->dtype), NULL};
+    /* float16 moves its bits: a pad value of another dtype would need a
+     * conversion to half */
+    if (x->dtype == RY_FLOAT16 && pv->dtype != RY_FLOAT16)
+        return ry_error_at(c->err, c->span, "%s: a %s pad value for float16 data has no kernel on opencl",
+                           c->op->name, ry_dtype_name(pv->dtype));
+    ry_gen_types t = {ry_cl_move_type(x->dtype), ry_cl_move_type(pv->dtype), NULL};
     return ry_cl_gen_run(c, ry_gen_nn(&ry_cl_dialect, RY_GEN_PAD, nd, &t), x->dtype, (size_t)y->size, n, a);
 }
 
-CL_KERNEL(ry_cl_prelu) {
+static CL_KERNEL(prelu_wide) {
     if (need(c, nin, 2, 2, in, nout, out) || float_only(c, in[0]->dtype)) return RY_ERR;
     const ry_tensor *x = in[0];
     int axis = axis_of(c, x->ndim);
@@ -85,8 +90,8 @@ static ry_status xent(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                          x->dtype, 1, NARGS(a), a);
 }
 
-CL_KERNEL(ry_cl_cross_entropy) { return xent(c, nin, in, nout, out, false); }
-CL_KERNEL(ry_cl_cross_entropy_with_logits) { return xent(c, nin, in, nout, out, true); }
+static CL_KERNEL(cross_entropy_wide) { return xent(c, nin, in, nout, out, false); }
+static CL_KERNEL(cross_entropy_with_logits_wide) { return xent(c, nin, in, nout, out, true); }
 
 /* nn.dropout -> (out, mask): the CPU's splitmix64 stream (nn.c), draw i
  * = the mix of state + (i + 1) * gamma, computed per element on the
@@ -94,7 +99,7 @@ CL_KERNEL(ry_cl_cross_entropy_with_logits) { return xent(c, nin, in, nout, out, 
  * does. Kept when u = (draw >> 11) / 2^53 >= rate, that is when
  * draw >> 11 >= ceil(rate * 2^53) (exact in a double). */
 #define SPLITMIX_GAMMA 0x9E3779B97F4A7C15ull
-CL_KERNEL(ry_cl_dropout) {
+static CL_KERNEL(dropout_wide) {
     if (need(c, nin, 1, 1, in, nout, out) || float_only(c, in[0]->dtype)) return RY_ERR;
     if (nout != 2 || out[1]->dtype != in[0]->dtype)
         return ry_error_at(c->err, c->span, "%s: expected (out, mask) of the data's dtype", c->op->name);
@@ -125,7 +130,10 @@ CL_KERNEL(ry_cl_one_hot) {
                            c->op->name, ry_dtype_name(in[1]->dtype), ry_dtype_name(in[2]->dtype));
     int axis = axis_of(c, y->ndim);
     int64_t depth = y->shape[axis], Q = prod(y->shape, axis + 1, y->ndim);
-    ry_gen_types t = {ry_cl_type(y->dtype), ry_cl_type(in[1]->dtype), ry_cl_type(in[0]->dtype)};
+    if (y->dtype == RY_FLOAT16 && in[1]->dtype != RY_FLOAT16)
+        return ry_error_at(c->err, c->span, "%s: %s values for a float16 result have no kernel on opencl",
+                           c->op->name, ry_dtype_name(in[1]->dtype));
+    ry_gen_types t = {ry_cl_move_type(y->dtype), ry_cl_move_type(in[1]->dtype), ry_cl_type(in[0]->dtype)};
     if (!t.A || !t.X)
         return ry_error_at(c->err, c->span, "%s: %s has no kernel on opencl", c->op->name,
                            ry_dtype_name(t.A ? in[0]->dtype : in[1]->dtype));
@@ -158,3 +166,9 @@ CL_KERNEL(ry_cl_stack) {
     for (int i = 0; i < made; i++) ry_tensor_release(views[i]);
     return s;
 }
+
+/* float16: widened to float32 around the kernels above (cl_widen.c) */
+CL_WIDENING(ry_cl_prelu, prelu_wide, RY_FLOAT32)
+CL_WIDENING(ry_cl_dropout, dropout_wide, RY_FLOAT32)
+CL_WIDENING(ry_cl_cross_entropy, cross_entropy_wide, RY_FLOAT32)
+CL_WIDENING(ry_cl_cross_entropy_with_logits, cross_entropy_with_logits_wide, RY_FLOAT32)

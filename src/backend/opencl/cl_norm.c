@@ -4,7 +4,7 @@
  * nn.lrn from kernel_gen_norm.c's kernels: a statistics kernel (one
  * work-item per group, into a scratch buffer of the heap), then one
  * work-item per element. Attributes and layouts as the CPU's norm.c
- * reads them; float32 and float64.
+ * reads them; float32 and float64 (float16 widened to float32).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -58,7 +58,7 @@ static ry_tensor *stats(ry_kernel_ctx *c, const ry_tensor *x, int64_t groups, in
 }
 
 /* in = (x, gamma, beta, moving_mean, moving_var), out = (y, new_mean, new_var) */
-CL_KERNEL(ry_cl_batch_norm) {
+static CL_KERNEL(batch_norm_wide) {
     if (float_data(c, nin, in, nout, out, 5)) return RY_ERR;
     const ry_tensor *x = in[0];
     int64_t O, C, I;
@@ -96,7 +96,7 @@ CL_KERNEL(ry_cl_batch_norm) {
 }
 
 /* in = (x, gamma, beta): (O, N, I) around axis, each (o, i) over its N */
-CL_KERNEL(ry_cl_layer_norm) {
+static CL_KERNEL(layer_norm_wide) {
     if (float_data(c, nin, in, nout, out, 3)) return RY_ERR;
     const ry_tensor *x = in[0];
     int64_t O, N, I;
@@ -138,12 +138,12 @@ static ry_status group_norm(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int
     return s;
 }
 
-CL_KERNEL(ry_cl_instance_norm) { return group_norm(c, nin, in, nout, out, true); }
-CL_KERNEL(ry_cl_group_norm) { return group_norm(c, nin, in, nout, out, false); }
+static CL_KERNEL(instance_norm_wide) { return group_norm(c, nin, in, nout, out, true); }
+static CL_KERNEL(group_norm_wide) { return group_norm(c, nin, in, nout, out, false); }
 
 /* x / sqrt(max(s, eps)), s the sum of squares over the axes: the
  * generator's reduction (kept elements in C order), then the apply */
-CL_KERNEL(ry_cl_l2_normalize) {
+static CL_KERNEL(l2_normalize_wide) {
     if (float_data(c, nin, in, nout, out, 1)) return RY_ERR;
     const ry_tensor *x = in[0];
     int nd = x->ndim;
@@ -199,7 +199,7 @@ CL_KERNEL(ry_cl_l2_normalize) {
     return s;
 }
 
-CL_KERNEL(ry_cl_lrn) {
+static CL_KERNEL(lrn_wide) {
     if (float_data(c, nin, in, nout, out, 1)) return RY_ERR;
     const ry_tensor *x = in[0];
     int64_t O, C, I;
@@ -210,3 +210,11 @@ CL_KERNEL(ry_cl_lrn) {
                   stat_arg(ry_attr_float(c->op, c->attrs, "alpha")), stat_arg(ry_attr_float(c->op, c->attrs, "beta"))};
     return ry_cl_gen_run(c, ry_gen_nn(&ry_cl_dialect, RY_GEN_LRN, 0, &t), x->dtype, (size_t)x->size, NARGS(a), a);
 }
+
+/* float16: widened to float32 around the kernels above (cl_widen.c) */
+CL_WIDENING(ry_cl_batch_norm, batch_norm_wide, RY_FLOAT32)
+CL_WIDENING(ry_cl_layer_norm, layer_norm_wide, RY_FLOAT32)
+CL_WIDENING(ry_cl_l2_normalize, l2_normalize_wide, RY_FLOAT32)
+CL_WIDENING(ry_cl_lrn, lrn_wide, RY_FLOAT32)
+CL_WIDENING(ry_cl_instance_norm, instance_norm_wide, RY_FLOAT32)
+CL_WIDENING(ry_cl_group_norm, group_norm_wide, RY_FLOAT32)
