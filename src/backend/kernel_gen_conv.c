@@ -181,6 +181,7 @@ static const char *pool_max_grad_body =
     "}\n";
 
 static const char *pool_avg_grad_body =
+    "            (void)xb; (void)me; /* the max's */\n"
     "            acc += DIV((@A)dy[db + oh * OW + ow], DIVISOR(oh, ow));\n"
     "        }\n"
     "    }\n"

@@ -6,41 +6,13 @@
  * were checked by the type relations. Convolutions and pools of floats
  * and integers (float32 convolutions summed in double where the device
  * has it; integers in 64 bits, as the CPU does); the pools' gradients of
- * floats. Also the launch helpers the nn family shares.
+ * floats; float16 widened to float32 (cl_widen.c), as the CPU widens it.
  */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
-
 #include "backend/opencl/cl_nn.h"
 #include "op/conv_attrs.h"
-
-ry_status ry_cl_gen_run(ry_kernel_ctx *c, char *src, ry_dtype what, size_t n, int nargs,
-                        const cl_arg *args) {
-    if (!src) {
-        if (!ry_cl_type(what))
-            return ry_error_at(c->err, c->span, "%s: %s has no kernel on opencl", c->op->name,
-                               ry_dtype_name(what));
-        return ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
-    }
-    cl_kernel k = ry_cl_kernel(src, "k", c->span, c->err);
-    free(src);
-    if (!k) return RY_ERR;
-    return ry_cl_run(k, n, nargs, args, c->span, c->err);
-}
-
-const char *ry_cl_acc_type(ry_dtype dt) {
-    return ry_cl.fp64 ? "double" : ry_cl_type(dt);
-}
-
-const char *ry_cl_move_type(ry_dtype dt) { return dt == RY_FLOAT16 ? "ushort" : ry_cl_type(dt); }
-
-ry_tensor *ry_cl_scratch(ry_kernel_ctx *c, ry_dtype dt, int nd, const int64_t *shape) {
-    ry_tensor *t = ry_tensor_new_on(&ry_cl.heap.alloc, dt, nd, shape);
-    if (!t) ry_error_at(c->err, c->span, "%s: out of memory on opencl:%d", c->op->name, ry_cl.index);
-    return t;
-}
 
 static ry_status float_only(ry_kernel_ctx *c, ry_dtype dt) {
     if (dt == RY_FLOAT32 || dt == RY_FLOAT64) return RY_OK;

@@ -10,6 +10,8 @@
 
 extern const ry_dialect ry_cl_dialect;
 
+/* ---- cl_launch.c ---- */
+
 /* Builds src (freed here; NULL: the dtype of `what` has no kernel on this
  * device, or out of memory) and runs its kernel "k" over n work-items. */
 ry_status ry_cl_gen_run(ry_kernel_ctx *c, char *src, ry_dtype what, size_t n, int nargs,
@@ -31,7 +33,8 @@ const char *ry_cl_move_type(ry_dtype dt);
 /* A device tensor of the heap, NULL with err set when it does not fit. */
 ry_tensor *ry_cl_scratch(ry_kernel_ctx *c, ry_dtype dt, int nd, const int64_t *shape);
 
-/* cl_widen.c: fn over in and out with every float16 tensor widened to
+/* ---- cl_widen.c ----
+ * fn over in and out with every float16 tensor widened to
  * `wide` (cast into device scratch, results cast back), as the CPU
  * widens float16 for these kernels */
 bool ry_cl_any_f16(int n, ry_tensor *const *t);
