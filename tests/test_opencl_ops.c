@@ -144,6 +144,7 @@ static void test_arrays(void **s) {
                    "  (one_hot(%%i, 1f, 0f, depth=4, axis=-1, dtype=\"float32\"),\n"
                    "   one_hot(%%j, 3, -1, depth=3, axis=0, dtype=\"int32\"),\n"
                    "   gather_nd(%%d, %%i), gather_nd(%%d, expand_dims(take(%%j, 0), axis=0)),\n"
+                   "   gather_nd(%%d, reshape(cast(multiply(abs(%%a), 1.2f), dtype=\"int32\"), newshape=[1, 4, 7]), batch_dims=1),\n"
                    "   scatter_nd(%%d, %%i, %%u, mode=\"add\"), scatter_nd(%%d, %%j, %%u, mode=\"update\"),\n"
                    "   stack((%%a, %%b, %%a), axis=0), stack((%%a, %%b), axis=2), stack((%%z, %%z), axis=1),\n"
                    "   nn.pad(%%a, 1.5f, pad_width=[[1, 2], [0, 3]]),\n"
@@ -180,6 +181,21 @@ static void test_index_out_of_range_is_an_error(void **s) {
     for (int k = 0; k < 3; k++) ry_value_release(args[k]);
     ry_vm_free(p);
     ry_module_free(m);
+    /* scatter_nd's: the first bad tuple in order, a negative index */
+    m = test_parse(V "def @main(%d: Tensor[(4, 3), float32], %i: Tensor[(1, 2), int64], %u: Tensor[(2, 3), float32]) {\n"
+                   "  scatter_nd(%d, %i, %u, mode=\"update\")\n}\n", true);
+    assert_int_equal(ry_vm_compile(m, cl, &p, &err), RY_OK);
+    i = ry_tensor_zeros(RY_INT64, 2, (int64_t[]){1, 2});
+    ry_tensor_set(i, 0, -1);
+    ry_tensor_set(i, 1, 9);
+    args[0] = ry_value_tensor(ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){4, 3}));
+    args[1] = ry_value_tensor(i);
+    args[2] = ry_value_tensor(ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){2, 3}));
+    assert_int_equal(ry_vm_call(p, "main", 3, args, NULL, &out, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "scatter_nd: index -1 out of range [0, 4) in dim 0"));
+    for (int k = 0; k < 3; k++) ry_value_release(args[k]);
+    ry_vm_free(p);
+    ry_module_free(m);
 }
 
 /* ---- normalizations, losses, dropout ---- */
@@ -202,6 +218,9 @@ static void test_norms(void **s) {
                        "   nn.prelu(%%x, %%al, axis=1), nn.prelu(%%x, %%gw, axis=3))\n}\n",
               N, C, H, W, dt, C, dt, C, dt, C, dt, C, dt, W, dt, W, dt, C, dt);
     }
+    /* group and instance norms over a later axis (A > 1 leading dims) */
+    check(false, V "def @main(%%x: Tensor[(2, 3, 4, 5), float32], %%g: Tensor[(4), float32], %%b: Tensor[(4), float32]) {\n"
+                   "  (nn.group_norm(%%x, %%g, %%b, num_groups=2, axis=2), nn.instance_norm(%%x, %%g, %%b, axis=2))\n}\n");
     /* training mode: the batch statistics and the moving ones' update */
     ry_vm_opts train = {.training = true, .seed = 7};
     same_as_cpu_opts(V "def @main(%x: Tensor[(5, 3, 4, 7), float32], %g: Tensor[(3), float32], %b: Tensor[(3), float32],\n"
