@@ -153,11 +153,15 @@ MPI_ENV := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rm
 $(BUILD)/tests/mpi/test_dist: tests/mpi/test_dist.c tests/test_util.h $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Itests -MMD -MP -o $@ $< $(STATIC) $(CMOCKA_LIBS) $(LDLIBS)
+$(BUILD)/tests/mpi/ckpt_same: tests/mpi/ckpt_same.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -o $@ $< $(STATIC) $(LDLIBS)
 ifeq ($(MPI),1)
-test-mpi: $(BUILD)/tests/mpi/test_dist $(RELAYC)
+test-mpi: $(BUILD)/tests/mpi/test_dist $(BUILD)/tests/mpi/ckpt_same $(RELAYC)
 	$(MPI_ENV) timeout 300 $(MPIRUN) -np 2 $(BUILD)/tests/mpi/test_dist
 	$(MPI_ENV) timeout 300 $(MPIRUN) -np 3 $(BUILD)/tests/mpi/test_dist
-	$(MPI_ENV) MPIRUN="$(MPIRUN)" RELAYC=$(RELAYC) sh tests/mpi/run_cli.sh
+	$(MPI_ENV) MPIRUN="$(MPIRUN)" RELAYC=$(RELAYC) CKPT_SAME=$(BUILD)/tests/mpi/ckpt_same \
+	  sh tests/mpi/run_cli.sh
 else
 test-mpi:
 	@echo "test-mpi: this build has no MPI (MPI=0, or no libopenmpi-dev): nothing to run" >&2; exit 1

@@ -19,7 +19,7 @@
  * OpenBLAS) and the trainer's workers (ry_train_opts.threads).
  * --profile prints the operator call sites that took the most time in the
  * timed steps (vm.h: ry_vm_print_profile; ~50 ns per call added).
- *   train_step NAME [--threads N] [--seconds S] [--sst DIR] [--profile]
+ *   train_step NAME [--threads N] [--seconds S] [--sst DIR] [--profile] [--target T]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +106,9 @@ static void free_random_treebank(ry_treebank *tb) {
     ry_free(tb->pool);
     ry_free(tb);
 }
+
+/* --target: where the kernels, parameters and optimizer state live */
+static const ry_target *bench_target;
 
 /* ---- setup -------------------------------------------------------------------- */
 static ry_train_opts options_for(const workload *w) {
@@ -198,6 +201,7 @@ static ry_status run(const workload *w, int threads, double seconds, const char 
     ry_status st = RY_ERR;
     ry_train_opts o = options_for(w);
     o.threads = threads; /* the Tree-LSTM's trees run on this many workers */
+    o.target = bench_target;
     /* ry_trainer_new parses, type-checks, initializes, differentiates and
      * optimizes (ry_optimize level 2): the compile time of the model. */
     double t_compile = bench_now();
@@ -216,7 +220,12 @@ static ry_status run(const workload *w, int threads, double seconds, const char 
     /* one warm-up step: first-touch allocations, OpenBLAS's buffers */
     int64_t items = 0;
     double loss = 0, first_loss = 0;
+    /* on a device the first step also builds (or loads) its kernels */
+    double t_first = bench_now();
     if (step(&b, 0, &items, &first_loss, err)) goto out;
+    t_first = bench_now() - t_first;
+    ry_device_counters c0, c1;
+    ry_target_counters(bench_target ? bench_target : ry_target_cpu(), &c0);
 
     ry_vm_set_profile(ry_trainer_vm(b.tr), profile); /* the timed steps only */
     int n = 0;
@@ -230,20 +239,24 @@ static ry_status run(const workload *w, int threads, double seconds, const char 
     }
     double wall = bench_now() - start;
     double gemm = bench_gemm_seconds() - g0;
+    ry_target_counters(bench_target ? bench_target : ry_target_cpu(), &c1);
     double med = bench_median(step_s, n);
     printf("{\"bench\": \"train_step\", \"name\": \"%s\", \"engine\": \"vm\", "
            "\"throughput\": %.1f, \"unit\": \"%s\", \"threads\": %d, \"batch\": %lld, "
            "\"seq\": %lld, \"data\": \"%s\", \"optimizer\": \"%s\", \"opt_level\": %d, "
            "\"steps\": %d, \"seconds\": %.3f, \"step_ms_median\": %.3f, "
            "\"throughput_median_step\": %.1f, \"compile_ms\": %.2f, \"gemm_share\": %.3f, "
-           "\"first_loss\": %.5g, \"last_loss\": %.5g}\n",
+           "\"first_loss\": %.5g, \"last_loss\": %.5g, \"target\": \"%s\", \"first_step_ms\": %.1f, "
+           "\"bytes_to_device_per_step\": %.0f, \"bytes_to_host_per_step\": %.0f}\n",
            w->name, wall > 0 ? (double)total_items / wall : 0, w->unit, threads,
            (long long)w->batch, (long long)w->seq,
            b.tb ? (real ? "sst train" : "random trees") : "random",
            ry_optim_kind_name(o.optim.kind),
            2 /* the trainer's ry_optimize level */, n, wall, 1e3 * med,
            med > 0 ? (double)items / med : 0, 1e3 * t_compile, wall > 0 ? gemm / wall : 0,
-           first_loss, loss);
+           first_loss, loss, bench_target ? ry_target_name(bench_target) : "cpu", 1e3 * t_first,
+           (double)(c1.bytes_to_device - c0.bytes_to_device) / n,
+           (double)(c1.bytes_to_host - c0.bytes_to_host) / n);
     fflush(stdout);
     if (profile) ry_vm_print_profile(ry_trainer_vm(b.tr), stderr, 30);
     st = RY_OK;
@@ -257,11 +270,13 @@ int main(int argc, char **argv) {
     double seconds = 10;
     const char *sst = "/work/shared/data/sst", *name = NULL;
     bool profile = false;
+    const char *target = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if ((v = bench_opt(argc, argv, &i, "--threads"))) threads = atoi(v);
         else if ((v = bench_opt(argc, argv, &i, "--seconds"))) seconds = atof(v);
         else if ((v = bench_opt(argc, argv, &i, "--sst"))) sst = v;
+        else if ((v = bench_opt(argc, argv, &i, "--target"))) target = v;
         else if (!strcmp(argv[i], "--profile")) profile = true;
         else if (argv[i][0] != '-' && !name) name = argv[i];
         else name = NULL, i = argc;
@@ -271,11 +286,15 @@ int main(int argc, char **argv) {
         if (!strcmp(name, WORKLOADS[k].name)) w = &WORKLOADS[k];
     if (!w || threads < 1 || !(seconds >= 0)) {
         fprintf(stderr, "usage: train_step mlp|lenet|charlstm|treelstm [--threads N] "
-                        "[--seconds S] [--sst DIR] [--profile]\n");
+                        "[--seconds S] [--sst DIR] [--profile] [--target T]\n");
         return 2;
     }
     bench_set_threads(threads);
     ry_error err;
+    if (target && ry_target_find(target, &bench_target, &err)) {
+        fprintf(stderr, "train_step: %s\n", err.msg);
+        return 1;
+    }
     if (run(w, threads, seconds, sst, profile, &err)) {
         ry_error_print(stderr, &err);
         return 1;

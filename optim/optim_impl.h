@@ -26,6 +26,13 @@ struct ry_optimizer {
     bool *frozen;            /* per parameter: skipped by steps */
     int64_t steps;           /* ry_optim_step calls */
     const ry_target *target; /* where the slabs live and the update runs */
+    /* ry_optim_shard: the slots hold only elements [lo, hi) of the flat
+     * slab, each as one tensor of hi - lo elements (shard[s]; slots[s]
+     * NULL); sharded false: the whole sets */
+    bool sharded;
+    int64_t lo, hi;
+    int64_t slab_len;        /* the parameter slab's elements it was sharded for */
+    ry_tensor *shard[RY_OPTIM_MAX_SLOTS];
 };
 
 #endif

@@ -122,7 +122,10 @@ static int slot_plan(const ry_optim_config *c, const char *names[RY_OPTIM_MAX_SL
 
 void ry_optim_free(ry_optimizer *o) {
     if (!o) return;
-    for (int i = 0; i < RY_OPTIM_MAX_SLOTS; i++) ry_params_free(o->slots[i]);
+    for (int i = 0; i < RY_OPTIM_MAX_SLOTS; i++) {
+        ry_params_free(o->slots[i]);
+        ry_tensor_release(o->shard[i]);
+    }
     for (int i = 0; o->names && i < o->n_params; i++) ry_free(o->names[i]);
     ry_free(o->names);
     ry_free(o->ndims);
@@ -256,11 +259,6 @@ bool ry_optim_zero_grad_is_identity(const ry_optimizer *o, int i) {
 }
 
 /* Whether [a, a + n) and [b, b + m) bytes overlap. */
-static bool overlaps(const void *a, size_t n, const void *b, size_t m) {
-    const char *x = a, *y = b;
-    return x < y + m && y < x + n;
-}
-
 static ry_status check_grad(const ry_optimizer *o, const ry_param_set *params, int i,
                             const ry_optim_grad *g, ry_error *err) {
     const ry_tensor *t = g->t, *p = params->views[i];
@@ -270,11 +268,11 @@ static ry_status check_grad(const ry_optimizer *o, const ry_param_set *params, i
         return ry_error_at(err, RY_NO_SPAN, "optimizer: the gradient of '%s' is %s, not the parameter's",
                            o->names[i], ry_tensor_describe(t, buf, sizeof buf));
     }
-    size_t nb = ry_tensor_nbytes(t);
-    bool clash = overlaps(t->data, nb, params->slab->data, ry_tensor_nbytes(params->slab));
-    for (int s = 0; s < o->n_slots; s++)
-        if (o->slots[s])
-            clash |= overlaps(t->data, nb, o->slots[s]->slab->data, ry_tensor_nbytes(o->slots[s]->slab));
+    bool clash = ry_tensor_overlap(t, params->slab);
+    for (int s = 0; s < o->n_slots; s++) {
+        const ry_tensor *st = o->slots[s] ? o->slots[s]->slab : o->shard[s];
+        if (st) clash |= ry_tensor_overlap(t, st);
+    }
     if (clash)
         return ry_error_at(err, RY_NO_SPAN,
                            "optimizer: the gradient of '%s' shares memory with the parameters or "
@@ -294,12 +292,50 @@ static ry_status check_grad(const ry_optimizer *o, const ry_param_set *params, i
     return RY_OK;
 }
 
+/* The rule over elements [e, e + n) of parameter i, whose view starts at
+ * element off of the slab; sharded, only over their part in [lo, hi). */
+static void update_run(ry_optimizer *o, ry_param_set *params, int i, const ry_optim_grad *g,
+                       ry_update_args *a, int64_t off, int64_t e, int64_t n) {
+    if (o->sharded) {
+        int64_t b = off + e + n < o->hi ? off + e + n : o->hi;
+        if (off + e < o->lo) e = o->lo - off;
+        n = b - (off + e);
+        if (n <= 0) return;
+    }
+    size_t es = ry_dtype_size(o->dtype), at = (size_t)e * es;
+    a->n = n;
+    /* a device's kernels take the tensors and offsets (sharding is for
+     * host runs: the trainer refuses it on a device) */
+    a->tparam = params->views[i];
+    a->tgrad = g->t;
+    a->off = a->goff = e;
+    for (int s = 0; s < o->n_slots; s++)
+        a->tslot[s] = !o->sharded && o->slots[s] ? o->slots[s]->views[i] : NULL;
+    if (params->views[i]->device.kind != RY_DEVICE_CPU) {
+        o->target->update(&o->cfg, a);
+        return;
+    }
+    a->param = (char *)params->views[i]->data + at;
+    a->grad = (const char *)g->t->data + at;
+    for (int s = 0; s < o->n_slots; s++)
+        a->slot[s] = o->sharded ? (o->shard[s] ? (char *)o->shard[s]->data +
+                                                     (size_t)(off + e - o->lo) * es
+                                               : NULL)
+                                : o->slots[s] ? (char *)o->slots[s]->views[i]->data + at : NULL;
+    o->target->update(&o->cfg, a);
+}
+
 /* Parameter i's update, over all of it or over its listed rows (each row
- * one run of the slabs: the rules are elementwise). */
+ * one run of the slabs: the rules are elementwise). Its step count
+ * advances even where a shard holds none of it, so that every rank
+ * counts alike. */
 static void update_param(ry_optimizer *o, ry_param_set *params, int i, const ry_optim_grad *g,
                          double scale) {
     const ry_tensor *p = params->views[i];
-    size_t es = ry_dtype_size(o->dtype);
+    size_t bytes = p->device.kind == RY_DEVICE_CPU
+                       ? (size_t)((const char *)p->data - (const char *)params->slab->data)
+                       : p->offset - params->slab->offset;
+    int64_t off = (int64_t)(bytes / ry_dtype_size(o->dtype));
     ry_update_args a;
     memset(&a, 0, sizeof a);
     a.dtype = o->dtype;
@@ -308,29 +344,26 @@ static void update_param(ry_optimizer *o, ry_param_set *params, int i, const ry_
     a.weight_decay = o->decay[i] ? o->cfg.weight_decay : 0;
     a.step = (int64_t)(*step_of(o, i) += 1);
     if (!g->rows) {
-        a.n = p->size;
-        a.param = p->data;
-        a.grad = g->t->data;
-        for (int s = 0; s < o->n_slots; s++)
-            a.slot[s] = o->slots[s] ? o->slots[s]->views[i]->data : NULL;
-        o->target->update(&o->cfg, &a);
+        update_run(o, params, i, g, &a, off, 0, p->size);
         return;
     }
     int64_t row = p->shape[0] ? p->size / p->shape[0] : 0;
-    a.n = row;
-    for (int64_t k = 0; k < g->nrows; k++) {
-        size_t off = (size_t)(g->rows[k] * row) * es;
-        a.param = (char *)p->data + off;
-        a.grad = (const char *)g->t->data + off;
-        for (int s = 0; s < o->n_slots; s++)
-            a.slot[s] = o->slots[s] ? (char *)o->slots[s]->views[i]->data + off : NULL;
-        o->target->update(&o->cfg, &a);
-    }
+    for (int64_t k = 0; k < g->nrows; k++) update_run(o, params, i, g, &a, off, g->rows[k] * row, row);
+}
+
+/* A sharded optimizer steps only sets of the slab it was sharded for. */
+static ry_status check_shard(const ry_optimizer *o, const ry_param_set *params, ry_error *err) {
+    if (!o->sharded || params->slab->size == o->slab_len) return RY_OK;
+    return ry_error_at(err, RY_NO_SPAN,
+                       "optimizer: sharded for a slab of %lld elements, given one of %lld",
+                       (long long)o->slab_len, (long long)params->slab->size);
 }
 
 ry_status ry_optim_step_grads(ry_optimizer *o, ry_param_set *params, const ry_optim_grad *grads,
                               double scale, ry_error *err) {
-    if (check_layout(o, params, "parameters", err) || check_steps(o, err)) return RY_ERR;
+    if (check_layout(o, params, "parameters", err) || check_shard(o, params, err) ||
+        check_steps(o, err))
+        return RY_ERR;
     for (int i = 0; i < o->n_params; i++)
         if (!o->frozen[i] && check_grad(o, params, i, &grads[i], err)) return RY_ERR;
     for (int i = 0; i < o->n_params; i++)
@@ -344,7 +377,7 @@ ry_status ry_optim_step_grads(ry_optimizer *o, ry_param_set *params, const ry_op
 ry_status ry_optim_step(ry_optimizer *o, ry_param_set *params, const ry_param_set *grads,
                         ry_error *err) {
     if (check_layout(o, params, "parameters", err) || check_layout(o, grads, "gradients", err) ||
-        check_steps(o, err))
+        check_shard(o, params, err) || check_steps(o, err))
         return RY_ERR;
     if (grads->slab->data == params->slab->data)
         return ry_error_at(err, RY_NO_SPAN, "optimizer: the gradients are the parameters");
@@ -357,7 +390,20 @@ ry_status ry_optim_step(ry_optimizer *o, ry_param_set *params, const ry_param_se
     return RY_OK;
 }
 
-void ry_optim_set_target(ry_optimizer *o, const ry_target *t) { o->target = t ? t : ry_target_cpu(); }
+ry_status ry_optim_set_target(ry_optimizer *o, const ry_target *t, ry_error *err) {
+    t = t ? t : ry_target_cpu();
+    /* the state slots move to the target's device (step counts stay on
+     * the host, which reads them) */
+    for (int s = 0; s < o->n_slots; s++) {
+        if (!o->slots[s]) continue;
+        ry_param_set *moved = ry_params_to(t, o->slots[s], err);
+        if (!moved) return RY_ERR;
+        ry_params_free(o->slots[s]);
+        o->slots[s] = moved;
+    }
+    o->target = t;
+    return RY_OK;
+}
 
 double ry_optim_lr(const ry_optimizer *o) { return o->cfg.lr; }
 void ry_optim_set_lr(ry_optimizer *o, double lr) { o->cfg.lr = lr; }
@@ -389,13 +435,13 @@ ry_status ry_optim_set_frozen(ry_optimizer *o, const char *name, bool frozen, ry
 
 static int slot_position(const ry_optimizer *o, int i) {
     for (int s = 0; s < o->n_slots; s++)
-        if (o->slots[s] && i-- == 0) return s;
+        if (o->slot_names[s] && i-- == 0) return s;
     return -1;
 }
 
 int ry_optim_slot_count(const ry_optimizer *o) {
     int n = 0;
-    for (int s = 0; s < o->n_slots; s++) n += o->slots[s] != NULL;
+    for (int s = 0; s < o->n_slots; s++) n += o->slot_names[s] != NULL;
     return n;
 }
 
@@ -409,20 +455,32 @@ ry_param_set *ry_optim_slot(ry_optimizer *o, int i) {
     return s < 0 ? NULL : o->slots[s];
 }
 
-ry_param_set *ry_optim_slot_find(ry_optimizer *o, const char *name) {
+static int slot_named(const ry_optimizer *o, const char *name) {
     for (int s = 0; s < o->n_slots; s++)
-        if (o->slots[s] && strcmp(o->slot_names[s], name) == 0) return o->slots[s];
-    return NULL;
+        if (o->slot_names[s] && strcmp(o->slot_names[s], name) == 0) return s;
+    return -1;
+}
+
+ry_param_set *ry_optim_slot_find(ry_optimizer *o, const char *name) {
+    int s = slot_named(o, name);
+    return s < 0 ? NULL : o->slots[s];
 }
 
 ry_status ry_optim_load_slot(ry_optimizer *o, const char *name, const ry_param_set *src,
                              ry_error *err) {
-    ry_param_set *dst = ry_optim_slot_find(o, name);
-    if (!dst)
+    int s = slot_named(o, name);
+    if (s < 0)
         return ry_error_at(err, RY_NO_SPAN, "optimizer: %s has no slot '%s'",
                            ry_optim_kind_name(o->cfg.kind), name);
-    if (check_layout(o, src, name, err)) return RY_ERR;
-    ry_params_copy(dst, src);
+    if (check_layout(o, src, name, err) || check_shard(o, src, err)) return RY_ERR;
+    if (!o->sharded) {
+        if (ry_params_copy(o->slots[s], src))
+            return ry_error_at(err, RY_NO_SPAN, "optimizer: copying slot '%s' failed", name);
+        return RY_OK;
+    }
+    size_t es = ry_dtype_size(o->dtype);
+    memcpy(o->shard[s]->data, (const char *)src->slab->data + (size_t)o->lo * es,
+           (size_t)(o->hi - o->lo) * es);
     return RY_OK;
 }
 
@@ -444,3 +502,74 @@ ry_status ry_optim_set_param_steps(ry_optimizer *o, int i, int64_t steps, ry_err
 
 int64_t ry_optim_step_count(const ry_optimizer *o) { return o->steps; }
 void ry_optim_set_step_count(ry_optimizer *o, int64_t steps) { o->steps = steps; }
+
+/* ---- sharded state (ZeRO-1) ------------------------------------------ */
+
+ry_status ry_optim_shard(ry_optimizer *o, const ry_param_set *params, int64_t lo, int64_t hi,
+                         ry_error *err) {
+    if (check_layout(o, params, "parameters", err)) return RY_ERR;
+    int64_t len = params->slab->size;
+    if (o->sharded) {
+        if (o->lo == lo && o->hi == hi && o->slab_len == len) return RY_OK;
+        return ry_error_at(err, RY_NO_SPAN, "optimizer: already sharded as [%lld, %lld)",
+                           (long long)o->lo, (long long)o->hi);
+    }
+    if (lo < 0 || hi < lo || hi > len)
+        return ry_error_at(err, RY_NO_SPAN, "optimizer: shard [%lld, %lld) outside the %lld elements",
+                           (long long)lo, (long long)hi, (long long)len);
+    ry_tensor *sh[RY_OPTIM_MAX_SLOTS] = {NULL};
+    int64_t n = hi - lo;
+    size_t es = ry_dtype_size(o->dtype);
+    for (int s = 0; s < o->n_slots; s++) {
+        if (!o->slots[s]) continue;
+        if (!(sh[s] = ry_tensor_new(o->dtype, 1, &n))) {
+            for (int t = 0; t < s; t++) ry_tensor_release(sh[t]);
+            return ry_error_at(err, RY_NO_SPAN, "optimizer: out of memory");
+        }
+        memcpy(sh[s]->data, (const char *)o->slots[s]->slab->data + (size_t)lo * es, (size_t)n * es);
+    }
+    for (int s = 0; s < o->n_slots; s++) {
+        ry_params_free(o->slots[s]);
+        o->slots[s] = NULL;
+        o->shard[s] = sh[s];
+    }
+    o->sharded = true;
+    o->lo = lo;
+    o->hi = hi;
+    o->slab_len = len;
+    return RY_OK;
+}
+
+ry_status ry_optim_unshard(ry_optimizer *o, const ry_param_set *params, ry_error *err) {
+    if (!o->sharded) return RY_OK;
+    if (check_layout(o, params, "parameters", err) || check_shard(o, params, err)) return RY_ERR;
+    ry_param_set *full[RY_OPTIM_MAX_SLOTS] = {NULL};
+    size_t es = ry_dtype_size(o->dtype);
+    for (int s = 0; s < o->n_slots; s++) {
+        if (!o->shard[s]) continue;
+        if (!(full[s] = ry_params_like(params))) {
+            for (int t = 0; t < s; t++) ry_params_free(full[t]);
+            return ry_error_at(err, RY_NO_SPAN, "optimizer: out of memory");
+        }
+        memcpy((char *)full[s]->slab->data + (size_t)o->lo * es, o->shard[s]->data,
+               (size_t)(o->hi - o->lo) * es);
+    }
+    for (int s = 0; s < o->n_slots; s++) {
+        ry_tensor_release(o->shard[s]);
+        o->shard[s] = NULL;
+        o->slots[s] = full[s];
+    }
+    o->sharded = false;
+    return RY_OK;
+}
+
+bool ry_optim_shard_range(const ry_optimizer *o, int64_t *lo, int64_t *hi) {
+    if (lo) *lo = o->sharded ? o->lo : 0;
+    if (hi) *hi = o->sharded ? o->hi : 0;
+    return o->sharded;
+}
+
+ry_tensor *ry_optim_slot_shard(ry_optimizer *o, int i) {
+    int s = slot_position(o, i);
+    return s < 0 ? NULL : o->shard[s];
+}

@@ -399,6 +399,109 @@ static void test_threads_same_bits(void **state) {
     ry_set_num_threads(1);
 }
 
+/* ---- sharded state (ZeRO-1) ---- */
+
+/* dst[lo, hi) := src[lo, hi) of two slabs alike. */
+static void copy_range(ry_tensor *dst, const ry_tensor *src, int64_t lo, int64_t hi) {
+    size_t es = ry_dtype_size(dst->dtype);
+    memcpy((char *)dst->data + (size_t)lo * es, (const char *)src->data + (size_t)lo * es,
+           (size_t)(hi - lo) * es);
+}
+
+/* Three optimizers, each sharded over an uneven slice of the slab (cut
+ * inside "emb" and inside "b"'s padding), stepping copies of the
+ * parameters that are merged after each step (the all-gather), give the
+ * unsharded optimizer's parameters, state and step counts bit for bit,
+ * for every rule in both dtypes, clipped or not. */
+static void test_shard_same_bits(void **state) {
+    ry_error err;
+    for (int k = 0; k < 9; k++)
+        for (int d = 0; d < 2; d++) {
+            ry_dtype dt = d ? RY_FLOAT64 : RY_FLOAT32;
+            ry_optim_config c = config(k);
+            ry_param_set *p = new_set(dt), *g = new_set(dt), *q[3];
+            fill(p, 1, 1.0);
+            int64_t len = p->slab->size, cut[4] = {0, 13, len - 5, len};
+            ry_optimizer *o = new_opt(&c, p), *os[3];
+            assert_int_equal(ry_optim_set_decay(o, "b", false, &err), RY_OK);
+            for (int r = 0; r < 3; r++) {
+                q[r] = new_set(dt);
+                ry_params_copy(q[r], p);
+                os[r] = new_opt(&c, q[r]);
+                assert_int_equal(ry_optim_set_decay(os[r], "b", false, &err), RY_OK);
+                assert_int_equal(ry_optim_shard(os[r], q[r], cut[r], cut[r + 1], &err), RY_OK);
+                /* again with the same range: a no-op; another: refused */
+                assert_int_equal(ry_optim_shard(os[r], q[r], cut[r], cut[r + 1], &err), RY_OK);
+                assert_int_equal(ry_optim_shard(os[r], q[r], 0, len, &err), RY_ERR);
+                for (int s = 0; s < ry_optim_slot_count(os[r]); s++) {
+                    assert_null(ry_optim_slot(os[r], s));
+                    assert_int_equal(ry_optim_slot_shard(os[r], s)->size, cut[r + 1] - cut[r]);
+                }
+            }
+            for (int step = 0; step < 3; step++) {
+                fill(g, 10 + (uint64_t)step, 0.5);
+                ry_optim_grad og[3];
+                for (int i = 0; i < 3; i++) og[i] = (ry_optim_grad){.t = g->views[i]};
+                double scale = step == 1 ? 0.37 : 1.0;
+                assert_int_equal(ry_optim_step_grads(o, p, og, scale, &err), RY_OK);
+                for (int r = 0; r < 3; r++)
+                    assert_int_equal(ry_optim_step_grads(os[r], q[r], og, scale, &err), RY_OK);
+                for (int r = 0; r < 3; r++)
+                    for (int t = 0; t < 3; t++) copy_range(q[r]->slab, q[t]->slab, cut[t], cut[t + 1]);
+                same_bits(q[0], p);
+            }
+            for (int r = 0; r < 3; r++) {
+                assert_int_equal(ry_optim_unshard(os[r], q[r], &err), RY_OK);
+                same_bits(ry_optim_steps(os[r]), ry_optim_steps(o));
+            }
+            for (int s = 0; s < ry_optim_slot_count(o); s++) {
+                ry_param_set *m = ry_optim_slot(os[0], s);
+                for (int r = 1; r < 3; r++)
+                    copy_range(m->slab, ry_optim_slot(os[r], s)->slab, cut[r], cut[r + 1]);
+                same_bits(m, ry_optim_slot(o, s));
+            }
+            for (int r = 0; r < 3; r++) {
+                ry_optim_free(os[r]);
+                ry_params_free(q[r]);
+            }
+            ry_optim_free(o);
+            ry_params_free(p);
+            ry_params_free(g);
+        }
+}
+
+/* A sharded optimizer loads a whole slot and keeps its slice; sets of
+ * another slab size are refused. */
+static void test_shard_load_slot(void **state) {
+    ry_error err;
+    ry_optim_config c = config(3);
+    ry_param_set *p = new_set(RY_FLOAT32), *full = new_set(RY_FLOAT32);
+    fill(full, 5, 1.0);
+    ry_optimizer *o = new_opt(&c, p);
+    assert_int_equal(ry_optim_shard(o, p, 7, 30, &err), RY_OK);
+    int64_t lo = 0, hi = 0;
+    assert_true(ry_optim_shard_range(o, &lo, &hi));
+    assert_int_equal(lo, 7);
+    assert_int_equal(hi, 30);
+    assert_int_equal(ry_optim_load_slot(o, "exp_avg", full, &err), RY_OK);
+    const ry_tensor *sh = ry_optim_slot_shard(o, 0);
+    assert_memory_equal(sh->data, (const float *)full->slab->data + 7, 23 * sizeof(float));
+    assert_int_equal(ry_optim_shard(o, p, 0, p->slab->size + 1, &err), RY_ERR);
+    ry_optimizer *o2 = new_opt(&c, p);
+    assert_int_equal(ry_optim_shard(o2, p, 0, p->slab->size + 1, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "outside"));
+    assert_int_equal(ry_optim_unshard(o, p, &err), RY_OK);
+    const ry_tensor *w = ry_optim_slot_find(o, "exp_avg")->slab;
+    assert_memory_equal((const float *)w->data + 7, (const float *)full->slab->data + 7,
+                        23 * sizeof(float));
+    assert_true(ry_tensor_get(w, 0) == 0 && ry_tensor_get(w, 30) == 0);
+    assert_false(ry_optim_shard_range(o, &lo, &hi));
+    ry_optim_free(o);
+    ry_optim_free(o2);
+    ry_params_free(p);
+    ry_params_free(full);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_step_grads_matches_step),
@@ -407,6 +510,8 @@ int main(void) {
         cmocka_unit_test(test_step_grads_errors),
         cmocka_unit_test(test_scan_and_coef),
         cmocka_unit_test(test_threads_same_bits),
+        cmocka_unit_test(test_shard_same_bits),
+        cmocka_unit_test(test_shard_load_slot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

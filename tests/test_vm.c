@@ -764,6 +764,85 @@ static void out_of_memory_anywhere(void **state) {
     }
 }
 
+/* ---- gradients reported as they are finished (ry_vm_opts.on_final) ---- */
+
+typedef struct finals {
+    int n, field[16];
+    ry_tensor *copy[16];
+} finals;
+
+static void record_final(void *ctx, int field, const ry_value *v) {
+    finals *f = ctx;
+    assert_true(f->n < 16);
+    assert_int_equal(v->kind, RY_VAL_TENSOR);
+    f->field[f->n] = field;
+    f->copy[f->n++] = ry_tensor_copy(v->tensor);
+}
+
+static ry_value *rand_arg(ry_rng *r, int64_t a, int64_t b) {
+    ry_tensor *t = ry_tensor_new(RY_FLOAT32, 2, (int64_t[]){a, b});
+    for (int64_t i = 0; i < t->size; i++) ry_tensor_set(t, i, ry_rng_uniform(r) - 0.5);
+    return ry_value_tensor(t);
+}
+
+/* A two-layer network's optimized gradient program reports every
+ * gradient once, the second layer's before the first's (the backward
+ * order), each with the bits the returned tuple holds; the entry without
+ * that shape (main) and a branching one report nothing. */
+static void gradients_reported_when_final(void **state) {
+    ry_module *m = test_parse(
+        "#[version = \"0.0.5\"]\n"
+        "def @main(%x: Tensor[(4, 3), float32], %w1: Tensor[(5, 3), float32], "
+        "%w2: Tensor[(2, 5), float32]) -> float32 {\n"
+        "  sum(nn.dense(nn.relu(nn.dense(%x, %w1)), %w2))\n"
+        "}\n"
+        "def @branchy(%x: Tensor[(4, 3), float32], %c: bool) -> (float32, (Tensor[(4, 3), float32],)) {\n"
+        "  if (%c) { (sum(%x), (%x,)) } else { (sum(%x), (%x,)) }\n"
+        "}\n",
+        true);
+    const char *gname = NULL;
+    ry_error err;
+    if (ry_grad(m, "main", NULL, NULL, &gname, &err) || ry_optimize(m, 2, &err))
+        fail_msg("%s", err.msg);
+    ry_vm_program *p = compile_ok(m);
+    ry_rng r;
+    ry_rng_seed(&r, 4);
+    ry_value *args[3] = {rand_arg(&r, 4, 3), rand_arg(&r, 5, 3), rand_arg(&r, 2, 5)};
+    for (int round = 0; round < 2; round++) { /* a program's second call alike */
+        finals f = {0};
+        ry_vm_opts o = {.on_final = record_final, .final_ctx = &f};
+        ry_value *out = NULL;
+        if (ry_vm_call(p, gname, 3, args, &o, &out, &err)) fail_msg("%s", err.msg);
+        const ry_value *g = out->tuple.fields[1];
+        assert_int_equal(f.n, g->tuple.n);
+        int at_w1 = -1, at_w2 = -1;
+        for (int j = 0; j < f.n; j++) {
+            const ry_tensor *want = g->tuple.fields[f.field[j]]->tensor;
+            assert_memory_equal(f.copy[j]->data, want->data, ry_tensor_nbytes(want));
+            if (f.field[j] == 1) at_w1 = j;
+            if (f.field[j] == 2) at_w2 = j;
+            for (int k = 0; k < j; k++) assert_int_not_equal(f.field[k], f.field[j]);
+            ry_tensor_release(f.copy[j]);
+        }
+        assert_true(at_w2 >= 0 && at_w1 > at_w2);
+        ry_value_release(out);
+    }
+    finals f = {0};
+    ry_vm_opts o = {.on_final = record_final, .final_ctx = &f};
+    ry_value *out = NULL;
+    if (ry_vm_call(p, "main", 3, args, &o, &out, &err)) fail_msg("%s", err.msg);
+    ry_value_release(out);
+    ry_value *bargs[2] = {ry_value_retain(args[0]),
+                          ry_value_tensor(ry_tensor_scalar(RY_BOOL, 1))};
+    if (ry_vm_call(p, "branchy", 2, bargs, &o, &out, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(f.n, 0);
+    ry_value_release(out);
+    for (int i = 0; i < 2; i++) ry_value_release(bargs[i]);
+    for (int i = 0; i < 3; i++) ry_value_release(args[i]);
+    ry_vm_free(p);
+    ry_module_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(run_programs_match),
@@ -782,6 +861,7 @@ int main(void) {
         cmocka_unit_test(result_buffers_are_reused),
         cmocka_unit_test(out_of_memory_anywhere),
         cmocka_unit_test(profile_counts_calls),
+        cmocka_unit_test(gradients_reported_when_final),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,9 +65,10 @@ ry_status ry_optim_new(const ry_optim_config *cfg, const ry_param_set *params,
 void ry_optim_free(ry_optimizer *o); /* NULL is fine */
 
 /* The target whose update kernel steps run on (default, and for NULL: the
- * CPU); the parameters, gradients and slots handed to steps must live
- * there. The trainer sets its own target. */
-void ry_optim_set_target(ry_optimizer *o, const ry_target *t);
+ * CPU); the state slots move to its device here, and the parameters and
+ * gradients handed to steps must live there too. The trainer sets its own
+ * target. Errors: out of memory on the device, a driver failure. */
+ry_status ry_optim_set_target(ry_optimizer *o, const ry_target *t, ry_error *err);
 
 /* One update of params from grads, both laid out as at ry_optim_new, in one
  * pass over the slabs. Frozen parameters are skipped entirely (no update, no
@@ -154,6 +155,28 @@ ry_status ry_optim_set_param_steps(ry_optimizer *o, int i, int64_t steps, ry_err
 /* Number of ry_optim_step calls (including ones that froze everything). */
 int64_t ry_optim_step_count(const ry_optimizer *o);
 void ry_optim_set_step_count(ry_optimizer *o, int64_t steps);
+
+/* ---- sharded state (ZeRO-1: dist.h, ry_fit_opts.shard_optimizer) ------
+ * ry_optim_shard keeps of every slot only the elements [lo, hi) of the
+ * flat slab laid out like params (the whole set's memory is freed: one
+ * tensor of hi - lo elements each), and steps then update only those
+ * elements of the parameters; step counts still advance for every
+ * parameter, so each rank of a job counts alike. The updated elements
+ * get exactly the bits an unsharded step gives them (the rules are
+ * elementwise). While sharded, ry_optim_slot and ry_optim_slot_find give
+ * NULL, ry_optim_slot_shard gives the slice, and ry_optim_load_slot takes
+ * a whole set and keeps its slice. Sharding again with the same range is
+ * a no-op, with another an error. ry_optim_unshard makes whole sets
+ * again, the slice in place and zeros elsewhere (the caller gathers the
+ * other ranks' slices into them). */
+ry_status ry_optim_shard(ry_optimizer *o, const ry_param_set *params, int64_t lo, int64_t hi,
+                         ry_error *err);
+ry_status ry_optim_unshard(ry_optimizer *o, const ry_param_set *params, ry_error *err);
+/* Whether o is sharded; *lo, *hi (if non-NULL) get its range (0, 0 when
+ * not). */
+bool ry_optim_shard_range(const ry_optimizer *o, int64_t *lo, int64_t *hi);
+/* Slot i's slice while sharded, else NULL. Borrowed. */
+ry_tensor *ry_optim_slot_shard(ry_optimizer *o, int i);
 
 /* ---- learning-rate schedules -----------------------------------------
  * lr(step) as torch.optim.lr_scheduler gives it after `step` calls of

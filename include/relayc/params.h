@@ -30,10 +30,16 @@ void ry_params_free(ry_param_set *p); /* NULL is fine */
 int ry_params_find(const ry_param_set *p, const char *name);
 /* Whether a and b have the same names, shapes and dtype, in order. */
 bool ry_params_same_layout(const ry_param_set *a, const ry_param_set *b);
-/* dst := src (same layout). */
-void ry_params_copy(ry_param_set *dst, const ry_param_set *src);
-/* Every slab element set to v. */
+/* dst := src (same layout), between any devices (an error only from a
+ * device's driver). */
+ry_status ry_params_copy(ry_param_set *dst, const ry_param_set *src);
+/* Every slab element set to v (a host set). */
 void ry_params_fill(ry_param_set *p, double v);
+/* A copy of p with its slab on t's device (a device run's parameters, or
+ * ry_target_cpu() for a host copy of them); NULL with err set on out of
+ * memory or a driver failure. */
+typedef struct ry_target ry_target;
+ry_param_set *ry_params_to(const ry_target *t, const ry_param_set *p, ry_error *err);
 
 RY_END_API
 

@@ -58,6 +58,10 @@ void ry_target_counters(const ry_target *t, ry_device_counters *out);
  * device, a driver failure (named). */
 ry_status ry_tensor_to(const ry_target *t, const ry_tensor *src, ry_tensor **out, ry_error *err);
 
+/* src's elements into dst's (the same number of bytes), between any
+ * devices. */
+ry_status ry_tensor_copy_into(ry_tensor *dst, const ry_tensor *src, ry_error *err);
+
 /* One line per device the machine's drivers report, for `relayc devices`. */
 typedef struct ry_device_info {
     char target[16];          /* "opencl" */

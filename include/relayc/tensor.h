@@ -99,6 +99,9 @@ ry_tensor *ry_tensor_retain(ry_tensor *t);   /* returns t */
 void ry_tensor_release(ry_tensor *t);         /* NULL is fine */
 
 size_t ry_tensor_nbytes(const ry_tensor *t);
+/* Whether a's and b's elements share bytes (never across devices; on a
+ * device, views of one buffer by their offsets). */
+bool ry_tensor_overlap(const ry_tensor *a, const ry_tensor *b);
 bool ry_tensor_same_shape(const ry_tensor *a, const ry_tensor *b);
 /* Element i (flat index) as double, and store double into element i,
  * for CPU tensors (a device tensor reads nan and writes nothing),

@@ -260,6 +260,20 @@ typedef struct ry_fit_opts {
     bool deterministic;
     int shards;
     int64_t bucket_bytes;         /* the reduction's pieces; 0: 4 MiB */
+    /* ZeRO-1 (train_zero.c): each rank keeps and updates the optimizer
+     * state of its slice of the parameter slab only; the gradients are
+     * reduce-scattered, the parameters all-gathered. The same
+     * parameters as unsharded (bit for bit with deterministic, except
+     * clipping by norm: to rounding); checkpoints hold the whole state
+     * and resume either way on any number of ranks. One rank: no-op.
+     * After such a step ry_trainer_grads holds the reduced gradient only
+     * in this rank's slice (elsewhere its own shards'). */
+    bool shard_optimizer;
+    /* The all-reduce (without deterministic or shard_optimizer) starts
+     * each bucket as the compiled gradient program finishes its
+     * gradients, overlapped with the rest of the backward pass
+     * (train_overlap.c); no_overlap: only after it returns. */
+    bool no_overlap;
 } ry_fit_opts;
 
 typedef struct ry_fit_result {
@@ -272,6 +286,17 @@ typedef struct ry_fit_result {
     double eval_loss, eval_acc; /* acc NaN when there are no labels */
     char checkpoint[512];     /* the last checkpoint written or loaded, or "" */
     int stop_signal;          /* the request that stopped the run, or 0 */
+    /* data parallel (dist.h), this rank's: seconds in the steps, waiting
+     * on the gradient reduction once its own gradient was computed (for
+     * an overlapped all-reduce, what was left of it after the backward
+     * pass; a sharded optimizer's parameter all-gather included), and in
+     * each step's exchange of losses (where it waits for slower ranks);
+     * the gradient bytes it hands to the reduction per step; the share
+     * of the all-reduce's buckets started during the backward pass (0:
+     * none overlapped). Zero in one process. */
+    double dist_step_s, dist_reduce_s, dist_sync_s;
+    int64_t dist_bytes;
+    double dist_overlap;
 } ry_fit_result;
 
 /* Trains on train for fo->epochs (or until max_steps), evaluating on eval

@@ -101,6 +101,16 @@ typedef struct ry_vm_opts {
      * returns. Arguments on the host are copied to the device either way
      * (once per call; those already there are not copied). */
     bool keep_on_device;
+    /* When the entry runs straight through (no branch or tail call in its
+     * own body) and returns (result, (g0, g1, ...)) built there, as a
+     * gradient program does: on_final(final_ctx, k, gk) as soon as gk is
+     * computed, while the rest of the program runs (a data-parallel
+     * trainer starts reducing gradients that are ready). gk is borrowed
+     * and will not change; each field is reported once, in the order the
+     * program finishes them, on the calling thread, and none after an
+     * error. Entries of any other shape report nothing. NULL: none. */
+    void (*on_final)(void *ctx, int field, const ry_value *v);
+    void *final_ctx;
 } ry_vm_opts;
 
 /* Compiles every global function of the type-checked module m for target t

@@ -109,3 +109,20 @@ ry_status ry_tensor_to(const ry_target *t, const ry_tensor *src, ry_tensor **out
     *out = dst;
     return RY_OK;
 }
+
+ry_status ry_tensor_copy_into(ry_tensor *dst, const ry_tensor *src, ry_error *err) {
+    size_t n = ry_tensor_nbytes(src);
+    if (ry_tensor_nbytes(dst) != n)
+        return ry_error_at(err, RY_NO_SPAN, "copying a tensor: %zu bytes into %zu", n, ry_tensor_nbytes(dst));
+    bool dh = dst->device.kind == RY_DEVICE_CPU, sh = src->device.kind == RY_DEVICE_CPU;
+    const ry_target *dt = target_of(dst->device), *st = target_of(src->device);
+    if (dh && sh) {
+        if (n) memmove(dst->data, src->data, n);
+        return RY_OK;
+    }
+    if (sh) return dt->upload(dst, src->data, n, err);
+    if (dh) return st->download(dst->data, src, n, err);
+    if (dt == st) return dt->copy(dst, src, n, err);
+    return ry_error_at(err, RY_NO_SPAN, "no copy from %s to %s", ry_device_name(src->device),
+                       ry_device_name(dst->device));
+}

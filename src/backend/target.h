@@ -54,6 +54,11 @@ typedef struct ry_update_args {
     void *param;
     const void *grad;
     void *slot[RY_OPTIM_MAX_SLOTS];
+    /* the same run as tensors and element offsets, for device targets
+     * (whose tensors' data is a buffer, not an address): param's elements
+     * [off, off + n), grad's [goff, goff + n), each slot's [off, off + n) */
+    const ry_tensor *tparam, *tgrad, *tslot[RY_OPTIM_MAX_SLOTS];
+    int64_t off, goff;
     double lr;
     double scale;            /* every gradient element is multiplied by it as
                                 it is read (clip-by-norm's coefficient); 1:
@@ -85,6 +90,10 @@ struct ry_target {
     ry_status (*copy)(ry_tensor *dst, const ry_tensor *src, size_t nbytes, ry_error *err);
     void (*counters)(ry_device_counters *out);
     int (*devices)(ry_device_info *out, int cap); /* what the driver reports (relayc devices) */
+    /* profiling (--profile): the device's time running the kernels queued
+     * between prof_begin and prof_end, in ns (prof_end waits for them) */
+    void (*prof_begin)(void);
+    int64_t (*prof_end)(void);
 
     /* op's kernel on this target, with its facts; NULL where it has none
      * (the VM reports that at compile time, with the call's location) */
@@ -123,6 +132,10 @@ struct ry_target {
     void (*grad_clip)(ry_tensor *t, int64_t lo, int64_t n, double c);
     void (*grad_zero)(ry_tensor *t, int64_t lo, int64_t n);
     void (*grad_scale)(ry_tensor *t, int64_t lo, int64_t n, double c);
+    /* waits for the device's queued work and reports the first failure of
+     * a training kernel since the last sync (they return no status); NULL
+     * on the CPU, whose kernels cannot fail */
+    ry_status (*sync)(ry_error *err);
 };
 
 /* The kernel of op on t, or NULL. */

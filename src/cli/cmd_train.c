@@ -314,6 +314,8 @@ static int fit(ry_trainer *tr, const train_args *a, data *d, const char *config)
         .deterministic = a->deterministic,
         .shards = (int)a->shards,
         .bucket_bytes = a->bucket,
+        .shard_optimizer = a->shard_optimizer,
+        .no_overlap = a->no_overlap,
     };
     bool root = ry_dist_rank() == 0;
     ry_fit_result res;
@@ -342,6 +344,12 @@ static int fit(ry_trainer *tr, const train_args *a, data *d, const char *config)
         printf("\n");
     }
     if (res.checkpoint[0]) printf("checkpoint %s\n", res.checkpoint);
+    if (ry_dist_size() > 1 && res.dist_step_s > 0)
+        printf("data parallel: %d ranks, %lld gradient bytes reduced per step; rank 0 spent "
+               "%.1f%% of its steps waiting on the reduction, %.1f%% in the exchange of losses; "
+               "%.0f%% of the all-reduce's buckets started during the backward pass\n",
+               ry_dist_size(), (long long)res.dist_bytes, 100 * res.dist_reduce_s / res.dist_step_s,
+               100 * res.dist_sync_s / res.dist_step_s, 100 * res.dist_overlap);
     return 0;
 }
 

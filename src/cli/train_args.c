@@ -98,7 +98,12 @@ const char *const train_help =
     "                              equal to rounding)\n"
     "  --shards S                  with --deterministic: shards per global batch\n"
     "                              (default: the ranks; a multiple of them)\n"
-    "  --bucket-bytes N            the all-reduce's pieces (default 4 MiB)\n"
+    "  --bucket-bytes N            the all-reduce's pieces (default 4 MiB); each\n"
+    "                              starts as the backward pass finishes its\n"
+    "                              gradients (--no-overlap: after it)\n"
+    "  --shard-optimizer           each rank keeps the optimizer state of its slice\n"
+    "                              of the parameters only (ZeRO-1): the same\n"
+    "                              parameters, 1/N of the state's memory\n"
     "  --dist-timeout SECONDS      a rank waiting longer than this for the others\n"
     "                              ends the job with a message (default 300)\n";
 
@@ -118,6 +123,7 @@ static const flag_opt flags[] = {
     {"--inference-gradients", AT(inference_grads)},
     {"--nesterov", AT(nesterov)},       {"--amsgrad", AT(amsgrad)},
     {"--centered", AT(centered)},       {"--deterministic", AT(deterministic)},
+    {"--shard-optimizer", AT(shard_optimizer)}, {"--no-overlap", AT(no_overlap)},
 };
 
 /* a double; positive: must be > 0, else >= 0 */

@@ -21,7 +21,7 @@ typedef struct train_args {
     int64_t epochs, steps, batch, seq, val, ckpt_every, keep, log_every, threads, shards, bucket;
     uint64_t seed;
     bool resume, resume_anyway, force, quiet, drop_last, profile, inference_grads;
-    bool nesterov, amsgrad, centered, deterministic;
+    bool nesterov, amsgrad, centered, deterministic, shard_optimizer, no_overlap;
     ry_schedule schedule;
     int nsyms;                                /* --dim NAME=VALUE */
     const char *sym_names[RY_TRAIN_MAX_SYMS];

@@ -37,6 +37,40 @@ ry_status ry_comm_allgather_runs(const void *send, int64_t count, int64_t len, i
 /* buf[0..nbytes) from root to every rank. */
 ry_status ry_comm_bcast(void *buf, int64_t nbytes, int root, const char *what, int64_t step,
                         ry_error *err);
+/* The collectives of a sharded optimizer (train_zero.c), counts and
+ * displacements in elements of dtype, one per rank (int: each below
+ * INT32_MAX, the caller's to keep).
+ * reduce_scatter: recv[0..counts[me]) := the sum over ranks of their
+ * send[displs[me] ..), where send holds rank q's block at displs[q]
+ * (MPI_Reduce_scatter: blocks back to back in rank order).
+ * alltoallv: rank p's send[sdispls[q] .. + scounts[q]) lands in rank q's
+ * recv[rdispls[p] .. + rcounts[p]).
+ * allgatherv: buf[displs[q] .. + counts[q]) of rank q to every rank, in
+ * place. gatherv: the same onto root only, send being this rank's block
+ * (recv is read only on root). */
+ry_status ry_comm_reduce_scatter_sum(const void *send, void *recv, const int *counts,
+                                     ry_dtype dtype, const char *what, int64_t step,
+                                     ry_error *err);
+ry_status ry_comm_alltoallv(const void *send, const int *scounts, const int *sdispls, void *recv,
+                            const int *rcounts, const int *rdispls, ry_dtype dtype,
+                            const char *what, int64_t step, ry_error *err);
+ry_status ry_comm_allgatherv(void *buf, const int *counts, const int *displs, ry_dtype dtype,
+                             const char *what, int64_t step, ry_error *err);
+ry_status ry_comm_gatherv(const void *send, int count, void *recv, const int *counts,
+                          const int *displs, ry_dtype dtype, int root, const char *what,
+                          int64_t step, ry_error *err);
+
+/* Non-blocking sums of gradient buckets, overlapped with the backward
+ * pass (train_overlap.c): iallreduce starts summing buf[0..n) in place
+ * (MPI_Iallreduce); progress lets MPI move the started ones on (MPI
+ * advances them only inside its calls: MPI_Testall); wait_all finishes
+ * every started one, under the watchdog. Every rank must start the same
+ * buckets in the same order. */
+ry_status ry_comm_iallreduce_sum(void *buf, int64_t n, ry_dtype dtype, const char *what,
+                                 int64_t step, ry_error *err);
+void ry_comm_progress(void);
+ry_status ry_comm_wait_all(const char *what, int64_t step, ry_error *err);
+
 ry_status ry_comm_barrier(const char *what, int64_t step, ry_error *err);
 
 #endif

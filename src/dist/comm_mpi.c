@@ -20,6 +20,8 @@
 #include "dist/comm.h"
 
 static bool joined, finalized, active;
+static MPI_Request *reqs; /* the started non-blocking sums (ry_comm_iallreduce_sum) */
+static int nreq, capreq;
 static int rank, size = 1;
 
 static _Atomic double timeout_s = 300;
@@ -127,6 +129,9 @@ void ry_dist_finalize(void) {
         active = false;
         MPI_Finalize();
     }
+    ry_free(reqs);
+    reqs = NULL;
+    nreq = capreq = 0;
 }
 
 static MPI_Datatype mpi_type(ry_dtype dt) { return dt == RY_FLOAT64 ? MPI_DOUBLE : MPI_FLOAT; }
@@ -183,4 +188,72 @@ ry_status ry_comm_barrier(const char *what, int64_t step, ry_error *err) {
     int rc = MPI_Barrier(MPI_COMM_WORLD);
     disarm();
     return rc == MPI_SUCCESS ? RY_OK : failed(rc, "MPI_Barrier", what, step, err);
+}
+
+ry_status ry_comm_reduce_scatter_sum(const void *send, void *recv, const int *counts,
+                                     ry_dtype dtype, const char *what, int64_t step,
+                                     ry_error *err) {
+    arm(what, step);
+    int rc = MPI_Reduce_scatter(send, recv, counts, mpi_type(dtype), MPI_SUM, MPI_COMM_WORLD);
+    disarm();
+    return rc == MPI_SUCCESS ? RY_OK : failed(rc, "MPI_Reduce_scatter", what, step, err);
+}
+
+ry_status ry_comm_alltoallv(const void *send, const int *scounts, const int *sdispls, void *recv,
+                            const int *rcounts, const int *rdispls, ry_dtype dtype,
+                            const char *what, int64_t step, ry_error *err) {
+    arm(what, step);
+    int rc = MPI_Alltoallv(send, scounts, sdispls, mpi_type(dtype), recv, rcounts, rdispls,
+                           mpi_type(dtype), MPI_COMM_WORLD);
+    disarm();
+    return rc == MPI_SUCCESS ? RY_OK : failed(rc, "MPI_Alltoallv", what, step, err);
+}
+
+ry_status ry_comm_allgatherv(void *buf, const int *counts, const int *displs, ry_dtype dtype,
+                             const char *what, int64_t step, ry_error *err) {
+    arm(what, step);
+    int rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs,
+                            mpi_type(dtype), MPI_COMM_WORLD);
+    disarm();
+    return rc == MPI_SUCCESS ? RY_OK : failed(rc, "MPI_Allgatherv", what, step, err);
+}
+
+ry_status ry_comm_gatherv(const void *send, int count, void *recv, const int *counts,
+                          const int *displs, ry_dtype dtype, int root, const char *what,
+                          int64_t step, ry_error *err) {
+    arm(what, step);
+    int rc = MPI_Gatherv(send, count, mpi_type(dtype), recv, counts, displs, mpi_type(dtype), root,
+                         MPI_COMM_WORLD);
+    disarm();
+    return rc == MPI_SUCCESS ? RY_OK : failed(rc, "MPI_Gatherv", what, step, err);
+}
+
+ry_status ry_comm_iallreduce_sum(void *buf, int64_t n, ry_dtype dtype, const char *what,
+                                 int64_t step, ry_error *err) {
+    if (n > INT32_MAX) return ry_error_at(err, RY_NO_SPAN, "%s: %lld elements in one call", what, (long long)n);
+    if (nreq == capreq) {
+        int cap = capreq ? 2 * capreq : 64;
+        MPI_Request *r = ry_realloc(reqs, (size_t)cap * sizeof *r);
+        if (!r) return ry_error_at(err, RY_NO_SPAN, "%s: out of memory", what);
+        reqs = r;
+        capreq = cap;
+    }
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, mpi_type(dtype), MPI_SUM, MPI_COMM_WORLD,
+                            &reqs[nreq]);
+    if (rc != MPI_SUCCESS) return failed(rc, "MPI_Iallreduce", what, step, err);
+    nreq++;
+    return RY_OK;
+}
+
+void ry_comm_progress(void) {
+    int done = 0;
+    if (nreq > 0) MPI_Testall(nreq, reqs, &done, MPI_STATUSES_IGNORE);
+}
+
+ry_status ry_comm_wait_all(const char *what, int64_t step, ry_error *err) {
+    arm(what, step);
+    int rc = nreq > 0 ? MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+    disarm();
+    nreq = 0;
+    return rc == MPI_SUCCESS ? RY_OK : failed(rc, "MPI_Waitall", what, step, err);
 }

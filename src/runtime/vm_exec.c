@@ -362,6 +362,7 @@ static ry_status tuple_slot(vm_machine *mc, const insn *I, ry_value **S, ry_valu
 static ry_status run(vm_machine *mc, ry_value **out) {
     for (;;) {
         vframe *fr = &mc->fs[mc->nf - 1];
+        if (mc->on_final && mc->nf == 1) vm_final_report(mc, fr, fr->pc);
         const insn *I = &fr->fn->code[fr->pc++];
         ry_value **R = mc->regs + fr->base;
         ry_value *v = NULL, *x, **args;
@@ -492,6 +493,9 @@ static vm_machine *machine_get(ry_vm_program *p, const ry_vm_opts *opts, ry_erro
     mc->sparse_rows = opts && opts->sparse_rows && !p->target->dev;
     mc->rng = opts ? opts->seed : 0;
     mc->max_depth = opts && opts->max_depth > 0 ? opts->max_depth : DEFAULT_MAX_DEPTH;
+    mc->on_final = opts ? opts->on_final : NULL;
+    mc->final_ctx = opts ? opts->final_ctx : NULL;
+    mc->final_next = 0;
     return mc;
 }
 

@@ -90,6 +90,7 @@ typedef struct vm_opcall {
     vm_sig *sig;
     ry_value *zero;            /* zeros_like: the known zero it gave last (owned) */
     int64_t prof_ns, prof_calls; /* time in the call and calls, while profiling */
+    int64_t prof_dev_ns;       /* ... and the device's time in its kernels (device targets) */
     ry_value *results;         /* a call with several results: the tuple it gave last,
                                   whose buffers the next call reuses when nothing
                                   else holds them (owned) */
@@ -148,6 +149,13 @@ struct vm_fn {
     int *tupslots;
     ry_value ***spare;
     int nspare, capspare;
+    /* vm_final.c (planned on the first call with ry_vm_opts.on_final):
+     * field final_field[j] of the returned (result, gradients) pair's
+     * second tuple is final once instruction final_pc[j] has run (-1: an
+     * argument), j in pc order; nfinal 0: not that shape */
+    bool final_planned;
+    int nfinal;
+    int *final_pc, *final_field, *final_reg;
 };
 
 struct ry_vm_program {
@@ -167,6 +175,7 @@ struct ry_vm_program {
     ry_tensor *zero_base;  /* known zeros are views of this zero block (rows_ops.h) */
     ry_pool *pool;         /* small result buffers (the target's pool_new) */
     bool profile;          /* time every operator call (vm_profile.c) */
+    ry_device_counters prof_from; /* the device's copies when profiling began */
 };
 
 /* ---- the machine ---- */
@@ -196,6 +205,10 @@ typedef struct vm_machine {
     long top, capr;
     ry_value **argbuf;     /* a call's arguments in flight */
     int capargs;
+    /* ry_vm_opts.on_final, and the entry's next field to report */
+    void (*on_final)(void *ctx, int field, const ry_value *v);
+    void *final_ctx;
+    int final_next;
 } vm_machine;
 
 /* vm_profile.c: runs I (an I_OP) through vm_run_op, timing it. */
@@ -219,6 +232,11 @@ void vm_plan_fn(ry_vm_program *p, vm_fn *f, const uint64_t *live_in, int words);
  * slot sets a function keeps between activations */
 void vm_machine_drop(ry_vm_program *prog);
 void vm_fn_free_slots(vm_fn *f);
+
+/* vm_final.c: plans f's reports (once), and reports the fields final
+ * before instruction pc of the run's first frame (pc = ncode: all). */
+void vm_final_plan(ry_vm_program *p, vm_fn *f);
+void vm_final_report(vm_machine *mc, const vframe *fr, int pc);
 
 /* vm_compile.c */
 vm_fn *vm_fn_of(const ry_vm_program *prog, const ry_expr *func);

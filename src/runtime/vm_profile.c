@@ -17,8 +17,13 @@ static int64_t now_ns(void) {
 
 ry_status vm_run_op_timed(vm_machine *mc, const insn *I, ry_value **R, ry_value **S,
                           ry_value **out) {
+    const ry_target *t = mc->prog->target;
+    if (t->prof_begin) t->prof_begin();
     int64_t t0 = now_ns();
     ry_status st = vm_run_op(mc, I, R, S, out);
+    /* on a device: the kernels' own time from its events (prof_end waits
+     * for them, so the host time then includes the kernels too) */
+    if (t->prof_end) I->opcall->prof_dev_ns += t->prof_end();
     I->opcall->prof_ns += now_ns() - t0;
     I->opcall->prof_calls++;
     return st;
@@ -33,12 +38,13 @@ static void each_opcall(const ry_vm_program *p, void (*fn)(vm_opcall *, void *),
 
 static void clear(vm_opcall *oc, void *ctx) {
     (void)ctx;
-    oc->prof_ns = oc->prof_calls = 0;
+    oc->prof_ns = oc->prof_calls = oc->prof_dev_ns = 0;
 }
 
 void ry_vm_set_profile(ry_vm_program *p, bool on) {
     if (!p) return;
     if (on) each_opcall(p, clear, NULL);
+    if (on) ry_target_counters(p->target, &p->prof_from);
     p->profile = on;
 }
 
@@ -95,14 +101,21 @@ void ry_vm_print_profile(const ry_vm_program *p, FILE *out, int top) {
     s.ns = s.calls = 0;
     each_opcall(p, collect, &s);
     qsort(s.at, (size_t)s.n, sizeof *s.at, by_time);
-    fprintf(out, "%7s %10s %9s %10s  %s\n", "share", "total ms", "calls", "us/call",
-            "location: operator call");
+    bool dev = p->target->prof_end != NULL;
+    if (dev)
+        fprintf(out, "%7s %10s %10s %9s %10s  %s\n", "share", "total ms", "device ms", "calls",
+                "us/call", "location: operator call");
+    else
+        fprintf(out, "%7s %10s %9s %10s  %s\n", "share", "total ms", "calls", "us/call",
+                "location: operator call");
     int shown = top > 0 && top < s.n ? top : s.n;
     for (int i = 0; i < shown; i++) {
         const vm_opcall *oc = s.at[i];
         ry_span sp = oc->call->span;
-        fprintf(out, "%6.2f%% %10.3f %9lld %10.2f  ", 100.0 * (double)oc->prof_ns / (double)s.ns,
-                (double)oc->prof_ns / 1e6, (long long)oc->prof_calls,
+        fprintf(out, "%6.2f%% %10.3f ", 100.0 * (double)oc->prof_ns / (double)s.ns,
+                (double)oc->prof_ns / 1e6);
+        if (dev) fprintf(out, "%10.3f ", (double)oc->prof_dev_ns / 1e6);
+        fprintf(out, "%9lld %10.2f  ", (long long)oc->prof_calls,
                 (double)oc->prof_ns / 1e3 / (double)oc->prof_calls);
         if (sp.src && sp.line) fprintf(out, "%s:%d:%d: ", sp.src->name, sp.line, sp.col);
         else fputs("(made by a pass): ", out);
@@ -115,5 +128,16 @@ void ry_vm_print_profile(const ry_vm_program *p, FILE *out, int top) {
     }
     fprintf(out, "%d call sites (%d shown), %lld calls, %.3f ms in operators\n", s.n, shown,
             (long long)s.calls, (double)s.ns / 1e6);
+    if (dev) { /* "am I copying too much": the copies since profiling began */
+        ry_device_counters c;
+        ry_target_counters(p->target, &c);
+        const ry_device_counters *a = &p->prof_from;
+        fprintf(out, "%s: %lld bytes in %ld copies to the device, %lld bytes in %ld copies back; "
+                     "%ld kernels built, %ld loaded from the cache; %ld buffers from the driver\n",
+                p->target->name, (long long)(c.bytes_to_device - a->bytes_to_device),
+                c.copies_to_device - a->copies_to_device, (long long)(c.bytes_to_host - a->bytes_to_host),
+                c.copies_to_host - a->copies_to_host, c.kernels_built - a->kernels_built,
+                c.kernels_loaded - a->kernels_loaded, c.driver_allocs - a->driver_allocs);
+    }
     ry_free(s.at);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "relayc/params.h"
+#include "relayc/target.h"
 
 static int64_t aligned_elems(int64_t elems, size_t esize) {
     int64_t per_line = (int64_t)(64 / esize);
@@ -104,9 +105,40 @@ bool ry_params_same_layout(const ry_param_set *a, const ry_param_set *b) {
     return true;
 }
 
-void ry_params_copy(ry_param_set *dst, const ry_param_set *src) {
+ry_status ry_params_copy(ry_param_set *dst, const ry_param_set *src) {
     assert(ry_params_same_layout(dst, src));
-    memcpy(dst->slab->data, src->slab->data, ry_tensor_nbytes(src->slab));
+    ry_error err;
+    return ry_tensor_copy_into(dst->slab, src->slab, &err);
+}
+
+ry_param_set *ry_params_to(const ry_target *t, const ry_param_set *p, ry_error *err) {
+    ry_param_set *q = ry_params_like(p);
+    if (!q) {
+        ry_error_at(err, RY_NO_SPAN, "out of memory");
+        return NULL;
+    }
+    ry_tensor *slab;
+    if (ry_tensor_to(t, p->slab, &slab, err)) {
+        ry_params_free(q);
+        return NULL;
+    }
+    /* the same views, carved from the moved slab at the same offsets */
+    for (int i = 0; i < q->n; i++) {
+        ry_tensor *v = q->views[i];
+        size_t off = (size_t)((const char *)v->data - (const char *)q->slab->data);
+        ry_tensor *w = ry_tensor_view(slab, off, v->dtype, v->ndim, v->shape);
+        if (!w) {
+            ry_tensor_release(slab);
+            ry_params_free(q);
+            ry_error_at(err, RY_NO_SPAN, "out of memory");
+            return NULL;
+        }
+        ry_tensor_release(v);
+        q->views[i] = w;
+    }
+    ry_tensor_release(q->slab);
+    q->slab = slab;
+    return q;
 }
 
 /* Zeroing gradients runs every step: a typed loop, not ry_tensor_set. */

@@ -135,6 +135,16 @@ size_t ry_tensor_nbytes(const ry_tensor *t) {
     return t ? (size_t)t->size * ry_dtype_size(t->dtype) : 0;
 }
 
+bool ry_tensor_overlap(const ry_tensor *a, const ry_tensor *b) {
+    if (a->device.kind != b->device.kind || a->device.id != b->device.id) return false;
+    size_t na = ry_tensor_nbytes(a), nb = ry_tensor_nbytes(b);
+    if (a->device.kind == RY_DEVICE_CPU) {
+        const char *x = a->data, *y = b->data;
+        return x < y + nb && y < x + na;
+    }
+    return a->data == b->data && a->offset < b->offset + nb && b->offset < a->offset + na;
+}
+
 /* Shapes only; dtypes may differ. */
 bool ry_tensor_same_shape(const ry_tensor *a, const ry_tensor *b) {
     if (!a || !b || a->ndim != b->ndim) return false;

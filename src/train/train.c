@@ -267,6 +267,29 @@ static ry_status differentiate(ry_trainer *tr, const ry_expr *fn, ry_error *err)
     return RY_OK;
 }
 
+/* A device run keeps the parameters and the gradient slab on the device
+ * (the optimizer's slots went with ry_optim_set_target) from here to the
+ * end: they were made and initialized on the host, and cross once. */
+static ry_status to_device(ry_trainer *tr, ry_error *err) {
+    ry_param_set *p = ry_params_to(tr->target, tr->params, err);
+    ry_param_set *g = p ? ry_params_to(tr->target, tr->grads, err) : NULL;
+    if (!g) {
+        ry_params_free(p);
+        ry_error_prefix(err, "moving the parameters to %s", tr->target->name);
+        return RY_ERR;
+    }
+    ry_params_free(tr->params);
+    ry_params_free(tr->grads);
+    tr->params = p;
+    tr->grads = g;
+    for (int i = 0; i < p->n; i++) {
+        ry_value_release(tr->param_vals[i]);
+        if (!(tr->param_vals[i] = ry_value_tensor(ry_tensor_retain(p->views[i]))))
+            return ry_error_at(err, RY_NO_SPAN, "out of memory");
+    }
+    return RY_OK;
+}
+
 static ry_status setup(ry_trainer *tr, const char *name, size_t len, ry_error *err) {
     if (ry_module_parse(name, tr->text, len, &tr->m, err)) return RY_ERR;
     train_bind_dims(tr->m, &tr->opts);
@@ -304,21 +327,13 @@ static ry_status setup(ry_trainer *tr, const char *name, size_t len, ry_error *e
         ry_error_prefix(err, "compiling %s", name);
         return RY_ERR;
     }
-    /* the trainer keeps its slabs where the target's training kernels
-     * (update, scans, sums) run them; a target without them cannot train */
-    if (!tr->target->update || !tr->target->grad_scan)
-        return ry_error_at(err, RY_NO_SPAN,
-                           "training on target %s is not supported yet: it has no optimizer or "
-                           "gradient-slab kernels (run, gradcheck and the C API's programs work on "
-                           "it; train with --target cpu)",
-                           tr->target->name);
     tr->base_lr = tr->opts.optim.lr;
     if (ry_schedule_check(&tr->opts.schedule, err)) return RY_ERR;
     if (tr->opts.clip_norm < 0 || tr->opts.clip_value < 0)
         return ry_error_at(err, RY_NO_SPAN, "clipping thresholds must not be negative");
     if (ry_optim_new(&tr->opts.optim, tr->params, &tr->optim, err)) return RY_ERR;
-    ry_optim_set_target(tr->optim, tr->target);
-    return RY_OK;
+    if (ry_optim_set_target(tr->optim, tr->target, err)) return RY_ERR;
+    return tr->target->dev ? to_device(tr, err) : RY_OK;
 }
 
 ry_status ry_trainer_new(const char *name, const char *text, size_t len,

@@ -18,12 +18,15 @@ enum { RNG_TRAINER = 0, RNG_LOADER = 4, RNG_EPOCH = 8, RNG_POS = 9, RNG_LEN = 10
 
 #define MAX_SLOTS 8
 
+/* The slots as whole sets; a sharded optimizer's (train_zero.c) are
+ * those gathered for a save, else NULL. */
 static int slots_of(ry_trainer *tr, const char **names, ry_param_set **sets) {
     int n = ry_optim_slot_count(tr->optim);
     assert(n + 2 <= MAX_SLOTS); /* room for "step" and "carry" */
     for (int i = 0; i < n; i++) {
         names[i] = ry_optim_slot_name(tr->optim, i);
         sets[i] = ry_optim_slot(tr->optim, i);
+        if (!sets[i] && tr->zero_full) sets[i] = tr->zero_full[i];
     }
     names[n] = "step";
     sets[n] = ry_optim_steps(tr->optim);
@@ -47,16 +50,42 @@ static ry_param_set *carry_set(const ry_trainer *tr) {
         shapes[i] = v->tensor->shape;
     }
     ry_param_set *c = ry_params_new(tr->state[0]->tensor->dtype, k, names, ndims, shapes);
+    ry_error e;
     for (int i = 0; c && i < k; i++)
-        memcpy(c->views[i]->data, tr->state[i]->tensor->data, ry_tensor_nbytes(c->views[i]));
+        if (ry_tensor_copy_into(c->views[i], tr->state[i]->tensor, &e)) { /* from any device */
+            ry_params_free(c);
+            return NULL;
+        }
     return c;
+}
+
+/* The host's copies of a device run's sets, for the file (a device run
+ * reads back its parameters and optimizer state only here). */
+static ry_status host_copies(int n, ry_param_set **sets, ry_param_set **copies, ry_error *err) {
+    for (int i = 0; i < n; i++) {
+        if (!(copies[i] = ry_params_to(ry_target_cpu(), sets[i], err))) {
+            for (int k = 0; k < i; k++) ry_params_free(copies[k]);
+            ry_error_prefix(err, "copying the training state to the host");
+            return RY_ERR;
+        }
+        sets[i] = copies[i];
+    }
+    return RY_OK;
 }
 
 ry_status ry_trainer_save(ry_trainer *tr, const char *dir, int keep, const ry_loader *loader,
                           const char *config, char *path_out, size_t n, ry_error *err) {
     const char *names[MAX_SLOTS];
-    ry_param_set *sets[MAX_SLOTS];
-    int ns = slots_of(tr, names, sets);
+    ry_param_set *sets[MAX_SLOTS + 1], *copies[MAX_SLOTS + 1] = {0};
+    int ns = slots_of(tr, names, sets), nsets = ns + 1;
+    for (int i = 0; i < ns; i++)
+        if (!sets[i])
+            return ry_error_at(err, RY_NO_SPAN,
+                               "the optimizer's state is sharded over the ranks of a fit that "
+                               "failed (shard_optimizer): it cannot be saved whole");
+    sets[ns] = tr->params;
+    if (tr->target->dev && host_copies(nsets, sets, copies, err)) return RY_ERR;
+    ry_param_set *params = sets[ns];
     ry_param_set *carry = carry_set(tr);
     if (carry) {
         names[ns] = "carry";
@@ -79,9 +108,10 @@ ry_status ry_trainer_save(ry_trainer *tr, const char *dir, int keep, const ry_lo
         meta.rng_len = RNG_LEN;
         meta.epoch = ls.epoch;
     }
-    ry_status st = ry_checkpoint_save_dir(dir, keep > 0 ? keep : 1, tr->params, &slots, &meta,
+    ry_status st = ry_checkpoint_save_dir(dir, keep > 0 ? keep : 1, params, &slots, &meta,
                                           path_out, n, err);
     ry_params_free(carry);
+    for (int i = 0; i < nsets; i++) ry_params_free(copies[i]);
     return st;
 }
 
@@ -129,8 +159,9 @@ ry_status ry_trainer_load(ry_trainer *tr, const char *path, ry_loader *loader, r
     ry_param_set *params = ry_params_like(tr->params);
     int made = 0;
     ry_status st = RY_ERR;
+    /* a sharded optimizer (no live set) loads a whole set, keeping its slice */
     for (; made < ns; made++)
-        if (!(sets[made] = ry_params_like(live[made]))) break;
+        if (!(sets[made] = ry_params_like(live[made] ? live[made] : tr->params))) break;
     if (!params || made < ns) {
         ry_error_file(err, path, "out of memory");
         goto done;
@@ -163,9 +194,19 @@ ry_status ry_trainer_load(ry_trainer *tr, const char *path, ry_loader *loader, r
             goto meta_done;
         }
     }
-    /* commit */
-    ry_params_copy(tr->params, params);
-    for (int i = 0; i < ns; i++) ry_params_copy(live[i], sets[i]);
+    /* commit (onto the device, for a device run: only a driver failure
+     * can stop it halfway) */
+    bool copied = ry_params_copy(tr->params, params) == RY_OK;
+    for (int i = 0; i < ns && copied; i++) {
+        if (live[i])
+            copied = ry_params_copy(live[i], sets[i]) == RY_OK;
+        else if (ry_optim_load_slot(tr->optim, names[i], sets[i], err))
+            goto meta_done; /* cannot happen: the layout is the parameters' */
+    }
+    if (!copied) {
+        ry_error_file(err, path, "copying the checkpoint to %s failed", tr->target->name);
+        goto meta_done;
+    }
     ry_optim_set_step_count(tr->optim, meta.step);
     tr->rng = rng;
     tr->naccum = 0;

@@ -14,7 +14,11 @@
  * reduction); a per-example model's gradients are sums (weight 1).
  *
  * Without --deterministic, S = N and the slab is summed in place with
- * MPI_Allreduce in buckets: equal to one process to rounding.
+ * MPI_Allreduce in buckets: equal to one process to rounding (where
+ * train_overlap.c can, each bucket starts as the backward pass finishes
+ * its gradients, MPI_Iallreduce, before the exchange below). With
+ * --shard-optimizer, train_zero.c reduce-scatters instead and each rank
+ * updates its slice.
  * With it, every shard's gradient is gathered on every rank (a bucket at
  * a time, S buckets of memory) and summed there in shard order, left to
  * right, with the target's grad_add. One process with the same S runs the
@@ -32,6 +36,7 @@
  */
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "dist/comm.h"
 #include "train/train_impl.h"
@@ -49,6 +54,11 @@ ry_status train_dist_begin(ry_trainer *tr, const ry_fit_opts *fo, train_dist *d,
     if (fo->shards < 0 || (fo->shards > 0 && !d->det))
         return ry_error_at(err, RY_NO_SPAN, "%d shards: shards are for deterministic runs",
                            fo->shards);
+    if (d->sharded && tr->target->dev)
+        return ry_error_at(err, RY_NO_SPAN,
+                           "data-parallel and deterministic sharded training on target %s are not "
+                           "supported yet (the all-reduce reads host memory)",
+                           tr->target->name);
     d->shards = d->det && fo->shards > 0 ? fo->shards : d->size;
     if (d->shards % d->size != 0)
         return ry_error_at(err, RY_NO_SPAN,
@@ -65,23 +75,41 @@ ry_status train_dist_begin(ry_trainer *tr, const ry_fit_opts *fo, train_dist *d,
         if (!(d->local = ry_tensor_new(tr->grads->dtype, 1, &len)))
             return ry_error_at(err, RY_NO_SPAN, "out of memory for %d shard gradients", per);
     }
-    if (d->det && d->on) {
+    d->reduce_bytes = n * es;
+    d->zero = fo->shard_optimizer && d->on;
+    if (d->zero) {
+        if (train_zero_begin(tr, d, err)) {
+            train_dist_end(tr, d, false);
+            return RY_ERR;
+        }
+    } else if (d->det && d->on) {
         int64_t len = (int64_t)d->shards * d->bucket;
         if (!(d->gather = ry_tensor_new(tr->grads->dtype, 1, &len))) {
-            train_dist_end(d);
+            train_dist_end(tr, d, false);
             return ry_error_at(err, RY_NO_SPAN, "out of memory for the gather buffer");
         }
+        d->reduce_bytes = per * n * es; /* each rank's shards, gathered everywhere */
     }
+    d->ov = fo->no_overlap ? NULL : train_overlap_new(tr, d);
     return RY_OK;
 }
 
-void train_dist_end(train_dist *d) {
+void train_dist_end(ry_trainer *tr, train_dist *d, bool whole) {
+    if (d->zero) train_zero_end(tr, d, whole);
+    train_overlap_free(d->ov);
+    d->ov = NULL;
     ry_tensor_release(d->local);
     ry_tensor_release(d->gather);
     d->local = d->gather = NULL;
 }
 
 static int64_t step_of(const ry_trainer *tr) { return ry_trainer_steps(tr) + 1; }
+
+static double seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 ry_status train_dist_agree(const train_dist *d, ry_status st, int64_t step, ry_error *err) {
     if (!d->on) return st;
@@ -192,21 +220,58 @@ static ry_status local_shards(ry_trainer *tr, const train_dist *d, const ry_trai
     return RY_OK;
 }
 
+static ry_status dist_step(ry_trainer *tr, train_dist *d, const ry_train_data *data,
+                           const int64_t *idx, int64_t k, int local_stop, double *loss, int *stop,
+                           ry_error *err);
+
 ry_status train_dist_step(ry_trainer *tr, train_dist *d, const ry_train_data *data,
                           const int64_t *idx, int64_t k, int local_stop, double *loss, int *stop,
                           ry_error *err) {
+    double t0 = seconds();
+    ry_status st = dist_step(tr, d, data, idx, k, local_stop, loss, stop, err);
+    d->t_step += seconds() - t0;
+    return st;
+}
+
+/* The step's reduction once its gradient is in the slab, timed. */
+static ry_status reduce(ry_trainer *tr, train_dist *d, ry_error *err) {
+    double t0 = seconds();
+    ry_status st = d->zero  ? train_zero_reduce(tr, d, err)
+                   : d->det ? reduce_det(tr, d, err)
+                   : d->on  ? reduce_sum(tr, d, err)
+                            : RY_OK;
+    d->t_reduce += seconds() - t0;
+    return st;
+}
+
+static ry_status dist_step(ry_trainer *tr, train_dist *d, const ry_train_data *data,
+                           const int64_t *idx, int64_t k, int local_stop, double *loss, int *stop,
+                           ry_error *err) {
     int per = d->shards / d->size, nh = 2 + per;
     int64_t step = step_of(tr);
     double *head = ry_calloc((size_t)nh * (size_t)(d->size + 1), sizeof *head);
     if (!head) return ry_error_at(err, RY_NO_SPAN, "out of memory");
     double *all = head + nh;
+    /* overlapped: each bucket's all-reduce starts as the program finishes
+     * its gradients (a step of equal shards only: unequal ones are
+     * scaled after the call) */
+    bool overlap = d->ov && !data->per_example && k % d->shards == 0;
+    if (overlap) train_overlap_arm(tr, d);
     ry_status st = local_shards(tr, d, data, idx, k, head, err);
+    ry_error e2;
+    if (overlap && train_overlap_finish(tr, d, &e2)) {
+        ry_free(head);
+        *err = e2;
+        return RY_ERR;
+    }
     head[0] = st ? 1 : 0;
     head[1] = local_stop;
-    ry_error e2;
     if (d->on) {
-        if (ry_comm_allgather(head, nh * (int64_t)sizeof *head, all, "the exchange of losses",
-                              step, &e2)) {
+        double t0 = seconds();
+        ry_status xs = ry_comm_allgather(head, nh * (int64_t)sizeof *head, all,
+                                         "the exchange of losses", step, &e2);
+        d->t_sync += seconds() - t0;
+        if (xs) {
             ry_free(head);
             *err = e2;
             return RY_ERR;
@@ -228,14 +293,13 @@ ry_status train_dist_step(ry_trainer *tr, train_dist *d, const ry_train_data *da
             ry_error_at(err, RY_NO_SPAN, "step %lld: a rank failed", (long long)step);
         return RY_ERR;
     }
-    st = d->det ? reduce_det(tr, d, err) : d->on ? reduce_sum(tr, d, err) : RY_OK;
-    if (st) return RY_ERR;
+    if (!overlap && reduce(tr, d, err)) return RY_ERR;
     train_grad_reduced(tr);
     tr->naccum = 1;
     tr->dist_scale = !data->per_example && k % d->shards == 0 ? 1.0 / d->shards : 1.0;
     *loss = sum / (double)k;
     *stop = (int)want_stop;
-    return ry_trainer_apply(tr, err);
+    return d->zero ? train_zero_apply(tr, d, err) : ry_trainer_apply(tr, err);
 }
 
 ry_status train_dist_evaluate(ry_trainer *tr, const train_dist *d, const ry_train_data *data,

@@ -25,8 +25,9 @@ ry_status train_grad_init(ry_trainer *tr, ry_error *err) {
     g->rows = ry_calloc(n, sizeof *g->rows);
     g->ograds = ry_calloc(n, sizeof *g->ograds);
     g->norms = ry_calloc(n, sizeof *g->norms);
+    g->taken = ry_calloc(n, sizeof *g->taken);
     g->last_scale = 1;
-    if (!g->direct || !g->state || !g->bad || !g->rows || !g->ograds || !g->norms)
+    if (!g->direct || !g->state || !g->bad || !g->rows || !g->ograds || !g->norms || !g->taken)
         return ry_error_at(err, RY_NO_SPAN, "out of memory");
     return RY_OK;
 }
@@ -44,6 +45,7 @@ void train_grad_free(ry_trainer *tr) {
     ry_free(g->rows);
     ry_free(g->ograds);
     ry_free(g->norms);
+    ry_free(g->taken);
 }
 
 /* ---- slab writes ------------------------------------------------------ */
@@ -101,19 +103,17 @@ static ry_status add_rows(ry_trainer *tr, int i, const ry_value *v, ry_error *er
     return RY_OK;
 }
 
-static bool overlaps(const ry_tensor *a, const ry_tensor *b) {
-    const char *x = a->data, *y = b->data;
-    return x < y + ry_tensor_nbytes(b) && y < x + ry_tensor_nbytes(a);
-}
-
 /* Whether the optimizer may read x where it is: the set's dtype, and not
  * inside the parameters or the optimizer's slots it writes. */
 static bool readable_in_place(ry_trainer *tr, int i, const ry_tensor *x) {
     if (x->dtype != tr->grads->dtype || !ry_tensor_same_shape(x, tr->params->views[i]) ||
-        overlaps(x, tr->params->slab))
+        ry_tensor_overlap(x, tr->params->slab))
         return false;
-    for (int s = 0; s < ry_optim_slot_count(tr->optim); s++)
-        if (overlaps(x, ry_optim_slot(tr->optim, s)->slab)) return false;
+    for (int s = 0; s < ry_optim_slot_count(tr->optim); s++) {
+        const ry_param_set *set = ry_optim_slot(tr->optim, s);
+        const ry_tensor *st = set ? set->slab : ry_optim_slot_shard(tr->optim, s);
+        if (st && ry_tensor_overlap(x, st)) return false;
+    }
     return true;
 }
 
@@ -179,6 +179,7 @@ void train_grad_begin(ry_trainer *tr) {
         if (r->mark) forget_rows(r);
         g->direct[i] = false;
         g->bad[i] = false;
+        g->taken[i] = false;
     }
     g->applied = false;
     g->last_scale = 1;
@@ -204,6 +205,10 @@ ry_status train_grad_take(ry_trainer *tr, ry_value *grads, ry_error *err) {
     bool keep = false;
     for (int i = 0; i < n; i++) {
         const ry_value *f = grads->tuple.fields[tr->grad_base + i];
+        if (g->taken[i]) { /* copied in as the program finished it */
+            g->taken[i] = false;
+            continue;
+        }
         if (f->kind == RY_VAL_ROWS) {
             if (add_rows(tr, i, f, err)) return RY_ERR;
         } else if (first && readable_in_place(tr, i, f->tensor))
@@ -287,7 +292,8 @@ ry_status ry_trainer_apply(ry_trainer *tr, ry_error *err) {
     for (int i = 0; i < tr->params->n; i++) {
         int64_t elem = prepare(tr, i, want_norm);
         if (elem >= 0) {
-            double v = ry_tensor_get(g->ograds[i].t, elem);
+            double v = NAN;
+            if (train_read(g->ograds[i].t, elem, &v, err)) return RY_ERR;
             return ry_error_at(err, RY_NO_SPAN,
                                "step %lld: the gradient of parameter %%%s is %s at element %lld; "
                                "training stopped",
@@ -301,6 +307,8 @@ ry_status ry_trainer_apply(ry_trainer *tr, ry_error *err) {
     scale *= w;
     ry_optim_set_lr(tr->optim, ry_schedule_lr(&tr->opts.schedule, tr->base_lr, step - 1));
     if (ry_optim_step_grads(tr->optim, tr->params, g->ograds, scale, err)) return RY_ERR;
+    /* a device's kernels report their failures here */
+    if (tr->target->sync && tr->target->sync(err)) return RY_ERR;
     g->applied = true;
     g->last_scale = scale;
     return RY_OK;
@@ -320,16 +328,8 @@ ry_param_set *ry_trainer_grads(ry_trainer *tr) {
         if (!g->applied || g->last_scale == 1) continue;
         bool rows = g->state[i] == TRAIN_G_ROWS || g->state[i] == TRAIN_G_ZERO;
         int64_t len = rows ? row_len(t) : t->size, runs = rows ? g->rows[i].n : 1;
-        for (int64_t k = 0; k < runs; k++) {
-            int64_t lo = rows ? g->rows[i].list[k] * len : 0;
-            if (t->dtype == RY_FLOAT32) {
-                float *x = (float *)t->data + lo, c = (float)g->last_scale;
-                for (int64_t j = 0; j < len; j++) x[j] *= c;
-            } else {
-                double *x = (double *)t->data + lo;
-                for (int64_t j = 0; j < len; j++) x[j] *= g->last_scale;
-            }
-        }
+        for (int64_t k = 0; k < runs; k++)
+            tr->target->grad_scale(t, rows ? g->rows[i].list[k] * len : 0, len, g->last_scale);
     }
     g->last_scale = 1;
     return tr->grads;

@@ -37,6 +37,8 @@ typedef struct train_grad_state {
     double *norms;              /* per param, for clip-by-norm */
     bool no_keep;               /* results belong to other threads' programs:
                                    add them, never keep them (train_par.c) */
+    bool *taken;                /* per param: already in the slab, copied as the
+                                   program finished it (train_overlap.c) */
     bool applied;               /* the last apply consumed this step's */
     double last_scale;          /* the clip coefficient it used */
 } train_grad_state;
@@ -69,6 +71,13 @@ struct ry_trainer {
      * sharded step (train_dist.c: 1/S for S equal shards of a mean loss);
      * 0 or 1: none */
     double dist_scale;
+    /* while rank 0 saves a sharded optimizer's state (train_zero.c): its
+     * slots whole, gathered from the ranks, in slot order, NULL-ended */
+    ry_param_set **zero_full;
+    /* the gradient program's ry_vm_opts.on_final while a data-parallel
+     * step overlaps its reduction with it (train_overlap.c); NULL: none */
+    void (*on_final)(void *ctx, int field, const ry_value *v);
+    void *final_ctx;
 };
 
 /* The loss value of an entry's result (a scalar, or field 0 of a tuple). */
@@ -108,6 +117,10 @@ ry_status train_batch_grad(ry_trainer *tr, const ry_train_data *d, const int64_t
 ry_status train_evaluate_part(ry_trainer *tr, const ry_train_data *d, int64_t batch, int part,
                               int nparts, double sums[4], ry_error *err);
 
+/* train_step.c: element i of t as a double, from any device (a loss, a
+ * metric, the element a message names) */
+ry_status train_read(const ry_tensor *t, int64_t i, double *v, ry_error *err);
+
 /* train_dist.c: a fit across the ranks of an MPI job (dist.h), or a
  * deterministic one in one process. */
 typedef struct train_dist {
@@ -119,10 +132,30 @@ typedef struct train_dist {
     int64_t bucket;             /* elements per all-reduce piece */
     ry_tensor *local;           /* det, S/size > 1: this rank's shard gradients */
     ry_tensor *gather;          /* det and on: a bucket of every shard */
+    /* --shard-optimizer across ranks (train_zero.c) */
+    bool zero;
+    int64_t *zbound;            /* size + 1: rank r's slice is [zbound[r], zbound[r+1]) */
+    int *zcounts;               /* 4 * size: counts and displacements */
+    int64_t zbucket;            /* elements of each slice per round */
+    ry_tensor *zsend, *zrecv;   /* a round's buffers */
+    /* the all-reduce overlapped with the backward pass (train_overlap.c):
+     * NULL where it cannot be (deterministic, sharded optimizer, the
+     * interpreter, one rank) */
+    struct train_overlap *ov;
+    /* measured: seconds in the steps, waiting on the gradient reduction
+     * once this rank's gradient was computed, and in the exchange of
+     * losses and failures (where a faster rank waits for a slower); the
+     * gradient bytes each rank hands to the reduction per step */
+    double t_step, t_reduce, t_sync;
+    int64_t reduce_bytes;
+    int64_t buckets, buckets_early; /* overlapped: started, and started during
+                                       the backward pass */
 } train_dist;
 
 ry_status train_dist_begin(ry_trainer *tr, const ry_fit_opts *fo, train_dist *d, ry_error *err);
-void train_dist_end(train_dist *d);
+/* whole: every rank ends the fit here together (a sharded optimizer is
+ * then gathered whole again; otherwise it keeps this rank's slice) */
+void train_dist_end(ry_trainer *tr, train_dist *d, bool whole);
 /* One optimizer step on the global batch idx[0..k): this rank's shards'
  * gradients, the exchange of losses, failures and stop requests, the
  * reduction of the gradient slab, the apply. *loss: the global batch's
@@ -139,6 +172,30 @@ ry_status train_dist_barrier(const train_dist *d, int64_t step, ry_error *err);
 /* ry_train_evaluate sharded over the ranks, the sums reduced. */
 ry_status train_dist_evaluate(ry_trainer *tr, const train_dist *d, const ry_train_data *data,
                               int64_t batch, double *loss, double *acc, ry_error *err);
+
+/* train_zero.c: the sharded optimizer (ZeRO-1) of a fit across ranks.
+ * begin shards the optimizer; end frees (whole: all-gathers the state
+ * first); reduce reduce-scatters the step's gradient; apply is
+ * ry_trainer_apply for the slice, the parameters all-gathered after it;
+ * gather fills zero_full on rank 0 for a checkpoint (gather_free ends
+ * that). */
+ry_status train_zero_begin(ry_trainer *tr, train_dist *d, ry_error *err);
+void train_zero_end(ry_trainer *tr, train_dist *d, bool whole);
+ry_status train_zero_reduce(ry_trainer *tr, const train_dist *d, ry_error *err);
+ry_status train_zero_apply(ry_trainer *tr, train_dist *d, ry_error *err);
+ry_status train_zero_gather(ry_trainer *tr, const train_dist *d, ry_error *err);
+void train_zero_gather_free(ry_trainer *tr);
+
+/* train_overlap.c: the gradient buckets' all-reduce started as the
+ * gradient program finishes their gradients (ry_vm_opts.on_final), in a
+ * fixed order on every rank. new: NULL where the fit cannot overlap
+ * (d->ov stays NULL, and the blocking path runs). arm before a step's
+ * one call, finish after it (every bucket started, all waited for: the
+ * slab then holds the sum). */
+struct train_overlap *train_overlap_new(ry_trainer *tr, const train_dist *d);
+void train_overlap_free(struct train_overlap *ov);
+void train_overlap_arm(ry_trainer *tr, train_dist *d);
+ry_status train_overlap_finish(ry_trainer *tr, train_dist *d, ry_error *err);
 
 /* The gradient tuple of a gradient program's result, checked; the loss
  * and the carried state taken (train_step.c). */

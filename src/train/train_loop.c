@@ -177,10 +177,16 @@ static ry_status save(ry_trainer *tr, const ry_fit_opts *fo, fit_state *s, ry_fi
                       ry_error *err) {
     int64_t step = ry_trainer_steps(tr);
     if (train_dist_barrier(&s->dist, step, err)) return RY_ERR;
+    /* a sharded optimizer's slices gathered onto rank 0 */
+    if (s->dist.zero && train_zero_gather(tr, &s->dist, err)) {
+        train_zero_gather_free(tr);
+        return RY_ERR;
+    }
     ry_status st = s->dist.rank != 0
                        ? RY_OK
                        : ry_trainer_save(tr, fo->checkpoint_dir, fo->keep > 0 ? fo->keep : 3, s->l,
                                          s->config, res->checkpoint, sizeof res->checkpoint, err);
+    train_zero_gather_free(tr);
     if (train_dist_agree(&s->dist, st, step, err) ||
         train_dist_bcast(&s->dist, res->checkpoint, sizeof res->checkpoint, step, err))
         return RY_ERR;
@@ -315,18 +321,18 @@ ry_status ry_train_fit(ry_trainer *tr, const ry_train_data *train, const ry_trai
     if (root && fo->checkpoint_dir && mkdir(fo->checkpoint_dir, 0755) != 0 && errno != EEXIST)
         st = ry_error_file(err, fo->checkpoint_dir, "cannot create: %s", strerror(errno));
     if (train_dist_agree(&s.dist, st, 0, err)) {
-        train_dist_end(&s.dist);
+        train_dist_end(tr, &s.dist, false);
         return RY_ERR;
     }
     if (!(s.config = train_config_text(tr, fo))) {
-        train_dist_end(&s.dist);
+        train_dist_end(tr, &s.dist, false);
         return ry_error_at(err, RY_NO_SPAN, "out of memory");
     }
     ry_loader_opts lo = {.batch = fo->batch > 0 ? fo->batch : 32, .shuffle = !fo->no_shuffle,
                          .drop_last = train->drop_last, .seed = fo->seed};
     if (ry_loader_new(train->n, &lo, &s.l, err)) {
         ry_free(s.config);
-        train_dist_end(&s.dist);
+        train_dist_end(tr, &s.dist, false);
         return RY_ERR;
     }
     int64_t per_epoch = ry_loader_batches(s.l);
@@ -349,6 +355,7 @@ ry_status ry_train_fit(ry_trainer *tr, const ry_train_data *train, const ry_trai
     if (st == RY_OK && fo->checkpoint_dir && s.saved_step != ry_trainer_steps(tr))
         st = save(tr, fo, &s, res, err);
     if (st) ry_progress_note(s.p, "stopped: %s", err->msg);
+    bool together = st == RY_OK; /* every rank got here with it (agreed) */
     if (st == RY_OK && s.stopped) {
         res->stop_signal = s.stopped;
         st = res->checkpoint[0] && s.saved_step == ry_trainer_steps(tr)
@@ -364,10 +371,18 @@ ry_status ry_train_fit(ry_trainer *tr, const ry_train_data *train, const ry_trai
         res->first_loss = mean_of(s.losses, tenth);
         res->last_loss = mean_of(s.losses + s.nlosses - tenth, tenth);
     }
+    if (s.dist.on) {
+        res->dist_step_s = s.dist.t_step;
+        res->dist_reduce_s = s.dist.t_reduce;
+        res->dist_sync_s = s.dist.t_sync;
+        res->dist_bytes = s.dist.reduce_bytes;
+        res->dist_overlap =
+            s.dist.buckets > 0 ? (double)s.dist.buckets_early / (double)s.dist.buckets : 0;
+    }
     ry_progress_free(s.p);
     ry_loader_free(s.l);
     ry_free(s.config);
-    train_dist_end(&s.dist);
+    train_dist_end(tr, &s.dist, together);
     if (s.lock >= 0) close(s.lock); /* releases the lock */
     ry_free(s.losses);
     return st;

@@ -259,7 +259,8 @@ ry_status ry_trainer_accumulate_n(ry_trainer *tr, int k, int ndata, ry_value *co
     int nthreads = tr->opts.threads > 0 ? tr->opts.threads : ry_get_num_threads();
     if (nthreads > MAX_WORKERS) nthreads = MAX_WORKERS;
     if (nthreads > k) nthreads = k;
-    if (nthreads < 2 || !tr->vm || tr->nstate > 0) {
+    /* a device's calls share its queue: one at a time */
+    if (nthreads < 2 || !tr->vm || tr->nstate > 0 || tr->target->dev) {
         for (int j = 0; j < k; j++) {
             double l;
             if (ry_trainer_accumulate(tr, ndata, data + (size_t)j * (size_t)ndata, &l, err))

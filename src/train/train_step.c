@@ -105,8 +105,7 @@ ry_status train_loss_of(const ry_value *res, double *loss, ry_error *err) {
     if (res->kind != RY_VAL_TENSOR || res->tensor->size != 1 ||
         !ry_dtype_is_float(res->tensor->dtype))
         return ry_error_at(err, RY_NO_SPAN, "the loss is not a float scalar");
-    *loss = ry_tensor_get(res->tensor, 0);
-    return RY_OK;
+    return train_read(res->tensor, 0, loss, err);
 }
 
 static ry_interp_opts interp_opts(const ry_trainer *tr);
@@ -117,9 +116,28 @@ ry_status train_call(ry_trainer *tr, const char *entry, int n, ry_value **args, 
     if (!tr->vm) return ry_interp_call(tr->m, entry, n, args, &io, out, err);
     /* row-sparse gradients only from the gradient program, which the
      * trainer takes apart itself */
+    /* a device run's gradients (and carried state) stay on the device */
     ry_vm_opts vo = {.training = io.training, .seed = io.seed, .max_depth = io.max_depth,
-                     .sparse_rows = !eval && !tr->opts.dense_grads};
+                     .sparse_rows = !eval && !tr->opts.dense_grads, .keep_on_device = !eval,
+                     .on_final = eval ? NULL : tr->on_final, .final_ctx = tr->final_ctx};
     return ry_vm_call(tr->vm, entry, n, args, &vo, out, err);
+}
+
+ry_status train_read(const ry_tensor *t, int64_t i, double *v, ry_error *err) {
+    if (t->device.kind == RY_DEVICE_CPU) {
+        *v = ry_tensor_get(t, i);
+        return RY_OK;
+    }
+    /* one element of a device tensor: a view of it, copied back */
+    size_t es = ry_dtype_size(t->dtype);
+    ry_tensor *one = ry_tensor_view((ry_tensor *)t, (size_t)i * es, t->dtype, 0, NULL), *h = NULL;
+    if (!one) return ry_error_at(err, RY_NO_SPAN, "out of memory");
+    ry_status st = ry_tensor_to(ry_target_cpu(), one, &h, err);
+    ry_tensor_release(one);
+    if (st) return RY_ERR;
+    *v = ry_tensor_get(h, 0);
+    ry_tensor_release(h);
+    return RY_OK;
 }
 
 uint64_t train_seed(const ry_trainer *tr, int64_t call) {

@@ -63,7 +63,7 @@ $RELAYC train "$T/m.relay" $DATA --steps 9 --deterministic --shards 2 --quiet \
 timeout 60 $MPIRUN -np 2 $RELAYC train "$T/m.relay" $DATA --steps 9 --deterministic --quiet \
     --csv "$T/two.csv" --log-every 1 --checkpoint-dir "$T/ck" > "$T/two.out" 2>&1
 rc=$?
-grep -v '^checkpoint' "$T/two.out" > "$T/two.loss"
+grep -v '^checkpoint\|^data parallel' "$T/two.out" > "$T/two.loss"
 # the CSV's step, epoch and loss columns (its time columns differ)
 cut -d, -f1-4 "$T/one.csv" > "$T/one.cols"
 cut -d, -f1-4 "$T/two.csv" > "$T/two.cols"
@@ -71,11 +71,50 @@ cmp -s "$T/one.out" "$T/two.loss" && cmp -s "$T/one.cols" "$T/two.cols" && [ $rc
     [ -f "$T/ck/ckpt-9.h5" ] && [ "$(wc -l < "$T/one.cols")" -eq 10 ]
 check "mpirun -np 2 --deterministic prints one process's losses (CSV too)" $?
 
+# 1b. the same with the optimizer state sharded (Adam: two slots)
+$RELAYC train "$T/m.relay" $DATA --optimizer adam --lr 0.01 --steps 6 --deterministic \
+    --shards 2 --quiet --log-every 1 > "$T/one-adam.out" 2>&1
+timeout 60 $MPIRUN -np 2 $RELAYC train "$T/m.relay" $DATA --optimizer adam --lr 0.01 --steps 6 \
+    --deterministic --shard-optimizer --quiet --log-every 1 > "$T/zero.out" 2>&1
+rc=$?
+grep -v '^data parallel' "$T/zero.out" > "$T/zero.loss"
+cmp -s "$T/one-adam.out" "$T/zero.loss" && [ $rc -eq 0 ] && grep -q "^steps 6" "$T/zero.out"
+check "mpirun -np 2 --shard-optimizer prints one process's losses" $?
+
 # 2. resume that run with one process, to step 12
 $RELAYC train "$T/m.relay" $DATA --steps 12 --deterministic --shards 2 --quiet \
     --checkpoint-dir "$T/ck" --resume > "$T/resume.out" 2>&1
 grep -q "^steps 12" "$T/resume.out" && [ -f "$T/ck/ckpt-12.h5" ]
 check "one process resumes the 2-rank checkpoint" $?
+
+# 2b. a rank killed at a random step (once the checkpoint of step K, 5 <=
+# K < 150, is there), the run resumed on 3 ranks with the optimizer
+# sharded: at step 600 the parameters, state and step counts of one
+# process's uninterrupted run, bit for bit
+K=$(( $(od -An -N2 -tu2 /dev/urandom) % 145 + 5 ))
+RUN="--batch 12 --steps 600 --deterministic --shards 6 --quiet"
+$RELAYC train "$T/m.relay" $DATA $RUN --checkpoint-dir "$T/straight" > "$T/straight.out" 2>&1
+timeout 60 $MPIRUN -np 2 $RELAYC train "$T/m.relay" $DATA $RUN --checkpoint-dir "$T/cut" \
+    --checkpoint-every 1 --keep 2 > "$T/cut.out" 2>&1 &
+mp=$!
+i=0
+while [ $i -lt 1500 ]; do
+    at=$(ls "$T/cut" 2>/dev/null | sed -n 's/^ckpt-\([0-9]*\)\.h5$/\1/p' | sort -n | tail -n 1)
+    [ "${at:-0}" -ge $K ] && break
+    sleep 0.02
+    i=$((i + 1))
+done
+victim=$(ranks $mp | sed -n "$((K % 2 + 1))p")
+[ -n "$victim" ] && kill -9 "$victim"
+wait $mp
+cut_rc=$?
+from=$(ls "$T/cut" 2>/dev/null | sed -n 's/^ckpt-\([0-9]*\)\.h5$/\1/p' | sort -n | tail -n 1)
+timeout 60 $MPIRUN -np 3 $RELAYC train "$T/m.relay" $DATA $RUN --checkpoint-dir "$T/cut" \
+    --shard-optimizer --resume > "$T/resumed.out" 2>&1
+rc=$?
+[ $cut_rc -ne 0 ] && [ $rc -eq 0 ] && [ -n "$from" ] && [ "$from" -lt 600 ] &&
+    ${CKPT_SAME:-build/tests/mpi/ckpt_same} "$T/m.relay" "$T/straight/ckpt-600.h5" "$T/cut/ckpt-600.h5"
+check "killed at step >= $K on one of 2 ranks, resumed from ${from:-?} on 3: the uninterrupted bits" $?
 
 # 3. a rank killed mid-run: the job ends (mpirun's message), bounded
 start=$(date +%s)

@@ -54,6 +54,60 @@ static ry_trainer *make(void) {
     return tr;
 }
 
+/* text with every `from` replaced by `to` (ry_free). */
+static char *substitute(const char *text, const char *from, const char *to) {
+    size_t cap = 2 * strlen(text) + 1024, len = 0;
+    char *out = ry_malloc(cap);
+    assert_non_null(out);
+    for (const char *p = text; *p;) {
+        if (from && strncmp(p, from, strlen(from)) == 0) {
+            len += (size_t)snprintf(out + len, cap - len, "%s", to);
+            p += strlen(from);
+        } else
+            out[len++] = *p++;
+    }
+    out[len] = 0;
+    return out;
+}
+
+/* The MLP with 9 hidden units: a slab of 112 floats (48 + 16 + 32 + 16,
+ * each view padded to 64 bytes), which 3 ranks slice unevenly (37, 37,
+ * 38) and 2 ranks cut inside b1. */
+static char *mlp9(void) {
+    static const char *from[4] = {"(8, 4)", "(8)", "(3, 8)", "units=8"};
+    static const char *to[4] = {"(9, 4)", "(9)", "(3, 9)", "units=9"};
+    char *t = substitute(MLP, NULL, NULL);
+    for (int i = 0; i < 4; i++) {
+        char *u = substitute(t, from[i], to[i]);
+        ry_free(t);
+        t = u;
+    }
+    return t;
+}
+
+/* The 9-unit MLP with Adam (weight decay, exempting b1) or SGD with
+ * momentum and Nesterov; clip_norm > 0: clipped. */
+static ry_trainer *make9(bool adam, double clip_norm) {
+    ry_train_opts o = ry_train_defaults();
+    o.optim = ry_optim_defaults(adam ? RY_OPTIM_ADAM : RY_OPTIM_SGD);
+    o.optim.lr = adam ? 0.01 : 0.1;
+    o.optim.weight_decay = 0.01;
+    if (!adam) {
+        o.optim.momentum = 0.9;
+        o.optim.nesterov = true;
+    }
+    o.clip_norm = clip_norm;
+    o.threads = 1;
+    ry_trainer *tr = NULL;
+    ry_error err;
+    char *text = mlp9();
+    if (ry_trainer_new("mlp9.relay", text, strlen(text), &o, &tr, &err))
+        fail_msg("trainer: %s", err.msg);
+    ry_free(text);
+    if (adam && ry_optim_set_decay(ry_trainer_optim(tr), "b1", false, &err)) fail_msg("%s", err.msg);
+    return tr;
+}
+
 static ry_fit_opts fit_opts(int64_t steps, int64_t batch) {
     ry_fit_opts fo;
     memset(&fo, 0, sizeof fo);
@@ -134,18 +188,27 @@ static void det_bitwise(int64_t batch) {
 static void test_deterministic_equal_shards(void **state) { det_bitwise(12); }
 static void test_deterministic_unequal_shards(void **state) { det_bitwise(10); }
 
-/* The all-reduce equals one process taking the batch in one call. */
+/* The all-reduce equals one process taking the batch in one call: in one
+ * bucket, in 10-float buckets started as the backward pass finishes
+ * their gradients (most of them before it ends), and after it. */
 static void test_allreduce_to_rounding(void **state) {
-    ry_trainer *job = make(), *one = make();
-    ry_fit_opts fo = fit_opts(8, 12);
-    ry_fit_result r1, r2;
-    fit(job, &fo, &r1);
-    fo.local = true;
-    fit(one, &fo, &r2);
-    assert_close(job, one);
-    assert_true(fabs(r1.last_loss - r2.last_loss) < 1e-5);
-    ry_trainer_free(job);
-    ry_trainer_free(one);
+    for (int run = 0; run < 3; run++) {
+        ry_trainer *job = make(), *one = make();
+        ry_fit_opts fo = fit_opts(8, 12);
+        fo.bucket_bytes = run == 1 ? 40 : 0;
+        fo.no_overlap = run == 2;
+        ry_fit_result r1, r2;
+        fit(job, &fo, &r1);
+        if (run == 1) assert_true(r1.dist_overlap > 0.5);
+        if (run == 2) assert_true(r1.dist_overlap == 0);
+        assert_true(r1.dist_bytes == 96 * 4 && r1.dist_step_s > 0);
+        fo.local = true;
+        fit(one, &fo, &r2);
+        assert_close(job, one);
+        assert_true(fabs(r1.last_loss - r2.last_loss) < 1e-5);
+        ry_trainer_free(job);
+        ry_trainer_free(one);
+    }
 }
 
 /* Small buckets: the slab reduced in many pieces, same bits. */
@@ -163,6 +226,232 @@ static void test_buckets(void **state) {
     assert_same_bits(job, one);
     ry_trainer_free(job);
     ry_trainer_free(one);
+}
+
+/* ---- the sharded optimizer (ZeRO-1) ---- */
+
+/* Every slot of a and b, bit for bit (after a sharded fit the state is
+ * whole again). */
+static void assert_same_state(ry_trainer *a, ry_trainer *b) {
+    ry_optimizer *oa = ry_trainer_optim(a), *ob = ry_trainer_optim(b);
+    assert_false(ry_optim_shard_range(oa, NULL, NULL));
+    assert_int_equal(ry_optim_slot_count(oa), ry_optim_slot_count(ob));
+    assert_true(ry_optim_slot_count(oa) > 0);
+    for (int s = 0; s < ry_optim_slot_count(oa); s++) {
+        const ry_tensor *x = ry_optim_slot(oa, s)->slab, *y = ry_optim_slot(ob, s)->slab;
+        assert_memory_equal(x->data, y->data, ry_tensor_nbytes(x));
+    }
+    const ry_tensor *x = ry_optim_steps(oa)->slab, *y = ry_optim_steps(ob)->slab;
+    assert_memory_equal(x->data, y->data, ry_tensor_nbytes(x));
+}
+
+/* Sharded on N ranks vs unsharded on N ranks and in one process, with
+ * the same shards: the same parameters and state, bit for bit. */
+static void zero_bitwise(bool adam, int64_t batch) {
+    ry_trainer *zero = make9(adam, 0), *plain = make9(adam, 0), *one = make9(adam, 0);
+    ry_fit_opts fo = fit_opts(7, batch);
+    fo.deterministic = true;
+    fo.shards = SHARDS;
+    fo.bucket_bytes = 44; /* 11 floats: several rounds per slice */
+    ry_fit_result r1, r2, r3;
+    fo.shard_optimizer = true;
+    fit(zero, &fo, &r1);
+    fo.shard_optimizer = false;
+    fit(plain, &fo, &r2);
+    fo.local = true;
+    fit(one, &fo, &r3);
+    assert_same_bits(zero, plain);
+    assert_same_bits(zero, one);
+    assert_same_state(zero, one);
+    assert_true(r1.last_loss == r3.last_loss);
+    ry_trainer_free(zero);
+    ry_trainer_free(plain);
+    ry_trainer_free(one);
+}
+
+static void test_zero_adam_bitwise(void **state) { zero_bitwise(true, 12); }
+static void test_zero_sgd_momentum_bitwise(void **state) { zero_bitwise(false, 10); }
+
+/* Without --deterministic (MPI_Reduce_scatter) and with clipping by
+ * norm (norms summed from the slices): to rounding. */
+static void test_zero_to_rounding(void **state) {
+    for (int clip = 0; clip < 2; clip++) {
+        ry_trainer *zero = make9(true, clip ? 0.05 : 0), *one = make9(true, clip ? 0.05 : 0);
+        ry_fit_opts fo = fit_opts(6, 12);
+        fo.deterministic = clip;
+        fo.shards = clip ? SHARDS : 0;
+        fo.shard_optimizer = true;
+        ry_fit_result r;
+        fit(zero, &fo, &r);
+        fo.local = true;
+        fit(one, &fo, &r);
+        assert_close(zero, one);
+        ry_trainer_free(zero);
+        ry_trainer_free(one);
+    }
+}
+
+/* A sharded job checkpoints at step 3 (the slices gathered onto rank
+ * 0); one process resumes it unsharded to 7, and the job resumes it
+ * sharded to 7: both the bits of 7 straight steps. */
+static void test_zero_checkpoint_resume(void **state) {
+    char dir[128];
+    shared_dir(dir, sizeof dir, "zero");
+    if (ry_dist_rank() == 0) rm_dir(dir);
+    barrier();
+    ry_trainer *job = make9(true, 0);
+    ry_fit_opts fo = fit_opts(3, 10);
+    fo.deterministic = true;
+    fo.shards = SHARDS;
+    fo.checkpoint_dir = dir;
+    fo.keep = 10;
+    fo.shard_optimizer = true;
+    ry_fit_result r;
+    fit(job, &fo, &r);
+    ry_trainer_free(job);
+    ry_trainer *straight = make9(true, 0), *again = make9(true, 0);
+    ry_fit_opts so = fo;
+    so.checkpoint_dir = NULL;
+    so.local = true;
+    so.max_steps = 7;
+    so.shard_optimizer = false;
+    fit(straight, &so, &r);
+    if (ry_dist_rank() == 0) {
+        ry_trainer *resumed = make9(true, 0);
+        ry_fit_opts ro = fo;
+        ro.local = true;
+        ro.max_steps = 7;
+        ro.resume = true;
+        ro.shard_optimizer = false;
+        fit(resumed, &ro, &r);
+        assert_int_equal(r.steps, 7);
+        assert_same_bits(resumed, straight);
+        assert_same_state(resumed, straight);
+        ry_trainer_free(resumed);
+        /* back to the 3-step checkpoint for the job */
+        char p[256];
+        snprintf(p, sizeof p, "%s/ckpt-7.h5", dir);
+        unlink(p);
+    }
+    barrier();
+    fo.max_steps = 7;
+    fo.resume = true;
+    fit(again, &fo, &r);
+    assert_int_equal(r.steps, 7);
+    assert_same_bits(again, straight);
+    assert_same_state(again, straight);
+    ry_trainer_free(again);
+    ry_trainer_free(straight);
+    barrier();
+    if (ry_dist_rank() == 0) rm_dir(dir);
+}
+
+/* ---- LeNet and the Tree-LSTM of models/ ---- */
+
+/* The file at path with every `from` replaced by `to` (ry_free). */
+static char *read_model(const char *path, const char *from, const char *to) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return substitute(buf, from, to);
+}
+
+static ry_trainer *make_text(const char *name, const char *text, bool adam) {
+    ry_train_opts o = ry_train_defaults();
+    o.optim = ry_optim_defaults(adam ? RY_OPTIM_ADAM : RY_OPTIM_SGD);
+    o.optim.lr = adam ? 1e-3 : 0.05;
+    o.optim.momentum = adam ? 0 : 0.9;
+    o.threads = 1;
+    ry_trainer *tr = NULL;
+    ry_error err;
+    if (ry_trainer_new(name, text, strlen(text), &o, &tr, &err)) fail_msg("trainer: %s", err.msg);
+    return tr;
+}
+
+/* A trainer's data: some models' values belong to its own module. */
+typedef void (*data_fn)(ry_trainer *tr, void *ctx, ry_train_data *out, ry_tree_source *src);
+
+/* One process, the job, and the job with the optimizer sharded, with the
+ * same shards: the same bits. */
+static void model_bitwise(const char *name, const char *text, bool adam, data_fn data_of,
+                          void *ctx, int64_t steps, int64_t batch) {
+    ry_trainer *tr[3];
+    ry_train_data d[3];
+    ry_tree_source src[3];
+    ry_fit_result r[3];
+    ry_error err;
+    for (int i = 0; i < 3; i++) {
+        tr[i] = make_text(name, text, adam);
+        data_of(tr[i], ctx, &d[i], &src[i]);
+    }
+    ry_fit_opts fo = fit_opts(steps, batch);
+    fo.deterministic = true;
+    fo.shards = SHARDS;
+    for (int i = 0; i < 3; i++) {
+        fo.shard_optimizer = i == 1;
+        fo.local = i == 2;
+        if (ry_train_fit(tr[i], &d[i], NULL, &fo, &r[i], &err)) fail_msg("%s", err.msg);
+    }
+    assert_int_equal(r[0].steps, steps);
+    for (int i = 0; i < 2; i++) {
+        assert_same_bits(tr[i], tr[2]);
+        assert_true(r[i].last_loss == r[2].last_loss);
+    }
+    for (int i = 0; i < 3; i++) ry_trainer_free(tr[i]);
+}
+
+static void tensors_of(ry_trainer *tr, void *ctx, ry_train_data *out, ry_tree_source *src) {
+    ry_train_data_tensors(2, ctx, 1, out);
+}
+
+/* models/lenet.relay on 24 random 28x28 images, 3 steps of 12 (two a
+ * shard), SGD with momentum. */
+static void test_lenet_bitwise(void **state) {
+    ry_rng rng;
+    ry_rng_seed(&rng, 3);
+    int64_t xs[4] = {24, 1, 28, 28}, ys[1] = {24};
+    ry_tensor *x = ry_tensor_new(RY_FLOAT32, 4, xs), *y = ry_tensor_new(RY_INT32, 1, ys);
+    for (int64_t i = 0; i < x->size; i++) ry_tensor_set(x, i, ry_rng_uniform(&rng));
+    for (int64_t i = 0; i < y->size; i++) ry_tensor_set(y, i, (double)ry_rng_below(&rng, 10));
+    ry_tensor *a[2] = {x, y};
+    char *text = read_model("models/lenet.relay", NULL, NULL);
+    model_bitwise("lenet.relay", text, false, tensors_of, a, 3, 12);
+    ry_free(text);
+    ry_tensor_release(x);
+    ry_tensor_release(y);
+}
+
+static void trees_of(ry_trainer *tr, void *ctx, ry_train_data *out, ry_tree_source *src) {
+    ry_error err;
+    if (ry_train_data_trees(tr, ctx, src, out, &err)) fail_msg("%s", err.msg);
+}
+
+/* models/treelstm.relay with its embedding table cut to the test
+ * vocabulary (the gates as in the file: 150 memory, 300 inputs), on 7
+ * small trees; 2 Adam steps of 6 trees, one a shard (gradients summed
+ * per tree). */
+static void test_treelstm_bitwise(void **state) {
+    ry_error err;
+    ry_vocab *v = ry_vocab_new();
+    ry_treebank *tb = NULL;
+    static const char *trees[] = {"(3 (2 It) (4 (2 's) (3 (2 a) (4 lovely))))",
+                                  "(1 (2 (2 a) (3 film)) (0 (1 not) (2 lovely)))", "(4 lovely)",
+                                  "(2 (2 not) (1 (2 a) (1 film)))", "(0 (1 not) (0 lovely))",
+                                  "(3 (3 film) (2 's))", "(1 (2 It) (1 not))"};
+    char text[1024] = "";
+    for (size_t i = 0; i < sizeof trees / sizeof *trees; i++)
+        snprintf(text + strlen(text), sizeof text - strlen(text), "%s\n", trees[i]);
+    if (ry_treebank_parse("trees", text, strlen(text), v, true, &tb, &err)) fail_msg("%s", err.msg);
+    char rows[32];
+    snprintf(rows, sizeof rows, "(%d, 300)", (int)ry_vocab_size(v));
+    char *model = read_model("models/treelstm.relay", "(18281, 300)", rows);
+    model_bitwise("treelstm.relay", model, true, trees_of, tb, 2, 6);
+    ry_free(model);
+    ry_treebank_free(tb);
+    ry_vocab_free(v);
 }
 
 /* ---- resume across rank counts ---- */
@@ -316,6 +605,12 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_sharded_evaluation),
         cmocka_unit_test(test_one_rank_fails),
         cmocka_unit_test(test_uneven_shards_refused),
+        cmocka_unit_test(test_zero_adam_bitwise),
+        cmocka_unit_test(test_zero_sgd_momentum_bitwise),
+        cmocka_unit_test(test_zero_to_rounding),
+        cmocka_unit_test(test_zero_checkpoint_resume),
+        cmocka_unit_test(test_lenet_bitwise),
+        cmocka_unit_test(test_treelstm_bitwise),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     ry_tensor_release(arrays[0]);

@@ -86,11 +86,6 @@ static bool same_shape(const ry_tensor *t, int nd, const int64_t *shape) {
     return true;
 }
 
-static bool overlaps(const ry_tensor *a, const ry_tensor *b) {
-    const char *x = a->data, *y = b->data;
-    return a->size && b->size && x < y + ry_tensor_nbytes(b) && y < x + ry_tensor_nbytes(a);
-}
-
 /* The input slot s when the program starts with add(acc, xs) or
  * add(xs, acc) and reads acc nowhere else; else -1. */
 static int leading_add(const ry_fz_prog *p) {
@@ -118,7 +113,7 @@ static ry_status fold_add(ry_kernel_ctx *c, const ry_fz_prog *p, int s, ry_tenso
                           int nein, ry_tensor *const *in, bool ta, bool tb, ry_tensor *out) {
     const ry_tensor *x = ein[s];
     if (x->dtype == out->dtype && same_shape(x, out->ndim, out->shape)) {
-        if (overlaps(x, out)) {
+        if (ry_tensor_overlap(x, out)) {
             if (x->data != out->data) memmove(out->data, x->data, ry_tensor_nbytes(out));
         } else {
             ry_parallel_copy(out->data, x->data, ry_tensor_nbytes(out)); /* a large gradient */
@@ -152,8 +147,8 @@ ry_status ry_cpu_fused_matmul(ry_kernel_ctx *c, int nin, ry_tensor *const *in, i
     for (int k = 2; k < nin; k++) ein[k - 1] = in[k], dts[k - 1] = in[k]->dtype;
     if (program(c, true, nin - 1, dts, &p)) return RY_ERR;
     ry_tensor *res = out[0];
-    bool fits = res->dtype == a->dtype && same_shape(res, nd, shape) && !overlaps(res, a) &&
-                !overlaps(res, b);
+    bool fits = res->dtype == a->dtype && same_shape(res, nd, shape) && !ry_tensor_overlap(res, a) &&
+                !ry_tensor_overlap(res, b);
     int s = leading_add(p);
     if (fits && s >= 0 && nd == 2 && (a->dtype == RY_FLOAT32 || a->dtype == RY_FLOAT64) &&
         b->dtype == a->dtype) {
@@ -162,12 +157,12 @@ ry_status ry_cpu_fused_matmul(ry_kernel_ctx *c, int nin, ry_tensor *const *in, i
          * (`add(acc, x2); add(t0, x2)` in place over x2 would read acc + x2) */
         bool clash = false;
         for (int k = 1; k < nin - 1; k++)
-            clash |= (k != s || p->last_use[s] != 0) && overlaps(res, ein[k]);
+            clash |= (k != s || p->last_use[s] != 0) && ry_tensor_overlap(res, ein[k]);
         ein[0] = res; /* acc's slot: read only by the add, which the GEMM does */
         if (!clash) return fold_add(c, p, s, ein, nin - 1, in, ta, tb, res);
     }
     /* the GEMM into the result when nothing the epilogue reads lives there */
-    for (int k = 1; k < nin - 1 && fits; k++) fits = !overlaps(res, ein[k]);
+    for (int k = 1; k < nin - 1 && fits; k++) fits = !ry_tensor_overlap(res, ein[k]);
     ry_tensor *acc = fits ? res : ry_tensor_new(a->dtype, nd, shape);
     if (!acc) return ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
     ry_kernel_ctx mc = *c;

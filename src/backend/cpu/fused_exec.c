@@ -176,11 +176,6 @@ static ry_status plan_input(ry_kernel_ctx *c, plan *pl, int k, const ry_tensor *
     return RY_OK;
 }
 
-static bool overlaps(const ry_tensor *a, const ry_tensor *b) {
-    const char *x = a->data, *y = b->data;
-    return a->size && b->size && x < y + ry_tensor_nbytes(b) && y < x + ry_tensor_nbytes(a);
-}
-
 /* Assigns tile buffers: inputs read in place need none; scalars, literals
  * and zeros_like/ones_like results are filled once; instruction results
  * take a free buffer and give their operands' back after their last use. */
@@ -414,7 +409,7 @@ ry_status ry_fz_exec_n(const ry_fz_prog *p, int nout, ry_tensor *const *outs, in
         if (!ry_tensor_same_shape(o, out))
             return ry_error_at(c->err, c->span, "%s: the results differ in shape", c->op->name);
         for (int j = 0; j < k; j++)
-            if (overlaps(o, outs[j]))
+            if (ry_tensor_overlap(o, outs[j]))
                 return ry_error_at(c->err, c->span, "%s: results %d and %d share memory",
                                    c->op->name, j + 1, k + 1);
         pl->out[k] = o->data;
@@ -425,7 +420,7 @@ ry_status ry_fz_exec_n(const ry_fz_prog *p, int nout, ry_tensor *const *outs, in
         if (pre->dtype != p->ins[0].odt || pre->size != out->size)
             return ry_error_at(c->err, c->span, "%s: the first result does not fit", c->op->name);
         pl->pre = pre->data;
-        if (overlaps(pre, out)) pl->to_out = false;
+        if (ry_tensor_overlap(pre, out)) pl->to_out = false;
         if (p->nins == 1) { /* nothing left to run */
             if (pre->data != out->data) memmove(out->data, pre->data, ry_tensor_nbytes(out));
             return RY_OK;
@@ -443,7 +438,7 @@ ry_status ry_fz_exec_n(const ry_fz_prog *p, int nout, ry_tensor *const *outs, in
         }
         if (plan_input(c, pl, k, in[k])) goto done;
         for (int j = 0; j < nout; j++) /* written in place: via a buffer */
-            if (overlaps(in[k], outs[j])) pl->to_out = false;
+            if (ry_tensor_overlap(in[k], outs[j])) pl->to_out = false;
     }
     fz_tables tb = tables();
     for (int i = 0; i < p->nins; i++) {

@@ -255,9 +255,50 @@ ry_status ry_cl_run(cl_kernel k, size_t global, int nargs, const cl_arg *args, r
     }
     if (rc == CL_SUCCESS) {
         call = "clEnqueueNDRangeKernel";
-        rc = clEnqueueNDRangeKernel(ry_cl.queue, k, 1, NULL, &padded, &group, 0, NULL, NULL);
+        rc = clEnqueueNDRangeKernel(ry_cl.queue, k, 1, NULL, &padded, &group, 0, NULL, ry_cl_event_slot());
         if (rc == CL_SUCCESS) ry_cl.count.launches++;
     }
     pthread_mutex_unlock(&ry_cl.lock);
     return rc == CL_SUCCESS ? RY_OK : ry_cl_fail(err, span, call, rc);
+}
+
+/* ---- profiling: every launch between begin and end records an event ---- */
+
+cl_event *ry_cl_event_slot(void) {
+    if (!ry_cl.profiling) return NULL;
+    if (ry_cl.nevents == ry_cl.capevents) {
+        int cap = ry_cl.capevents ? ry_cl.capevents * 2 : 64;
+        cl_event *e = realloc(ry_cl.events, sizeof *e * (size_t)cap);
+        if (!e) return NULL;
+        ry_cl.events = e;
+        ry_cl.capevents = cap;
+    }
+    ry_cl.events[ry_cl.nevents] = NULL;
+    return &ry_cl.events[ry_cl.nevents++];
+}
+
+void ry_cl_prof_begin(void) {
+    pthread_mutex_lock(&ry_cl.lock);
+    ry_cl.profiling = true;
+    ry_cl.nevents = 0;
+    pthread_mutex_unlock(&ry_cl.lock);
+}
+
+int64_t ry_cl_prof_end(void) {
+    pthread_mutex_lock(&ry_cl.lock);
+    ry_cl.profiling = false;
+    int64_t ns = 0;
+    for (int i = 0; i < ry_cl.nevents; i++) {
+        cl_event e = ry_cl.events[i];
+        if (!e) continue;
+        cl_ulong a = 0, b = 0;
+        if (clWaitForEvents(1, &e) == CL_SUCCESS &&
+            clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL) == CL_SUCCESS &&
+            clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL) == CL_SUCCESS && b > a)
+            ns += (int64_t)(b - a);
+        clReleaseEvent(e);
+    }
+    ry_cl.nevents = 0;
+    pthread_mutex_unlock(&ry_cl.lock);
+    return ns;
 }

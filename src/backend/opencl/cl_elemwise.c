@@ -25,7 +25,9 @@ static void half_store(ry_sbuf *b, const char *ptr, const char *index, const cha
 
 const ry_dialect ry_cl_dialect = {
     .name = "opencl",
-    .prelude = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n",
+    /* no contraction into fused multiply-adds: the CPU build has none, so
+     * elementwise arithmetic rounds as the CPU rounds it */
+    .prelude = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#pragma OPENCL FP_CONTRACT OFF\n",
     .kernel = "__kernel void",
     .global = "__global ",
     .index = "(long)get_global_id(0)",

@@ -27,14 +27,17 @@ static ry_status gemm(ry_kernel_ctx *c, bool ta, bool tb, int64_t m, int64_t n, 
     cl_command_queue q = ry_cl.queue;
     CLBlastStatusCode st;
     if (k == 0) return RY_OK; /* the caller zero-filled */
+    pthread_mutex_lock(&ry_cl.lock);
+    cl_event *ev = ry_cl_event_slot();
+    pthread_mutex_unlock(&ry_cl.lock);
     if (out->dtype == RY_FLOAT32)
         st = CLBlastSgemm(CLBlastLayoutRowMajor, TA, TB, (size_t)m, (size_t)n, (size_t)k, 1.0f,
                           ry_cl_mem(a), ao, (size_t)lda, ry_cl_mem(b), bo, (size_t)ldb, 0.0f,
-                          ry_cl_mem(out), co, (size_t)ldc, &q, NULL);
+                          ry_cl_mem(out), co, (size_t)ldc, &q, ev);
     else if (out->dtype == RY_FLOAT64)
         st = CLBlastDgemm(CLBlastLayoutRowMajor, TA, TB, (size_t)m, (size_t)n, (size_t)k, 1.0,
                           ry_cl_mem(a), ao, (size_t)lda, ry_cl_mem(b), bo, (size_t)ldb, 0.0,
-                          ry_cl_mem(out), co, (size_t)ldc, &q, NULL);
+                          ry_cl_mem(out), co, (size_t)ldc, &q, ev);
     else
         return ry_error_at(c->err, c->span, "%s: %s has no GEMM on opencl", c->op->name,
                            ry_dtype_name(out->dtype));

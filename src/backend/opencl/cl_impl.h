@@ -32,6 +32,9 @@ typedef struct cl_state {
     size_t max_group;            /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
     ry_device_heap heap;
     ry_device_counters count;    /* under lock */
+    bool profiling;              /* kernels record events (ry_cl_prof_begin) */
+    cl_event *events;
+    int nevents, capevents;
     pthread_mutex_t lock;        /* kernel arguments + enqueue; counters */
 } cl_state;
 
@@ -47,6 +50,11 @@ ry_status ry_cl_fail(ry_error *err, ry_span span, const char *call, cl_int code)
  * (cl_cache.c). NULL with err set on a build failure (the build log in
  * the message). */
 cl_kernel ry_cl_kernel(const char *source, const char *name, ry_span span, ry_error *err);
+
+/* The kernel "k" of a source template: the dialect's prelude, then tmpl
+ * with each @D (a digit below nsubs) replaced by subs[D]. */
+cl_kernel ry_cl_template(const char *tmpl, const char *const *subs, int nsubs, ry_span span,
+                         ry_error *err);
 
 /* A device tensor's buffer and its element offset. */
 static inline cl_mem ry_cl_mem(const ry_tensor *t) { return (cl_mem)ry_devbuf_handle(t); }
@@ -88,6 +96,21 @@ ry_status ry_cl_download(void *dst, const ry_tensor *t, size_t nbytes, ry_error 
 ry_status ry_cl_copy(ry_tensor *dst, const ry_tensor *src, size_t nbytes, ry_error *err);
 void ry_cl_counters(ry_device_counters *out);
 int ry_cl_devices(ry_device_info *out, int cap);
+
+/* cl_train.c: the training kernels (target.h) and the failures they kept */
+void ry_cl_update(const ry_optim_config *c, const ry_update_args *a);
+int64_t ry_cl_grad_scan(const ry_tensor *t, const int64_t *rows, int64_t nrows, double *norm);
+bool ry_cl_grad_add(ry_tensor *d, const ry_tensor *x, int64_t lo_d, int64_t lo_x, int64_t n, bool first);
+void ry_cl_grad_clip(ry_tensor *t, int64_t lo, int64_t n, double c);
+void ry_cl_grad_zero(ry_tensor *t, int64_t lo, int64_t n);
+void ry_cl_grad_scale(ry_tensor *t, int64_t lo, int64_t n, double c);
+ry_status ry_cl_sync(ry_error *err);
+
+/* profiling: the event a kernel launch records (NULL when not profiling),
+ * kept for ry_cl_prof_end; under ry_cl.lock */
+cl_event *ry_cl_event_slot(void);
+void ry_cl_prof_begin(void);
+int64_t ry_cl_prof_end(void);
 
 /* the target's pieces */
 const ry_kernel *ry_cl_kernel_of(const ry_op *op);

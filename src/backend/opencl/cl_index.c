@@ -20,26 +20,9 @@ static const char *word(size_t es) {
 
 static cl_kernel build(ry_kernel_ctx *c, const char *fmt, size_t es, const char *idx_t) {
     const ry_dialect *d = &ry_cl_dialect;
-    ry_sbuf b = {0};
-    ry_sbuf_add(&b, "%s", d->prelude);
-    /* fmt's %1$s...: kernel qualifier, global, index, i64, element, index type */
+    /* @0..@5: kernel qualifier, global, index, i64, element, index type */
     const char *sub[6] = {d->kernel, d->global, d->index, d->i64, word(es), idx_t ? idx_t : "int"};
-    for (const char *p = fmt; *p; p++) {
-        if (*p == '@' && p[1] >= '0' && p[1] <= '5') {
-            ry_sbuf_add(&b, "%s", sub[p[1] - '0']);
-            p++;
-        } else {
-            ry_sbuf_add(&b, "%c", *p);
-        }
-    }
-    if (b.oom) {
-        free(b.s);
-        ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
-        return NULL;
-    }
-    cl_kernel k = ry_cl_kernel(b.s, "k", c->span, c->err);
-    free(b.s);
-    return k;
+    return ry_cl_template(fmt, sub, 6, c->span, c->err);
 }
 
 /* ---- take: out[b, o, k, i] = x[b, o, index(ind[b, k]), i] ---- */

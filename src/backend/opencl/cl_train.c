@@ -1,0 +1,312 @@
+/*
+ * cl_train.c (opencl): the training kernels over the parameter, gradient
+ * and optimizer-state slabs (target.h), so that a training run keeps them
+ * on the device: the four optimizers' updates, spelled as the CPU's rules
+ * compute them (src/backend/cpu/update_*.c: the same operations in the
+ * same order, constants computed on the host in the same precision, no
+ * contraction into fused multiply-adds), so a device step gives the CPU's
+ * parameters to the rounding of sqrt and division; the finiteness scan and
+ * norm (partial sums in double per chunk, added in order on the host: the
+ * only bytes a step reads back besides the loss); sums, clamps, scales and
+ * zero fills of the gradient slab.
+ *
+ * These kernels return no status (the CPU's cannot fail); a driver failure
+ * is kept and reported by ry_cl_sync, which the trainer calls after each
+ * update.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/opencl/cl_elemwise.h"
+
+extern const ry_dialect ry_cl_dialect;
+
+static ry_error sticky;
+static bool failed;
+
+static void keep(const ry_error *e) {
+    pthread_mutex_lock(&ry_cl.lock);
+    if (!failed) sticky = *e, failed = true;
+    pthread_mutex_unlock(&ry_cl.lock);
+}
+
+ry_status ry_cl_sync(ry_error *err) {
+    cl_int rc = clFinish(ry_cl.queue);
+    pthread_mutex_lock(&ry_cl.lock);
+    bool f = failed;
+    ry_error e = sticky;
+    failed = false;
+    pthread_mutex_unlock(&ry_cl.lock);
+    if (f) {
+        *err = e;
+        return RY_ERR;
+    }
+    return rc == CL_SUCCESS ? RY_OK : ry_cl_fail(err, RY_NO_SPAN, "clFinish", rc);
+}
+
+/* kernel tmpl for the slab's dtype (@0 kernel, @1 global, @2 index, @3
+ * i64, @4 the element type) */
+static cl_kernel kernel_for(const char *tmpl, ry_dtype dt) {
+    const ry_dialect *d = &ry_cl_dialect;
+    const char *sub[5] = {d->kernel, d->global, d->index, d->i64, d->type(dt)};
+    ry_error e = {0};
+    cl_kernel k = ry_cl_template(tmpl, sub, 5, RY_NO_SPAN, &e);
+    if (!k) keep(&e);
+    return k;
+}
+
+static void run(cl_kernel k, int64_t n, int nargs, const cl_arg *a) {
+    if (!k) return;
+    ry_error e = {0};
+    if (ry_cl_run(k, (size_t)n, nargs, a, RY_NO_SPAN, &e)) keep(&e);
+}
+
+static cl_arg real(ry_dtype dt, double v) {
+    return dt == RY_FLOAT32 ? CLA_F((float)v) : CLA_D(v);
+}
+
+/* a slot's buffer and element offset, or a null buffer */
+#define SLOT(a, s) (cl_arg){CLA_MEM, (a)->tslot[s] ? ry_cl_mem((a)->tslot[s]) : NULL, 0, 0}, \
+                   CLA_L((a)->tslot[s] ? ry_cl_off((a)->tslot[s]) + (a)->off : 0)
+#define PARAM(a) (cl_arg){CLA_MEM, ry_cl_mem((a)->tparam), 0, 0}, CLA_L(ry_cl_off((a)->tparam) + (a)->off)
+#define GRAD(a) (cl_arg){CLA_MEM, ry_cl_mem((a)->tgrad), 0, 0}, CLA_L(ry_cl_off((a)->tgrad) + (a)->goff)
+
+static const char *sgd_src =
+    "@0 k(@3 n, @1@4 *p, @3 po, @1const @4 *g, @3 go, @1@4 *b, @3 bo, @3 has_b, @3 has_wd,\n"
+    "     @4 wd, @4 mom, @4 sc, @4 damp, @4 neg_lr, @3 first, @3 nesterov) {\n"
+    "    @3 i = @2; if (i >= n) return;\n"
+    "    @4 d = g[go + i] * sc;\n"
+    "    if (has_wd) d = d + wd * p[po + i];\n"
+    "    if (has_b) {\n"
+    "        @4 v = first ? d : b[bo + i] * mom + damp * d;\n"
+    "        b[bo + i] = v;\n"
+    "        d = nesterov ? d + mom * v : v;\n"
+    "    }\n"
+    "    p[po + i] = p[po + i] + neg_lr * d;\n"
+    "}\n";
+
+static const char *adam_src =
+    "@0 k(@3 n, @1@4 *p, @3 po, @1const @4 *g, @3 go, @1@4 *m, @3 mo, @1@4 *v, @3 vo,\n"
+    "     @1@4 *vmax, @3 xo, @3 has_vmax, @3 has_wd, @3 decoupled, @4 wd, @4 shrink, @4 w1,\n"
+    "     @4 beta2, @4 w2, @4 neg_step, @4 bc2, @4 eps, @4 sc) {\n"
+    "    @3 i = @2; if (i >= n) return;\n"
+    "    @4 d = g[go + i] * sc, pi = p[po + i];\n"
+    "    if (has_wd) { if (decoupled) pi = pi * shrink; else d = d + wd * pi; }\n"
+    "    @4 mi = m[mo + i];\n"
+    "    mi = w1 < 0.5 ? mi + w1 * (d - mi) : d - (d - mi) * (1 - w1);\n"
+    "    m[mo + i] = mi;\n"
+    "    @4 vi = v[vo + i] * beta2 + w2 * d * d;\n"
+    "    v[vo + i] = vi;\n"
+    "    @4 s = vi;\n"
+    "    if (has_vmax) { @4 x = vmax[xo + i]; if (x < s || isnan(s)) x = s; vmax[xo + i] = x; s = x; }\n"
+    "    @4 denom = sqrt(s) / bc2 + eps;\n"
+    "    p[po + i] = pi + neg_step * (mi / denom);\n"
+    "}\n";
+
+static const char *adagrad_src =
+    "@0 k(@3 n, @1@4 *p, @3 po, @1const @4 *g, @3 go, @1@4 *s, @3 so, @3 has_wd, @4 wd,\n"
+    "     @4 eps, @4 sc, @4 neg_clr) {\n"
+    "    @3 i = @2; if (i >= n) return;\n"
+    "    @4 d = has_wd ? g[go + i] * sc + wd * p[po + i] : g[go + i] * sc;\n"
+    "    @4 si = s[so + i] + d * d;\n"
+    "    s[so + i] = si;\n"
+    "    p[po + i] = p[po + i] + neg_clr * (d / (sqrt(si) + eps));\n"
+    "}\n";
+
+static const char *rmsprop_src =
+    "@0 k(@3 n, @1@4 *p, @3 po, @1const @4 *g, @3 go, @1@4 *sq, @3 qo, @1@4 *buf, @3 bo,\n"
+    "     @1@4 *ga, @3 ao, @3 has_buf, @3 has_ga, @3 has_wd, @4 wd, @4 eps, @4 neg_lr, @4 alpha,\n"
+    "     @4 w, @4 mom, @4 sc) {\n"
+    "    @3 i = @2; if (i >= n) return;\n"
+    "    @4 d = g[go + i] * sc;\n"
+    "    if (has_wd) d = d + wd * p[po + i];\n"
+    "    @4 q = sq[qo + i] * alpha + w * d * d;\n"
+    "    sq[qo + i] = q;\n"
+    "    @4 avg;\n"
+    "    if (has_ga) {\n"
+    "        @4 a = ga[ao + i];\n"
+    "        a = w < 0.5 ? a + w * (d - a) : d - (d - a) * (1 - w);\n"
+    "        ga[ao + i] = a;\n"
+    "        avg = sqrt(q + (@4)(-1) * a * a);\n"
+    "    } else {\n"
+    "        avg = sqrt(q);\n"
+    "    }\n"
+    "    avg = avg + eps;\n"
+    "    if (has_buf) { @4 b = buf[bo + i] * mom + d / avg; buf[bo + i] = b; p[po + i] = p[po + i] + neg_lr * b; }\n"
+    "    else p[po + i] = p[po + i] + neg_lr * (d / avg);\n"
+    "}\n";
+
+void ry_cl_update(const ry_optim_config *c, const ry_update_args *a) {
+    ry_dtype dt = a->dtype;
+    if (a->n == 0) return;
+    if (c->kind == RY_OPTIM_SGD) {
+        cl_arg args[] = {CLA_L(a->n), PARAM(a), GRAD(a), SLOT(a, 0), CLA_L(a->tslot[0] != NULL),
+                         CLA_L((dt == RY_FLOAT32 ? (double)(float)a->weight_decay : a->weight_decay) != 0),
+                         real(dt, a->weight_decay), real(dt, c->momentum), real(dt, a->scale),
+                         real(dt, 1 - c->dampening), real(dt, -a->lr), CLA_L(a->step == 1),
+                         CLA_L(c->nesterov)};
+        run(kernel_for(sgd_src, dt), a->n, (int)(sizeof args / sizeof *args), args);
+    } else if (c->kind == RY_OPTIM_ADAGRAD) {
+        double wd = dt == RY_FLOAT32 ? (double)(float)a->weight_decay : a->weight_decay;
+        cl_arg args[] = {CLA_L(a->n), PARAM(a), GRAD(a), SLOT(a, 0), CLA_L(wd != 0),
+                         real(dt, a->weight_decay), real(dt, c->eps), real(dt, a->scale),
+                         real(dt, -(a->lr / (1 + (double)(a->step - 1) * c->lr_decay)))};
+        run(kernel_for(adagrad_src, dt), a->n, (int)(sizeof args / sizeof *args), args);
+    } else if (c->kind == RY_OPTIM_RMSPROP) {
+        double wd = dt == RY_FLOAT32 ? (double)(float)a->weight_decay : a->weight_decay;
+        cl_arg args[] = {CLA_L(a->n), PARAM(a), GRAD(a), SLOT(a, 0), SLOT(a, 1), SLOT(a, 2),
+                         CLA_L(a->tslot[1] != NULL), CLA_L(a->tslot[2] != NULL), CLA_L(wd != 0),
+                         real(dt, a->weight_decay), real(dt, c->eps), real(dt, -a->lr),
+                         real(dt, c->alpha), real(dt, 1 - c->alpha), real(dt, c->momentum),
+                         real(dt, a->scale)};
+        run(kernel_for(rmsprop_src, dt), a->n, (int)(sizeof args / sizeof *args), args);
+    } else { /* Adam, AdamW */
+        double t = (double)a->step;
+        cl_arg args[] = {CLA_L(a->n), PARAM(a), GRAD(a), SLOT(a, 0), SLOT(a, 1), SLOT(a, 2),
+                         CLA_L(a->tslot[2] != NULL), CLA_L(a->weight_decay != 0),
+                         CLA_L(c->kind == RY_OPTIM_ADAMW), real(dt, a->weight_decay),
+                         real(dt, 1 - a->lr * a->weight_decay), real(dt, 1 - c->beta1),
+                         real(dt, c->beta2), real(dt, 1 - c->beta2),
+                         real(dt, -(a->lr / (1 - pow(c->beta1, t)))),
+                         real(dt, sqrt(1 - pow(c->beta2, t))), real(dt, c->eps), real(dt, a->scale)};
+        run(kernel_for(adam_src, dt), a->n, (int)(sizeof args / sizeof *args), args);
+    }
+}
+
+/* ---- the gradient slab ---- */
+
+static const char *add_src =
+    "@0 k(@3 n, @1@4 *d, @3 dof, @1const @4 *x, @3 xo, @3 first) {\n"
+    "    @3 i = @2; if (i >= n) return;\n"
+    "    d[dof + i] = first ? (@4)0 + x[xo + i] : d[dof + i] + x[xo + i];\n"
+    "}\n";
+
+/* true: the sum may hold a NaN or Inf (the device does not say which
+ * without a read back): the trainer then scans the gradient before the
+ * update, which finds it */
+bool ry_cl_grad_add(ry_tensor *d, const ry_tensor *x, int64_t lo_d, int64_t lo_x, int64_t n, bool first) {
+    cl_arg a[] = {CLA_L(n), (cl_arg){CLA_MEM, ry_cl_mem(d), 0, 0}, CLA_L(ry_cl_off(d) + lo_d),
+                  (cl_arg){CLA_MEM, ry_cl_mem(x), 0, 0}, CLA_L(ry_cl_off(x) + lo_x), CLA_L(first)};
+    run(kernel_for(add_src, d->dtype), n, 6, a);
+    return true;
+}
+
+static const char *clip_src =
+    "@0 k(@3 n, @1@4 *x, @3 xo, @4 hi) {\n"
+    "    @3 i = @2; if (i >= n) return;\n"
+    "    @4 v = x[xo + i];\n"
+    "    x[xo + i] = v < -hi ? -hi : v > hi ? hi : v;\n"
+    "}\n";
+
+void ry_cl_grad_clip(ry_tensor *t, int64_t lo, int64_t n, double c) {
+    cl_arg a[] = {CLA_L(n), (cl_arg){CLA_MEM, ry_cl_mem(t), 0, 0}, CLA_L(ry_cl_off(t) + lo),
+                  real(t->dtype, c)};
+    run(kernel_for(clip_src, t->dtype), n, 4, a);
+}
+
+static const char *scale_src =
+    "@0 k(@3 n, @1@4 *x, @3 xo, @4 c) {\n"
+    "    @3 i = @2; if (i >= n) return;\n"
+    "    x[xo + i] *= c;\n"
+    "}\n";
+
+void ry_cl_grad_scale(ry_tensor *t, int64_t lo, int64_t n, double c) {
+    cl_arg a[] = {CLA_L(n), (cl_arg){CLA_MEM, ry_cl_mem(t), 0, 0}, CLA_L(ry_cl_off(t) + lo),
+                  real(t->dtype, c)};
+    run(kernel_for(scale_src, t->dtype), n, 4, a);
+}
+
+void ry_cl_grad_zero(ry_tensor *t, int64_t lo, int64_t n) {
+    if (n <= 0) return;
+    size_t es = ry_dtype_size(t->dtype);
+    uint64_t zero = 0;
+    cl_int rc = clEnqueueFillBuffer(ry_cl.queue, ry_cl_mem(t), &zero, es, t->offset + (size_t)lo * es,
+                                    (size_t)n * es, 0, NULL, NULL);
+    if (rc != CL_SUCCESS) {
+        ry_error e = {0};
+        ry_cl_fail(&e, RY_NO_SPAN, "clEnqueueFillBuffer", rc);
+        keep(&e);
+    }
+}
+
+/* ---- the finiteness scan and norm: CHUNKS work-items, each over a
+ * contiguous part of the run, give their first NaN/Inf and their sum of
+ * squares in double ---- */
+#define CHUNKS 64
+
+static const char *scan_src =
+    "@0 k(@3 nchunks, @1const @4 *x, @3 xo, @3 n, @1@3 *bad, @1double *sq) {\n"
+    "    @3 w = @2; if (w >= nchunks) return;\n"
+    "    @3 per = (n + nchunks - 1) / nchunks, lo = w * per, hi = lo + per < n ? lo + per : n;\n"
+    "    @3 first = -1; double acc = 0;\n"
+    "    for (@3 i = lo; i < hi; i++) {\n"
+    "        double a = fabs((double)x[xo + i]);\n"
+    "        if (first < 0 && !isfinite(a)) first = i;\n"
+    "        acc += a * a;\n"
+    "    }\n"
+    "    bad[w] = first; sq[w] = acc;\n"
+    "}\n";
+
+static cl_mem scan_buf; /* CHUNKS longs then CHUNKS doubles, made once */
+
+static int64_t scan_run(const ry_tensor *t, int64_t lo, int64_t n, double *acc) {
+    if (n <= 0) return -1;
+    cl_int rc = CL_SUCCESS;
+    pthread_mutex_lock(&ry_cl.lock);
+    if (!scan_buf) scan_buf = clCreateBuffer(ry_cl.ctx, CL_MEM_READ_WRITE, CHUNKS * 16, NULL, &rc);
+    pthread_mutex_unlock(&ry_cl.lock);
+    if (rc != CL_SUCCESS) {
+        ry_error e = {0};
+        ry_cl_fail(&e, RY_NO_SPAN, "clCreateBuffer", rc);
+        keep(&e);
+        return -1;
+    }
+    int64_t nchunks = n < CHUNKS * 1024 ? (n + 1023) / 1024 : CHUNKS;
+    cl_kernel k = kernel_for(scan_src, t->dtype);
+    /* the two halves of scan_buf as sub-ranges: bad at 0, sq at CHUNKS * 8 */
+    cl_buffer_region r1 = {0, CHUNKS * 8}, r2 = {CHUNKS * 8, CHUNKS * 8};
+    cl_mem bad = clCreateSubBuffer(scan_buf, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r1, &rc);
+    cl_mem sq = rc == CL_SUCCESS ? clCreateSubBuffer(scan_buf, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r2, &rc) : NULL;
+    int64_t first = -1;
+    if (k && rc == CL_SUCCESS) {
+        cl_arg a[] = {CLA_L(nchunks), (cl_arg){CLA_MEM, ry_cl_mem(t), 0, 0}, CLA_L(ry_cl_off(t) + lo),
+                      CLA_L(n), (cl_arg){CLA_MEM, bad, 0, 0}, (cl_arg){CLA_MEM, sq, 0, 0}};
+        run(k, nchunks, 6, a);
+        int64_t b[CHUNKS];
+        double s[CHUNKS];
+        rc = clEnqueueReadBuffer(ry_cl.queue, scan_buf, CL_TRUE, 0, (size_t)nchunks * 8, b, 0, NULL, NULL);
+        if (rc == CL_SUCCESS)
+            rc = clEnqueueReadBuffer(ry_cl.queue, scan_buf, CL_TRUE, CHUNKS * 8, (size_t)nchunks * 8, s, 0, NULL, NULL);
+        if (rc == CL_SUCCESS) {
+            pthread_mutex_lock(&ry_cl.lock);
+            ry_cl.count.bytes_to_host += nchunks * 16;
+            ry_cl.count.copies_to_host += 2;
+            pthread_mutex_unlock(&ry_cl.lock);
+            for (int64_t w = 0; w < nchunks; w++) {
+                if (first < 0 && b[w] >= 0) first = lo + b[w];
+                *acc += s[w];
+            }
+        }
+    }
+    if (rc != CL_SUCCESS) {
+        ry_error e = {0};
+        ry_cl_fail(&e, RY_NO_SPAN, "the gradient scan", rc);
+        keep(&e);
+    }
+    if (bad) clReleaseMemObject(bad);
+    if (sq) clReleaseMemObject(sq);
+    return first;
+}
+
+int64_t ry_cl_grad_scan(const ry_tensor *t, const int64_t *rows, int64_t nrows, double *norm) {
+    int64_t row = !rows ? t->size : t->shape[0] ? t->size / t->shape[0] : 0;
+    int64_t runs = rows ? nrows : 1, first = -1;
+    double acc = 0;
+    for (int64_t r = 0; r < runs; r++) {
+        int64_t k = scan_run(t, rows ? rows[r] * row : 0, row, &acc);
+        if (first < 0 && k >= 0) first = k;
+    }
+    if (norm) *norm = sqrt(acc);
+    return first;
+}
