@@ -70,12 +70,15 @@ static void test_conv2d(void **s) {
                   pick(0, 2), pick(1, 2), pick(1, 2), G);
     }
     /* conv2d_transpose called directly, output_padding rows included;
-     * integer convolutions (64-bit sums) */
+     * integer convolutions (64-bit sums); an out_dtype wider than the
+     * operands */
     check(false, V "def @main(%%img: Tensor[(2, 2, 4, 5), float32], %%k: Tensor[(2, 3, 3, 3), float32],\n"
-                   "          %%a: Tensor[(1, 2, 5, 5), int32], %%b: Tensor[(3, 2, 2, 2), int32]) {\n"
+                   "          %%a: Tensor[(1, 2, 5, 5), int32], %%b: Tensor[(3, 2, 2, 2), int32],\n"
+                   "          %%c: Tensor[(1, 2, 5, 5), int8], %%d: Tensor[(3, 2, 2, 2), int8], %%x: Tensor[(1, 2, 5, 5), float32]) {\n"
                    "  (nn.conv2d_transpose(%%img, %%k, channels=3, kernel_size=[3, 3], strides=[2, 2],\n"
                    "                       padding=[1, 1, 1, 1], output_padding=[1, 1]),\n"
-                   "   nn.conv2d(%%a, %%b, padding=[1, 1]))\n}\n");
+                   "   nn.conv2d(%%a, %%b, padding=[1, 1]), nn.conv2d(%%c, %%d, out_dtype=\"int32\"),\n"
+                   "   nn.conv2d(%%x, cast(%%b, dtype=\"float32\"), out_dtype=\"float64\"))\n}\n");
 }
 
 /* ---- pools ---- */

@@ -18,7 +18,7 @@
              "     @L sh, @L sw, @L dh, @L dw, @L pt, @L pl"
 
 static const char *conv_fwd =
-    "@K k(@L n, @G@T *y, @L yo, @Gconst @T *x, @L xo, @Gconst @T *w, @L wo,\n     " GEOM ") {\n"
+    "@K k(@L n, @G@T *y, @L yo, @Gconst @X *x, @L xo, @Gconst @X *w, @L wo,\n     " GEOM ") {\n"
     "    @L i = @I; if (i >= n) return;\n"
     "    @L ow = i % OW, r = i / OW, oh = r % OH; r /= OH;\n"
     "    @L o = r % O, b = r / O, g = o / Og;\n"
@@ -41,7 +41,7 @@ static const char *conv_fwd =
  * (p, q) of output channel o receives dy[c, h, v] * w[c, o, kh, kw] for
  * every tap with h*sh - pt + kh*dh = p (and alike along the width) */
 static const char *conv_dx =
-    "@K k(@L n, @G@T *y, @L yo, @Gconst @T *x, @L xo, @Gconst @T *w, @L wo,\n     " GEOM ") {\n"
+    "@K k(@L n, @G@T *y, @L yo, @Gconst @X *x, @L xo, @Gconst @X *w, @L wo,\n     " GEOM ") {\n"
     "    @L i = @I; if (i >= n) return;\n"
     "    @L q = i % OW, r = i / OW, p = r % OH; r /= OH;\n"
     "    @L o = r % O, b = r / O, g = o / Og, og = o % Og;\n"
@@ -64,7 +64,7 @@ static const char *conv_dx =
 /* dw (O, Cg, KH, KW) = sum over images and output positions of
  * dy[b, o, oh, ow] * x[b, g*Cg + c, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw] */
 static const char *conv_dw =
-    "@K k(@L n, @G@T *y, @L yo, @Gconst @T *dy, @L dyo, @Gconst @T *x, @L xo, @L N,\n     " GEOM ") {\n"
+    "@K k(@L n, @G@T *y, @L yo, @Gconst @X *dy, @L dyo, @Gconst @X *x, @L xo, @L N,\n     " GEOM ") {\n"
     "    @L i = @I; if (i >= n) return;\n"
     "    @L kw = i % KW, r = i / KW, kh = r % KH; r /= KH;\n"
     "    @L c = r % Cg, o = r / Cg, g = o / Og;\n"

@@ -37,7 +37,8 @@ char *ry_gen_expand(const ry_dialect *d, const char *tmpl, const ry_gen_types *t
  * for the transpose C H W are its input's, O OH OW its output's). */
 typedef enum { RY_GEN_CONV_FWD, RY_GEN_CONV_DX, RY_GEN_CONV_DW } ry_gen_conv;
 /* FWD: (n, y, x, w); DX: (n, y, dy, w); DW: (n, dw, dy, x, N); then the
- * geometry. A: the accumulator. */
+ * geometry. @T the result's type, @X the two operands' (out_dtype may
+ * differ from theirs), @A the accumulator. */
 char *ry_gen_conv2d(const ry_dialect *d, ry_gen_conv kind, const ry_gen_types *t);
 
 /* Pools over planes of H x W into OH x OW, geometry arguments after the

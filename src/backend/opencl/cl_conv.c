@@ -29,14 +29,18 @@ static ry_status conv(ry_kernel_ctx *c, ry_gen_conv kind, ry_tensor *y, const ry
     if (ry_cl_check_args(c, 1, (ry_tensor *const[]){(ry_tensor *)a}, 1, &y) ||
         ry_cl_check_args(c, 1, (ry_tensor *const[]){(ry_tensor *)b}, 0, NULL))
         return RY_ERR;
-    const char *T = ry_cl_type(y->dtype);
-    if (!T || y->dtype == RY_BOOL)
+    const char *T = ry_cl_type(y->dtype), *X = ry_cl_type(a->dtype);
+    if (!T || !X || y->dtype == RY_BOOL || a->dtype == RY_BOOL)
         return ry_error_at(c->err, c->span, "%s: %s has no kernel on opencl", c->op->name,
-                           ry_dtype_name(y->dtype));
+                           ry_dtype_name(T ? a->dtype : y->dtype));
+    if (a->dtype != b->dtype)
+        return ry_error_at(c->err, c->span, "%s: operands of %s and %s on opencl (one dtype expected)",
+                           c->op->name, ry_dtype_name(a->dtype), ry_dtype_name(b->dtype));
     if (y->size == 0) return RY_OK;
-    /* integers sum in 64 bits and narrow by wrapping, as the CPU's */
+    /* integers sum in 64 bits and narrow by wrapping, as the CPU's; the
+     * operands are read in the result's compute type (out_dtype) */
     ry_gen_types t = {T, y->dtype == RY_FLOAT32 ? ry_cl_acc_type(RY_FLOAT32)
-                         : ry_dtype_is_float(y->dtype) ? T : "long", NULL};
+                         : ry_dtype_is_float(y->dtype) ? T : "long", X};
     cl_arg args[24];
     int n = 0;
     args[n++] = CLA_L(y->size);
