@@ -41,11 +41,22 @@ CPPFLAGS += -D_GNU_SOURCE -Iinclude -Isrc $(PKG_CFLAGS)
 # Hidden by default: the shared library exports what include/relayc/
 # declares (base.h's RY_BEGIN_API) and nothing else.
 ALL_CFLAGS = $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread $(FILE_CFLAGS) $(EXTRA_CFLAGS)
-LDLIBS   += $(PKG_LIBS) $(MPI_LIBS) $(OPENCL_LIBS) -lz -lm -pthread
+# CUDA (src/backend/cuda/): on when the toolkit's headers are found
+# (CUDA_HOME, default /usr/local/cuda); CUDA=0 builds without it. Its
+# libraries are loaded with dlopen when first used, so nothing of CUDA is
+# linked: the same build runs on a machine without the toolkit or a GPU.
+CUDA_HOME ?= /usr/local/cuda
+CUDA     ?= $(shell test -f $(CUDA_HOME)/include/nvrtc.h && echo 1 || echo 0)
+ifeq ($(CUDA),1)
+CUDA_SRC := $(sort $(wildcard src/backend/cuda/*.c))
+CPPFLAGS += -DRY_HAVE_CUDA
+$(BUILD)/obj/src/backend/cuda/%.o: FILE_CFLAGS := -I$(CUDA_HOME)/include
+endif
+LDLIBS   += $(PKG_LIBS) $(MPI_LIBS) $(OPENCL_LIBS) -ldl -lz -lm -pthread
 
 LIB_SRCS := $(sort $(wildcard src/tensor/*.c src/ir/*.c src/op/*.c src/pass/*.c \
               src/runtime/*.c src/backend/*.c src/backend/cpu/*.c src/io/*.c src/train/*.c \
-              ad/*.c optim/*.c datasets/*.c)) $(DIST_SRC) $(OPENCL_SRC)
+              ad/*.c optim/*.c datasets/*.c)) $(DIST_SRC) $(OPENCL_SRC) $(CUDA_SRC)
 CLI_SRCS := $(sort $(wildcard src/cli/*.c))
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 EXAMPLE_SRCS := $(sort $(wildcard models/*.c))
@@ -231,12 +242,12 @@ fuzz-ci: fuzz
 	  printf '%s\n' $(FUZZ_TARGETS) | xargs -P 2 -I{} sh tools/fuzz-run.sh {} $(FUZZ_SECONDS)
 
 VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
-# (test_memory would also take 4 minutes here; test_opencl and
-# test_opencl_ops run PoCL's LLVM compiler for every kernel, minutes under
-# valgrind: the ASan runs cover them.)
+# (test_memory would also take 4 minutes here; the OpenCL suites run
+# PoCL's LLVM compiler for every kernel, and test_cuda_gen NVRTC's:
+# minutes under valgrind. The ASan runs cover them.)
 test-valgrind:
 	$(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" TEST_MPI=0 \
-	  TEST_SKIP="build-vg/tests/test_memory build-vg/tests/test_opencl build-vg/tests/test_opencl_ops" test
+	  TEST_SKIP="build-vg/tests/test_memory build-vg/tests/test_opencl build-vg/tests/test_opencl_ops build-vg/tests/test_opencl_train build-vg/tests/test_cuda_gen" test
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/relayc

@@ -243,12 +243,14 @@ ry_expr *gx_func(gx *s, const ry_expr *f) {
     r->func.nparams = n + 1;
     r->func.params = RY_NEW_ARRAY(s->m->arena, ry_var *, n + 1);
     /* A polymorphic function keeps every annotation: inference alone would
-     * not find its most general type. Others drop those that mention refs
-     * (see gx_annot), so the printed program loads in TVM. */
+     * not find its most general type; so do the types with an Any dim
+     * (gx_has_any). Others drop those that mention refs (see gx_annot), so
+     * the printed program loads in TVM. */
     bool poly = f->func.ntparams > 0;
     for (int i = 0; i < n; i++) {
         r->func.params[i] = map_var(s, f->func.params[i], true);
-        if (poly) r->func.params[i]->annot = gx_type(s, f->func.params[i]->type);
+        if (poly || gx_has_any(f->func.params[i]->type))
+            r->func.params[i]->annot = gx_type(s, f->func.params[i]->type);
     }
     ry_var *bp = ry_var_new(s->m, "bp", poly ? s->bp_type : NULL, f->span);
     bp->type = s->bp_type;
@@ -256,7 +258,7 @@ ry_expr *gx_func(gx *s, const ry_expr *f) {
     r->func.ret_annot = NULL;
     if (f->type && f->type->kind == RY_TYPE_FUNC) {
         ry_type *rt = gx_type(s, f->type->func.ret);
-        r->func.ret_annot = poly ? rt : gx_annot(rt);
+        r->func.ret_annot = poly || gx_has_any(f->type->func.ret) ? rt : gx_annot(rt);
     }
     r->func.body = xscope(s, f->func.body, bp);
     return r;

@@ -82,6 +82,10 @@ const char *gx_twin_name(gx *s, ry_global *g);
 bool gx_is_float(const ry_type *t);
 /* t as an annotation: NULL when it mentions a ref (TVM cannot parse those). */
 ry_type *gx_annot(ry_type *t);
+/* t has an Any dim (`?`) somewhere: an annotation inference cannot replace
+ * (it would fix the dim at the first use, and a recursion that grows the
+ * tensor would no longer type-check), so it is kept even with refs. */
+bool gx_has_any(const ry_type *t);
 
 /* ---- blocks: bindings folded into nested lets ---- */
 typedef ry_lets gx_block;

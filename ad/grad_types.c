@@ -216,27 +216,38 @@ void gx_add_global(gx *s, const char *name, ry_expr *fn) {
     s->twins[s->ntwins++] = (struct gx_twin){name, NULL, fn};
 }
 
-/* TVM prints ref types but cannot parse them back, so annotations that
- * mention a ref are left out and the type checker infers them: the printed
- * gradient program then loads in TVM too. */
-static bool has_ref(const ry_type *t) {
+/* Whether t, or a type inside it, satisfies leaf. */
+static bool mentions(const ry_type *t, bool (*leaf)(const ry_type *)) {
     if (!t) return false;
+    if (leaf(t)) return true;
     switch (t->kind) {
-    case RY_TYPE_REF: return true;
     case RY_TYPE_TUPLE:
         for (int i = 0; i < t->tuple.n; i++)
-            if (has_ref(t->tuple.fields[i])) return true;
+            if (mentions(t->tuple.fields[i], leaf)) return true;
         return false;
     case RY_TYPE_FUNC:
         for (int i = 0; i < t->func.nargs; i++)
-            if (has_ref(t->func.args[i])) return true;
-        return has_ref(t->func.ret);
+            if (mentions(t->func.args[i], leaf)) return true;
+        return mentions(t->func.ret, leaf);
     case RY_TYPE_CALL:
         for (int i = 0; i < t->call.nargs; i++)
-            if (has_ref(t->call.args[i])) return true;
+            if (mentions(t->call.args[i], leaf)) return true;
         return false;
     default: return false;
     }
 }
 
-ry_type *gx_annot(ry_type *t) { return has_ref(t) ? NULL : t; }
+static bool is_ref(const ry_type *t) { return t->kind == RY_TYPE_REF; }
+
+static bool has_any_dim(const ry_type *t) {
+    for (int i = 0; t->kind == RY_TYPE_TENSOR && i < t->tensor.ndim; i++)
+        if (t->tensor.dims[i].kind == RY_DIM_ANY) return true;
+    return false;
+}
+
+/* TVM prints ref types but cannot parse them back, so annotations that
+ * mention a ref are left out and the type checker infers them: the printed
+ * gradient program then loads in TVM too. */
+ry_type *gx_annot(ry_type *t) { return mentions(t, is_ref) ? NULL : t; }
+
+bool gx_has_any(const ry_type *t) { return mentions(t, has_any_dim); }

@@ -278,6 +278,84 @@ static void test_gradcheck(void **s) {
     assert_err_contains("--eps needs a non-negative number");
 }
 
+/* gradcheck with ADT arguments: a list of tensors, a tuple and an option
+ * written in the text format; a tree from a treebank line (its words make
+ * the `// vocab:` dimension: 5 rows of 3) and the same kind of tree written
+ * as text with --dim; bad values are located errors. */
+static void test_gradcheck_adt(void **s) {
+    char buf[8192];
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_list.relay --input 'xs=relay:Cons(full(0.5f, shape=[1, 3], "
+                         "dtype=\"float32\"), Cons(full(-1.5f, shape=[1, 3], dtype=\"float32\"), Nil))' "
+                         "--input 'b=relay:Some(full(0.25f, shape=[1, 2], dtype=\"float32\"))'"), 0);
+    read_tmp("out.txt", buf, sizeof buf);
+    assert_non_null(strstr(buf, "%xs"));
+    assert_non_null(strstr(buf, "6  ok")); /* both list elements' 3 values */
+    assert_non_null(strstr(buf, "10  ok")); /* the tuple's 6 + 4 */
+    assert_non_null(strstr(buf, "gradcheck @main: ok"));
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_list.relay --input xs=relay:Nil --input b=relay:None"), 0);
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --input t=sst:tests/data/sst_small.txt:1"), 0);
+    read_tmp("out.txt", buf, sizeof buf);
+    assert_non_null(strstr(buf, "15  ok")); /* <unk> and It 's a lovely, 3 each */
+    assert_non_null(strstr(buf, "gradcheck @main: ok"));
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --dim v=3 "
+                         "--input 't=relay:Node(Leaf(1, 0), Node(Leaf(2, 0), Leaf(1, 0), 0), 0)' --samples 4"), 0);
+    read_tmp("out.txt", buf, sizeof buf);
+    assert_non_null(strstr(buf, "4  ok"));
+    /* two trees share one vocabulary: It 's a lovely, then a film (one new) */
+    char path[600], args[1400];
+    snprintf(path, sizeof path, "%s/two_trees.relay", tmpdir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("#[version = \"0.0.5\"]\n// vocab: v\ntype Tree { Leaf(int32, int32), Node(Tree, Tree, int32) }\n"
+          "def @h(%t: Tree, %e: Tensor[(v, 2), float32]) -> Tensor[(2), float32] {\n"
+          "  match (%t) { Leaf(%w, _) => take(%e, %w, axis=0), Node(%l, %r, _) => tanh(add(@h(%l, %e), @h(%r, %e))) }\n"
+          "}\n"
+          "def @main(%a: Tree, %b: Tree, %e: Tensor[(v, 2), float32]) { multiply(@h(%a, %e), @h(%b, %e)) }\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "gradcheck %s --input a=sst:tests/data/sst_small.txt:1 "
+             "--input b=sst:tests/data/sst_small.txt:3", path);
+    assert_int_equal(run(args), 0);
+    read_tmp("out.txt", buf, sizeof buf);
+    assert_non_null(strstr(buf, "12  ok")); /* 6 rows of 2 */
+    /* errors */
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay"), 1);
+    assert_err_contains("--input t=sst:PATH:LINE");
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --input t=sst:tests/data/sst_small.txt:2"), 1);
+    assert_err_contains("no tree starts on line 2");
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --input t=sst:tests/data/sst_small.txt"), 1);
+    assert_err_contains("expected sst:PATH:LINE");
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --input 't=relay:Leaf(1, 0)'"), 1);
+    assert_err_contains("give its symbolic dimensions with --dim");
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --dim v=2 --input 't=relay:Leaf(1, )'"), 1);
+    assert_err_contains("--input t:1:");
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_list.relay --input 'xs=relay:Cons(1f, Nil)' "
+                         "--input b=relay:None"), 1);
+    assert_err_contains("--input xs:1:");
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_list.relay --input xs=sst:tests/data/sst_small.txt:1"), 1);
+    assert_err_contains("but sst: gives a tree");
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --input t=sst:a:1 --input t=sst:b:1"), 1);
+    assert_err_contains("--input t given twice");
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --dim v=x"), 1);
+    assert_err_contains("--dim needs NAME=N");
+    assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay --samples 0"), 1);
+    assert_err_contains("--samples needs a positive integer");
+    /* run takes the same values: tanh(3 * 0.5) from one step of zeros, both engines */
+    for (int e = 0; e < 2; e++) {
+        char args[1024], out[600];
+        snprintf(args, sizeof args, "run tests/corpus/gradcheck_list.relay --engine %s --out %s/adt "
+                 "--input 'xs=relay:Cons(full(1f, shape=[1, 3], dtype=\"float32\"), Nil)' "
+                 "--input 'h0=relay:zeros(shape=[1, 2], dtype=\"float32\")' --input 'wu=relay:(full(0.5f, "
+                 "shape=[2, 3], dtype=\"float32\"), full(0.25f, shape=[2, 2], dtype=\"float32\"))' "
+                 "--input b=relay:None", e ? "interp" : "vm", tmpdir);
+        assert_int_equal(run(args), 0);
+        snprintf(out, sizeof out, "%s/adt/out_0.npy", tmpdir);
+        ry_tensor *t = test_npy(out);
+        assert_int_equal(t->size, 2);
+        for (int i = 0; i < 2; i++) assert_float_equal(ry_tensor_get(t, i), 0.9051482536448664, 1e-6);
+        ry_tensor_release(t);
+    }
+}
+
 static int setup(void **s) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/relayc_test_cli_XXXXXX");
     return mkdtemp(tmpdir) ? 0 : -1;
@@ -331,6 +409,7 @@ int main(void) {
         cmocka_unit_test(test_profile),
         cmocka_unit_test(test_run_grad),    cmocka_unit_test(test_grad_and_opt),
         cmocka_unit_test(test_gradcheck),
+        cmocka_unit_test(test_gradcheck_adt),
         cmocka_unit_test(test_planted_links_not_followed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

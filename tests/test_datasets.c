@@ -681,8 +681,18 @@ static void test_tree_values(void **state) {
     expect_err(ry_tree_to_value(&tb->trees[0], leaf, ry_module_find_ctor(m, "WNode"), &val, &err), NULL,
                "belong to different types");
     expect_err(ry_tree_to_value(&tb->trees[0], ry_module_find_ctor(m, "WLeaf"), ry_module_find_ctor(m, "WNode"),
-                                &val, &err), NULL, "must be WLeaf(int32, int32)");
+                                &val, &err), NULL, "must be WNode(Wrong, Wrong) (left, right), as WLeaf has no label");
     assert_null(val);
+    /* the layout without labels: words only */
+    ry_module *mu = test_parse("#[version = \"0.0.5\"]\ntype U { ULeaf(int32), UNode(U, U) }\n"
+                               "def @main(%t: U) -> U { %t }\n", true);
+    check_ok(ry_tree_to_value(&tb->trees[0], ry_module_find_ctor(mu, "ULeaf"), ry_module_find_ctor(mu, "UNode"),
+                              &val, &err));
+    assert_int_equal(ry_value_count_tensors(val), (tb->trees[0].nnodes + 1) / 2);
+    assert_int_equal(val->adt.n, 2);
+    ry_value_release(val);
+    val = NULL;
+    ry_module_free(mu);
     /* a hand-made tree whose node points forward is rejected, not followed */
     ry_tree_node bad_nodes[3] = {{2, 1, -1, -1}, {2, -1, 0, 2}, {2, 1, -1, -1}};
     ry_tree bad = {3, bad_nodes, 1};

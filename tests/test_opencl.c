@@ -260,15 +260,10 @@ static void corpus_dir(const char *dir, int *agree, int *needs, char *list, size
         ry_module *m = NULL;
         ry_error err = {0};
         if (ry_module_parse_file(path, &m, &err) || ry_module_typecheck(m, &err)) fail_msg("%s: %s", path, err.msg);
-        const ry_global *g = ry_module_find_global(m, "main");
         ry_value *args[32];
-        int na = 0;
-        bool ok = g && g->func->func.nparams <= 32;
-        for (int i = 0; ok && i < g->func->func.nparams; i++) {
-            const ry_var *p = g->func->func.params[i];
-            if (!(args[na] = test_random_value(p->annot ? p->annot : p->type, &state))) ok = false;
-            else na++;
-        }
+        int na = test_main_args(m, &state, args, 32);
+        bool ok = na >= 0;
+        if (!ok) na = 0;
         const char *gname = NULL;
         if (ok && ry_grad(m, "main", NULL, NULL, &gname, &err) != RY_OK) gname = NULL;
         if (ok && ry_optimize(m, 2, &err) == RY_OK) {
@@ -304,6 +299,28 @@ static void test_corpora_agree_with_the_cpu(void **s) {
  * table lacks nn.conv2d stands for a device without one */
 static const ry_kernel *kernel_but_conv2d(const ry_op *op) {
     return strcmp(op->name, "nn.conv2d") == 0 ? NULL : cl->kernel(op);
+}
+
+/* ry_gradcheck with the gradient program on the device (second order too)
+ * against the interpreter's finite differences, through a recursion */
+static void test_gradcheck_on_the_device(void **s) {
+    NEED_DEVICE();
+    ry_module *m = test_parse(V "def @f(%x: Tensor[(3), float64], %n: Tensor[(), float64]) -> Tensor[(3), float64] {\n"
+                              "  if (less(%n, 0.5f64)) { %x } else { @f(multiply(tanh(%x), %x), subtract(%n, 1f64)) }\n}\n"
+                              "def @main(%x: Tensor[(3), float64], %w: Tensor[(2, 3), float64]) {\n"
+                              "  nn.dense(expand_dims(@f(%x, 2f64), axis=0), %w)\n}\n", true);
+    ry_value *args[2];
+    args[0] = random_value(ry_module_find_global(m, "main")->func->func.params[0]->type);
+    args[1] = random_value(ry_module_find_global(m, "main")->func->func.params[1]->type);
+    ry_gradcheck_opts o = {.rtol = 1e-6, .atol = 1e-8, .second_order = true, .target = cl};
+    ry_gradcheck_report rep;
+    ry_error err = {0};
+    if (ry_gradcheck(m, "main", 2, args, &o, &rep, &err)) fail_msg("gradcheck: %s", err.msg);
+    assert_true(rep.ok);
+    assert_true(rep.params[0].checked && rep.params[1].checked);
+    ry_value_release(args[0]);
+    ry_value_release(args[1]);
+    ry_module_free(m);
 }
 
 static void test_missing_kernel_is_a_located_compile_error(void **s) {
@@ -343,6 +360,7 @@ int main(void) {
         cmocka_unit_test(test_control_flow),
         cmocka_unit_test(test_gradient_programs),
         cmocka_unit_test(test_corpora_agree_with_the_cpu),
+        cmocka_unit_test(test_gradcheck_on_the_device),
         cmocka_unit_test(test_missing_kernel_is_a_located_compile_error),
         cmocka_unit_test(test_unknown_index_is_an_error),
     };

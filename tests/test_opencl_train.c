@@ -245,7 +245,69 @@ static void test_checkpoints_cross_targets(void **s) {
     rm_dir(dir);
 }
 
-int main(void) {
+/* A device out-of-memory in a step (RELAYC_DEVICE_MEMORY_LIMIT, read when
+ * the device opens: so in a fresh process, this program run again with
+ * --oom-child DIR; forking a process that has a device open is not safe)
+ * is an error naming the call, and the checkpoint saved before it loads
+ * whole afterwards. */
+static int oom_child(const char *dir) {
+    /* room for the parameters, gradients and momentum, not for a step */
+    setenv("RELAYC_DEVICE_MEMORY_LIMIT", "3072", 1);
+    ry_error err = {0};
+    const ry_target *t;
+    ry_train_opts o = ry_train_defaults();
+    o.optim.momentum = 0.9;
+    ry_trainer *tr = NULL;
+    char path[512];
+    if (ry_target_find("opencl", &t, &err)) return 10;
+    o.target = t;
+    if (ry_trainer_new("mlp.relay", MLP, strlen(MLP), &o, &tr, &err)) {
+        fprintf(stderr, "oom child: %s\n", err.msg);
+        return 11;
+    }
+    if (ry_trainer_save(tr, dir, 2, NULL, NULL, path, sizeof path, &err)) return 12;
+    ry_value *args[2];
+    batch(0, args);
+    double loss;
+    ry_status st = ry_trainer_step(tr, 2, args, &loss, &err);
+    ry_value_release(args[0]);
+    ry_value_release(args[1]);
+    ry_trainer_free(tr);
+    if (st == RY_OK) return 13;
+    fprintf(stderr, "device out of memory in a step: %s:%d:%d: %s\n", err.file, err.line, err.col, err.msg);
+    /* located at the call that did not fit */
+    return strstr(err.msg, "out of memory") && err.line > 0 ? 0 : 14;
+}
+
+static const char *self_path;
+
+static void test_device_out_of_memory_in_a_step(void **s) {
+    NEED_DEVICE();
+    char dir[64], path[512] = "", cmd[1024];
+    snprintf(dir, sizeof dir, "build-test-cloom-%d", (int)getpid());
+    rm_dir(dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(cmd, sizeof cmd, "%s --oom-child %s", self_path, dir);
+    assert_int_equal(system(cmd), 0);
+    /* the checkpoint is whole */
+    ry_train_opts o = ry_train_defaults();
+    o.optim.momentum = 0.9;
+    ry_trainer *tc = make(&o);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strncmp(e->d_name, "ckpt-", 5) == 0) snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    closedir(d);
+    ry_error err = {0};
+    if (ry_trainer_load(tc, path, NULL, &err)) fail_msg("load %s: %s", path, err.msg);
+    ry_trainer_free(tc);
+    rm_dir(dir);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--oom-child") == 0) return oom_child(argv[2]);
+    self_path = argv[0];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sgd),
         cmocka_unit_test(test_adam_adamw),
@@ -253,6 +315,7 @@ int main(void) {
         cmocka_unit_test(test_clipping),
         cmocka_unit_test(test_parameters_stay_on_the_device),
         cmocka_unit_test(test_checkpoints_cross_targets),
+        cmocka_unit_test(test_device_out_of_memory_in_a_step),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

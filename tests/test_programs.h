@@ -74,4 +74,22 @@ static inline ry_value *test_random_value(const ry_type *t, uint64_t *state) {
     return ry_value_tensor(x);
 }
 
+/* Random arguments for m's @main (test_random_value of each parameter's
+ * type) into args[0..); their count, or -1 when @main is missing, takes
+ * more than max or has a parameter of a type with no random value (those
+ * made are released). */
+static inline int test_main_args(const ry_module *m, uint64_t *state, ry_value **args, int max) {
+    const ry_global *g = ry_module_find_global(m, "main");
+    if (!g || g->func->func.nparams > max) return -1;
+    int na = 0;
+    for (int i = 0; i < g->func->func.nparams; i++, na++) {
+        const ry_var *p = g->func->func.params[i];
+        if (!(args[na] = test_random_value(p->annot ? p->annot : p->type, state))) {
+            for (int k = 0; k < na; k++) ry_value_release(args[k]);
+            return -1;
+        }
+    }
+    return na;
+}
+
 #endif

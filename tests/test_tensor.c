@@ -19,6 +19,7 @@ static void test_dtype_names_and_sizes(void **state) {
         {RY_FLOAT16, "float16", 2, true, false}, {RY_INT8, "int8", 1, false, true},
         {RY_INT32, "int32", 4, false, true},     {RY_INT64, "int64", 8, false, true},
         {RY_UINT8, "uint8", 1, false, true},     {RY_BOOL, "bool", 1, false, false},
+        {RY_INT16, "int16", 2, false, true},     {RY_UINT16, "uint16", 2, false, true},
     };
     assert_int_equal(sizeof want / sizeof want[0], RY_DTYPE_COUNT);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -42,7 +43,7 @@ static void test_dtype_parse_rejects(void **state) {
     assert_int_equal(d, RY_FLOAT32);
     assert_true(ry_dtype_parse("int8x", 4, &d));
     assert_int_equal(d, RY_INT8);
-    const char *bad[] = {"float", "float322", "Float32", "", "int", "f4", "uint16", "boolean", "int1"};
+    const char *bad[] = {"float", "float322", "Float32", "", "int", "f4", "uint32", "boolean", "int1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         d = RY_UINT8;
         assert_false(ry_dtype_parse(bad[i], strlen(bad[i]), &d));
@@ -282,7 +283,7 @@ static void test_get_set_every_dtype(void **state) {
         for (int64_t i = 0; i < n; i++) {
             double v = (double)(i * 3 - 9), got = ry_tensor_get(t, i);
             if (d == RY_BOOL) assert_true(got == (v != 0));
-            else if (d == RY_UINT8) assert_true(got == (v < 0 ? 0 : v));
+            else if (d == RY_UINT8 || d == RY_UINT16) assert_true(got == (v < 0 ? 0 : v));
             else assert_true(got == v);
         }
         /* the bytes are the C type's, in place */
@@ -295,6 +296,8 @@ static void test_get_set_every_dtype(void **state) {
         case RY_INT64: assert_int_equal(((int64_t *)t->data)[0], -9); break;
         case RY_UINT8: assert_int_equal(((uint8_t *)t->data)[6], 9); break;
         case RY_BOOL: assert_int_equal(((uint8_t *)t->data)[3], 0); break;
+        case RY_INT16: assert_int_equal(((int16_t *)t->data)[0], -9); break;
+        case RY_UINT16: assert_int_equal(((uint16_t *)t->data)[6], 9); break;
         }
         /* out of range indices read nan and write nothing */
         assert_true(isnan(ry_tensor_get(t, -1)));

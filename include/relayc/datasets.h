@@ -196,6 +196,7 @@ void ry_treebank_free(ry_treebank *tb); /* NULL is fine */
  *     Node(Tree, Tree, int32),   -- left, right, label
  *   }
  *
+ * or the same without the labels (Leaf(int32), Node(Tree, Tree)),
  * where int32 is Tensor[(), int32]: every word and label becomes a scalar
  * int32 tensor. The value is built bottom-up without recursion; *out is a
  * new reference owned by the caller. Errors: constructors of another layout

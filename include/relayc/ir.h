@@ -309,6 +309,12 @@ void ry_module_free(ry_module *m);
 ry_status ry_module_parse(const char *name, const char *text, size_t len,
                           ry_module **out, ry_error *err);
 ry_status ry_module_parse_file(const char *path, ry_module **out, ry_error *err);
+/* Parses text as one expression in m's scope: its types, constructors and
+ * globals (no locals), e.g. `Cons(ones(shape=[3], dtype="float32"), Nil)`.
+ * name is used in error locations. *out lives in m's arena; it is not
+ * type-checked (wrap it in a function and add it as a global for that). */
+ry_status ry_module_parse_expr(ry_module *m, const char *name, const char *text, size_t len,
+                               ry_expr **out, ry_error *err);
 
 /* Prints the module in the text format, `#[version = "0.0.5"]` first.
  * Constants too large to print inline go into a metadata section. Returns

@@ -115,6 +115,9 @@ struct ry_op {
     bool movable;       /* pure, deterministic and total on arguments of its checked
                          * types: may run once before a loop instead of at each step
                          * (ry_hoist) */
+    const char *tvm_attrs_key; /* the attribute class TVM's parser cannot find from the
+                                * operator (scatter_nd, cumsum): printed for TVM as
+                                * attrs_type_key="..."; NULL for the others */
 };
 
 /* Attribute-value shorthands for registry entries. */

@@ -22,6 +22,8 @@ typedef enum ry_dtype {
     RY_INT64,
     RY_UINT8,
     RY_BOOL,
+    RY_INT16, /* appended: the order above is kept (targets' tables index by it) */
+    RY_UINT16,
     RY_DTYPE_COUNT
 } ry_dtype;
 
@@ -29,7 +31,7 @@ size_t ry_dtype_size(ry_dtype d);
 const char *ry_dtype_name(ry_dtype d);          /* "float32", "bool", ... (TVM's) */
 bool ry_dtype_parse(const char *s, size_t n, ry_dtype *out); /* inverse of _name */
 bool ry_dtype_is_float(ry_dtype d);             /* float16/32/64 */
-bool ry_dtype_is_int(ry_dtype d);               /* int8/32/64, uint8 */
+bool ry_dtype_is_int(ry_dtype d);               /* int8/16/32/64, uint8/16 */
 
 /* IEEE half <-> single, round to nearest even. */
 float ry_f16_to_f32(uint16_t h);

@@ -209,10 +209,36 @@ static void instruction(ry_sbuf *b, const ry_dialect *d, const ry_fz_prog *p, in
     ry_sbuf_add(b, ";\n");
 }
 
+static void (*observer)(const ry_gen_request *r, void *ctx);
+static void *observer_ctx;
+
+void ry_gen_set_observer(void (*fn)(const ry_gen_request *r, void *ctx), void *ctx) {
+    observer = fn;
+    observer_ctx = ctx;
+}
+
+void ry_gen_observe(const ry_gen_request *r) {
+    if (observer) observer(r, observer_ctx);
+}
+
+char *ry_gen_request_source(const ry_gen_request *r, const ry_dialect *d, const char *name) {
+    switch (r->kind) {
+    case RY_GEN_ELEMWISE: return ry_gen_elemwise(d, &r->prog, r->access, r->rank, name);
+    case RY_GEN_REDUCE: return ry_gen_reduce(d, r->red, r->in, r->out, r->f64acc, r->kr, r->rr, r->last, name);
+    case RY_GEN_SOFTMAX: return ry_gen_softmax(d, r->in, r->log, name);
+    }
+    return NULL;
+}
+
 char *ry_gen_elemwise(const ry_dialect *d, const ry_fz_prog *p, const ry_gen_access *access,
                       int rank, const char *name) {
     for (int v = 0; v < p->nin + p->nconst + p->nins; v++)
         if (!ry_gen_storage(d, value_dt(p, v))) return NULL;
+    if (observer) {
+        ry_gen_request r = {.kind = RY_GEN_ELEMWISE, .prog = *p, .rank = rank};
+        for (int k = 0; k < p->nin; k++) r.access[k] = access[k];
+        ry_gen_observe(&r);
+    }
     ry_sbuf b = {0};
     const char *L = d->i64;
     ry_sbuf_add(&b, "%s%s %s(%s n", d->prelude, d->kernel, name, L);

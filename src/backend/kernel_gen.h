@@ -106,4 +106,24 @@ char *ry_gen_softmax(const ry_dialect *d, ry_dtype dt, bool log, const char *nam
 void ry_gen_reduce_dims(int nd, const int64_t *shape, const bool *mask, int *kr, int64_t *kd,
                         int64_t *ks, int *rr, int64_t *rd, int64_t *rs, int64_t *m);
 
+/* ---- what was generated, for checking another dialect ----
+ * Every call of a generator above can be reported to an observer as a
+ * request; ry_gen_request_source writes the same kernel in any dialect.
+ * (The CUDA dialect's test builds every kernel the OpenCL runs of the
+ * corpora asked for with NVRTC.) */
+typedef enum { RY_GEN_ELEMWISE, RY_GEN_REDUCE, RY_GEN_SOFTMAX } ry_gen_kind;
+typedef struct ry_gen_request {
+    ry_gen_kind kind;
+    ry_fz_prog prog;                       /* elemwise */
+    ry_gen_access access[RY_FZ_MAX_IN + 8];
+    int rank;
+    ry_gen_red red;                        /* reduce */
+    ry_dtype in, out;                      /* reduce; softmax: in */
+    bool f64acc, last, log;
+    int kr, rr;
+} ry_gen_request;
+void ry_gen_set_observer(void (*fn)(const ry_gen_request *r, void *ctx), void *ctx);
+char *ry_gen_request_source(const ry_gen_request *r, const ry_dialect *d, const char *name);
+void ry_gen_observe(const ry_gen_request *r); /* the generators' report */
+
 #endif

@@ -45,6 +45,8 @@ char *ry_gen_reduce(const ry_dialect *d, ry_gen_red kind, ry_dtype in, ry_dtype 
     /* float16: read and written through the dialect, summed as float32 is */
     const char *TI = ry_gen_compute(d, in), *TO = ry_gen_compute(d, out), *L = d->i64;
     if (!TI || !TO) return NULL;
+    ry_gen_observe(&(ry_gen_request){.kind = RY_GEN_REDUCE, .red = kind, .in = in, .out = out,
+                                     .f64acc = f64acc, .kr = kr, .rr = rr, .last = last_index});
     bool fl = ry_dtype_is_float(in);
     const char *A = fl ? (f64acc ? "double" : TI) : L;
     ry_sbuf b = {0};
@@ -107,6 +109,7 @@ char *ry_gen_reduce(const ry_dialect *d, ry_gen_red kind, ry_dtype in, ry_dtype 
 char *ry_gen_softmax(const ry_dialect *d, ry_dtype dt, bool log, const char *name) {
     const char *T = ry_gen_compute(d, dt), *S = ry_gen_storage(d, dt), *L = d->i64;
     if (!T || !ry_dtype_is_float(dt)) return NULL;
+    ry_gen_observe(&(ry_gen_request){.kind = RY_GEN_SOFTMAX, .in = dt, .log = log});
     ry_sbuf b = {0};
     /* element k of x read, and of o written, as macros (float16 through
      * the dialect's loads and stores) */

@@ -4,6 +4,7 @@
  * target adds its folder and one line in `targets` (and its name in
  * `known`).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,4 +126,21 @@ ry_status ry_tensor_copy_into(ry_tensor *dst, const ry_tensor *src, ry_error *er
     if (dt == st) return dt->copy(dst, src, n, err);
     return ry_error_at(err, RY_NO_SPAN, "no copy from %s to %s", ry_device_name(src->device),
                        ry_device_name(dst->device));
+}
+
+void ry_kernel_table_index(const char *target, const ry_kernel *table, int n,
+                           const ry_kernel **by_index, int max) {
+    if (ry_op_count() > max) {
+        fprintf(stderr, "relayc: internal error: more than %d operators\n", max);
+        abort();
+    }
+    for (int i = 0; i < n; i++) {
+        const ry_op *op = ry_op_find(table[i].op);
+        if (!op) {
+            fprintf(stderr, "relayc: internal error: %s kernel for unknown operator %s\n", target,
+                    table[i].op);
+            abort();
+        }
+        by_index[ry_op_index(op)] = &table[i];
+    }
 }

@@ -138,6 +138,14 @@ struct ry_target {
     ry_status (*sync)(ry_error *err);
 };
 
+/* A target's kernel table indexed by registry position (ry_op_index), so
+ * finding a kernel costs an array read: by_index[0..max) filled from
+ * table[0..n). A name the registry does not know is a bug in that table
+ * (found by the first lookup of any program, and by test_target): it
+ * aborts, naming it. */
+void ry_kernel_table_index(const char *target, const ry_kernel *table, int n,
+                           const ry_kernel **by_index, int max);
+
 /* The kernel of op on t, or NULL. */
 static inline const ry_kernel *ry_target_kernel(const ry_target *t, const ry_op *op) {
     return t->kernel(op);

@@ -41,29 +41,49 @@ char *cli_print(const char *cmd, const ry_module *m, bool tvm);
 /* Prints "relayc CMD: error: ..." to stderr and returns 1. */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* ---- inputs and outputs (inputs.c) ---- */
+/* ---- inputs and outputs (inputs.c, input_values.c) ---- */
 #define CLI_MAX_INPUTS 256
+#define CLI_MAX_DIMS 16
 
 typedef struct cli_input {
     const char *name; /* parameter name, without % */
-    const char *path;
+    const char *path; /* PATH.npy, sst:PATH:LINE or relay:TEXT */
     bool used;
 } cli_input;
 
 typedef struct cli_inputs {
     cli_input items[CLI_MAX_INPUTS];
     int n;
+    /* symbolic dimensions of random inputs: --dim NAME=N, and the model's
+     * `// vocab: NAME` (vocab_dim), which sst: inputs fill unless --dim did */
+    const char *dim_names[CLI_MAX_DIMS];
+    int64_t dim_values[CLI_MAX_DIMS];
+    int ndims;
+    const char *vocab_dim;
+    bool vocab_filled; /* vocab_dim's value is the sst: inputs' (not --dim's) */
+    ry_vocab *vocab;   /* the words of the sst: inputs, while they are bound */
+    const ry_init_spec *init; /* the model's `// init:` lines for random inputs, or NULL */
 } cli_inputs;
 
 /* `--input NAME=PATH` at argv[*i]: 1 if taken, 0 if argv[*i] is another
  * option, negative after printing an error. */
 int cli_input_option(int argc, char **argv, int *i, cli_inputs *in, const char *cmd);
-/* args[k] := a new value for fn's k-th parameter: its --input (converted to
- * float64 when float64 is set), else seeded standard normal values when rng
- * is given, else an error located at the parameter. Inputs naming no
- * parameter are an error. Returns the exit status. */
-int cli_bind_params(const char *cmd, const char *entry, cli_inputs *in, const ry_expr *fn, ry_rng *rng,
-                    bool float64, ry_value **args);
+/* `--dim NAME=N` at argv[*i], the same way. */
+int cli_dim_option(int argc, char **argv, int *i, cli_inputs *in, const char *cmd);
+/* args[k] := a new value for the k-th parameter of fn (a global of m): its
+ * --input (converted to float64 when float64 is set), else seeded random
+ * values when rng is given (tensors of known shape, or tuples of them): the
+ * initializer in->init gives the parameter, else standard normal; else an error
+ * located at the parameter. Inputs naming no parameter are an error.
+ * relay: inputs add a global to m and type-check m again. Returns the exit
+ * status. */
+int cli_bind_params(const char *cmd, const char *entry, cli_inputs *in, ry_module *m, const ry_expr *fn,
+                    ry_rng *rng, bool float64, ry_value **args);
+/* The value of an `sst:` or `relay:` input x for parameter p of type t
+ * (input_values.c): 1 when x is neither (a .npy path), 0 with *out set, -1
+ * with err set. */
+int cli_input_value(ry_module *m, const ry_var *p, const ry_type *t, const cli_input *x, bool float64,
+                    cli_inputs *in, ry_value **out, ry_error *err);
 /* mkdir DIR unless it exists. */
 int cli_make_dir(const char *cmd, const char *dir);
 /* DIR/NAME.npy, written atomically; prints its path and shape. */

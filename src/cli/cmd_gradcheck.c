@@ -12,22 +12,45 @@
 #include "relayc/ad.h"
 
 static const char *help =
-    "usage: relayc gradcheck FILE [--entry NAME] [--input NAME=PATH.npy]...\n"
-    "                       [--eps E] [--rtol R] [--atol A] [--seed N] [--second-order]\n"
-    "                       [--train]\n"
+    "usage: relayc gradcheck FILE [--entry NAME] [--input NAME=VALUE]... [--dim NAME=N]...\n"
+    "                       [--eps E] [--rtol R] [--atol A] [--seed N] [--samples K]\n"
+    "                       [--second-order] [--train] [--target T]\n"
     "\n"
     "Converts FILE to float64, then checks the gradient of @NAME (default main)\n"
-    "against central finite differences of the sum of its outputs. Parameters\n"
-    "without --input get standard normal values (seeded). Prints the largest\n"
-    "absolute and relative error per parameter; exits with 1 on a mismatch.\n"
+    "against central finite differences of the sum of its outputs, at every\n"
+    "element of every float tensor of the arguments (inside tuples, lists, trees\n"
+    "and other ADT values too). Float tensor parameters without --input get\n"
+    "seeded random values: from their initializer where FILE has `// init:`\n"
+    "lines, else standard normal. Prints the largest absolute and relative\n"
+    "error per parameter; exits with 1 on a mismatch.\n"
     "\n"
-    "  --eps E          finite-difference step, relative (default 1e-6)\n"
-    "  --rtol R         relative tolerance (default 1e-5)\n"
-    "  --atol A         absolute tolerance (default 1e-7)\n"
-    "  --seed N         seed of the random inputs (default 0)\n"
-    "  --second-order   also check the gradient program's own gradient\n"
-    "  --train          training mode: nn.dropout drops (the same mask in every run),\n"
-    "                   batch_norm uses batch statistics; the gradient is built for it\n";
+    "  --input NAME=PATH.npy       a tensor\n"
+    "  --input NAME=sst:PATH:LINE  the PTB tree that starts on line LINE of PATH, as\n"
+    "                              the parameter's tree type (Leaf(int32[, int32]),\n"
+    "                              Node(T, T[, int32])); its words are numbered 1, 2,\n"
+    "                              ... in order of appearance (0 is <unk>), and the\n"
+    "                              model's `// vocab: V` dimension gets the size of\n"
+    "                              that vocabulary (<unk> included)\n"
+    "  --input NAME=relay:VALUE    a value in the text format: an expression over the\n"
+    "                              constructors, operators and globals of FILE, e.g.\n"
+    "                              'xs=relay:Cons(ones(shape=[2], dtype=\"float32\"), Nil)'\n"
+    "                              or 't=relay:Node(Leaf(1), Leaf(2))'\n"
+    "  --dim NAME=N                a symbolic dimension of the random parameters\n"
+    "  --samples K                 check at most K elements of each tensor: half of\n"
+    "                              them among those of nonzero gradient, the rest at\n"
+    "                              random (seeded); default every element\n"
+    "  --eps E                     finite-difference step, relative (default 1e-6)\n"
+    "  --rtol R                    relative tolerance (default 1e-5)\n"
+    "  --atol A                    absolute tolerance (default 1e-7)\n"
+    "  --seed N                    seed of the random inputs and samples (default 0)\n"
+    "  --second-order              also check the gradient program's own gradient\n"
+    "  --train                     training mode: nn.dropout drops (the same mask in\n"
+    "                              every run), batch_norm uses batch statistics; the\n"
+    "                              gradient is built for it\n"
+    "  --target T                  run the gradient program with the compiled engine on\n"
+    "                              target T (cpu, opencl, opencl:N) instead of the\n"
+    "                              interpreter; the finite differences stay the\n"
+    "                              interpreter's on the CPU\n";
 
 static int number(const char *opt, const char *v, double *out) {
     char *end;
@@ -39,14 +62,28 @@ static int number(const char *opt, const char *v, double *out) {
 }
 
 static void print_rows(const char *title, const ry_gradcheck_param *ps, int n) {
-    printf("%-24s %12s %12s  %s\n", title, "max abs err", "max rel err", "");
+    printf("%-24s %12s %12s %9s  %s\n", title, "max abs err", "max rel err", "elements", "");
     for (int i = 0; i < n; i++) {
         if (!ps[i].checked) {
-            printf("%%%-23s %12s %12s  %s\n", ps[i].name, "-", "-", "not a float tensor");
+            printf("%%%-23s %12s %12s %9s  %s\n", ps[i].name, "-", "-", "-", "not a float tensor");
             continue;
         }
-        printf("%%%-23s %12.3e %12.3e  %s\n", ps[i].name, ps[i].max_abs, ps[i].max_rel, ps[i].ok ? "ok" : "MISMATCH");
+        printf("%%%-23s %12.3e %12.3e %9lld  %s\n", ps[i].name, ps[i].max_abs, ps[i].max_rel,
+               (long long)ps[i].nchecked, ps[i].ok ? "ok" : "MISMATCH");
     }
+}
+
+/* The model's `// vocab: NAME` line, which sst: inputs fill, and its `//
+ * init:` lines, which random parameters are drawn from. */
+static int vocab_dim(const char *path, const ry_module *m, cli_inputs *in, ry_init_spec **spec) {
+    ry_error err;
+    if (ry_init_spec_parse(path, m->source->text, m->source->len, spec, &err)) {
+        ry_error_print(stderr, &err);
+        return 1;
+    }
+    if ((*spec)->vocab[0]) in->vocab_dim = (*spec)->vocab;
+    in->init = *spec;
+    return 0;
 }
 
 int cmd_gradcheck(int argc, char **argv) {
@@ -67,6 +104,8 @@ int cmd_gradcheck(int argc, char **argv) {
             return 0;
         } else if ((taken = cli_input_option(argc, argv, &i, in, "gradcheck")) != 0) {
             rc = taken < 0;
+        } else if ((taken = cli_dim_option(argc, argv, &i, in, "gradcheck")) != 0) {
+            rc = taken < 0;
         } else if ((v = cli_option(argc, argv, &i, "--entry", &bad))) {
             entry = v[0] == '@' ? v + 1 : v;
         } else if (!bad && (v = cli_option(argc, argv, &i, "--eps", &bad))) {
@@ -80,6 +119,14 @@ int cmd_gradcheck(int argc, char **argv) {
             errno = 0;
             seed = strtoull(v, &end, 10);
             if (errno || *end || !*v || *v == '-') rc = cli_fail("gradcheck", "--seed needs a non-negative integer, got '%s'", v);
+        } else if (!bad && (v = cli_option(argc, argv, &i, "--samples", &bad))) {
+            char *end;
+            errno = 0;
+            long long k = strtoll(v, &end, 10);
+            if (errno || *end || !*v || k < 1) rc = cli_fail("gradcheck", "--samples needs a positive integer, got '%s'", v);
+            opts.max_elements = k;
+        } else if (!bad && (v = cli_option(argc, argv, &i, "--target", &bad))) {
+            if (cli_target("gradcheck", v, &opts.target)) rc = 1;
         } else if (bad) {
             rc = 1;
         } else if (strcmp(argv[i], "--second-order") == 0) {
@@ -103,8 +150,10 @@ int cmd_gradcheck(int argc, char **argv) {
     ry_error err;
     memset(&err, 0, sizeof err);
     ry_gradcheck_report *rep = ry_calloc(1, sizeof *rep);
+    ry_init_spec *spec = NULL;
     ry_rng rng;
     ry_rng_seed(&rng, seed);
+    opts.sample_seed = seed;
     if (rc || !m) {
         rc = 1;
     } else if (!g) {
@@ -114,7 +163,8 @@ int cmd_gradcheck(int argc, char **argv) {
     } else if (ry_module_to_float64(m, &err) != RY_OK) {
         ry_error_print(stderr, &err);
         rc = 1;
-    } else if ((rc = cli_bind_params("gradcheck", entry, in, g->func, &rng, true, args)) != 0) {
+    } else if ((rc = vocab_dim(path, m, in, &spec)) != 0) {
+    } else if ((rc = cli_bind_params("gradcheck", entry, in, m, g->func, &rng, true, args)) != 0) {
     } else if (ry_gradcheck(m, entry, n, args, &opts, rep, &err) != RY_OK) {
         ry_error_print(stderr, &err);
         rc = 1;
@@ -127,6 +177,7 @@ int cmd_gradcheck(int argc, char **argv) {
     for (int i = 0; args && i < n; i++) ry_value_release(args[i]);
     ry_free(args);
     ry_free(rep);
+    ry_init_spec_free(spec);
     ry_module_free(m);
     ry_free(in);
     return rc;

@@ -23,12 +23,19 @@ static const char *help =
     "                 [--plan] [--profile]\n"
     "\n"
     "Runs global @NAME (default main) of FILE with the compiled engine.\n"
-    "Each tensor parameter %NAME is read from the .npy file given by --input.\n"
+    "Each parameter %NAME is read from the .npy file given by --input, or is a\n"
+    "tree or a value written in the text format (see below).\n"
     "The result is flattened depth-first (tuple fields, ADT fields) and written\n"
     "as DIR/out_0.npy, DIR/out_1.npy, ... (DIR defaults to the current folder).\n"
     "\n"
     "  --entry NAME          the global to run (default: main)\n"
-    "  --input NAME=PATH     bind parameter %NAME to the tensor in PATH (.npy)\n"
+    "  --input NAME=PATH     bind parameter %NAME to the tensor in PATH (.npy); or\n"
+    "                        NAME=sst:PATH:LINE, the PTB tree on line LINE of PATH as\n"
+    "                        the parameter's Leaf/Node type (words numbered 1, 2, ...\n"
+    "                        in order of appearance); or NAME=relay:VALUE, a value in\n"
+    "                        the text format (an expression: constructors, operators\n"
+    "                        and globals of FILE), e.g. 'xs=relay:Cons(ones(shape=[3],\n"
+    "                        dtype=\"float32\"), Nil)'\n"
     "  --out DIR             where to write the outputs (created if missing)\n"
     "  --grad                differentiate @NAME (every output seeded with ones) and\n"
     "                        also write DIR/grad_<param>.npy for each tensor parameter\n"
@@ -169,7 +176,7 @@ int cmd_run(int argc, char **argv) {
         rc = cli_fail("run", "%s has no global @%s", a->path, a->entry);
     } else if (!(args = ry_calloc((size_t)(n ? n : 1), sizeof *args))) {
         rc = cli_fail("run", "out of memory");
-    } else if ((rc = cli_bind_params("run", a->entry, &a->inputs, g->func, NULL, false, args)) != 0) {
+    } else if ((rc = cli_bind_params("run", a->entry, &a->inputs, m, g->func, NULL, false, args)) != 0) {
     } else if (a->engine == RY_ENGINE_VM && a->level >= 2 && ry_hoist(m, &err) != RY_OK) {
         ry_error_print(stderr, &err);
         rc = 1;

@@ -118,8 +118,10 @@ static ry_status cast_ints(ry_trainer *tr, int i, const char *path, ry_tensor **
     ry_dtype to = (ry_dtype)want;
     ry_tensor *c = ry_tensor_new(to, (*t)->ndim, (*t)->shape);
     if (!c) return ry_error_file(err, path, "out of memory casting to %s", ry_dtype_name(to));
-    double lo = to == RY_INT8 ? -128.0 : to == RY_UINT8 ? 0.0 : to == RY_INT32 ? -2147483648.0 : -9.3e18;
-    double hi = to == RY_INT8 ? 127.0 : to == RY_UINT8 ? 255.0 : to == RY_INT32 ? 2147483647.0 : 9.3e18;
+    double lo = to == RY_INT8 ? -128.0 : to == RY_INT16 ? -32768.0 : to == RY_UINT8 || to == RY_UINT16 ? 0.0
+              : to == RY_INT32 ? -2147483648.0 : -9.3e18;
+    double hi = to == RY_INT8 ? 127.0 : to == RY_UINT8 ? 255.0 : to == RY_INT16 ? 32767.0 : to == RY_UINT16 ? 65535.0
+              : to == RY_INT32 ? 2147483647.0 : 9.3e18;
     for (int64_t k = 0; k < c->size; k++) {
         double v = ry_tensor_get(*t, k);
         if (v < lo || v > hi) {

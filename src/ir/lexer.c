@@ -112,7 +112,7 @@ static ry_status skip_block_comment(lexer *lx) {
     return ry_error_at(lx->err, start, "unterminated block comment");
 }
 
-/* Width suffixes: i8 i32 i64 for integers, f16 f32 f64 for floats. */
+/* Width suffixes: i8 i16 i32 i64 for integers, f16 f32 f64 for floats. */
 static bool suffix_dtype(bool is_float, long width, ry_dtype *out) {
     if (is_float) {
         if (width == 16) *out = RY_FLOAT16;
@@ -121,6 +121,7 @@ static bool suffix_dtype(bool is_float, long width, ry_dtype *out) {
         else return false;
     } else {
         if (width == 8) *out = RY_INT8;
+        else if (width == 16) *out = RY_INT16;
         else if (width == 32) *out = RY_INT32;
         else if (width == 64) *out = RY_INT64;
         else return false;
@@ -212,6 +213,8 @@ static ry_status lex_number(lexer *lx, bool digits_only) {
         return ry_error_at(lx->err, span, "integer literal out of range for int32");
     else if (dt == RY_INT8 && (v > 127 || v < -128))
         return ry_error_at(lx->err, span, "integer literal out of range for int8");
+    else if (dt == RY_INT16 && (v > INT16_MAX || v < INT16_MIN))
+        return ry_error_at(lx->err, span, "integer literal out of range for int16");
     t->i = v;
     return RY_OK;
 }

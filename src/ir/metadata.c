@@ -284,6 +284,7 @@ static const struct {
 } dl_types[] = {
     {RY_FLOAT32, 2, 32}, {RY_FLOAT64, 2, 64}, {RY_FLOAT16, 2, 16}, {RY_INT8, 0, 8},
     {RY_INT32, 0, 32},   {RY_INT64, 0, 64},   {RY_UINT8, 1, 8},    {RY_BOOL, 1, 1},
+    {RY_INT16, 0, 16},   {RY_UINT16, 1, 16},
 };
 
 static uint64_t rd_u64(const unsigned char *p) {

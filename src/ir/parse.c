@@ -517,33 +517,40 @@ static bool parse_module(parser *p, const lexed *lx) {
     return true;
 }
 
+ry_status ry_p_open(parser *p, ry_module *m, const char *name, const char *text, size_t len, lexed *lx,
+                    ry_error *err) {
+    ry_source *src = RY_NEW(m->arena, ry_source);
+    src->name = ry_arena_strdup(m->arena, name);
+    src->text = ry_arena_strndup(m->arena, text ? text : "", text ? len : 0);
+    src->len = text ? len : 0;
+    if (ry_lex(src, m->arena, lx, err)) return RY_ERR;
+    *p = (parser){.m = m, .src = src, .toks = lx->toks, .ntoks = lx->n, .err = err, .tmp = ry_arena_new()};
+    if (p->tmp) return RY_OK;
+    ry_lex_free(lx);
+    return ry_error_file(err, name, "out of memory");
+}
+
+void ry_p_close(parser *p, lexed *lx) {
+    for (int i = 0; i < p->nmeta; i++) ry_tensor_release(p->meta[i]);
+    ry_free(p->meta);
+    ry_arena_free(p->tmp);
+    ry_lex_free(lx);
+}
+
 ry_status ry_module_parse(const char *name, const char *text, size_t len, ry_module **out,
                           ry_error *err) {
     *out = NULL;
     ry_module *m = ry_module_new();
     if (!m) return ry_error_file(err, name, "out of memory");
-    ry_source *src = RY_NEW(m->arena, ry_source);
-    src->name = ry_arena_strdup(m->arena, name ? name : "<input>");
-    src->text = ry_arena_strndup(m->arena, text ? text : "", text ? len : 0);
-    src->len = text ? len : 0;
-    m->source = src;
     lexed lx;
-    if (ry_lex(src, m->arena, &lx, err)) {
+    parser p;
+    if (ry_p_open(&p, m, name ? name : "<input>", text, len, &lx, err)) {
         ry_module_free(m);
         return RY_ERR;
     }
-    parser p = {0};
-    p.m = m;
-    p.src = src;
-    p.toks = lx.toks;
-    p.ntoks = lx.n;
-    p.err = err;
-    p.tmp = ry_arena_new();
+    m->source = (ry_source *)p.src; /* the module's own, made by ry_p_open */
     bool ok = parse_module(&p, &lx);
-    for (int i = 0; i < p.nmeta; i++) ry_tensor_release(p.meta[i]);
-    ry_free(p.meta);
-    ry_arena_free(p.tmp);
-    ry_lex_free(&lx);
+    ry_p_close(&p, &lx);
     if (!ok) {
         ry_module_free(m);
         return RY_ERR;

@@ -76,6 +76,15 @@ typedef struct parser {
  * parser's temporary arena: the lists of the text have no fixed limit. */
 void *ry_p_grow(parser *p, void *items, int n, int *cap, size_t size);
 
+/* ---- opening and closing (parse.c) ----
+ * A source named name holding text, in m's arena, lexed into *lx, and a
+ * parser over it (its temporaries in an arena of their own); RY_ERR with
+ * err set when the text does not lex. ry_p_close frees what ry_p_open made
+ * but the source, which is m's. */
+ry_status ry_p_open(parser *p, ry_module *m, const char *name, const char *text, size_t len, lexed *lx,
+                    ry_error *err);
+void ry_p_close(parser *p, lexed *lx);
+
 /* ---- tokens (parse.c) ---- */
 const token *ry_p_peek(const parser *p, int k); /* k-th token ahead, EOF past the end */
 const token *ry_p_next(parser *p);

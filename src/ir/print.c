@@ -325,7 +325,8 @@ static void reset_names(printer *pr) {
 
 static void put_const(printer *pr, strbuf *b, const ry_expr *e) {
     ry_tensor *t = e->constant.value;
-    /* TVM's lexer has no 8-bit integer literal (`3i8`): metadata for TVM */
+    /* TVM's lexer has no 8-bit integer literal (`3i8`; it reads `3i16`):
+     * metadata for TVM */
     bool tvm_inline = !pr->tvm || t->dtype != RY_INT8;
     if (tvm_inline && ry_print_scalar(b, t)) return;
     int k = 0;
@@ -476,9 +477,10 @@ static void put_required_attrs(strbuf *out, const ry_op *op, const ry_attrs *giv
 }
 
 /* A call's attributes as TVM's parser takes them: TVM's reductions and
- * squeeze hold `axis` as an array (relayc also reads `axis=1`), and
- * scatter_nd has no attribute class of its own, so its `mode` needs the
- * class named (the way TVM spells attributes of non-operator calls). */
+ * squeeze hold `axis` as an array (relayc also reads `axis=1`), and an
+ * operator whose attribute class TVM's parser cannot find (the registry's
+ * tvm_attrs_key: scatter_nd, cumsum) needs the class named, the way TVM
+ * spells attributes of non-operator calls. */
 static void put_tvm_attrs(strbuf *out, const ry_op *op, const ry_attrs *a, bool first) {
     bool array_axis = op->pattern == RY_PAT_COMM_REDUCE || strcmp(op->name, "squeeze") == 0;
     for (int i = 0; i < a->n; i++) {
@@ -489,8 +491,7 @@ static void put_tvm_attrs(strbuf *out, const ry_op *op, const ry_attrs *a, bool 
         ry_print_attr_value(out, &a->items[i].value);
         if (wrap) ry_sb_puts(out, "]");
     }
-    if (strcmp(op->name, "scatter_nd") == 0 && a->n)
-        ry_sb_puts(out, ", attrs_type_key=\"relay.attrs.ScatterNDAttrs\"");
+    if (op->tvm_attrs_key && a->n) ry_sb_printf(out, ", attrs_type_key=\"%s\"", op->tvm_attrs_key);
 }
 
 static void put_call(printer *pr, strbuf *out, const ry_expr *e) {

@@ -185,6 +185,7 @@ bool ry_print_scalar(strbuf *b, const ry_tensor *t) {
     case RY_INT32: ry_sb_printf(b, "%d", *(const int32_t *)t->data); return true;
     case RY_INT64: ry_sb_printf(b, "%lldi64", (long long)*(const int64_t *)t->data); return true;
     case RY_INT8: ry_sb_printf(b, "%di8", *(const int8_t *)t->data); return true;
+    case RY_INT16: ry_sb_printf(b, "%di16", *(const int16_t *)t->data); return true;
     case RY_BOOL: ry_sb_puts(b, v != 0 ? "True" : "False"); return true;
     case RY_FLOAT32:
     case RY_FLOAT64:

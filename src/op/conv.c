@@ -375,7 +375,7 @@ static ry_rel_status conv2d_transpose_rel(ry_rel_ctx *c, int nargs, ry_type *con
         return RY_REL_FAIL;
     }
     int64_t o;
-    ry_dim O = is_const(Og) && muladd(Og->value, p.groups, 0, &o) ? dconst(o) : ANY;
+    ry_dim O = is_const(Og) && muladd(Og->value, p.groups, 0, &o) ? dconst(o) : p.groups == 1 ? *Og : ANY;
     if ((s = check_channels(c, &O, "weight dim 1 x groups")) != RY_REL_OK) return s;
     if (!is_const(&O) && !ry_attr_is_none(c->op, c->attrs, "channels"))
         O = dconst(ry_attr_int(c->op, c->attrs, "channels"));
@@ -490,7 +490,7 @@ static ry_rel_status conv2d_backward_weight_rel(ry_rel_ctx *c, int nargs, ry_typ
     if ((s = divisible(c, C, p.groups, "input channels")) != RY_REL_OK) return s;
     if ((s = divisible(c, O, p.groups, "output channels")) != RY_REL_OK) return s;
     if ((s = check_channels(c, O, "grad dim 1")) != RY_REL_OK) return s;
-    ry_dim dims[4] = {*O, is_const(C) ? dconst(C->value / p.groups) : ANY, dconst(k[0]),
+    ry_dim dims[4] = {*O, is_const(C) ? dconst(C->value / p.groups) : p.groups == 1 ? *C : ANY, dconst(k[0]),
                       dconst(k[1])};
     *out = ry_type_tensor_arena(c->arena, od, 4, dims);
     return RY_REL_OK;
@@ -537,19 +537,19 @@ static ry_rel_status pool2d_grad_rel(ry_rel_ctx *c, int nargs, ry_type *const *a
 
 static const ry_op *call_op(ry_grad_ctx *c) { return c->call->call.callee->op.op; }
 
-/* The primal call's parameters and the static shapes of its arguments. */
-/* The (N, C, H, W) shape of a 4-d tensor type whose dims other than the
- * batch N are constants (the rules never use N: it may be symbolic, -1). */
+/* The (N, C, H, W) shape of a 4-d tensor type, -1 for a dim that is not a
+ * constant (a batch, channels or a spatial size known at run time only). */
 static bool shape_nchw(const ry_type *t, int64_t *s) {
     if (!t || t->kind != RY_TYPE_TENSOR || t->tensor.ndim != 4) return false;
     for (int i = 0; i < 4; i++) {
         const ry_dim *d = &t->tensor.dims[i];
-        if (d->kind != RY_DIM_CONST && i > 0) return false;
         s[i] = d->kind == RY_DIM_CONST ? d->value : -1;
     }
     return true;
 }
 
+/* The primal call's parameters and the shapes of its arguments; the
+ * kernel's height and width (the weight's dims 2 and 3) must be known. */
 static ry_status grad_setup(ry_grad_ctx *c, ry_expr *const *args, int n, ry_conv2d_params *p,
                             int64_t shapes[2][4]) {
     const ry_op *op = call_op(c);
@@ -559,24 +559,29 @@ static ry_status grad_setup(ry_grad_ctx *c, ry_expr *const *args, int n, ry_conv
                            op->name, ry_dtype_name(p->out_dtype));
     for (int i = 0; i < n; i++)
         if (!shape_nchw(ry_gb_type(args[i]), shapes[i]))
-            return ry_error_at(c->err, c->span,
-                               "gradient of %s needs 4-d arguments with known C, H and W",
-                               op->name);
+            return ry_error_at(c->err, c->span, "gradient of %s needs 4-d arguments", op->name);
+    if (shapes[1][2] < 0 || shapes[1][3] < 0)
+        return ry_error_at(c->err, c->span, "gradient of %s needs the kernel's height and width",
+                           op->name);
     return RY_OK;
 }
 
-/* strides, padding (all four sides), dilation, groups, channels and
- * kernel_size on a new conv-like call e. */
+/* strides, padding (all four sides), dilation, groups, channels (where
+ * known: channels > 0) and kernel_size on a new conv-like call e. */
 static void conv_attrs(ry_module *m, ry_expr *e, const ry_conv2d_params *p, int64_t channels,
                        const int64_t *kernel) {
     ry_gb_attr_ints(m, e, "strides", 2, p->stride);
     ry_gb_attr_ints(m, e, "padding", 4, p->pad);
     ry_gb_attr_ints(m, e, "dilation", 2, p->dilation);
     ry_gb_attr_int(m, e, "groups", p->groups);
-    ry_gb_attr_int(m, e, "channels", channels);
+    if (channels > 0) ry_gb_attr_int(m, e, "channels", channels);
     ry_gb_attr_ints(m, e, "kernel_size", 2, kernel);
 }
 
+/* dx of conv2d: output_padding gives back the rows the forward's floor
+ * dropped. Where H (W) is known at run time only, the transpose is made
+ * with the largest output_padding (stride - 1: at least H rows, the first
+ * H the same at any output_padding) and cut to x's H rows. */
 static ry_status grad_conv2d(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
                              ry_expr **grads) {
     ry_conv2d_params p;
@@ -594,12 +599,19 @@ static ry_status grad_conv2d(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
                                "type or the channels attribute)");
     }
     int64_t opad[2];
-    for (int i = 0; i < 2; i++)
-        opad[i] = (s[0][2 + i] + p.pad[i] + p.pad[i + 2] - p.dilation[i] * (s[1][2 + i] - 1) - 1) %
-                  p.stride[i];
+    bool cut[2];
+    for (int i = 0; i < 2; i++) {
+        cut[i] = s[0][2 + i] < 0 && p.stride[i] > 1;
+        opad[i] = s[0][2 + i] < 0
+                      ? p.stride[i] - 1
+                      : (s[0][2 + i] + p.pad[i] + p.pad[i + 2] - p.dilation[i] * (s[1][2 + i] - 1) - 1) %
+                            p.stride[i];
+    }
     ry_expr *dx = ry_gb_op2(c->m, "nn.conv2d_transpose", g, args[1]);
     conv_attrs(c->m, dx, &p, s[0][1], s[1] + 2);
     ry_gb_attr_ints(c->m, dx, "output_padding", 2, opad);
+    for (int i = 0; i < 2; i++)
+        if (cut[i]) dx = ry_gb_crop_like(c->m, dx, args[0], 4, 2 + i);
     ry_expr *dw = ry_gb_op2(c->m, "nn.conv2d_backward_weight", g, args[0]);
     conv_attrs(c->m, dw, &p, s[1][0], s[1] + 2);
     grads[0] = dx;
@@ -656,8 +668,11 @@ static ry_status grad_global_pool(ry_grad_ctx *c, ry_expr *const *args, ry_expr 
     if (!ry_dtype_is_float(ry_gb_dtype(args[0]))) return RY_OK;
     int64_t s[4];
     if (!shape_nchw(ry_gb_type(args[0]), s))
-        return ry_error_at(c->err, c->span, "gradient of %s needs 4-d data with known C, H and W",
-                           call_op(c)->name);
+        return ry_error_at(c->err, c->span, "gradient of %s needs 4-d data", call_op(c)->name);
+    if (s[2] < 0 || s[3] < 0) {
+        grads[0] = ry_gb_global_pool_grad(c->m, args[0], g, strcmp(adjoint, "nn.max_pool2d_grad") == 0);
+        return RY_OK;
+    }
     ry_expr *dx = ry_gb_op2(c->m, adjoint, g, args[0]);
     ry_gb_attr_ints(c->m, dx, "pool_size", 2, s + 2);
     grads[0] = dx;

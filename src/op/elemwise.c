@@ -42,7 +42,7 @@ static ry_span attr_span(ry_rel_ctx *c, const char *name) {
 /* dtype classes, as bit masks over ry_dtype */
 #define BIT(d) (1u << (d))
 #define DT_FLOAT (BIT(RY_FLOAT32) | BIT(RY_FLOAT64) | BIT(RY_FLOAT16))
-#define DT_INT (BIT(RY_INT8) | BIT(RY_INT32) | BIT(RY_INT64) | BIT(RY_UINT8))
+#define DT_INT (BIT(RY_INT8) | BIT(RY_INT16) | BIT(RY_INT32) | BIT(RY_INT64) | BIT(RY_UINT8) | BIT(RY_UINT16))
 #define DT_NUM (DT_FLOAT | DT_INT)
 #define DT_BOOL BIT(RY_BOOL)
 #define DT_ANY (DT_NUM | DT_BOOL)

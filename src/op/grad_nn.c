@@ -407,7 +407,7 @@ static void conv_like_attrs(ry_grad_ctx *c, ry_expr *e, int64_t channels) {
     for (int i = 0; i < at->n; i++)
         for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++)
             if (strcmp(at->items[i].name, keep[k]) == 0) ry_gb_attr_copy(M_, e, &at->items[i]);
-    ry_gb_attr_int(M_, e, "channels", channels);
+    if (channels > 0) ry_gb_attr_int(M_, e, "channels", channels);
 }
 
 /* padding as (top, left, bottom, right) from 1, 2 or 4 values (TVM's rule) */
@@ -416,18 +416,26 @@ static void pads4(const int64_t *p, int n, int64_t *out) {
         out[i] = n == 4 ? p[i] : n == 2 ? p[i % 2] : n == 1 ? p[0] : 0;
 }
 
+/* The dims of a 4-d tensor type, -1 where not a constant; false if not 4-d. */
+static bool dims4(const ry_type *t, int64_t *s) {
+    if (!t || t->kind != RY_TYPE_TENSOR || t->tensor.ndim != 4) return false;
+    for (int i = 0; i < 4; i++)
+        s[i] = t->tensor.dims[i].kind == RY_DIM_CONST ? t->tensor.dims[i].value : -1;
+    return true;
+}
+
+/* Sizes of x known at run time only: the transpose takes the largest
+ * output_padding and is cut to x's height and width (as conv2d's rule). */
 ry_status ry_grad_conv2d_backward_weight(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y,
                                          ry_expr *g, ry_expr **grads) {
     const ry_op *op = call_op(c);
     const ry_attrs *at = call_attrs(c);
-    int ndx, ndw;
-    int64_t xs[RY_MAX_RANK], ws[RY_MAX_RANK], st[2] = {1, 1}, dil[2] = {1, 1}, pad[4], praw[4];
-    if (!ry_gb_shape(ry_gb_type(args[1]), &ndx, xs) || !ry_gb_shape(c->call->type, &ndw, ws) ||
-        ndx != 4 || ndw != 4 || strcmp(ry_attr_str(op, at, "data_layout"), "NCHW") ||
-        strcmp(ry_attr_str(op, at, "kernel_layout"), "OIHW"))
+    int64_t xs[4], ws[4], st[2] = {1, 1}, dil[2] = {1, 1}, pad[4], praw[4];
+    if (!dims4(ry_gb_type(args[1]), xs) || !dims4(c->call->type, ws) || ws[2] < 0 || ws[3] < 0 ||
+        strcmp(ry_attr_str(op, at, "data_layout"), "NCHW") || strcmp(ry_attr_str(op, at, "kernel_layout"), "OIHW"))
         return ry_error_at(c->err, c->span,
-                           "gradient of nn.conv2d_backward_weight needs NCHW/OIHW tensors of "
-                           "known 4-d shape");
+                           "gradient of nn.conv2d_backward_weight needs NCHW/OIHW 4-d tensors and a known "
+                           "kernel size");
     int ns = ry_attr_ints(op, at, "strides", st, 2), nd = ry_attr_ints(op, at, "dilation", dil, 2);
     int np = ry_attr_ints(op, at, "padding", praw, 4);
     if (ns == 1) st[1] = st[0];
@@ -436,13 +444,16 @@ ry_status ry_grad_conv2d_backward_weight(ry_grad_ctx *c, ry_expr *const *args, r
     int64_t opad[2];
     for (int i = 0; i < 2; i++) {
         if (st[i] < 1) return ry_error_at(c->err, c->span, "conv2d_backward_weight: bad strides");
-        opad[i] = (xs[2 + i] + pad[i] + pad[i + 2] - dil[i] * (ws[2 + i] - 1) - 1) % st[i];
+        opad[i] = xs[2 + i] < 0 ? st[i] - 1
+                                : (xs[2 + i] + pad[i] + pad[i + 2] - dil[i] * (ws[2 + i] - 1) - 1) % st[i];
     }
     ry_expr *dg = OP2("nn.conv2d", args[1], g);
     conv_like_attrs(c, dg, ws[0]);
     ry_expr *dx = OP2("nn.conv2d_transpose", args[0], g);
     conv_like_attrs(c, dx, xs[1]);
     ry_gb_attr_ints(M_, dx, "output_padding", 2, opad);
+    for (int i = 0; i < 2; i++)
+        if (xs[2 + i] < 0 && st[i] > 1) dx = ry_gb_crop_like(M_, dx, args[1], 4, 2 + i);
     grads[0] = dg;
     grads[1] = dx;
     return RY_OK;

@@ -5,7 +5,10 @@
  * derivatives), written as IR over operators that already have kernels:
  * constant 0/1 or 1/count matrices applied with nn.dense, take, and
  * nn.max_pool2d_grad. Layout NCHW (the only one these operators accept);
- * C, H and W must be known, the batch may be symbolic.
+ * the batch may be symbolic. Where C, H or W are known at run time only,
+ * the average pool builds its matrices then (avg_unknown), the max pool to
+ * 1 x 1 is the global one (other adaptive max pools need them known), and
+ * max_pool2d_grad's gather computes its indices then.
  *
  * Shape legend: x (N, C, H, W), y and g (N, C, OH, OW). In the adaptive
  * pools output row o pools input rows [h0(o), h1(o)), h0 = floor(o H / OH),
@@ -109,12 +112,62 @@ static ry_expr *avg_matrix_t(ry_grad_ctx *c, ry_dtype dt, int64_t n, int64_t on)
  * product of its row and column counts), so
  *   dx = A_H^T g A_W: each input cell gets g / count from every window
  *   that contains it. */
+/* The transposed averaging matrix of axis a of x (n = its length at run
+ * time, on outputs), (n, on):
+ *   at[i][o] = (h0(o) <= i < h1(o)) / (h1(o) - h0(o)),
+ *   h0 = o n / on, h1 = ((o + 1) n + on - 1) / on   (integers, as win_*) */
+static ry_expr *avg_matrix_t_unknown(ry_grad_ctx *c, ry_expr *x, int a, ry_dtype dt, int64_t on) {
+    int64_t *ov = RY_NEW_ARRAY(M_->arena, int64_t, on);
+    for (int64_t o = 0; o < on; o++) ov[o] = o;
+    ry_expr *o = ry_gb_index_const(M_, (int)on, ov), *n = ry_gb_length(M_, x, a, RY_INT32);
+    ry_expr *onc = ry_gb_scalar(M_, RY_INT32, (double)on), *one = ry_gb_scalar(M_, RY_INT32, 1);
+    ry_expr *h0 = ry_gb_op2(M_, "divide", ry_gb_op2(M_, "multiply", o, n), onc);
+    ry_expr *h1 = ry_gb_op2(M_, "multiply", ry_gb_op2(M_, "add", o, one), n);
+    h1 = ry_gb_op2(M_, "divide", ry_gb_op2(M_, "add", h1, ry_gb_scalar(M_, RY_INT32, (double)(on - 1))), onc);
+    ry_expr *i = ry_gb_op1(M_, "expand_dims", ry_gb_iota(M_, x, 4, a));
+    ry_gb_attr_int(M_, i, "axis", 1);
+    ry_expr *hit = ry_gb_op2(M_, "logical_and", ry_gb_op2(M_, "greater_equal", i, h0), ry_gb_op2(M_, "less", i, h1));
+    ry_expr *hf = ry_gb_op1(M_, "cast", hit), *cnt = ry_gb_op1(M_, "cast", ry_gb_op2(M_, "subtract", h1, h0));
+    ry_gb_attr_str(M_, hf, "dtype", ry_dtype_name(dt));
+    ry_gb_attr_str(M_, cnt, "dtype", ry_dtype_name(dt));
+    return ry_gb_op2(M_, "divide", hf, cnt);
+}
+
+/* dx = A_H^T g A_W with the matrices of run time, applied along the last
+ * axis by nn.dense (which takes any leading dims), so no reshape needs C,
+ * H or W:  u = dense(g, A_W^T) (N, C, OH, W); v = dense(u^T, A_H^T)
+ * (N, C, W, H); dx = v^T over the last two axes */
+static ry_expr *avg_unknown(ry_grad_ctx *c, ry_expr *x, ry_expr *g, ry_dtype dt, int64_t OH, int64_t OW) {
+    const int64_t swap[4] = {0, 1, 3, 2};
+    ry_expr *u = ry_gb_op2(M_, "nn.dense", g, avg_matrix_t_unknown(c, x, 3, dt, OW));
+    ry_expr *v = ry_gb_op2(M_, "nn.dense", transposed(c, u, 4, swap), avg_matrix_t_unknown(c, x, 2, dt, OH));
+    return transposed(c, v, 4, swap);
+}
+
+/* The output's (OH, OW) where known, and whether x is 4-d: the rules that
+ * need nothing else of x. */
+static bool output_only(ry_expr *x, ry_expr *y, int64_t *OH, int64_t *OW) {
+    const ry_type *xt = ry_gb_type(x), *yt = ry_gb_type(y);
+    if (!xt || !yt || xt->kind != RY_TYPE_TENSOR || yt->kind != RY_TYPE_TENSOR || xt->tensor.ndim != 4 ||
+        yt->tensor.ndim != 4 || yt->tensor.dims[2].kind != RY_DIM_CONST || yt->tensor.dims[3].kind != RY_DIM_CONST)
+        return false;
+    *OH = yt->tensor.dims[2].value;
+    *OW = yt->tensor.dims[3].value;
+    for (int i = 1; i < 4; i++)
+        if (xt->tensor.dims[i].kind != RY_DIM_CONST) return *OH >= 1 && *OW >= 1;
+    return false; /* all known: the static rules */
+}
+
 ry_status ry_grad_adaptive_avg_pool2d(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y,
                                       ry_expr *g, ry_expr **grads) {
     grads[0] = NULL;
     ry_dtype dt = ry_gb_dtype(args[0]);
     if (!ry_dtype_is_float(dt)) return RY_OK;
     int64_t C, H, W, OH, OW;
+    if (output_only(args[0], y, &OH, &OW)) {
+        grads[0] = avg_unknown(c, args[0], g, dt, OH, OW);
+        return RY_OK;
+    }
     if (!geometry(c, args[0], y, &C, &H, &W, &OH, &OW)) return RY_ERR;
     grads[0] =
         sandwich(c, g, avg_matrix_t(c, dt, H, OH), avg_matrix_t(c, dt, W, OW), C, OH, OW, H, W);
@@ -164,6 +217,10 @@ ry_status ry_grad_adaptive_max_pool2d(ry_grad_ctx *c, ry_expr *const *args, ry_e
     ry_dtype dt = ry_gb_dtype(args[0]);
     if (!ry_dtype_is_float(dt)) return RY_OK;
     int64_t C, H, W, OH, OW;
+    if (output_only(args[0], y, &OH, &OW) && OH == 1 && OW == 1) {
+        grads[0] = ry_gb_global_pool_grad(M_, args[0], g, true);
+        return RY_OK;
+    }
     if (!geometry(c, args[0], y, &C, &H, &W, &OH, &OW)) return RY_ERR;
     int64_t KH = max_window(H, OH), KW = max_window(W, OW);
     ry_expr *ih, *sh, *iw, *sw;
@@ -217,6 +274,56 @@ static ry_expr *gather2(ry_grad_ctx *c, ry_expr *x, ry_expr *ih, ry_expr *iw) {
     return t2;
 }
 
+/* window_axis at run time, for axis a of x (n taps) and of dy (on
+ * windows): the taps i = o s - pad + j d (on, k), those in [0, n) kept,
+ * the others the window's first in the data (its smallest kept tap; 0 for
+ * a window with none, which *keep (on, 0/1 of dtype dt) masks out). */
+static ry_expr *window_axis_unknown(ry_grad_ctx *c, ry_expr *x, ry_expr *dy, int a, int64_t k, int64_t s,
+                                    int64_t d, int64_t pad, ry_dtype dt, ry_expr **keep) {
+    ry_module *m = M_;
+    int64_t *jv = RY_NEW_ARRAY(m->arena, int64_t, k);
+    for (int64_t j = 0; j < k; j++) jv[j] = j * d - pad;
+    ry_expr *o = ry_gb_op1(m, "expand_dims", ry_gb_iota(m, dy, 4, a));
+    ry_gb_attr_int(m, o, "axis", 1);
+    ry_expr *i = ry_gb_op2(m, "add", ry_gb_op2(m, "multiply", o, ry_gb_scalar(m, RY_INT32, (double)s)),
+                           ry_gb_index_const(m, (int)k, jv));
+    ry_expr *n = ry_gb_length(m, x, a, RY_INT32), *zero = ry_gb_scalar(m, RY_INT32, 0);
+    ry_expr *in = ry_gb_op2(m, "logical_and", ry_gb_op2(m, "greater_equal", i, zero), ry_gb_op2(m, "less", i, n));
+    ry_expr *first = ry_gb_op1(m, "min", ry_gb_op3(m, "where", in, i, n)); /* n: no tap */
+    const int64_t last = 1;
+    ry_gb_attr_ints(m, first, "axis", 1, &last);
+    ry_gb_attr_bool(m, first, "keepdims", true);
+    ry_expr *empty = ry_gb_op2(m, "greater_equal", first, n);
+    ry_expr *fill = ry_gb_op3(m, "where", empty, zero, first);
+    ry_expr *kp = ry_gb_op1(m, "cast", ry_gb_op1(m, "logical_not", empty)); /* (on, 1) */
+    ry_gb_attr_str(m, kp, "dtype", ry_dtype_name(dt));
+    *keep = kp;
+    return reshaped(c, ry_gb_op3(m, "where", in, i, fill), 1, (const int64_t[]){-1});
+}
+
+/* ry_grad_max_pool2d_grad where C, H, W or the output's size are known at
+ * run time only: the same gather, its indices computed then, and the
+ * blocks split off by reshape's -4. */
+static ry_expr *max_pool2d_grad_unknown(ry_grad_ctx *c, ry_expr *const *args, ry_expr *g,
+                                        const ry_conv2d_params *p, ry_dtype dt) {
+    int64_t KH = p->pool[0], KW = p->pool[1];
+    ry_expr *kh, *kw;
+    ry_expr *ih = window_axis_unknown(c, args[1], args[0], 2, KH, p->stride[0], p->dilation[0], p->pad[0], dt, &kh);
+    ry_expr *iw = window_axis_unknown(c, args[1], args[0], 3, KW, p->stride[1], p->dilation[1], p->pad[1], dt, &kw);
+    const int64_t pool[2] = {KH, KW};
+    ry_expr *first = ry_gb_op2(M_, "nn.max_pool2d_grad", ry_gb_op1(M_, "ones_like", args[0]),
+                               gather2(c, args[1], ih, iw));
+    ry_gb_attr_ints(M_, first, "pool_size", 2, pool);
+    ry_gb_attr_ints(M_, first, "strides", 2, pool);
+    ry_expr *picked = ry_gb_op2(M_, "multiply", gather2(c, g, ih, iw), first);
+    const int64_t blocks[8] = {0, 0, -4, -1, KH, -4, -1, KW}, axes[2] = {3, 5};
+    ry_expr *dd = ry_gb_op1(M_, "sum", reshaped(c, picked, 8, blocks));
+    ry_gb_attr_ints(M_, dd, "axis", 2, axes);
+    /* the windows with a tap in the data: keep_H (OH, 1) times keep_W as (1, OW) */
+    const int64_t t2[2] = {1, 0};
+    return ry_gb_op2(M_, "multiply", dd, ry_gb_op2(M_, "multiply", kh, transposed(c, kw, 2, t2)));
+}
+
 ry_status ry_grad_max_pool2d_grad(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
                                   ry_expr **grads) {
     grads[0] = grads[1] = NULL;
@@ -226,6 +333,16 @@ ry_status ry_grad_max_pool2d_grad(ry_grad_ctx *c, ry_expr *const *args, ry_expr 
     ry_conv2d_params p;
     if (ry_conv2d_params_read(op, &c->call->call.attrs, c->span, c->err, &p)) return RY_ERR;
     int64_t C, H, W, OH, OW;
+    const ry_type *xt = ry_gb_type(args[1]), *gt = ry_gb_type(args[0]);
+    bool four = xt && gt && xt->kind == RY_TYPE_TENSOR && gt->kind == RY_TYPE_TENSOR && xt->tensor.ndim == 4 &&
+                gt->tensor.ndim == 4;
+    bool known = four;
+    for (int i = 1; known && i < 4; i++)
+        known = xt->tensor.dims[i].kind == RY_DIM_CONST && gt->tensor.dims[i].kind == RY_DIM_CONST;
+    if (four && !known) {
+        grads[0] = max_pool2d_grad_unknown(c, args, g, &p, dt);
+        return RY_OK;
+    }
     if (!geometry(c, args[1], args[0], &C, &H, &W, &OH, &OW)) return RY_ERR;
     int64_t KH = p.pool[0], KW = p.pool[1];
     int64_t *rh = RY_NEW_ARRAY(M_->arena, int64_t, OH * KH);

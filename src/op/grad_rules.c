@@ -217,6 +217,63 @@ ry_status ry_gb_reshape_to(ry_grad_ctx *c, ry_expr *g, const ry_type *t, ry_expr
     return RY_OK;
 }
 
+ry_expr *ry_gb_length(ry_module *m, ry_expr *x, int64_t axis, ry_dtype dt) {
+    ry_expr *s = ry_gb_op1(m, "shape_of", x);
+    ry_gb_attr_str(m, s, "dtype", ry_dtype_name(dt));
+    ry_expr *l = ry_gb_op2(m, "take", s, ry_gb_scalar(m, RY_INT32, (double)axis));
+    ry_gb_attr_int(m, l, "axis", 0);
+    return l;
+}
+
+ry_expr *ry_gb_iota(ry_module *m, ry_expr *x, int nd, int64_t axis) {
+    int64_t others[RY_MAX_RANK];
+    int k = 0;
+    for (int i = 0; i < nd; i++)
+        if (i != axis) others[k++] = i;
+    ry_expr *line = x;
+    if (k) {
+        line = ry_gb_op1(m, "sum", x);
+        ry_gb_attr_ints(m, line, "axis", k, others);
+    }
+    ry_expr *iota = ry_gb_op1(m, "cumsum", ry_gb_op1(m, "ones_like", line));
+    ry_gb_attr_int(m, iota, "axis", 0);
+    ry_gb_attr_str(m, iota, "dtype", "int32");
+    ry_gb_attr_bool(m, iota, "exclusive", true);
+    return iota;
+}
+
+ry_expr *ry_gb_crop_like(ry_module *m, ry_expr *x, ry_expr *like, int nd, int64_t axis) {
+    ry_expr *t = ry_gb_op2(m, "take", x, ry_gb_iota(m, like, nd, axis));
+    ry_gb_attr_int(m, t, "axis", axis);
+    ry_gb_attr_str(m, t, "mode", "fast");
+    return t;
+}
+
+/* Global pools over H and W known at run time only (n = H W):
+ *   avg: dx = broadcast_to_like(g, x) / n
+ *   max: x as (N, C, n), a = argmax over n (the first maximum, as
+ *        max_pool2d_grad's first tap), dx = where(iota(n) == a, g, 0) as x */
+ry_expr *ry_gb_global_pool_grad(ry_module *m, ry_expr *x, ry_expr *g, bool max) {
+    ry_dtype dt = ry_gb_dtype(x);
+    if (!max) {
+        ry_expr *n = ry_gb_op2(m, "multiply", ry_gb_length(m, x, 2, RY_INT64), ry_gb_length(m, x, 3, RY_INT64));
+        ry_expr *nf = ry_gb_op1(m, "cast", n);
+        ry_gb_attr_str(m, nf, "dtype", ry_dtype_name(dt));
+        return ry_gb_op2(m, "divide", ry_gb_op2(m, "broadcast_to_like", g, x), nf);
+    }
+    const int64_t ncn[3] = {0, 0, -1};
+    ry_expr *xf = ry_gb_op1(m, "reshape", x), *gf = ry_gb_op1(m, "reshape", g);
+    ry_gb_attr_ints(m, xf, "newshape", 3, ncn);
+    ry_gb_attr_ints(m, gf, "newshape", 3, ncn);
+    ry_expr *a = ry_gb_op1(m, "argmax", xf);
+    const int64_t last = 2;
+    ry_gb_attr_ints(m, a, "axis", 1, &last);
+    ry_gb_attr_bool(m, a, "keepdims", true);
+    ry_expr *hit = ry_gb_op2(m, "equal", ry_gb_iota(m, xf, 3, 2), a);
+    ry_expr *dxf = ry_gb_op3(m, "where", hit, gf, ry_gb_scalar(m, dt, 0));
+    return ry_gb_op2(m, "reshape_like", dxf, x);
+}
+
 ry_status ry_gb_reshape_like(ry_grad_ctx *c, ry_expr *g, ry_expr *x, ry_expr **out) {
     const ry_type *t = ry_gb_type(x);
     int unknown = 0;

@@ -56,6 +56,21 @@ ry_expr *ry_gb_scatter(ry_module *m, ry_expr *g, ry_expr *idx, int64_t p, int64_
 /* A constant int32 vector. */
 ry_expr *ry_gb_index_const(ry_module *m, int n, const int64_t *idx);
 
+/* ---- extents known at run time only (grad_rules.c) ----
+ * The length of x along axis, a scalar of integer dtype dt:
+ *   take(shape_of(x, dtype=dt), axis) */
+ry_expr *ry_gb_length(ry_module *m, ry_expr *x, int64_t axis, ry_dtype dt);
+/* 0, 1, ..., L - 1 (int32), L the length of x (rank nd) along axis: an
+ * exclusive cumsum of ones shaped like that axis (x summed over the others,
+ * so no extent needs to be known, nor non-zero) */
+ry_expr *ry_gb_iota(ry_module *m, ry_expr *x, int nd, int64_t axis);
+/* x (rank nd) cut to the first L entries along axis, L the length of like
+ * along it: take(x, iota of like, axis, mode="fast") */
+ry_expr *ry_gb_crop_like(ry_module *m, ry_expr *x, ry_expr *like, int nd, int64_t axis);
+/* The adjoint of a global pool of x (N, C, H, W) for g (N, C, 1, 1), H and
+ * W known at run time only: average (max false) or maximum (the first). */
+ry_expr *ry_gb_global_pool_grad(ry_module *m, ry_expr *x, ry_expr *g, bool max);
+
 /* ---- helpers for rules ---- */
 /* The type of a rule input (an atom the transform typed). */
 const ry_type *ry_gb_type(const ry_expr *e);
@@ -144,5 +159,6 @@ ry_status ry_grad_concatenate(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_exp
 ry_status ry_grad_split(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_stack(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 ry_status ry_grad_take(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
+ry_status ry_grad_cumsum(ry_grad_ctx *, ry_expr *const *, ry_expr *, ry_expr *, ry_expr **);
 
 #endif

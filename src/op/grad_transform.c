@@ -1,7 +1,7 @@
 /*
  * grad_transform.c: gradient rules of the reductions and the data-movement
  * operators (reshape and its kin, transpose, concatenate, split, stack,
- * take), as IR. Legend: x the primal argument, y the result, g the adjoint
+ * take, cumsum), as IR. Legend: x the primal argument, y the result, g the adjoint
  * of y, R the set of reduced axes. Reductions broadcast the adjoint back
  * over R; data movement applies the inverse movement to g.
  */
@@ -134,8 +134,38 @@ static const ry_type *tuple_type(ry_grad_ctx *c) {
     return t && t->kind == RY_TYPE_TUPLE ? t : NULL;
 }
 
+/* Fields of widths known at run time only: dxi = take(g, oi + iota(wi),
+ * axis), oi the sum of the widths before field i (constants where the types
+ * know them, the lengths at run time where not). */
+static ry_status concat_grad_unknown(ry_grad_ctx *c, ry_expr *const *args, ry_expr *g, const ry_type *tt,
+                                     int64_t axis, ry_expr **grads) {
+    int k = tt->tuple.n, nd = tt->tuple.fields[0]->tensor.ndim;
+    ry_expr **f = RY_NEW_ARRAY(M_->arena, ry_expr *, k);
+    ry_expr *off = NULL; /* the run-time part of the offset */
+    int64_t at = 0;      /* its constant part */
+    for (int i = 0; i < k; i++) {
+        ry_expr *xi = ry_expr_proj(M_, args[0], i, RY_NO_SPAN);
+        ry_expr *o = ry_gb_scalar(M_, RY_INT32, (double)at);
+        if (off) o = OP2("add", off, o);
+        ry_expr *t = OP2("take", g, OP2("add", ry_gb_iota(M_, xi, nd, axis), o));
+        ry_gb_attr_int(M_, t, "axis", axis);
+        ry_gb_attr_str(M_, t, "mode", "fast");
+        f[i] = t;
+        const ry_dim *w = &tt->tuple.fields[i]->tensor.dims[axis];
+        if (w->kind == RY_DIM_CONST) {
+            at += w->value;
+        } else {
+            ry_expr *len = ry_gb_length(M_, xi, axis, RY_INT32);
+            off = off ? OP2("add", off, len) : len;
+        }
+    }
+    grads[0] = ry_expr_tuple(M_, k, f, RY_NO_SPAN);
+    return RY_OK;
+}
+
 /* concatenate((x1, ..., xk), axis): (dx1, ..., dxk) = split(g) at the
- * running sums of the xi's sizes along axis */
+ * running sums of the xi's sizes along axis (or, where a size is known at
+ * run time only, concat_grad_unknown) */
 ry_status ry_grad_concatenate(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
                               ry_expr **grads) {
     const ry_type *tt = tuple_type(c);
@@ -149,10 +179,9 @@ ry_status ry_grad_concatenate(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, 
     if (k > 64) return ry_error_at(c->err, c->span, "gradient of concatenate: too many fields");
     for (int i = 0; i < k; i++) {
         const ry_type *f = tt->tuple.fields[i];
-        if (f->kind != RY_TYPE_TENSOR || axis < 0 || axis >= f->tensor.ndim ||
-            f->tensor.dims[axis].kind != RY_DIM_CONST)
-            return ry_error_at(c->err, c->span,
-                               "gradient of concatenate needs known sizes along the axis");
+        if (f->kind != RY_TYPE_TENSOR || axis < 0 || axis >= f->tensor.ndim)
+            return ry_error_at(c->err, c->span, "gradient of concatenate: axis out of range");
+        if (f->tensor.dims[axis].kind != RY_DIM_CONST) return concat_grad_unknown(c, args, g, tt, axis, grads);
         width[i] = f->tensor.dims[axis].value;
         if (width[i] == 0) continue;
         if (wide) idx[wide - 1] = at; /* a cut before each wide field but the first */
@@ -232,13 +261,23 @@ static ry_expr *reshape_to(ry_grad_ctx *c, ry_expr *x, int n, const int64_t *sha
     return r;
 }
 
-/* The flat indices (N) the forward used along an axis of extent v. */
-static ry_status take_indices(ry_grad_ctx *c, ry_expr *ind, int64_t v, ry_expr **out) {
+/* The flat indices (N) the forward used along an axis of extent v; v < 0:
+ * an extent known at run time only, len (a scalar of the indices' dtype):
+ *   clip: min(max(i, 0), len - 1)
+ *   wrap: r = i - (i / len) * len (division truncates), r < 0 ? r + len : r */
+static ry_status take_indices(ry_grad_ctx *c, ry_expr *ind, int64_t v, ry_expr *len, ry_expr **out) {
     const ry_op *op = call_op(c);
     const char *mode = ry_attr_str(op, call_attrs(c), "mode");
     const int64_t flat[1] = {-1};
     ry_expr *idx = rank_of(ind) == 1 ? ind : reshape_to(c, ind, 1, flat);
-    if (strcmp(mode, "clip") == 0) {
+    ry_dtype dt = ry_gb_dtype(ind);
+    if (v < 0 && strcmp(mode, "clip") == 0) {
+        ry_expr *last = OP2("subtract", len, ry_gb_scalar(M_, dt, 1));
+        idx = OP2("minimum", OP2("maximum", idx, ry_gb_scalar(M_, dt, 0)), last);
+    } else if (v < 0 && strcmp(mode, "wrap") == 0) {
+        ry_expr *r = OP2("subtract", idx, OP2("multiply", OP2("divide", idx, len), len));
+        idx = ry_gb_op3(M_, "where", OP2("less", r, ry_gb_scalar(M_, dt, 0)), OP2("add", r, len), r);
+    } else if (strcmp(mode, "clip") == 0) {
         ry_expr *cl = OP1("clip", idx);
         ry_gb_attr_float(M_, cl, "a_min", 0); /* TVM's clip bounds are doubles */
         ry_gb_attr_float(M_, cl, "a_max", (double)(v - 1));
@@ -318,26 +357,20 @@ static ry_expr *transposed(ry_grad_ctx *c, ry_expr *x, int n, const int64_t *axe
     return x; /* the identity */
 }
 
-/* take along `axis` of data whose shape is not all known (a batch n):
- * the axis is moved first, where the adjoint is rows scattered at the
- * indices, and moved back. g (P..., K..., Q...) has the index dims K
- * (rank r) where the axis was: they go first and merge into one, two at a
- * time by reshape's -3 (a scalar index: one row). The length along the
- * axis must be known to clip or wrap the indices (mode="fast" needs none). */
-static ry_status take_grad_unknown(ry_grad_ctx *c, ry_expr *data, ry_expr *ind, ry_expr *g,
+/* take along `axis` of data (rank nd, extent v along the axis, -1 when not
+ * a constant) whose shape is not all known (a batch n): the axis is moved
+ * first, where the adjoint is rows scattered at the indices, and moved
+ * back. g (P..., K..., Q...) has the index dims K (rank r) where the axis
+ * was: they go first and merge into one, two at a time by reshape's -3 (a
+ * scalar index: one row). An extent known at run time only clips or wraps
+ * the indices with its value then (take_indices). */
+static ry_status take_grad_unknown(ry_grad_ctx *c, ry_expr *data, int nd, int64_t v, ry_expr *ind, ry_expr *g,
                                    int64_t axis, ry_expr **out) {
-    const ry_type *t = ry_gb_type(data);
-    int nd = t->tensor.ndim, r = rank_of(ind), ng = nd - 1 + r;
-    const ry_dim *va = &t->tensor.dims[axis];
-    int64_t v = va->kind == RY_DIM_CONST ? va->value : -1;
-    if (v < 0 && strcmp(ry_attr_str(call_op(c), call_attrs(c), "mode"), "fast") != 0)
-        return ry_error_at(c->err, c->span,
-                           "gradient of take needs the length along the axis to clip or wrap "
-                           "indices (mode=\"fast\" does without)");
+    int r = rank_of(ind), ng = nd - 1 + r;
     if (r < 0 || ng > RY_MAX_RANK)
         return ry_error_at(c->err, c->span, "gradient of take: indices of unknown rank");
-    ry_expr *idx;
-    if (take_indices(c, ind, v, &idx)) return RY_ERR;
+    ry_expr *idx, *len = v < 0 ? ry_gb_length(M_, data, axis, ry_gb_dtype(ind)) : NULL;
+    if (take_indices(c, ind, v, len, &idx)) return RY_ERR;
     int64_t perm[RY_MAX_RANK], back[RY_MAX_RANK], gperm[RY_MAX_RANK];
     int k = 0;
     perm[k++] = axis;
@@ -365,6 +398,15 @@ static ry_status take_grad_unknown(ry_grad_ctx *c, ry_expr *data, ry_expr *ind, 
     return RY_OK;
 }
 
+/* axis=None over data of a shape not all known: the adjoint of the take
+ * from data flattened (an extent known at run time), reshaped like data. */
+static ry_status take_grad_flat_unknown(ry_grad_ctx *c, ry_expr *data, ry_expr *ind, ry_expr *g, ry_expr **out) {
+    const int64_t flat[1] = {-1};
+    ry_expr *gf;
+    if (take_grad_unknown(c, reshape_to(c, data, 1, flat), 1, -1, ind, g, 0, &gf)) return RY_ERR;
+    return ry_gb_reshape_like(c, gf, data, out);
+}
+
 ry_status ry_grad_take(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g,
                        ry_expr **grads) {
     ry_expr *data = args[0], *ind = args[1];
@@ -381,12 +423,14 @@ ry_status ry_grad_take(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr
         if (axis < 0) axis += dt->tensor.ndim;
         if (axis < 0 || axis >= dt->tensor.ndim)
             return ry_error_at(c->err, c->span, "take: axis out of range");
-        return take_grad_unknown(c, data, ind, g, axis, &grads[0]);
+        const ry_dim *va = &dt->tensor.dims[axis];
+        return take_grad_unknown(c, data, dt->tensor.ndim, va->kind == RY_DIM_CONST ? va->value : -1, ind, g,
+                                 axis, &grads[0]);
     }
+    if (batch0 && dt && dt->kind == RY_TYPE_TENSOR && !ry_gb_shape(dt, &nd, shape))
+        return take_grad_flat_unknown(c, data, ind, g, &grads[0]);
     if (!batch0 || !ry_gb_shape(dt, &nd, shape))
-        return ry_error_at(c->err, c->span,
-                           "gradient of take is written for batch_dims=0 and, with axis=None, "
-                           "a data tensor of known shape");
+        return ry_error_at(c->err, c->span, "gradient of take is written for batch_dims=0");
     int64_t p = 1, v = 1, q = 1, axis = -1;
     if (ry_attr_is_none(op, at, "axis")) {
         for (int i = 0; i < nd; i++)
@@ -409,7 +453,7 @@ ry_status ry_grad_take(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr
         return RY_OK;
     }
     ry_expr *idx = NULL;
-    if (take_indices(c, ind, v, &idx)) return RY_ERR;
+    if (take_indices(c, ind, v, NULL, &idx)) return RY_ERR;
     const int64_t one_n[2] = {1, -1};
     ry_expr *zeros = OP1("zeros_like", data);
     if (axis == 0) { /* embeddings: no reshape of data-sized tensors at all */
@@ -428,5 +472,33 @@ ry_status ry_grad_take(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr
         s = scatter_add(c, reshape_to(c, zeros, 3, pvq), pair_indices(c, idx, p),
                         reshape_to(c, g, 3, pnq));
     grads[0] = reshape_to(c, s, nd, shape);
+    return RY_OK;
+}
+
+/* y = cumsum(x, axis), S = sum(g, axis, keepdims):
+ *   inclusive: dx[j] = sum of g[k], k >= j = S - cumsum(g, axis, exclusive)
+ *   exclusive: dx[j] = sum of g[k], k > j  = S - cumsum(g, axis)
+ * axis=None: the same over the flattened data, reshaped like x; a dtype
+ * other than x's is cast back. Integers get no gradient. */
+ry_status ry_grad_cumsum(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, ry_expr *g, ry_expr **grads) {
+    ry_expr *x = args[0];
+    grads[0] = NULL;
+    if (!ry_dtype_is_float(ry_gb_dtype(x)) || !ry_dtype_is_float(ry_gb_dtype(y))) return RY_OK;
+    const ry_op *op = call_op(c);
+    bool none = ry_attr_is_none(op, call_attrs(c), "axis");
+    int64_t axis = none ? 0 : ry_attr_int(op, call_attrs(c), "axis");
+    ry_expr *s = OP1("sum", g);
+    ry_gb_attr_ints(M_, s, "axis", 1, &axis);
+    ry_gb_attr_bool(M_, s, "keepdims", true);
+    ry_expr *run = OP1("cumsum", g);
+    ry_gb_attr_int(M_, run, "axis", axis);
+    ry_gb_attr_bool(M_, run, "exclusive", !ry_attr_bool(op, call_attrs(c), "exclusive"));
+    ry_expr *dx = OP2("subtract", s, run);
+    if (ry_gb_dtype(y) != ry_gb_dtype(x)) {
+        dx = OP1("cast", dx);
+        ry_gb_attr_str(M_, dx, "dtype", ry_dtype_name(ry_gb_dtype(x)));
+    }
+    if (none) return ry_gb_reshape_like(c, dx, x, &grads[0]);
+    grads[0] = dx;
     return RY_OK;
 }

@@ -21,7 +21,7 @@ static ry_rel_status fail(ry_rel_ctx *c, const char *fmt, ...) {
 }
 
 static bool is_index_dtype(ry_dtype d) {
-    return d == RY_INT8 || d == RY_INT32 || d == RY_INT64 || d == RY_UINT8;
+    return ry_dtype_is_int(d);
 }
 
 /* Arguments must be tensors; DEFER while one is still unknown. */
@@ -163,12 +163,12 @@ const ry_op ry_ops_scatter[] = {
      1, {{"mode", RY_ASTR("update")}},
      rel_scatter_nd,
      "scatter_nd: (X) x (M, Y) x (Y, X[M:]) -> (X): out[idx[:, y]] (+)= updates[y]",
-     grad_scatter_nd, false, false, false, false},
+     grad_scatter_nd, false, false, false, false, "relay.attrs.ScatterNDAttrs"},
     {"gather_nd", 2, RY_PAT_INJECTIVE,
      2, {{"batch_dims", RY_AINT(0)}, {"index_rank", RY_ANONE}},
      rel_gather_nd,
      "gather_nd: (B, X) x (M, B, Y) -> (B, Y, X[M:]): out[b, y] = data[b, idx[:, b, y]]",
-     grad_gather_nd, false, false, false, false},
+     grad_gather_nd, false, false, false, false, NULL},
 };
 /* clang-format on */
 const int ry_ops_scatter_count = (int)(sizeof ry_ops_scatter / sizeof ry_ops_scatter[0]);

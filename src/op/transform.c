@@ -162,7 +162,7 @@ static bool unify_dim(const ry_dim *a, const ry_dim *b, ry_dim *out) {
 }
 
 static bool is_index_dtype(ry_dtype d) {
-    return d == RY_INT8 || d == RY_INT32 || d == RY_INT64 || d == RY_UINT8;
+    return ry_dtype_is_int(d);
 }
 
 static ry_type *tensor_type(ry_rel_ctx *c, ry_dtype dt, int n, const ry_dim *dims) {
@@ -227,6 +227,51 @@ static ry_rel_status rel_argmax(ry_rel_ctx *c, int nargs, ry_type *const *args, 
     ry_rel_status s = tensor_arg(c, args[0], "data");
     if (s != RY_REL_OK) return s;
     return reduce_shape(c, args[0], RY_INT32, out);
+}
+
+/* shape_of: (d0, ..., dn-1) -> (n), dtype: the dims at run time (gradient
+ * rules read a length the types do not know from it) */
+static ry_rel_status rel_shape_of(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_type **out) {
+    if (!check_nargs(c, nargs)) return RY_REL_FAIL;
+    ry_rel_status s = tensor_arg(c, args[0], "data");
+    if (s != RY_REL_OK) return s;
+    const char *ds = ry_attr_str(c->op, c->attrs, "dtype");
+    ry_dtype dt;
+    if (!ds || !ry_dtype_parse(ds, strlen(ds), &dt) || !ry_dtype_is_int(dt))
+        return fail(c, attr_span(c, "dtype"), "shape_of: dtype must name an integer type such as \"int32\"");
+    ry_dim n = cdim(args[0]->tensor.ndim);
+    *out = tensor_type(c, dt, 1, &n);
+    return RY_REL_OK;
+}
+
+static int64_t mul_sat(int64_t a, int64_t b);
+
+/* cumsum: (d...) -> (d...) along axis, or (prod d) over the flattened data
+ * (axis=None); dtype: the result's (None: data's) */
+static ry_rel_status rel_cumsum(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_type **out) {
+    if (!check_nargs(c, nargs)) return RY_REL_FAIL;
+    ry_rel_status s = tensor_arg(c, args[0], "data");
+    if (s != RY_REL_OK) return s;
+    const ry_type *x = args[0];
+    ry_dtype dt = x->tensor.dtype;
+    const ry_attr_value *dv = ry_attr_get(c->op, c->attrs, "dtype");
+    if (dv->kind == RY_AV_STR && *dv->s && !ry_dtype_parse(dv->s, strlen(dv->s), &dt))
+        return fail(c, attr_span(c, "dtype"), "cumsum: unknown dtype \"%s\"", dv->s);
+    if (dt == RY_BOOL) return fail(c, c->span, "cumsum: a sum of bools needs dtype=\"int32\" or another");
+    int64_t a = 0;
+    bool none = false;
+    if (!read_int(c, "axis", true, &a, &none)) return RY_REL_FAIL;
+    if (!none) {
+        int axis;
+        if (!norm_axis(c, "axis", a, x->tensor.ndim, false, &axis)) return RY_REL_FAIL;
+        *out = tensor_type(c, dt, x->tensor.ndim, x->tensor.dims);
+        return RY_REL_OK;
+    }
+    ry_dim n = cdim(1);
+    for (int i = 0; i < x->tensor.ndim && is_const(&n); i++)
+        n = is_const(&x->tensor.dims[i]) ? cdim(mul_sat(n.value, x->tensor.dims[i].value)) : anydim();
+    *out = tensor_type(c, dt, 1, &n);
+    return RY_REL_OK;
 }
 
 /* ---- reshape ----
@@ -812,73 +857,80 @@ static ry_rel_status rel_one_hot(ry_rel_ctx *c, int nargs, ry_type *const *args,
 const ry_op ry_ops_transform[] = {
     {"sum", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_max,
      "sum: (d...) -> d without the reduced axes; any dtype (bool: or)",
-     ry_grad_sum, false, false, false, false},
+     ry_grad_sum, false, false, false, false, NULL},
     {"mean", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_mean,
      "mean: (d...) -> d without the reduced axes; integers divide with truncation",
-     ry_grad_mean, false, false, false, false},
+     ry_grad_mean, false, false, false, false, NULL},
     {"max", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_max,
      "max: (d...) -> d without the reduced axes",
-     ry_grad_max, false, false, false, false},
+     ry_grad_max, false, false, false, false, NULL},
     {"min", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_max,
      "min: (d...) -> d without the reduced axes",
-     ry_grad_max, false, false, false, false},
+     ry_grad_max, false, false, false, false, NULL},
     {"argmax", 1, RY_PAT_COMM_REDUCE, ARGREDUCE_ATTRS, rel_argmax,
      "argmax: (d...) -> int32 index within the reduced axes",
-     NULL, true, false, false, false},
+     NULL, true, false, false, false, NULL},
     {"argmin", 1, RY_PAT_COMM_REDUCE, ARGREDUCE_ATTRS, rel_argmax,
      "argmin: (d...) -> int32 index within the reduced axes",
-     NULL, true, false, false, false},
+     NULL, true, false, false, false, NULL},
+    {"shape_of", 1, RY_PAT_OPAQUE, 1, {{"dtype", RY_ASTR("int32")}}, rel_shape_of,
+     "shape_of: (d0, ..., dn-1) -> (n) of dtype: the dims",
+     NULL, true, false, false, false, NULL},
+    {"cumsum", 1, RY_PAT_OPAQUE,
+     3, {{"axis", RY_ANONE}, {"dtype", RY_ANONE}, {"exclusive", RY_ABOOL(false)}}, rel_cumsum,
+     "cumsum: (d...) -> (d...), y[j] = sum of x[k] for k <= j (k < j: exclusive) along axis",
+     ry_grad_cumsum, false, false, false, false, "relay.attrs.ScanopAttrs"},
     {"reshape", 1, RY_PAT_INJECTIVE,
      2, {{"newshape", RY_AREQUIRED}, {"allowzero", RY_ABOOL(false)}},
      rel_reshape,
      "reshape: (d...) -> newshape with 0 (copy), -1 (infer), -2, -3, -4 as TVM",
-     ry_grad_reshape, false, false, false, false},
+     ry_grad_reshape, false, false, false, false, NULL},
     {"reshape_like", 2, RY_PAT_INJECTIVE,
      4, {{"lhs_begin", RY_AINT(0)}, {"lhs_end", RY_ANONE}, {"rhs_begin", RY_AINT(0)},
          {"rhs_end", RY_ANONE}},
      rel_reshape_like,
      "reshape_like: data x like -> data with dims [lhs_begin, lhs_end) as like's [rhs_begin, rhs_end)",
-     ry_grad_reshape_like, false, false, false, false},
+     ry_grad_reshape_like, false, false, false, false, NULL},
     {"transpose", 1, RY_PAT_INJECTIVE,
      1, {{"axes", RY_AREQUIRED}},
      rel_transpose,
      "transpose: (d0, ..., dn-1) -> (d[axes[0]], ...); None reverses",
-     ry_grad_transpose, false, false, false, true},
+     ry_grad_transpose, false, false, false, true, NULL},
     {"concatenate", 1, RY_PAT_INJECTIVE,
      1, {{"axis", RY_AINT(0)}},
      rel_concatenate,
      "concatenate: ((a, ki, b)...) -> (a, sum ki, b)",
-     ry_grad_concatenate, false, false, false, false},
+     ry_grad_concatenate, false, false, false, false, NULL},
     {"split", 1, RY_PAT_INJECTIVE,
      2, {{"indices_or_sections", RY_AREQUIRED}, {"axis", RY_AINT(0)}},
      rel_split,
      "split: (a, d, b) -> ((a, di, b)...) by sections or indices",
-     ry_grad_split, false, false, false, false},
+     ry_grad_split, false, false, false, false, NULL},
     {"take", 2, RY_PAT_INJECTIVE,
      3, {{"batch_dims", RY_AINT(0)}, {"axis", RY_ANONE}, {"mode", RY_ASTR("clip")}},
      rel_take,
      "take: (B, O, n, I) x (B, K) -> (B, O, K, I); axis=None flattens",
-     ry_grad_take, false, false, false, false},
+     ry_grad_take, false, false, false, false, NULL},
     {"expand_dims", 1, RY_PAT_BROADCAST,
      2, {{"axis", RY_AREQUIRED}, {"num_newaxis", RY_AINT(1)}},
      rel_expand_dims,
      "expand_dims: (a, b) -> (a, 1 x num_newaxis, b)",
-     ry_grad_reshape, false, false, false, false},
+     ry_grad_reshape, false, false, false, false, NULL},
     {"squeeze", 1, RY_PAT_INJECTIVE,
      1, {{"axis", RY_ANONE}},
      rel_squeeze,
      "squeeze: (a, 1, b) -> (a, b); None drops every 1",
-     ry_grad_reshape, false, false, false, false},
+     ry_grad_reshape, false, false, false, false, NULL},
     {"stack", 1, RY_PAT_INJECTIVE,
      1, {{"axis", RY_AINT(0)}},
      rel_stack,
      "stack: k x (a, b) -> (a, k, b)",
-     ry_grad_stack, false, false, false, false},
+     ry_grad_stack, false, false, false, false, NULL},
     {"one_hot", 3, RY_PAT_OUT_ELEMWISE,
      3, {{"depth", RY_AINT(1)}, {"axis", RY_AINT(-1)}, {"dtype", RY_ANONE}},
      rel_one_hot,
      "one_hot: (P, Q) x () x () -> (P, depth, Q) of dtype",
-     NULL, true, false, false, false},
+     NULL, true, false, false, false, NULL},
 };
 /* clang-format on */
 const int ry_ops_transform_count = (int)(sizeof ry_ops_transform / sizeof ry_ops_transform[0]);

@@ -6,11 +6,16 @@
  * differences of that sum, computed by running the original function in
  * the interpreter with one element moved by +-h, h = eps * max(1, |x|). Float64 arguments give
  * differences good to about 1e-8; the tolerances are the caller's.
+ * Arguments may be tuples and ADT values (lists, trees): every float tensor
+ * leaf is checked. A large tensor may be sampled (max_elements), favouring
+ * the elements of nonzero gradient so that an embedding's used rows are.
  */
 #include <math.h>
 #include <string.h>
 
 #include "relayc/ad.h"
+#include "relayc/vm.h"
+#include "relayc/rng.h"
 
 /* sum over every element of every tensor in f(args) */
 static ry_status eval_sum(ry_module *m, const char *entry, int nargs, ry_value *const *args,
@@ -80,11 +85,70 @@ static ry_status central(ry_module *m, const char *entry, int nargs, ry_value *c
     return st;
 }
 
+/* The elements of a tensor of n elements to check, with gradient g: all of
+ * them (*k = n) or, past max_elements K, K distinct ones: up to K/2 among
+ * those where g is nonzero, the rest uniformly among the others. NULL on
+ * out-of-memory; the caller frees it. */
+static int64_t *pick_elements(const ry_tensor *g, int64_t max, ry_rng *rng, int64_t *k) {
+    int64_t n = g->size;
+    *k = max > 0 && max < n ? max : n;
+    int64_t *at = ry_malloc(sizeof *at * (size_t)(*k ? *k : 1));
+    bool *taken = *k < n ? ry_calloc((size_t)n, sizeof *taken) : NULL;
+    int64_t *nz = *k < n ? ry_malloc(sizeof *nz * (size_t)n) : NULL;
+    if (!at || (*k < n && (!taken || !nz))) {
+        ry_free(at);
+        at = NULL;
+    } else if (*k == n) {
+        for (int64_t j = 0; j < n; j++) at[j] = j;
+    } else {
+        int64_t nnz = 0, m = 0;
+        for (int64_t j = 0; j < n; j++)
+            if (ry_tensor_get(g, j) != 0) nz[nnz++] = j;
+        /* a partial Fisher-Yates over the nonzero ones, then rejection */
+        for (; m < *k / 2 && m < nnz; m++) {
+            int64_t r = m + (int64_t)ry_rng_below(rng, (uint64_t)(nnz - m)), t = nz[r];
+            nz[r] = nz[m];
+            taken[at[m] = t] = true;
+        }
+        while (m < *k) {
+            int64_t j = (int64_t)ry_rng_below(rng, (uint64_t)n);
+            if (!taken[j]) taken[at[m++] = j] = true;
+        }
+    }
+    ry_free(taken);
+    ry_free(nz);
+    return at;
+}
+
+/* Compares tensor x's gradient g with central differences at the elements
+ * pick_elements chooses, accumulating into p. */
+static ry_status check_tensor(ry_module *m, const char *entry, int nargs, ry_value *const *a2,
+                              ry_tensor *x, const ry_tensor *g, const ry_gradcheck_opts *o, ry_rng *rng,
+                              ry_gradcheck_param *p, ry_error *err) {
+    int64_t k;
+    int64_t *at = pick_elements(g, o->max_elements, rng, &k);
+    if (!at) return ry_error_at(err, RY_NO_SPAN, "gradcheck: out of memory");
+    ry_status st = RY_OK;
+    for (int64_t e = 0; e < k; e++) {
+        int64_t j = at[e];
+        double fd;
+        if ((st = central(m, entry, nargs, a2, o, x, j, &fd, err))) break;
+        double gj = ry_tensor_get(g, j), diff = fabs(gj - fd);
+        double rel = diff / fmax(fmax(fabs(gj), fabs(fd)), 1e-12);
+        if (diff > p->max_abs) p->max_abs = diff;
+        if (rel > p->max_rel) p->max_rel = rel;
+        if (!(diff <= o->atol + o->rtol * fabs(fd))) p->ok = false;
+        p->nchecked++;
+    }
+    ry_free(at);
+    return st;
+}
+
 /* Checks argument i (a tensor, or a tuple or ADT value holding tensors)
  * against ad, its gradient (the same structure): the float tensors of
  * both, flattened depth first, pair up. */
 static ry_status check_param(ry_module *m, const char *entry, int nargs, ry_value *const *args,
-                             int i, const ry_value *ad, const ry_gradcheck_opts *o,
+                             int i, const ry_value *ad, const ry_gradcheck_opts *o, ry_rng *rng,
                              ry_gradcheck_param *p, ry_error *err) {
     ry_value *xv = deep_copy(args[i]);
     ry_value **a2 = ry_calloc((size_t)nargs, sizeof *a2);
@@ -103,16 +167,7 @@ static ry_status check_param(ry_module *m, const char *entry, int nargs, ry_valu
         if (!ry_dtype_is_float(xs[t]->dtype)) continue;
         p->checked = true;
         p->ok = ry_tensor_same_shape(xs[t], gs[t]);
-        for (int64_t j = 0; p->ok && j < xs[t]->size && st == RY_OK; j++) {
-            double fd;
-            st = central(m, entry, nargs, a2, o, xs[t], j, &fd, err);
-            if (st) break;
-            double g = ry_tensor_get(gs[t], j), diff = fabs(g - fd);
-            double rel = diff / fmax(fmax(fabs(g), fabs(fd)), 1e-12);
-            if (diff > p->max_abs) p->max_abs = diff;
-            if (rel > p->max_rel) p->max_rel = rel;
-            if (!(diff <= o->atol + o->rtol * fabs(fd))) p->ok = false;
-        }
+        if (p->ok) st = check_tensor(m, entry, nargs, a2, xs[t], gs[t], o, rng, p, err);
     }
 done:
     ry_free(xs);
@@ -157,15 +212,28 @@ static ry_status check_first(ry_module *m, const char *entry, int nargs, ry_valu
     ry_grad_opts go = {.inference = !(o.interp && o.interp->training)};
     if (ry_grad_ex(m, entry, NULL, NULL, &go, &rep->grad_name, err)) return RY_ERR;
     ry_value *out = NULL;
-    if (ry_interp_call(m, rep->grad_name, nargs, args, o.interp, &out, err)) return RY_ERR;
+    if (!o.target) {
+        if (ry_interp_call(m, rep->grad_name, nargs, args, o.interp, &out, err)) return RY_ERR;
+    } else {
+        /* the compiled engine on the target (its result comes back to the host) */
+        ry_vm_program *p = NULL;
+        ry_vm_opts vo = {0};
+        if (o.interp) vo.training = o.interp->training, vo.seed = o.interp->seed;
+        ry_status st = ry_vm_compile(m, o.target, &p, err);
+        if (st == RY_OK) st = ry_vm_call(p, rep->grad_name, nargs, args, &vo, &out, err);
+        ry_vm_free(p);
+        if (st) return RY_ERR;
+    }
     const ry_value *grads = out->tuple.fields[1];
     ry_status st = RY_OK;
     rep->nparams = nargs;
     rep->ok = true;
+    ry_rng rng;
+    ry_rng_seed(&rng, o.sample_seed);
     for (int i = 0; i < nargs && st == RY_OK; i++) {
         ry_gradcheck_param *p = &rep->params[i];
         snprintf(p->name, sizeof p->name, "%s", g->func->func.params[i]->name);
-        st = check_param(m, entry, nargs, args, i, grads->tuple.fields[i], &o, p, err);
+        st = check_param(m, entry, nargs, args, i, grads->tuple.fields[i], &o, &rng, p, err);
         if (p->checked && !p->ok) rep->ok = false;
     }
     ry_value_release(out);

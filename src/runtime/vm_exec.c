@@ -558,7 +558,10 @@ static ry_status apply_on_device(ry_vm_program *prog, ry_value *fn, int nargs, r
     ry_status st = RY_OK;
     int n = 0;
     for (; n < nargs && st == RY_OK; n++)
-        if ((st = ry_value_to(prog->target, args[n], &moved[n], err))) break;
+        if ((st = ry_value_to(prog->target, args[n], &moved[n], err))) {
+            ry_error_prefix(err, "copying argument %d to %s", n + 1, ry_device_name(ry_target_device(prog->target)));
+            break;
+        }
     ry_value *res = NULL;
     if (st == RY_OK) {
         vm_machine *mc = machine_get(prog, opts, err);

@@ -1,5 +1,5 @@
 /*
- * dtype.c: the eight element types (their TVM names and sizes), IEEE half
+ * dtype.c: the ten element types (their TVM names and sizes), IEEE half
  * precision <-> single precision conversion, and device names.
  *
  * Conversions of whole tensors live with the kernels; this file only knows
@@ -18,6 +18,7 @@ static const struct {
     [RY_FLOAT16] = {"float16", 2}, [RY_INT8] = {"int8", 1},
     [RY_INT32] = {"int32", 4},     [RY_INT64] = {"int64", 8},
     [RY_UINT8] = {"uint8", 1},     [RY_BOOL] = {"bool", 1},
+    [RY_INT16] = {"int16", 2},     [RY_UINT16] = {"uint16", 2},
 };
 
 static bool valid(ry_dtype d) { return (unsigned)d < RY_DTYPE_COUNT; }
@@ -41,7 +42,8 @@ bool ry_dtype_parse(const char *s, size_t n, ry_dtype *out) {
 bool ry_dtype_is_float(ry_dtype d) { return d == RY_FLOAT16 || d == RY_FLOAT32 || d == RY_FLOAT64; }
 
 bool ry_dtype_is_int(ry_dtype d) {
-    return d == RY_INT8 || d == RY_INT32 || d == RY_INT64 || d == RY_UINT8;
+    return d == RY_INT8 || d == RY_INT16 || d == RY_INT32 || d == RY_INT64 || d == RY_UINT8 ||
+           d == RY_UINT16;
 }
 
 const char *ry_device_name(ry_device d) {

@@ -161,7 +161,8 @@ static ry_status parse_descr(cursor *c, npy_info *info) {
         const char *code;
         ry_dtype dtype;
     } codes[] = {{"f2", RY_FLOAT16}, {"f4", RY_FLOAT32}, {"f8", RY_FLOAT64}, {"i1", RY_INT8},
-                 {"i4", RY_INT32},   {"i8", RY_INT64},   {"u1", RY_UINT8},   {"b1", RY_BOOL}};
+                 {"i4", RY_INT32},   {"i8", RY_INT64},   {"u1", RY_UINT8},   {"b1", RY_BOOL},
+                 {"i2", RY_INT16},   {"u2", RY_UINT16}};
     char order = n > 0 ? d[0] : 0;
     bool has_order = order == '<' || order == '>' || order == '|' || order == '=';
     const char *code = has_order ? d + 1 : d;
@@ -431,6 +432,7 @@ static const char *descr_of(ry_dtype d) {
     static const char *names[RY_DTYPE_COUNT] = {
         [RY_FLOAT32] = "<f4", [RY_FLOAT64] = "<f8", [RY_FLOAT16] = "<f2", [RY_INT8] = "|i1",
         [RY_INT32] = "<i4",   [RY_INT64] = "<i8",   [RY_UINT8] = "|u1",   [RY_BOOL] = "|b1",
+        [RY_INT16] = "<i2",   [RY_UINT16] = "<u2",
     };
     return names[d];
 }

@@ -184,6 +184,8 @@ double ry_tensor_get(const ry_tensor *t, int64_t i) {
     case RY_INT64: return (double)((const int64_t *)p)[i];
     case RY_UINT8: return ((const uint8_t *)p)[i];
     case RY_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case RY_INT16: return ((const int16_t *)p)[i];
+    case RY_UINT16: return ((const uint16_t *)p)[i];
     default: return NAN;
     }
 }
@@ -200,6 +202,8 @@ void ry_tensor_set(ry_tensor *t, int64_t i, double v) {
     case RY_INT64: ((int64_t *)p)[i] = to_int64(v); break;
     case RY_UINT8: ((uint8_t *)p)[i] = (uint8_t)to_int(v, 0, UINT8_MAX); break;
     case RY_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case RY_INT16: ((int16_t *)p)[i] = (int16_t)to_int(v, INT16_MIN, INT16_MAX); break;
+    case RY_UINT16: ((uint16_t *)p)[i] = (uint16_t)to_int(v, 0, UINT16_MAX); break;
     default: break;
     }
 }

@@ -83,6 +83,8 @@ static void put_i(ry_tensor *t, int64_t i, int64_t v) {
     case RY_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
     case RY_INT32: ((int32_t *)t->data)[i] = (int32_t)v; break;
     case RY_INT64: ((int64_t *)t->data)[i] = v; break;
+    case RY_INT16: ((int16_t *)t->data)[i] = (int16_t)v; break;
+    case RY_UINT16: ((uint16_t *)t->data)[i] = (uint16_t)v; break;
     default: ry_tensor_set(t, i, (double)v); break;
     }
 }

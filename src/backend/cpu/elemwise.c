@@ -204,6 +204,8 @@ static void load_i64(int64_t *b, const void *src, ry_dtype dt, int64_t n) {
     case RY_INT64: memcpy(b, src, (size_t)n * sizeof *b); break;
     case RY_UINT8: for (int64_t i = 0; i < n; i++) b[i] = ((const uint8_t *)src)[i]; break;
     case RY_BOOL: for (int64_t i = 0; i < n; i++) b[i] = ((const uint8_t *)src)[i] != 0; break;
+    case RY_INT16: for (int64_t i = 0; i < n; i++) b[i] = ((const int16_t *)src)[i]; break;
+    case RY_UINT16: for (int64_t i = 0; i < n; i++) b[i] = ((const uint16_t *)src)[i]; break;
     default: assert(!"load_i64: not an integer dtype");
     }
 }
@@ -229,6 +231,8 @@ static void store_i64(void *dst, ry_dtype dt, const int64_t *b, int64_t n) {
     case RY_INT64: memcpy(dst, b, (size_t)n * sizeof *b); break;
     case RY_UINT8: for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = (uint8_t)b[i]; break;
     case RY_BOOL: for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = b[i] != 0; break;
+    case RY_INT16: for (int64_t i = 0; i < n; i++) ((int16_t *)dst)[i] = (int16_t)(uint16_t)b[i]; break;
+    case RY_UINT16: for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = (uint16_t)b[i]; break;
     case RY_FLOAT32: for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = (float)b[i]; break;
     case RY_FLOAT64: for (int64_t i = 0; i < n; i++) ((double *)dst)[i] = (double)b[i]; break;
     case RY_FLOAT16:
@@ -251,6 +255,8 @@ static void store_f64(void *dst, ry_dtype dt, const double *b, int64_t n) {
     case RY_INT32: SAT_LOOP(int32_t, INT32_MIN, INT32_MAX); break;
     case RY_INT64: SAT_LOOP(int64_t, INT64_MIN, INT64_MAX); break;
     case RY_UINT8: SAT_LOOP(uint8_t, 0, UINT8_MAX); break;
+    case RY_INT16: SAT_LOOP(int16_t, INT16_MIN, INT16_MAX); break;
+    case RY_UINT16: SAT_LOOP(uint16_t, 0, UINT16_MAX); break;
     case RY_BOOL: for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = b[i] != 0; break;
     case RY_FLOAT32: for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = (float)b[i]; break;
     case RY_FLOAT64: memcpy(dst, b, (size_t)n * sizeof *b); break;

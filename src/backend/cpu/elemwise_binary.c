@@ -55,19 +55,22 @@
     }
 
 /* One op over the numeric dtypes: FE is the float expression, IE(T, UT) the
- * integer one (UT: the unsigned type of the same width, for wrapping), UE
- * the one for uint8 where it differs. */
-#define NUMERIC(OP, FE, IE, UE)                                                      \
+ * integer one (UT: the unsigned type of the same width, for wrapping; 32
+ * bits for int16, whose products would overflow int after promotion), UE
+ * the one for uint8 and U16E for uint16 where they differ. */
+#define NUMERIC(OP, FE, IE, UE, U16E)                                                \
     BINARY(OP##_f32, float, float, FE)                                               \
     BINARY(OP##_f64, double, double, FE)                                             \
     BINARY(OP##_i8, int8_t, int8_t, IE(int8_t, uint8_t))                             \
     BINARY(OP##_i32, int32_t, int32_t, IE(int32_t, uint32_t))                        \
     BINARY(OP##_i64, int64_t, int64_t, IE(int64_t, uint64_t))                        \
     BINARY(OP##_u8, uint8_t, uint8_t, UE)                                            \
+    BINARY(OP##_i16, int16_t, int16_t, IE(int16_t, uint32_t))                        \
+    BINARY(OP##_u16, uint16_t, uint16_t, U16E)                                       \
     static const ry_ew_inner OP##_fns[RY_DTYPE_COUNT] = {                            \
         [RY_FLOAT32] = OP##_f32, [RY_FLOAT64] = OP##_f64, [RY_FLOAT16] = OP##_f32,   \
         [RY_INT8] = OP##_i8,     [RY_INT32] = OP##_i32,   [RY_INT64] = OP##_i64,     \
-        [RY_UINT8] = OP##_u8};
+        [RY_UINT8] = OP##_u8,    [RY_INT16] = OP##_i16,   [RY_UINT16] = OP##_u16};
 
 #define IADD(T, UT) (T)(UT)((UT)x + (UT)y)
 #define ISUB(T, UT) (T)(UT)((UT)x - (UT)y)
@@ -97,13 +100,13 @@ static float powf_(float x, float y) { return powf(x, y); }
 static double pow_(double x, double y) { return pow(x, y); }
 #define FPOW _Generic(x, float: powf_, double: pow_)(x, y)
 
-NUMERIC(add, x + y, IADD, x + y)
-NUMERIC(sub, x - y, ISUB, x - y)
-NUMERIC(mul, x * y, IMUL, x * y)
-NUMERIC(div, x / y, IDIV, UDIV)
-NUMERIC(pow, FPOW, IPOW, IPOW(uint8_t, uint8_t))
-NUMERIC(max, x != x ? x : (x > y ? x : y), IMAX, x > y ? x : y)
-NUMERIC(min, x != x ? x : (x < y ? x : y), IMIN, x < y ? x : y)
+NUMERIC(add, x + y, IADD, x + y, x + y)
+NUMERIC(sub, x - y, ISUB, x - y, x - y)
+NUMERIC(mul, x * y, IMUL, x * y, (uint16_t)((uint32_t)x * y))
+NUMERIC(div, x / y, IDIV, UDIV, UDIV)
+NUMERIC(pow, FPOW, IPOW, IPOW(uint8_t, uint8_t), IPOW(uint16_t, uint16_t))
+NUMERIC(max, x != x ? x : (x > y ? x : y), IMAX, x > y ? x : y, x > y ? x : y)
+NUMERIC(min, x != x ? x : (x < y ? x : y), IMIN, x < y ? x : y, x < y ? x : y)
 
 /* Comparisons: every dtype (bool as its byte 0/1), result bool. */
 #define COMPARE(OP, E)                                                               \
@@ -113,10 +116,13 @@ NUMERIC(min, x != x ? x : (x < y ? x : y), IMIN, x < y ? x : y)
     BINARY(OP##_i32, int32_t, uint8_t, E)                                            \
     BINARY(OP##_i64, int64_t, uint8_t, E)                                            \
     BINARY(OP##_u8, uint8_t, uint8_t, E)                                             \
+    BINARY(OP##_i16, int16_t, uint8_t, E)                                            \
+    BINARY(OP##_u16, uint16_t, uint8_t, E)                                           \
     static const ry_ew_inner OP##_fns[RY_DTYPE_COUNT] = {                            \
         [RY_FLOAT32] = OP##_f32, [RY_FLOAT64] = OP##_f64, [RY_FLOAT16] = OP##_f32,   \
         [RY_INT8] = OP##_i8,     [RY_INT32] = OP##_i32,   [RY_INT64] = OP##_i64,     \
-        [RY_UINT8] = OP##_u8,    [RY_BOOL] = OP##_u8};
+        [RY_UINT8] = OP##_u8,    [RY_BOOL] = OP##_u8,     [RY_INT16] = OP##_i16,     \
+        [RY_UINT16] = OP##_u16};
 
 COMPARE(eq, x == y)
 COMPARE(ne, x != y)

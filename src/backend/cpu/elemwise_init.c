@@ -163,10 +163,13 @@ ACC(acc_i8, int8_t, uint64_t, WRAP)
 ACC(acc_i32, int32_t, uint64_t, WRAP)
 ACC(acc_i64, int64_t, uint64_t, WRAP)
 ACC(acc_u8, uint8_t, uint64_t, WRAP)
+ACC(acc_i16, int16_t, uint64_t, WRAP)
+ACC(acc_u16, uint16_t, uint64_t, WRAP)
 
 static const ry_ew_inner acc_fns[RY_DTYPE_COUNT] = {
     [RY_FLOAT32] = acc_f32, [RY_FLOAT64] = acc_f64, [RY_FLOAT16] = acc_f16, [RY_INT8] = acc_i8,
-    [RY_INT32] = acc_i32,   [RY_INT64] = acc_i64,   [RY_UINT8] = acc_u8};
+    [RY_INT32] = acc_i32,   [RY_INT64] = acc_i64,   [RY_UINT8] = acc_u8,    [RY_INT16] = acc_i16,
+    [RY_UINT16] = acc_u16};
 
 RY_EW_KERNEL(collapse_sum_like) {
     if (check_io(c, nin, 2, nout)) return RY_ERR;

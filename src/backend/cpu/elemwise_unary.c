@@ -56,17 +56,19 @@
     static const ry_ew_inner OP##_fns[RY_DTYPE_COUNT] = {                            \
         [RY_FLOAT32] = OP##_f32, [RY_FLOAT64] = OP##_f64, [RY_FLOAT16] = OP##_f32};
 
-#define NUMERIC(OP, FE, IE, UE)                                                      \
+#define NUMERIC(OP, FE, IE, UE, U16E)                                                \
     UNARY(OP##_f32, float, float, FE)                                                \
     UNARY(OP##_f64, double, double, FE)                                              \
     UNARY(OP##_i8, int8_t, int8_t, IE(int8_t, uint8_t))                              \
     UNARY(OP##_i32, int32_t, int32_t, IE(int32_t, uint32_t))                         \
     UNARY(OP##_i64, int64_t, int64_t, IE(int64_t, uint64_t))                         \
     UNARY(OP##_u8, uint8_t, uint8_t, UE)                                             \
+    UNARY(OP##_i16, int16_t, int16_t, IE(int16_t, uint32_t))                         \
+    UNARY(OP##_u16, uint16_t, uint16_t, U16E)                                        \
     static const ry_ew_inner OP##_fns[RY_DTYPE_COUNT] = {                            \
         [RY_FLOAT32] = OP##_f32, [RY_FLOAT64] = OP##_f64, [RY_FLOAT16] = OP##_f32,   \
         [RY_INT8] = OP##_i8,     [RY_INT32] = OP##_i32,   [RY_INT64] = OP##_i64,     \
-        [RY_UINT8] = OP##_u8};
+        [RY_UINT8] = OP##_u8,    [RY_INT16] = OP##_i16,   [RY_UINT16] = OP##_u16};
 
 /* the float or double libm function, by x's type */
 #define M(fn, x) _Generic((x), float: fn##f, double: fn)(x)
@@ -76,10 +78,10 @@
 #define IRELU(T, UT) (x > 0 ? x : 0)
 #define ICLIP(T, UT) ((x < prm[1] ? x : prm[1]) > prm[0] ? (x < prm[1] ? x : prm[1]) : prm[0])
 
-NUMERIC(neg, -x, INEG, (uint8_t)(0u - x))
-NUMERIC(abs, M(fabs, x), IABS, x)
-NUMERIC(relu, x > 0 ? x : (x != x ? x : 0), IRELU, x)
-NUMERIC(clip, x != x ? x : ICLIP(T, UT), ICLIP, ICLIP(uint8_t, uint8_t))
+NUMERIC(neg, -x, INEG, (uint8_t)(0u - x), (uint16_t)(0u - x))
+NUMERIC(abs, M(fabs, x), IABS, x, x)
+NUMERIC(relu, x > 0 ? x : (x != x ? x : 0), IRELU, x, x)
+NUMERIC(clip, x != x ? x : ICLIP(T, UT), ICLIP, ICLIP(uint8_t, uint8_t), ICLIP(uint16_t, uint16_t))
 
 /* exp, log, tanh, sigmoid: vmath.h's forms (a few ulp; float64 tanh stays
  * libm's). A contiguous run goes to the array form, which runs the widest

@@ -16,6 +16,7 @@
 #include "backend/cpu/blas.h"
 #include "backend/cpu/nn_kernels.h"
 #include "backend/cpu/parallel.h"
+#include "op/matmul_dims.h"
 
 typedef enum { K_F32, K_F64, K_I64 } kind;
 
@@ -105,6 +106,12 @@ static void operands_finish(operands *o, ry_tensor *out) {
                     break;
                 case RY_INT32:
                     ((int32_t *)out->data)[i] = (int32_t)p[i];
+                    break;
+                case RY_INT16:
+                    ((int16_t *)out->data)[i] = (int16_t)p[i];
+                    break;
+                case RY_UINT16:
+                    ((uint16_t *)out->data)[i] = (uint16_t)p[i];
                     break;
                 default:
                     ry_tensor_set(out, i, (double)p[i]);
@@ -294,16 +301,8 @@ static ry_status check_blas_dims(ry_kernel_ctx *c, int n, const int64_t *d) {
 static ry_status matmul_core(ry_kernel_ctx *c, bool ta, bool tb, ry_tensor *const *in,
                              ry_tensor *out) {
     const ry_tensor *a = in[0], *b = in[1];
-    int nd = a->ndim;
-    int64_t M = tb ? b->shape[0] : b->shape[1];
-    int64_t K = tb ? b->shape[1] : b->shape[0];
-    int64_t rows = 1, batch = 1;
-    if (!ta)
-        for (int i = 0; i < nd - 1; i++) rows *= a->shape[i];
-    else {
-        rows = a->shape[nd - 1];
-        for (int i = 0; i < nd - 2; i++) batch *= a->shape[i];
-    }
+    ry_matmul_dims md = ry_matmul_dims_of(a, b, ta, tb);
+    int64_t rows = md.rows, M = md.M, K = md.K, batch = md.batch;
     int64_t dims[3] = {rows, M, K};
     if (check_blas_dims(c, 3, dims)) return RY_ERR;
     operands o;

@@ -126,6 +126,12 @@ RY_NN_KERNEL(ry_cpu_bias_add) {
     case RY_UINT8:
         BIAS_ADD(uint8_t, uint64_t);
         break;
+    case RY_INT16:
+        BIAS_ADD(int16_t, uint64_t);
+        break;
+    case RY_UINT16:
+        BIAS_ADD(uint16_t, uint64_t);
+        break;
     default:
         return ry_error_at(c->err, c->span, "%s: dtype %s not supported", c->op->name,
                            ry_dtype_name(in[0]->dtype));

@@ -280,6 +280,8 @@ static int64_t lowest_int(ry_dtype d) {
     switch (d) {
     case RY_INT8: return INT8_MIN;
     case RY_UINT8: return 0;
+    case RY_UINT16: return 0;
+    case RY_INT16: return INT16_MIN;
     case RY_INT32: return INT32_MIN;
     default: return INT64_MIN;
     }

@@ -75,6 +75,8 @@ static void store_i64(ry_tensor *t, int64_t i, int64_t v) {
     case RY_BOOL: ((uint8_t *)p)[i] = v != 0; break;
     case RY_INT32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
     case RY_INT64: ((int64_t *)p)[i] = v; break;
+    case RY_INT16: ((int16_t *)p)[i] = (int16_t)(uint16_t)(uint64_t)v; break;
+    case RY_UINT16: ((uint16_t *)p)[i] = (uint16_t)(uint64_t)v; break;
     default: ry_tensor_set(t, i, (double)v);
     }
 }
@@ -153,9 +155,10 @@ static int64_t fold_i(red_kind k, int64_t acc, int64_t v) {
 static int64_t int_lowest(ry_dtype d) {
     switch (d) {
     case RY_INT8: return INT8_MIN;
+    case RY_INT16: return INT16_MIN;
     case RY_INT32: return INT32_MIN;
     case RY_INT64: return INT64_MIN;
-    default: return 0; /* uint8, bool */
+    default: return 0; /* uint8, uint16, bool */
     }
 }
 
@@ -163,6 +166,8 @@ static int64_t int_highest(ry_dtype d) {
     switch (d) {
     case RY_INT8: return INT8_MAX;
     case RY_UINT8: return UINT8_MAX;
+    case RY_INT16: return INT16_MAX;
+    case RY_UINT16: return UINT16_MAX;
     case RY_BOOL: return 1;
     case RY_INT32: return INT32_MAX;
     default: return INT64_MAX;
@@ -175,6 +180,8 @@ static int64_t wrap_to(ry_dtype d, int64_t v) {
     switch (d) {
     case RY_INT8: return (int8_t)(uint8_t)(uint64_t)v;
     case RY_UINT8: return (uint8_t)(uint64_t)v;
+    case RY_INT16: return (int16_t)(uint16_t)(uint64_t)v;
+    case RY_UINT16: return (uint16_t)(uint64_t)v;
     case RY_INT32: return (int32_t)(uint32_t)(uint64_t)v;
     default: return v;
     }

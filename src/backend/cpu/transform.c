@@ -319,6 +319,14 @@ ry_status ry_cpu_take(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
     return RY_OK;
 }
 
+/* ---- shape_of: the dims as numbers of the result's integer dtype ---- */
+ry_status ry_cpu_shape_of(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                          ry_tensor *const *out) {
+    assert(nin == 1 && nout == 1 && out[0]->size == in[0]->ndim);
+    for (int i = 0; i < in[0]->ndim; i++) ry_tensor_set(out[0], i, (double)in[0]->shape[i]);
+    return RY_OK;
+}
+
 /* ---- one_hot ----
  * Shape legend: indices = (P..., Q...), out = (P..., depth, Q...) where the
  * depth dim sits at axis; out[p, d, q] = on if indices[p, q] == d else off.
@@ -332,6 +340,8 @@ static void store_as(ry_dtype dt, void *dst, double v) {
     case RY_FLOAT16: *(uint16_t *)dst = ry_f32_to_f16((float)v); break;
     case RY_INT8: *(int8_t *)dst = (int8_t)iv; break;
     case RY_UINT8: *(uint8_t *)dst = (uint8_t)iv; break;
+    case RY_INT16: *(int16_t *)dst = (int16_t)iv; break;
+    case RY_UINT16: *(uint16_t *)dst = (uint16_t)iv; break;
     case RY_BOOL: *(uint8_t *)dst = v != 0; break;
     case RY_INT32: *(int32_t *)dst = (int32_t)iv; break;
     case RY_INT64: *(int64_t *)dst = (int64_t)iv; break;

@@ -40,6 +40,9 @@ ry_status ry_cpu_take(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                       ry_tensor *const *out);
 ry_status ry_cpu_stack(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                        ry_tensor *const *out);
+ry_status ry_cpu_cumsum(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout, ry_tensor *const *out);
+ry_status ry_cpu_shape_of(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
+                          ry_tensor *const *out);
 ry_status ry_cpu_one_hot(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                          ry_tensor *const *out);
 

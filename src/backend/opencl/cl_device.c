@@ -41,6 +41,8 @@ const char *ry_cl_type(ry_dtype dt) {
     case RY_FLOAT32: return "float";
     case RY_FLOAT64: return "double";
     case RY_INT8: return "char";
+    case RY_INT16: return "short";
+    case RY_UINT16: return "ushort";
     case RY_INT32: return "int";
     case RY_INT64: return "long";
     case RY_UINT8:

@@ -7,6 +7,7 @@
  * into the GEMM, which sums in another order (within rounding).
  */
 #include "backend/opencl/cl_elemwise.h"
+#include "op/matmul_dims.h"
 /* after cl_impl.h, which picks the OpenCL version */
 #include <clblast_c.h>
 
@@ -60,16 +61,8 @@ static ry_status check(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout
 /* The CPU's matmul_core: a (R..., K) [ta: (R..., K, N)], b (K, M) [tb: (M, K)]. */
 static ry_status matmul_core(ry_kernel_ctx *c, bool ta, bool tb, ry_tensor *const *in, ry_tensor *out) {
     const ry_tensor *a = in[0], *b = in[1];
-    int nd = a->ndim;
-    int64_t M = tb ? b->shape[0] : b->shape[1];
-    int64_t K = tb ? b->shape[1] : b->shape[0];
-    int64_t rows = 1, batch = 1;
-    if (!ta)
-        for (int i = 0; i < nd - 1; i++) rows *= a->shape[i];
-    else {
-        rows = a->shape[nd - 1];
-        for (int i = 0; i < nd - 2; i++) batch *= a->shape[i];
-    }
+    ry_matmul_dims md = ry_matmul_dims_of(a, b, ta, tb);
+    int64_t rows = md.rows, M = md.M, K = md.K, batch = md.batch;
     if (K == 0) return ry_cl_zeros(c, 0, NULL, 1, &out);
     for (int64_t s = 0; s < batch; s++)
         if (gemm(c, ta, tb, rows, M, K, a, s * rows * K, ta ? rows : K, b, 0, tb ? K : M, out,

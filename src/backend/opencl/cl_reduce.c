@@ -12,17 +12,25 @@
 
 extern const ry_dialect ry_cl_dialect;
 
+/* The kernel "k" of a generated source (taken over; NULL: the generator
+ * has no spelling for dt), or NULL with the error at the call. */
+static cl_kernel generated(ry_kernel_ctx *c, char *src, ry_dtype dt) {
+    if (!src) {
+        ry_error_at(c->err, c->span, "%s: %s has no kernel on opencl", c->op->name, ry_dtype_name(dt));
+        return NULL;
+    }
+    cl_kernel k = ry_cl_kernel(src, "k", c->span, c->err);
+    free(src);
+    return k;
+}
+
 static ry_status reduce_mask(ry_kernel_ctx *c, ry_gen_red kind, const ry_tensor *x, ry_tensor *y,
                              const bool *mask, bool last) {
     int kr, rr;
     int64_t kd[RY_MAX_RANK], ks[RY_MAX_RANK], rd[RY_MAX_RANK], rs[RY_MAX_RANK], m;
     ry_gen_reduce_dims(x->ndim, x->shape, mask, &kr, kd, ks, &rr, rd, rs, &m);
-    char *src = ry_gen_reduce(&ry_cl_dialect, kind, x->dtype, y->dtype, ry_cl.fp64, kr, rr, last, "k");
-    if (!src)
-        return ry_error_at(c->err, c->span, "%s: %s has no kernel on opencl", c->op->name,
-                           ry_dtype_name(x->dtype));
-    cl_kernel k = ry_cl_kernel(src, "k", c->span, c->err);
-    free(src);
+    cl_kernel k = generated(c, ry_gen_reduce(&ry_cl_dialect, kind, x->dtype, y->dtype, ry_cl.fp64, kr,
+                                             rr, last, "k"), x->dtype);
     if (!k) return RY_ERR;
     cl_arg a[6 + 4 * RY_MAX_RANK];
     int n = 0;
@@ -83,12 +91,7 @@ static ry_status softmax(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int no
     int64_t len = x->shape[axis], inner = 1;
     for (int d = (int)axis + 1; d < x->ndim; d++) inner *= x->shape[d];
     int64_t n = len ? x->size / len : 0;
-    char *src = ry_gen_softmax(&ry_cl_dialect, x->dtype, log, "k");
-    if (!src)
-        return ry_error_at(c->err, c->span, "%s: %s has no kernel on opencl", c->op->name,
-                           ry_dtype_name(x->dtype));
-    cl_kernel k = ry_cl_kernel(src, "k", c->span, c->err);
-    free(src);
+    cl_kernel k = generated(c, ry_gen_softmax(&ry_cl_dialect, x->dtype, log, "k"), x->dtype);
     if (!k) return RY_ERR;
     cl_arg a[] = {CLA_L(n), CLA_T(out[0]), CLA_T(x), CLA_L(len), CLA_L(inner)};
     return ry_cl_run(k, (size_t)n, 7, a, c->span, c->err);

@@ -8,8 +8,6 @@
  * work-item reads its own element before writing it.
  */
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 #include "backend/opencl/cl_elemwise.h"
 #include "backend/opencl/cl_nn.h"
@@ -73,17 +71,7 @@ static const ry_kernel table[] = {
 static const ry_kernel *by_index[MAX_OPS];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static void build(void) {
-    for (int i = 0; i < NTABLE; i++) {
-        const ry_op *op = ry_op_find(table[i].op);
-        if (!op || ry_op_index(op) >= MAX_OPS) {
-            fprintf(stderr, "relayc: internal error: OpenCL kernel for unknown operator %s\n",
-                    table[i].op);
-            abort();
-        }
-        by_index[ry_op_index(op)] = &table[i];
-    }
-}
+static void build(void) { ry_kernel_table_index("OpenCL", table, NTABLE, by_index, MAX_OPS); }
 
 const ry_kernel *ry_cl_kernel_of(const ry_op *op) {
     pthread_once(&once, build);

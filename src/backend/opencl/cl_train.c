@@ -199,11 +199,14 @@ static const char *clip_src =
     "    x[xo + i] = v < -hi ? -hi : v > hi ? hi : v;\n"
     "}\n";
 
-void ry_cl_grad_clip(ry_tensor *t, int64_t lo, int64_t n, double c) {
+/* src over t's n elements from lo with the scalar c */
+static void with_scalar(const char *src, ry_tensor *t, int64_t lo, int64_t n, double c) {
     cl_arg a[] = {CLA_L(n), (cl_arg){CLA_MEM, ry_cl_mem(t), 0, 0}, CLA_L(ry_cl_off(t) + lo),
                   real(t->dtype, c)};
-    run(kernel_for(clip_src, t->dtype), n, 4, a);
+    run(kernel_for(src, t->dtype), n, 4, a);
 }
+
+void ry_cl_grad_clip(ry_tensor *t, int64_t lo, int64_t n, double c) { with_scalar(clip_src, t, lo, n, c); }
 
 static const char *scale_src =
     "@0 k(@3 n, @1@4 *x, @3 xo, @4 c) {\n"
@@ -211,11 +214,7 @@ static const char *scale_src =
     "    x[xo + i] *= c;\n"
     "}\n";
 
-void ry_cl_grad_scale(ry_tensor *t, int64_t lo, int64_t n, double c) {
-    cl_arg a[] = {CLA_L(n), (cl_arg){CLA_MEM, ry_cl_mem(t), 0, 0}, CLA_L(ry_cl_off(t) + lo),
-                  real(t->dtype, c)};
-    run(kernel_for(scale_src, t->dtype), n, 4, a);
-}
+void ry_cl_grad_scale(ry_tensor *t, int64_t lo, int64_t n, double c) { with_scalar(scale_src, t, lo, n, c); }
 
 void ry_cl_grad_zero(ry_tensor *t, int64_t lo, int64_t n) {
     if (n <= 0) return;
