@@ -4,6 +4,8 @@
  *  - every operator a fused program can hold, in each dtype it takes,
  *    read directly, as a scalar and through broadcast strides, and every
  *    reduction and softmax;
+ *  - every kernel of the nn family (kernel_gen_nn.h: convolutions, pools,
+ *    normalizations, the small nn kernels) in each compute type it takes;
  *  - every kernel the OpenCL target's runs of the corpora (tests/corpus,
  *    tests/run: each program and its gradient) asked the generator for,
  *    written again in the CUDA dialect.
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 
 #include "backend/kernel_gen.h"
+#include "backend/kernel_gen_nn.h"
 #include "test_programs.h"
 
 #ifdef RY_HAVE_CUDA
@@ -181,9 +184,55 @@ static void test_corpus_kernels_in_cuda(void **s) {
 #endif
 }
 
+
+/* the nn family's templates (kernel_gen_nn.h), spelled in CUDA C */
+static void test_nn_kernels_in_cuda(void **s) {
+#ifndef RY_HAVE_CUDA
+    skip();
+#else
+    if (!nvrtc_present()) skip();
+    nbuilt = 0;
+    const ry_dialect *d = &ry_cuda_dialect;
+    /* element, compute, operand/index types as the OpenCL launchers pick them */
+    const ry_gen_types f = {"float", "double", "float"}, g = {"double", "double", "double"};
+    const ry_gen_types i = {"int", "long long", "int"}, c8 = {"int", "long long", "signed char"};
+    const ry_gen_types *conv_types[] = {&f, &g, &i, &c8};
+    char *src;
+    for (int k = RY_GEN_CONV_FWD; k <= RY_GEN_CONV_DW; k++)
+        for (int t = 0; t < 4; t++) {
+            build(src = ry_gen_conv2d(d, (ry_gen_conv)k, conv_types[t]), "a convolution");
+            free(src);
+        }
+    const ry_gen_types pf = {"float", "float", NULL}, pi = {"signed char", "long long", NULL};
+    for (int k = RY_GEN_POOL_MAX; k <= RY_GEN_POOL_ADAPTIVE_AVG; k++)
+        for (int integer = 0; integer < 2; integer++) {
+            build(src = ry_gen_pool2d(d, (ry_gen_pool)k, integer, integer ? &pi : &pf), "a pool");
+            free(src);
+        }
+    build(src = ry_gen_norm_stats(d, &f), "the statistics");
+    free(src);
+    for (int k = RY_GEN_BN_FINISH; k <= RY_GEN_GN_APPLY; k++) {
+        build(src = ry_gen_norm_apply(d, (ry_gen_norm)k, &f), "a normalization");
+        free(src);
+    }
+    const ry_gen_types n = {"float", "double", "long long"}, mv = {"unsigned short", "unsigned short", "int"};
+    for (int k = RY_GEN_PAD; k <= RY_GEN_SCATTER_ND; k++)
+        for (int r = 0; r < 2; r++) {
+            /* the kernels that move float16's bits, and ranks 0 and 3 */
+            bool moves = k == RY_GEN_PAD || k == RY_GEN_ONE_HOT || k == RY_GEN_GATHER_ND || k == RY_GEN_SCATTER_ND;
+            build(src = ry_gen_nn(d, (ry_gen_misc)k, 3 * r, r && moves ? &mv : &n), "a small nn kernel");
+            free(src);
+        }
+    build(src = ry_gen_reduce(d, RY_GEN_SUMSQ, RY_FLOAT16, RY_FLOAT64, true, 1, 2, false, "k"), "a sum of squares");
+    free(src);
+    fprintf(stderr, "test_cuda_gen: the nn family's %d kernels built with NVRTC for sm_90\n", nbuilt);
+#endif
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_operator_in_cuda),
+        cmocka_unit_test(test_nn_kernels_in_cuda),
         cmocka_unit_test(test_corpus_kernels_in_cuda),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

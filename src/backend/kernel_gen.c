@@ -43,6 +43,26 @@ void ry_sbuf_add(ry_sbuf *b, const char *fmt, ...) {
     }
 }
 
+const char *ry_gen_storage(const ry_dialect *d, ry_dtype dt) {
+    return dt == RY_FLOAT16 ? (d->half_load ? d->half_storage : NULL) : d->type(dt);
+}
+
+const char *ry_gen_compute(const ry_dialect *d, ry_dtype dt) {
+    if (dt != RY_FLOAT16) return d->type(dt);
+    return ry_gen_storage(d, dt) ? d->type(RY_FLOAT32) : NULL;
+}
+
+void ry_gen_load(ry_sbuf *b, const ry_dialect *d, ry_dtype dt, const char *ptr, const char *index) {
+    if (dt == RY_FLOAT16) d->half_load(b, ptr, index);
+    else ry_sbuf_add(b, "%s[%s]", ptr, index);
+}
+
+void ry_gen_store(ry_sbuf *b, const ry_dialect *d, ry_dtype dt, const char *ptr, const char *index,
+                  const char *value) {
+    if (dt == RY_FLOAT16) d->half_store(b, ptr, index, value);
+    else ry_sbuf_add(b, "%s[%s] = %s", ptr, index, value);
+}
+
 void ry_gen_bcast(int nin, const int *nd, const int64_t *const *shapes, int out_nd,
                   const int64_t *out, int *rank, int64_t *dims, ry_gen_access *access,
                   int64_t (*strides)[RY_MAX_RANK]) {
@@ -105,10 +125,10 @@ void ry_gen_single(ry_fz_prog *out, ry_fz_opcode op, int nargs, const ry_dtype *
 
 /* A literal of dtype dt, exactly (hexadecimal floats). */
 static void literal(ry_sbuf *b, const ry_dialect *d, double v, ry_dtype dt) {
-    const char *t = d->type(dt);
+    const char *t = ry_gen_compute(d, dt);
     if (isnan(v)) ry_sbuf_add(b, "((%s)%s)", t, d->nan);
     else if (isinf(v)) ry_sbuf_add(b, "((%s)(%s%s))", t, v < 0 ? "-" : "", d->inf);
-    else if (dt == RY_FLOAT32 || dt == RY_FLOAT64) ry_sbuf_add(b, "((%s)%a)", t, v);
+    else if (ry_dtype_is_float(dt)) ry_sbuf_add(b, "((%s)%a)", t, v);
     else ry_sbuf_add(b, "((%s)%.0f)", t, v);
 }
 
@@ -122,7 +142,8 @@ static ry_dtype value_dt(const ry_fz_prog *p, int v) {
 static void instruction(ry_sbuf *b, const ry_dialect *d, const ry_fz_prog *p, int i) {
     const ry_fz_ins *in = &p->ins[i];
     int me = p->nin + p->nconst + i;
-    const char *T = d->type(in->odt), *A = d->type(in->dt);
+    /* float16 values are floats here: loads widen, stores narrow */
+    const char *T = ry_gen_compute(d, in->odt), *A = ry_gen_compute(d, in->dt);
     char x[16], y[16], z[16];
     snprintf(x, sizeof x, "v%d", in->a[0]);
     snprintf(y, sizeof y, "v%d", in->a[1]);
@@ -212,7 +233,7 @@ char *ry_gen_request_source(const ry_gen_request *r, const ry_dialect *d, const 
 char *ry_gen_elemwise(const ry_dialect *d, const ry_fz_prog *p, const ry_gen_access *access,
                       int rank, const char *name) {
     for (int v = 0; v < p->nin + p->nconst + p->nins; v++)
-        if (!d->type(value_dt(p, v))) return NULL;
+        if (!ry_gen_storage(d, value_dt(p, v))) return NULL;
     if (observer) {
         ry_gen_request r = {.kind = RY_GEN_ELEMWISE, .prog = *p, .rank = rank};
         for (int k = 0; k < p->nin; k++) r.access[k] = access[k];
@@ -222,9 +243,9 @@ char *ry_gen_elemwise(const ry_dialect *d, const ry_fz_prog *p, const ry_gen_acc
     const char *L = d->i64;
     ry_sbuf_add(&b, "%s%s %s(%s n", d->prelude, d->kernel, name, L);
     for (int o = 0; o < p->nout; o++)
-        ry_sbuf_add(&b, ", %s%s *o%d, %s oo%d", d->global, d->type(p->out_dts[o]), o, L, o);
+        ry_sbuf_add(&b, ", %s%s *o%d, %s oo%d", d->global, ry_gen_storage(d, p->out_dts[o]), o, L, o);
     for (int k = 0; k < p->nin; k++)
-        ry_sbuf_add(&b, ", %sconst %s *x%d, %s xo%d", d->global, d->type(p->in_dt[k]), k, L, k);
+        ry_sbuf_add(&b, ", %sconst %s *x%d, %s xo%d", d->global, ry_gen_storage(d, p->in_dt[k]), k, L, k);
     for (int r = 0; r < rank; r++) ry_sbuf_add(&b, ", %s d%d", L, r);
     for (int k = 0; k < p->nin; k++)
         if (access[k] == RY_GEN_STRIDED)
@@ -245,17 +266,29 @@ char *ry_gen_elemwise(const ry_dialect *d, const ry_fz_prog *p, const ry_gen_acc
         ry_sbuf_add(&b, "    }\n");
     }
     for (int k = 0; k < p->nin; k++) {
-        const char *at = access[k] == RY_GEN_DIRECT ? "i" : access[k] == RY_GEN_SCALAR ? "0" : NULL;
-        if (at) ry_sbuf_add(&b, "    %s v%d = x%d[xo%d + %s];\n", d->type(p->in_dt[k]), k, k, k, at);
-        else ry_sbuf_add(&b, "    %s v%d = x%d[xo%d + j%d];\n", d->type(p->in_dt[k]), k, k, k, k);
+        char ptr[16], at[32];
+        snprintf(ptr, sizeof ptr, "x%d", k);
+        if (access[k] == RY_GEN_STRIDED) snprintf(at, sizeof at, "xo%d + j%d", k, k);
+        else snprintf(at, sizeof at, "xo%d + %s", k, access[k] == RY_GEN_DIRECT ? "i" : "0");
+        ry_sbuf_add(&b, "    %s v%d = ", ry_gen_compute(d, p->in_dt[k]), k);
+        ry_gen_load(&b, d, p->in_dt[k], ptr, at);
+        ry_sbuf_add(&b, ";\n");
     }
     for (int c = 0; c < p->nconst; c++) {
-        ry_sbuf_add(&b, "    %s v%d = ", d->type(p->cdt[c]), p->nin + c);
+        ry_sbuf_add(&b, "    %s v%d = ", ry_gen_compute(d, p->cdt[c]), p->nin + c);
         literal(&b, d, p->cval[c], p->cdt[c]);
         ry_sbuf_add(&b, ";\n");
     }
     for (int i = 0; i < p->nins; i++) instruction(&b, d, p, i);
-    for (int o = 0; o < p->nout; o++) ry_sbuf_add(&b, "    o%d[oo%d + i] = v%d;\n", o, o, p->outs[o]);
+    for (int o = 0; o < p->nout; o++) {
+        char ptr[16], at[32], v[16];
+        snprintf(ptr, sizeof ptr, "o%d", o);
+        snprintf(at, sizeof at, "oo%d + i", o);
+        snprintf(v, sizeof v, "v%d", p->outs[o]);
+        ry_sbuf_add(&b, "    ");
+        ry_gen_store(&b, d, p->out_dts[o], ptr, at, v);
+        ry_sbuf_add(&b, ";\n");
+    }
     ry_sbuf_add(&b, "}\n");
     if (b.oom) {
         free(b.s);

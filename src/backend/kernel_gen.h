@@ -23,6 +23,8 @@
 
 #include "op/fused_prog.h"
 
+struct ry_sbuf; /* below */
+
 typedef struct ry_dialect {
     const char *name;           /* "opencl" */
     const char *prelude;        /* the first lines of every source */
@@ -33,9 +35,25 @@ typedef struct ry_dialect {
     const char *(*type)(ry_dtype dt); /* element types; NULL: not on this device */
     const char *inf;            /* positive infinity: "INFINITY" */
     const char *nan;            /* a quiet NaN: "NAN" */
+    /* float16: stored as half_storage ("half"; NULL: no float16), computed
+     * in float (type(RY_FLOAT32)), as the CPU widens it; the spelling of
+     * a load of element `index` of `ptr` as a float, and of a store */
+    const char *half_storage;
+    void (*half_load)(struct ry_sbuf *b, const char *ptr, const char *index);
+    void (*half_store)(struct ry_sbuf *b, const char *ptr, const char *index, const char *value);
 } ry_dialect;
 
 typedef enum { RY_GEN_DIRECT, RY_GEN_SCALAR, RY_GEN_STRIDED } ry_gen_access;
+
+/* A dtype's element type in memory ("half" for float16) and the type it
+ * is computed in ("float" for float16); NULL where the dialect has none. */
+const char *ry_gen_storage(const ry_dialect *d, ry_dtype dt);
+const char *ry_gen_compute(const ry_dialect *d, ry_dtype dt);
+/* b += `ptr[index]` read as its compute type, or the store of value
+ * there (float16 through the dialect's half_load / half_store). */
+void ry_gen_load(struct ry_sbuf *b, const ry_dialect *d, ry_dtype dt, const char *ptr, const char *index);
+void ry_gen_store(struct ry_sbuf *b, const ry_dialect *d, ry_dtype dt, const char *ptr, const char *index,
+                  const char *value);
 
 /* The collapsed broadcast of nin shapes into the result's (out_nd, out):
  * merges neighbouring dimensions that every input reads the same way.
@@ -72,7 +90,8 @@ void ry_sbuf_add(ry_sbuf *b, const char *fmt, ...) __attribute__((format(printf,
  * reduced elements (rr collapsed dimensions, strides) in C order. Floats
  * accumulate in double where the device has it (as the CPU does), integers
  * in 64 bits. Parameters: n, o, oo, x, xo, m, kd[kr], ks[kr], rd[rr], rs[rr]. */
-typedef enum { RY_GEN_SUM, RY_GEN_MEAN, RY_GEN_MAX, RY_GEN_MIN, RY_GEN_ARGMAX, RY_GEN_ARGMIN } ry_gen_red;
+typedef enum { RY_GEN_SUM, RY_GEN_MEAN, RY_GEN_MAX, RY_GEN_MIN, RY_GEN_ARGMAX, RY_GEN_ARGMIN,
+               RY_GEN_SUMSQ /* the sum of squares (l2_normalize) */ } ry_gen_red;
 char *ry_gen_reduce(const ry_dialect *d, ry_gen_red kind, ry_dtype in, ry_dtype out, bool f64acc,
                     int kr, int rr, bool last_index, const char *name);
 

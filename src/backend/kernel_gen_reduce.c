@@ -42,7 +42,8 @@ static void decompose(ry_sbuf *b, const char *L, const char *var, int n, const c
 
 char *ry_gen_reduce(const ry_dialect *d, ry_gen_red kind, ry_dtype in, ry_dtype out, bool f64acc,
                     int kr, int rr, bool last_index, const char *name) {
-    const char *TI = d->type(in), *TO = d->type(out), *L = d->i64;
+    /* float16: read and written through the dialect, summed as float32 is */
+    const char *TI = ry_gen_compute(d, in), *TO = ry_gen_compute(d, out), *L = d->i64;
     if (!TI || !TO) return NULL;
     ry_gen_observe(&(ry_gen_request){.kind = RY_GEN_REDUCE, .red = kind, .in = in, .out = out,
                                      .f64acc = f64acc, .kr = kr, .rr = rr, .last = last_index});
@@ -50,7 +51,7 @@ char *ry_gen_reduce(const ry_dialect *d, ry_gen_red kind, ry_dtype in, ry_dtype 
     const char *A = fl ? (f64acc ? "double" : TI) : L;
     ry_sbuf b = {0};
     ry_sbuf_add(&b, "%s%s %s(%s n, %s%s *o, %s oo, %sconst %s *x, %s xo, %s m", d->prelude, d->kernel,
-                name, L, d->global, TO, L, d->global, TI, L, L);
+                name, L, d->global, ry_gen_storage(d, out), L, d->global, ry_gen_storage(d, in), L, L);
     for (int k = 0; k < kr; k++) ry_sbuf_add(&b, ", %s kd%d", L, k);
     for (int k = 0; k < kr; k++) ry_sbuf_add(&b, ", %s ks%d", L, k);
     for (int k = 0; k < rr; k++) ry_sbuf_add(&b, ", %s rd%d", L, k);
@@ -62,11 +63,14 @@ char *ry_gen_reduce(const ry_dialect *d, ry_gen_red kind, ry_dtype in, ry_dtype 
     ry_sbuf_add(&b, "    %s acc = 0; %s at = -1;\n", A, L);
     ry_sbuf_add(&b, "    for (%s j = 0; j < m; j++) {\n        %s off = base;\n", L, L);
     decompose(&b, L, "j", rr, "rd", "rs", "off");
-    ry_sbuf_add(&b, "        %s v = (%s)x[off];\n", A, A);
+    ry_sbuf_add(&b, "        %s v = (%s)", A, A);
+    ry_gen_load(&b, d, in, "x", "off");
+    ry_sbuf_add(&b, ";\n");
     const char *gt = max ? ">" : "<";
     switch (kind) {
     case RY_GEN_SUM:
     case RY_GEN_MEAN: ry_sbuf_add(&b, "        acc += v;\n"); break;
+    case RY_GEN_SUMSQ: ry_sbuf_add(&b, "        acc += v * v;\n"); break;
     case RY_GEN_MAX:
     case RY_GEN_MIN:
         /* a NaN wins, as in NumPy (the CPU's fold) */
@@ -84,12 +88,16 @@ char *ry_gen_reduce(const ry_dialect *d, ry_gen_red kind, ry_dtype in, ry_dtype 
         break;
     }
     ry_sbuf_add(&b, "    }\n");
-    if (arg) ry_sbuf_add(&b, "    o[oo + i] = (%s)(at < 0 ? 0 : at);\n", TO);
-    else if (kind == RY_GEN_MEAN) ry_sbuf_add(&b, "    o[oo + i] = (%s)(m ? acc / (%s)m : acc / (%s)0);\n", TO, A, A);
-    else if (!fl && kind != RY_GEN_SUM) ry_sbuf_add(&b, "    o[oo + i] = (%s)acc;\n", TO);
+    /* the result as r, then stored (narrowed to float16 there) */
+    if (arg) ry_sbuf_add(&b, "    %s r = (%s)(at < 0 ? 0 : at);\n", TO, TO);
+    else if (kind == RY_GEN_MEAN) ry_sbuf_add(&b, "    %s r = (%s)(m ? acc / (%s)m : acc / (%s)0);\n", TO, TO, A, A);
+    else if (!fl && kind != RY_GEN_SUM) ry_sbuf_add(&b, "    %s r = (%s)acc;\n", TO, TO);
     else if (kind == RY_GEN_MAX || kind == RY_GEN_MIN)
-        ry_sbuf_add(&b, "    o[oo + i] = m ? (%s)acc : (%s)(%s%s);\n", TO, TO, max ? "-" : "", d->inf);
-    else ry_sbuf_add(&b, "    o[oo + i] = (%s)acc;\n", TO);
+        ry_sbuf_add(&b, "    %s r = m ? (%s)acc : (%s)(%s%s);\n", TO, TO, TO, max ? "-" : "", d->inf);
+    else ry_sbuf_add(&b, "    %s r = (%s)acc;\n", TO, TO);
+    ry_sbuf_add(&b, "    ");
+    ry_gen_store(&b, d, out, "o", "oo + i", "r");
+    ry_sbuf_add(&b, ";\n");
     ry_sbuf_add(&b, "}\n");
     if (b.oom) {
         free(b.s);
@@ -99,26 +107,32 @@ char *ry_gen_reduce(const ry_dialect *d, ry_gen_red kind, ry_dtype in, ry_dtype 
 }
 
 char *ry_gen_softmax(const ry_dialect *d, ry_dtype dt, bool log, const char *name) {
-    const char *T = d->type(dt), *L = d->i64;
+    const char *T = ry_gen_compute(d, dt), *S = ry_gen_storage(d, dt), *L = d->i64;
     if (!T || !ry_dtype_is_float(dt)) return NULL;
     ry_gen_observe(&(ry_gen_request){.kind = RY_GEN_SOFTMAX, .in = dt, .log = log});
     ry_sbuf b = {0};
+    /* element k of x read, and of o written, as macros (float16 through
+     * the dialect's loads and stores) */
+    ry_sbuf_add(&b, "%s#define LD(k) ", d->prelude);
+    ry_gen_load(&b, d, dt, "x", "xo + (k)");
+    ry_sbuf_add(&b, "\n#define ST(k, v) ");
+    ry_gen_store(&b, d, dt, "o", "oo + (k)", "(v)");
     ry_sbuf_add(&b,
-                "%s%s %s(%s n, %s%s *o, %s oo, %sconst %s *x, %s xo, %s len, %s inner) {\n"
+                "\n%s %s(%s n, %s%s *o, %s oo, %sconst %s *x, %s xo, %s len, %s inner) {\n"
                 "    %s i = %s;\n    if (i >= n) return;\n"
                 "    %s base = (i / inner) * len * inner + i %% inner;\n"
                 "    %s mx = -%s;\n"
-                "    for (%s j = 0; j < len; j++) { %s v = x[xo + base + j * inner]; mx = v > mx || v != v ? v : mx; }\n"
+                "    for (%s j = 0; j < len; j++) { %s v = LD(base + j * inner); mx = v > mx || v != v ? v : mx; }\n"
                 "    %s s = 0;\n"
-                "    for (%s j = 0; j < len; j++) s += exp(x[xo + base + j * inner] - mx);\n",
-                d->prelude, d->kernel, name, L, d->global, T, L, d->global, T, L, L, L, L, d->index, L, T,
+                "    for (%s j = 0; j < len; j++) s += exp(LD(base + j * inner) - mx);\n",
+                d->kernel, name, L, d->global, S, L, d->global, S, L, L, L, L, d->index, L, T,
                 d->inf, L, T, T, L);
     if (log)
         ry_sbuf_add(&b, "    %s ls = log(s);\n"
-                        "    for (%s j = 0; j < len; j++) o[oo + base + j * inner] = x[xo + base + j * inner] - mx - ls;\n",
+                        "    for (%s j = 0; j < len; j++) ST(base + j * inner, LD(base + j * inner) - mx - ls);\n",
                     T, L);
     else
-        ry_sbuf_add(&b, "    for (%s j = 0; j < len; j++) o[oo + base + j * inner] = exp(x[xo + base + j * inner] - mx) / s;\n",
+        ry_sbuf_add(&b, "    for (%s j = 0; j < len; j++) ST(base + j * inner, exp(LD(base + j * inner) - mx) / s);\n",
                     L);
     ry_sbuf_add(&b, "}\n");
     if (b.oom) {

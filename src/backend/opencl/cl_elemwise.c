@@ -13,6 +13,16 @@
 
 static const char *cl_type_or_null(ry_dtype dt) { return ry_cl_type(dt); }
 
+/* float16 without cl_khr_fp16: half pointers through vload_half /
+ * vstore_half (OpenCL 1.2 core), the arithmetic in float; vstore_half
+ * rounds to nearest even, as the CPU's narrowing does */
+static void half_load(ry_sbuf *b, const char *ptr, const char *index) {
+    ry_sbuf_add(b, "vload_half(%s, %s)", index, ptr);
+}
+static void half_store(ry_sbuf *b, const char *ptr, const char *index, const char *value) {
+    ry_sbuf_add(b, "vstore_half(%s, %s, %s)", value, index, ptr);
+}
+
 const ry_dialect ry_cl_dialect = {
     .name = "opencl",
     /* no contraction into fused multiply-adds: the CPU build has none, so
@@ -25,6 +35,9 @@ const ry_dialect ry_cl_dialect = {
     .type = cl_type_or_null,
     .inf = "INFINITY",
     .nan = "NAN",
+    .half_storage = "half",
+    .half_load = half_load,
+    .half_store = half_store,
 };
 
 ry_status ry_cl_run_prog(ry_kernel_ctx *c, const ry_fz_prog *p, int nin, ry_tensor *const *in,

@@ -46,7 +46,9 @@ CL_KERNEL(ry_cl_take) {
     if (nin != 2 || nout != 1) return ry_error_at(c->err, c->span, "take: expected two inputs");
     if (ry_cl_check_args(c, nin, in, nout, out)) return RY_ERR;
     const ry_tensor *x = in[0], *ind = in[1];
-    if (ind->dtype != RY_INT32 && ind->dtype != RY_INT64)
+    /* indices of any integer dtype (uint16 ones in TVM's int16 tests) */
+    const char *idx_t = ry_dtype_is_float(ind->dtype) || ind->dtype == RY_BOOL ? NULL : ry_cl_type(ind->dtype);
+    if (!idx_t)
         return ry_error_at(c->err, c->span, "take: %s indices have no kernel on opencl", ry_dtype_name(ind->dtype));
     const char *ms = ry_attr_str(c->op, c->attrs, "mode");
     int64_t B = 1, O = 1, N = x->size, I = 1, K = ind->size;
@@ -65,7 +67,7 @@ CL_KERNEL(ry_cl_take) {
     if (N == 0) return ry_error_at(c->err, c->span, "take: cannot take from an axis of extent 0");
     (void)B;
     size_t es = ry_dtype_size(x->dtype);
-    cl_kernel k = build(c, take_src, es, ind->dtype == RY_INT32 ? "int" : "long");
+    cl_kernel k = build(c, take_src, es, idx_t);
     if (!k) return RY_ERR;
     cl_arg a[] = {CLA_L(out[0]->size), CLA_T(out[0]), CLA_T(x), CLA_T(ind), CLA_L(O), CLA_L(N),
                   CLA_L(K), CLA_L(I), CLA_L(strcmp(ms, "wrap") == 0)};

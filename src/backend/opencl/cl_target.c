@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "backend/opencl/cl_elemwise.h"
+#include "backend/opencl/cl_nn.h"
 
 #define EW(name) {name, ry_cl_elemwise, RY_KERNEL_INPLACE}
 static const ry_kernel table[] = {
@@ -25,8 +26,8 @@ static const ry_kernel table[] = {
     {"full_like", ry_cl_full_like, 0}, {"broadcast_to", ry_cl_copy_to, 0},
     {"broadcast_to_like", ry_cl_copy_to, 0}, {"collapse_sum_like", ry_cl_collapse_sum_like, 0},
     {"copy", ry_cl_copy_to, 0}, {"stop_gradient", ry_cl_copy_to, 0},
-    {"nn.dense", ry_cl_dense, 0}, {"nn.matmul", ry_cl_matmul, 0},
-    {"nn.batch_matmul", ry_cl_batch_matmul, 0}, {"nn.softmax", ry_cl_softmax, 0},
+    {"nn.dense", ry_cl_dense_f16, 0}, {"nn.matmul", ry_cl_matmul_f16, 0},
+    {"nn.batch_matmul", ry_cl_batch_matmul_f16, 0}, {"nn.softmax", ry_cl_softmax, 0},
     {"nn.log_softmax", ry_cl_log_softmax, 0}, {"nn.fast_softmax", ry_cl_softmax, 0},
     {"nn.batch_flatten", ry_cl_reshape, 0}, {"sum", ry_cl_reduce, 0}, {"mean", ry_cl_reduce, 0},
     {"max", ry_cl_reduce, 0}, {"min", ry_cl_reduce, 0}, {"argmax", ry_cl_reduce, 0},
@@ -34,6 +35,23 @@ static const ry_kernel table[] = {
     {"expand_dims", ry_cl_reshape, 0}, {"squeeze", ry_cl_reshape, 0},
     {"transpose", ry_cl_transpose, 0}, {"take", ry_cl_take, 0}, {"split", ry_cl_split, 0},
     {"concatenate", ry_cl_concatenate, 0}, {"nn.bias_add", ry_cl_bias_add, 0},
+    /* the nn family (cl_conv.c, cl_norm.c, cl_nn.c, cl_scatter.c) */
+    {"nn.conv2d", ry_cl_conv2d, 0}, {"nn.conv2d_transpose", ry_cl_conv2d_transpose, 0},
+    {"nn.conv2d_backward_weight", ry_cl_conv2d_backward_weight, 0},
+    {"nn.max_pool2d", ry_cl_max_pool2d, 0}, {"nn.avg_pool2d", ry_cl_avg_pool2d, 0},
+    {"nn.max_pool2d_grad", ry_cl_max_pool2d_grad, 0}, {"nn.avg_pool2d_grad", ry_cl_avg_pool2d_grad, 0},
+    {"nn.global_avg_pool2d", ry_cl_adaptive_avg_pool2d, 0},
+    {"nn.global_max_pool2d", ry_cl_adaptive_max_pool2d, 0},
+    {"nn.adaptive_avg_pool2d", ry_cl_adaptive_avg_pool2d, 0},
+    {"nn.adaptive_max_pool2d", ry_cl_adaptive_max_pool2d, 0},
+    {"nn.batch_norm", ry_cl_batch_norm, 0}, {"nn.layer_norm", ry_cl_layer_norm, 0},
+    {"nn.instance_norm", ry_cl_instance_norm, 0}, {"nn.group_norm", ry_cl_group_norm, 0},
+    {"nn.l2_normalize", ry_cl_l2_normalize, 0}, {"nn.lrn", ry_cl_lrn, 0},
+    {"nn.pad", ry_cl_pad, 0}, {"nn.mirror_pad", ry_cl_pad, 0}, {"nn.prelu", ry_cl_prelu, 0},
+    {"nn.cross_entropy", ry_cl_cross_entropy, 0},
+    {"nn.cross_entropy_with_logits", ry_cl_cross_entropy_with_logits, 0},
+    {"nn.dropout", ry_cl_dropout, 0}, {"one_hot", ry_cl_one_hot, 0}, {"stack", ry_cl_stack, 0},
+    {"gather_nd", ry_cl_gather_nd, 0}, {"scatter_nd", ry_cl_scatter_nd, 0},
     {"fused.elemwise1", ry_cl_fused_elemwise, RY_KERNEL_INPLACE},
     {"fused.elemwise2", ry_cl_fused_elemwise, RY_KERNEL_INPLACE},
     {"fused.elemwise3", ry_cl_fused_elemwise, RY_KERNEL_INPLACE},
