@@ -11,6 +11,7 @@
 #include "relayc/tensor.h"
 #include "tensor/alloc_exempt.h"
 #include "tensor/blockcache.h"
+#include "tensor/mem_guard.h"
 
 static atomic_long fail_countdown = -1;
 static _Thread_local int exempt; /* alloc_exempt.h */
@@ -89,7 +90,7 @@ static void *cpu_alloc(ry_allocator *self, size_t nbytes) {
     if (should_fail() || nbytes > SIZE_MAX - 63) return NULL;
     void *p = NULL;
     size_t n = (nbytes + 63) & ~(size_t)63;
-    if (posix_memalign(&p, 64, n ? n : 64) != 0) return NULL;
+    if (!ry_mem_guard_allows(n) || posix_memalign(&p, 64, n ? n : 64) != 0) return NULL;
     return p;
 }
 
