@@ -25,6 +25,17 @@
 #define MIB ((size_t)1 << 20)
 #define LEVELS 100000
 
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
 /* This process's resident memory in bytes (/proc/self/statm). */
 static size_t resident(void) {
     FILE *f = fopen("/proc/self/statm", "r");
@@ -189,17 +200,21 @@ static void test_trainer_deep_tree(void **state) {
                       err.col, err.msg);
         assert_non_null(strstr(err.msg, "out of memory ahead"));
         assert_string_equal(err.file, "models/treelstm.relay");
-        /* the trainer is still usable: a small tree trains */
+        /* the trainer is still usable: a small tree trains (not under
+         * ASan, whose quarantine keeps what the run freed resident, over
+         * the limit) */
         ry_value_release(tree);
         ry_treebank_free(tb);
-        const char *small = "(1 (0 a) (1 (1 w) (0 b)))\n";
-        if (ry_treebank_parse("small", small, strlen(small), v, true, &tb, &err) ||
-            ry_train_data_trees(tr, tb, &src, &d, &err) || d.fetch(&d, &idx, 1, &tree, &err) ||
-            ry_trainer_step(tr, 1, &tree, &loss, &err))
-            fail_msg("after the guard: %s", err.msg);
-        assert_true(isfinite(loss) && loss > 0);
-        ry_value_release(tree);
-        ry_treebank_free(tb);
+        if (!SANITIZED) {
+            const char *small = "(1 (0 a) (1 (1 w) (0 b)))\n";
+            if (ry_treebank_parse("small", small, strlen(small), v, true, &tb, &err) ||
+                ry_train_data_trees(tr, tb, &src, &d, &err) || d.fetch(&d, &idx, 1, &tree, &err) ||
+                ry_trainer_step(tr, 1, &tree, &loss, &err))
+                fail_msg("after the guard: %s", err.msg);
+            assert_true(isfinite(loss) && loss > 0);
+            ry_value_release(tree);
+            ry_treebank_free(tb);
+        }
         ry_vocab_free(v);
         ry_trainer_free(tr);
     }
