@@ -38,7 +38,8 @@ static ry_status push_frame_at(machine *mc, frame f, ry_span span) {
                            "stack overflow: the program nests deeper than %ld frames "
                            "(raise ry_interp_opts.max_depth)",
                            mc->max_depth);
-    if (ry_mem_guard_frame(mc->nf, located(mc, span), mc->err)) return RY_ERR;
+    if (ry_mem_guard_due(mc->nf) && ry_mem_guard_frame(mc->nf, located(mc, span), mc->err))
+        return RY_ERR;
     if (mc->nf == mc->capf) {
         long ncap = mc->capf ? mc->capf * 2 : 256;
         frame *fresh = ry_realloc(mc->fs, sizeof *fresh * (size_t)ncap);

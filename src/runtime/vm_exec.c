@@ -112,7 +112,7 @@ static ry_status push_frame(vm_machine *mc, vm_fn *f, int ret, ry_span span) {
                            "stack overflow: the program nests deeper than %ld frames "
                            "(raise ry_vm_opts.max_depth)",
                            mc->max_depth);
-    if (ry_mem_guard_frame(mc->nf, span, mc->err)) return RY_ERR;
+    if (ry_mem_guard_due(mc->nf) && ry_mem_guard_frame(mc->nf, span, mc->err)) return RY_ERR;
     if (mc->nf == mc->capf) {
         long ncap = mc->capf ? mc->capf * 2 : 256;
         vframe *fresh = ry_realloc(mc->fs, sizeof *fresh * (size_t)ncap);

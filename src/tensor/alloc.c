@@ -1,6 +1,9 @@
 /*
  * alloc.c: the library's allocation hook and the default CPU allocator.
- * Tests make the Nth allocation fail to exercise every error path.
+ * Tests make the Nth allocation fail to exercise every error path; the
+ * IR's memory is exempt (alloc_exempt.h). The CPU allocator maps large
+ * blocks itself and asks the memory guard (mem_guard.h) before it hands
+ * out fresh memory during a run.
  */
 #include <stdatomic.h>
 #include <stdio.h>

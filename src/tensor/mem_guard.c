@@ -116,8 +116,11 @@ void ry_mem_guard_begin(size_t max_resident, ry_mem_guard *saved) {
 
 void ry_mem_guard_end(const ry_mem_guard *saved) { g = *saved; }
 
+bool ry_mem_guard_due(long depth) {
+    return g.active && depth >= RY_MEM_GUARD_EVERY && ++g.pushes % RY_MEM_GUARD_EVERY == 0;
+}
+
 ry_status ry_mem_guard_frame(long depth, ry_span span, ry_error *err) {
-    if (!g.active || depth < RY_MEM_GUARD_EVERY || ++g.pushes % RY_MEM_GUARD_EVERY) return RY_OK;
     return ry_mem_guard_check(g.max_resident, depth, span, err);
 }
 

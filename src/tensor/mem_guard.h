@@ -38,7 +38,11 @@ typedef struct ry_mem_guard {
 void ry_mem_guard_begin(size_t max_resident, ry_mem_guard *saved);
 void ry_mem_guard_end(const ry_mem_guard *saved);
 
-/* (a) A frame push at depth: an error at span when memory is short. */
+/* (a) Whether a frame push at depth is one the guard looks at (a run is
+ * active, the stack RY_MEM_GUARD_EVERY deep, and this the
+ * RY_MEM_GUARD_EVERY-th push since the last look); then
+ * ry_mem_guard_frame gives an error at span when memory is short. */
+bool ry_mem_guard_due(long depth);
 ry_status ry_mem_guard_frame(long depth, ry_span span, ry_error *err);
 /* (b) The CPU allocator is about to hand out nbytes of fresh memory:
  * false when the guard refuses it. */
