@@ -75,7 +75,7 @@ SHARED := $(BUILD)/librelayc.so
 SHARED_REAL := $(BUILD)/librelayc.so.$(VERSION)
 RELAYC := $(BUILD)/relayc
 
-.PHONY: all bench fuzz fuzz-bins fuzz-ci debug examples demo train test test-unit test-corpus test-api test-mpi coverage asan test-asan test-asan-clang valgrind test-valgrind install clean help
+.PHONY: all bench fuzz fuzz-bins fuzz-ci debug examples demo train test test-unit test-corpus test-api test-mpi test-oom coverage asan test-asan test-asan-clang valgrind test-valgrind install clean help
 
 all: $(STATIC) $(SHARED) $(RELAYC) $(EXAMPLES)
 
@@ -139,10 +139,11 @@ $(BUILD)/models/%: models/%.c $(STATIC)
 # Benchmarks (JSON lines), each beside its PyTorch mirror (bench/README.md).
 BENCH_THREADS ?= 1
 BENCH_SECONDS ?= 10
-BENCH_BINS := $(addprefix $(BUILD)/bench/,grad_ratio train_step kernels vm_steps grad_sparse gemm export_infer)
-$(BUILD)/bench/%: bench/%.c bench/bench_util.c bench/bench_util.h $(STATIC)
+BENCH_BINS := $(addprefix $(BUILD)/bench/,grad_ratio train_step kernels vm_steps grad_sparse gemm export_infer soak)
+BENCH_SHARED := bench/bench_util.c bench/bench_models.c
+$(BUILD)/bench/%: bench/%.c $(BENCH_SHARED) bench/bench_util.h bench/bench_models.h $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Ibench -o $@ $< bench/bench_util.c $(STATIC) $(LDFLAGS) \
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Ibench -o $@ $< $(BENCH_SHARED) $(STATIC) $(LDFLAGS) \
 	  -Wl,--wrap=cblas_sgemm -Wl,--wrap=cblas_dgemm $(LDLIBS)
 bench: $(BENCH_BINS)
 	@for n in mlp lenet charlstm treelstm; do \
@@ -211,6 +212,14 @@ test-asan:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" TEST_MPI=0 \
 	  TEST_SKIP=build-asan/tests/test_memory test
+# Allocation failure alone (tests/test_oom.c, also one of the unit suites):
+# every allocation of parsing, checking, differentiating, compiling, a
+# trainer, a step and a checkpoint save fails once, in this build and under
+# ASan+UBSan, where LeakSanitizer finds what a failure leaks.
+test-oom: $(BUILD)/tests/test_oom
+	$(BUILD)/tests/test_oom
+	$(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" build-asan/tests/test_oom
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/tests/test_oom
 # The same with clang, whose UBSan also stops at arithmetic on null pointers.
 test-asan-clang:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -251,12 +260,16 @@ fuzz-ci: fuzz
 	  printf '%s\n' $(FUZZ_TARGETS) | xargs -P 2 -I{} sh tools/fuzz-run.sh {} $(FUZZ_SECONDS)
 
 VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
-# (test_memory would also take 4 minutes here; the OpenCL suites run
-# PoCL's LLVM compiler for every kernel, and test_cuda_gen NVRTC's:
-# minutes under valgrind. The ASan runs cover them.)
+# (test_memory would also take 4 minutes here.) test_oom_libc interposes
+# malloc, which valgrind owns; test_deep recurses 100,000 levels deep
+# several times and test_oom repeats every stage once per allocation
+# (minutes each under valgrind); the OpenCL suites run PoCL's LLVM
+# compiler for every kernel, and test_cuda_gen NVRTC's: all run under
+# ASan instead.
+VG_SKIP := test_memory test_oom_libc test_deep test_oom test_opencl test_opencl_ops test_opencl_train test_cuda_gen
 test-valgrind:
 	$(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" TEST_MPI=0 \
-	  TEST_SKIP="build-vg/tests/test_memory build-vg/tests/test_opencl build-vg/tests/test_opencl_ops build-vg/tests/test_opencl_train build-vg/tests/test_cuda_gen" test
+	  TEST_SKIP="$(VG_SKIP:%=build-vg/tests/%)" test
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/relayc
@@ -280,6 +293,7 @@ help:
 	@echo "make MPI=0 BUILD=build-nompi   the library without MPI (one rank)"
 	@echo "make test-asan  the same under ASan+UBSan (build-asan/)"
 	@echo "make test-asan-clang  the same built with clang (build-clang/)"
+	@echo "make test-oom   every allocation of each stage failed once, plain and under ASan"
 	@echo "make test-valgrind  the same under valgrind (build-vg/)"
 	@echo "make coverage   line and branch coverage of the library by make test (lcov)"
 	@echo "make fuzz       the libFuzzer targets (build-fuzz/fuzz/, clang)"

@@ -18,9 +18,9 @@ PKG_LIBS=$(pkg-config --libs hdf5 openblas)
 make --no-print-directory BUILD="$BUILD" CC="$CC" CFLAGS="$CFLAGS" LDFLAGS="$LDFLAGS" \
     "$BUILD/librelayc.a" >&2
 mkdir -p "$BUILD/bench"
-for prog in grad_ratio train_step kernels vm_steps grad_sparse gemm; do
+for prog in grad_ratio train_step kernels vm_steps grad_sparse gemm soak; do
     # shellcheck disable=SC2086
     $CC $WARN $CFLAGS -D_GNU_SOURCE -pthread -Iinclude -Isrc -Ibench $PKG_CFLAGS \
-        -o "$BUILD/bench/$prog" "bench/$prog.c" bench/bench_util.c "$BUILD/librelayc.a" \
+        -o "$BUILD/bench/$prog" "bench/$prog.c" bench/bench_util.c bench/bench_models.c "$BUILD/librelayc.a" \
         $LDFLAGS -Wl,--wrap=cblas_sgemm -Wl,--wrap=cblas_dgemm $PKG_LIBS -lz -lm -pthread
 done

@@ -47,7 +47,7 @@ static void test_every_option_reaches_the_api(void **s) {
         "--schedule cosine:100:0.001 --warmup 10:0.5 --dim v=65 --dim n=7 --seed 9 "
         "--epochs 2 --steps 30 --batch 16 --seq 8 --val 4 --checkpoint-dir ck "
         "--checkpoint-every 5 --keep 2 --log-every 3 --threads 2 --csv m.csv --quiet "
-        "--inference-gradients --engine vm --target cpu --drop-last";
+        "--inference-gradients --engine vm --target cpu --drop-last --max-memory 3000";
     assert_int_equal(parse(line, &a, &o), 0);
     assert_int_equal(o.optim.kind, RY_OPTIM_ADAM);
     assert_true(o.optim.lr == 0.003 && o.optim.weight_decay == 0.01);
@@ -69,6 +69,7 @@ static void test_every_option_reaches_the_api(void **s) {
     assert_int_equal(o.engine, RY_ENGINE_VM);
     assert_ptr_equal(o.target, ry_target_cpu());
     assert_int_equal(o.threads, 2);
+    assert_true(o.max_resident == (size_t)3000 << 20);
     ry_set_num_threads(1);
     /* what fit takes from the arguments */
     assert_int_equal(a.epochs, 2);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "relayc/train.h"
+#include "test_texts.h"
 #include "test_util.h"
 
 static const char *MLP =
@@ -463,30 +464,7 @@ static void test_sparse_matches_dense(void **state) {
 
 /* ---- threads -------------------------------------------------------------- */
 
-static const char *TREE =
-    "#[version = \"0.0.5\"]\n"
-    "// data: tree\n"
-    "// init: emb=normal(0.5) w=xavier_uniform b=zeros ws=xavier_uniform bs=zeros\n"
-    "type Tree { Leaf(int32, int32), Node(Tree, Tree, int32), }\n"
-    "def @enc(%t: Tree, %emb: Tensor[(7, 6), float32], %w: Tensor[(6, 12), float32], "
-    "%b: Tensor[(6), float32]) -> Tensor[(1, 6), float32] {\n"
-    "  match (%t) {\n"
-    "    Leaf(%i, _) => expand_dims(take(%emb, %i, axis=0), axis=0),\n"
-    "    Node(%l, %r, _) => {\n"
-    "      %0 = (@enc(%l, %emb, %w, %b), @enc(%r, %emb, %w, %b));\n"
-    "      tanh(nn.bias_add(nn.dense(concatenate(%0, axis=1), %w, units=None), %b))\n"
-    "    },\n"
-    "  }\n"
-    "}\n"
-    "def @label(%t: Tree) -> int32 {\n"
-    "  match (%t) { Leaf(_, %l) => %l, Node(_, _, %l) => %l, }\n"
-    "}\n"
-    "def @loss(%tree: Tree, %emb: Tensor[(7, 6), float32], %w: Tensor[(6, 12), float32], "
-    "%b: Tensor[(6), float32], %ws: Tensor[(2, 6), float32], %bs: Tensor[(2), float32]) -> "
-    "float32 {\n"
-    "  %0 = nn.bias_add(nn.dense(@enc(%tree, %emb, %w, %b), %ws, units=None), %bs);\n"
-    "  negative(sum(take(nn.log_softmax(%0, axis=-1), @label(%tree), axis=1)))\n"
-    "}\n";
+static const char *TREE = TEST_TREE_TEXT;
 
 static const char *TREES = "(1 (0 a) (1 (0 very) (1 good)))\n"
                            "(0 (0 a) (0 (0 very) (0 bad)))\n"

@@ -103,7 +103,9 @@ ry_status ry_tmpfile_create(const char *path, char *tmp, size_t n, int *fd, ry_e
 /* ---- memory ---------------------------------------------------------
  * Every allocation in the library goes through these, so tests can make
  * the Nth allocation fail (ry_alloc_fail_after) and check that nothing
- * leaks or crashes. ry_malloc returns NULL on failure. */
+ * leaks or crashes (tests/test_oom.c). ry_malloc returns NULL on failure.
+ * The IR's memory (arenas, below, and the constants of a module) is not
+ * failed by the hook: out of it, the process ends with a message. */
 void *ry_malloc(size_t n);
 void *ry_calloc(size_t count, size_t size);
 void *ry_realloc(void *p, size_t n);

@@ -20,6 +20,7 @@ typedef struct ry_interp_opts {
     bool training;        /* nn.dropout active, batch_norm in training mode */
     uint64_t seed;        /* for dropout's random state */
     long max_depth;       /* continuation stack limit in frames; 0: default (10M) */
+    size_t max_resident;  /* the memory guard of deep recursion, as ry_vm_opts's */
 } ry_interp_opts;
 
 /* Calls global `entry` of the type-checked module m with args (borrowed).

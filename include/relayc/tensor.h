@@ -61,8 +61,9 @@ typedef struct ry_allocator {
 /* The default CPU allocator: 64-byte aligned, through ry_malloc's hook. */
 ry_allocator *ry_cpu_allocator(void);
 /* How many allocations the calling thread has made so far through
- * ry_malloc, ry_calloc, ry_realloc and the default CPU allocator (for
- * tests: a repeated step that allocates nothing new keeps it still). */
+ * ry_malloc, ry_calloc, ry_realloc and the default CPU allocator that the
+ * failure hook may fail (not the IR's constants, which it leaves alone;
+ * for tests: a repeated step that allocates nothing new keeps it still). */
 long ry_alloc_count(void);
 
 #define RY_MAX_RANK 8

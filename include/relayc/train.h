@@ -64,6 +64,9 @@ typedef struct ry_train_opts {
      * 0: ry_get_num_threads() (threads.h). The kernels' own threads are
      * threads.h's. */
     int threads;
+    /* The engines' memory guard of deep recursion (ry_vm_opts.max_resident):
+     * a tree or sequence too deep for the machine is a located error. */
+    size_t max_resident;
 } ry_train_opts;
 
 /* SGD with PyTorch's defaults except lr 0.01, constant schedule, seed 0. */

@@ -87,6 +87,13 @@ typedef struct ry_vm_opts {
     bool training;        /* nn.dropout active, batch_norm in training mode */
     uint64_t seed;        /* for dropout's random state (as ry_interp_opts) */
     long max_depth;       /* frame stack limit; 0: default (10M) */
+    /* Deep recursion (a 100,000-level tree, a very long sequence) stops
+     * with a located error before memory runs out: once the frame stack
+     * is 256 deep, every 256th call checks that this process's resident
+     * memory is at most max_resident bytes, or with 0 that the machine
+     * (and its cgroup) keeps a twentieth of its memory, at least 256 MiB,
+     * free. */
+    size_t max_resident;
     /* Results may hold RY_VAL_ROWS values (value.h) where a row-sparse
      * gradient (take's along axis 0: a scatter_nd into zeros_like) reaches
      * the result unconsumed. false: the engine makes none, and results

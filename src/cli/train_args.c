@@ -83,6 +83,9 @@ const char *const train_help =
     "  --engine vm|interp          the compiled engine (default) or the interpreter\n"
     "  --target NAME               where kernels, parameters and optimizer state live:\n"
     "                              cpu (default; opencl and cuda where built in)\n"
+    "  --max-memory MIB            stop with a located error when this process holds\n"
+    "                              more (a tree or sequence too deep); default: when\n"
+    "                              the machine has less than 5% of its memory left\n"
     "  --threads N                 cores for the kernels and for a step's independent\n"
     "                              calls (trees); results do not depend on it\n"
     "                              (default: RELAYC_NUM_THREADS, else 1)\n"
@@ -158,7 +161,7 @@ static const count_opt counts[] = {
     {"--val", AT(val), 0},             {"--checkpoint-every", AT(ckpt_every), 1},
     {"--keep", AT(keep), 1},           {"--log-every", AT(log_every), 1},
     {"--threads", AT(threads), 1},     {"--shards", AT(shards), 1},
-    {"--bucket-bytes", AT(bucket), 1},
+    {"--bucket-bytes", AT(bucket), 1}, {"--max-memory", AT(max_memory_mib), 1},
 };
 
 #define N(t) (sizeof(t) / sizeof((t)[0]))
@@ -380,6 +383,8 @@ int train_args_parse(int argc, char **argv, train_args *a) {
     if (a->resume && !a->ckpt_dir) return cli_fail("train", "--resume needs --checkpoint-dir");
     if (a->resume && a->force) return cli_fail("train", "--force starts over: not with --resume");
     if (a->threads > 64) return cli_fail("train", "--threads %lld: at most 64", (long long)a->threads);
+    if (a->max_memory_mib > ((int64_t)1 << 40))
+        return cli_fail("train", "--max-memory %lld: at most 2^40 MiB", (long long)a->max_memory_mib);
     if (a->shards && !a->deterministic) return cli_fail("train", "--shards needs --deterministic");
     if (a->shards > 4096) return cli_fail("train", "--shards %lld: at most 4096", (long long)a->shards);
     return cli_engine_check("train", a->engine, a->target);
@@ -427,5 +432,6 @@ int train_args_opts(const train_args *a, ry_train_opts *o) {
     /* kernels and OpenBLAS (threads.h), and the trainer's workers */
     if (a->threads > 0) ry_set_num_threads((int)a->threads);
     o->threads = (int)a->threads;
+    o->max_resident = (size_t)a->max_memory_mib << 20;
     return 0;
 }

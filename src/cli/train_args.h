@@ -19,6 +19,7 @@ typedef struct train_args {
     double clip_norm, clip_value, dist_timeout;
     /* 0 where not given */
     int64_t epochs, steps, batch, seq, val, ckpt_every, keep, log_every, threads, shards, bucket;
+    int64_t max_memory_mib; /* --max-memory: ry_train_opts.max_resident in MiB */
     uint64_t seed;
     bool resume, resume_anyway, force, quiet, drop_last, profile, inference_grads;
     bool nesterov, amsgrad, centered, deterministic, shard_optimizer, no_overlap;

@@ -10,9 +10,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io/checkpoint_impl.h"
@@ -181,6 +183,69 @@ static ry_status write_h5(const char *tmp, const char *path, const item *items, 
     return st;
 }
 
+/* ---- in a child -------------------------------------------------------------
+ * libhdf5 1.10 does not survive its own allocation failures: failing its
+ * mallocs one at a time during a save (tests/test_oom_libc.c) crashed it
+ * in 144 of 181 places (H5AC_create, and H5I_register, which calls exit()
+ * and then crashes in the library's exit handler), and a write that fails
+ * on a full disk leaves it unable to close the file and crashing at exit.
+ * So a forked child does the libhdf5 part of a save and ends with _exit
+ * (no atexit handlers); this process learns the outcome through a pipe
+ * (a status byte and the error) and reports a child that died as an
+ * error naming the signal. The child reads the parameters where they are
+ * (copy on write: nothing is copied). */
+static void write_child(const char *tmp, const char *path, const item *items, int n,
+                        const ry_checkpoint_meta *meta, int fd) {
+    static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) signal(fatal[i], SIG_DFL);
+    ry_error err;
+    memset(&err, 0, sizeof err);
+    ry_ckpt_quiet q;
+    ry_ckpt_quiet_begin(&q);
+    char done = write_h5(tmp, path, items, n, meta, &err) ? 'e' : 'k';
+    bool ok = write(fd, &done, 1) == 1 && (done == 'k' || write(fd, &err, sizeof err) == sizeof err);
+    _exit(ok ? 0 : 1);
+}
+
+static ry_status write_isolated(const char *tmp, const char *path, const item *items, int n,
+                                const ry_checkpoint_meta *meta, ry_error *err) {
+    int fds[2];
+    if (pipe(fds) != 0) return ry_error_file(err, path, "cannot save: pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return ry_error_file(err, path, "cannot save: fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        write_child(tmp, path, items, n, meta, fds[1]);
+    }
+    close(fds[1]);
+    char done = 0;
+    ssize_t r;
+    while ((r = read(fds[0], &done, 1)) < 0 && errno == EINTR) {}
+    ry_error child;
+    bool told = r == 1 && done == 'e' && read(fds[0], &child, sizeof child) == sizeof child;
+    close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (r == 1 && done == 'k') return RY_OK;
+    if (told) {
+        child.msg[sizeof child.msg - 1] = '\0';
+        child.file[sizeof child.file - 1] = '\0';
+        child.source_line[sizeof child.source_line - 1] = '\0';
+        *err = child;
+        return RY_ERR;
+    }
+    if (WIFSIGNALED(status))
+        return ry_error_file(err, path, "cannot save: libhdf5 crashed writing %s (signal %d, %s)",
+                             tmp, WTERMSIG(status), strsignal(WTERMSIG(status)));
+    return ry_error_file(err, path, "cannot save: libhdf5 failed writing %s (exit status %d)", tmp,
+                         WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
 /* ---- the atomic dance -------------------------------------------------------- */
 
 /* Seals and syncs through fd, the descriptor the temporary was made with,
@@ -233,10 +298,7 @@ ry_status ry_checkpoint_save(const char *path, const ry_param_set *params,
         return RY_ERR;
     }
     /* HDF5 opens it by name, truncating the empty file just made */
-    ry_ckpt_quiet q;
-    ry_ckpt_quiet_begin(&q);
-    ry_status st = write_h5(tmp, path, items, n, meta, err);
-    ry_ckpt_quiet_end(&q);
+    ry_status st = write_isolated(tmp, path, items, n, meta, err);
     free_items(items, n);
     if (!st) st = seal_and_sync(fd, tmp, path, err);
     if (close(fd) != 0 && !st) st = ry_error_file(err, path, "cannot close %s: %s", tmp, strerror(errno));

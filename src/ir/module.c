@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "relayc/ir.h"
+#include "tensor/alloc_exempt.h"
 
 ry_module *ry_module_new(void) {
     ry_module *m = ry_calloc(1, sizeof *m);
@@ -82,12 +83,7 @@ void ry_module_add_typedef(ry_module *m, ry_typedef *td) {
 void ry_module_keep_const(ry_module *m, ry_tensor *t) {
     if (m->nconsts == m->cap_consts) {
         int ncap = m->cap_consts ? m->cap_consts * 2 : 16;
-        ry_tensor **fresh = ry_realloc(m->consts, sizeof *fresh * (size_t)ncap);
-        if (!fresh) {
-            fprintf(stderr, "relayc: out of memory\n");
-            exit(1);
-        }
-        m->consts = fresh;
+        m->consts = ry_ir_realloc(m->consts, sizeof *m->consts * (size_t)ncap);
         m->cap_consts = ncap;
     }
     m->consts[m->nconsts++] = t;

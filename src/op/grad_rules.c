@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "op/grad_rules.h"
+#include "tensor/alloc_exempt.h"
 
 /* ---- lookup ----
  * The rules sit in the registry entries (.grad, .no_grad), next to the
@@ -120,11 +121,8 @@ void ry_gb_attr_copy(ry_module *m, ry_expr *call, const ry_attr *src) {
 }
 
 ry_expr *ry_gb_scalar(ry_module *m, ry_dtype dtype, double v) {
-    ry_tensor *t = ry_tensor_scalar(dtype, v);
-    if (!t) {
-        fprintf(stderr, "relayc: out of memory\n");
-        exit(1);
-    }
+    ry_tensor *t = ry_ir_tensor_new(dtype, 0, NULL);
+    ry_tensor_set(t, 0, v);
     ry_expr *e = ry_expr_const(m, t, RY_NO_SPAN);
     e->type = ry_type_tensor(m, dtype, 0, NULL);
     return e;
@@ -320,11 +318,7 @@ ry_expr *ry_gb_scatter(ry_module *m, ry_expr *g, ry_expr *idx, int64_t p, int64_
 }
 
 ry_expr *ry_gb_index_const(ry_module *m, int n, const int64_t *idx) {
-    ry_tensor *t = ry_tensor_new(RY_INT32, 1, (int64_t[]){n});
-    if (!t) {
-        fprintf(stderr, "relayc: out of memory\n");
-        exit(1);
-    }
+    ry_tensor *t = ry_ir_tensor_new(RY_INT32, 1, (int64_t[]){n});
     for (int i = 0; i < n; i++)
         ((int32_t *)t->data)[i] = (int32_t)idx[i];
     ry_expr *e = ry_expr_const(m, t, RY_NO_SPAN);

@@ -298,20 +298,31 @@ static void self_from(void *ctx, const char *name) {
     each_global(s->m->globals[i]->func, self_from, s);
 }
 
+/* The visited marks of a search: on the stack for modules of up to 512
+ * globals, so the answer (and what inlining does with it) never depends
+ * on whether an allocation succeeds; larger modules allocate, and without
+ * memory give the cautious answer (recursive: nothing is inlined). */
+enum { STACK_GLOBALS = 512 };
+
+static char *marks(const ry_module *m, char *stack) {
+    size_t n = (size_t)(m->nglobals ? m->nglobals : 1);
+    return n <= STACK_GLOBALS ? memset(stack, 0, n) : ry_calloc(n, 1);
+}
+
 bool pass_global_reaches(const ry_module *m, const char *from, int target) {
-    char *seen = ry_calloc((size_t)(m->nglobals ? m->nglobals : 1), 1);
+    char stack[STACK_GLOBALS], *seen = marks(m, stack);
     if (!seen) return true; /* the cautious answer */
     self_search s = {m, seen, target, false};
     self_from(&s, from);
-    ry_free(seen);
+    if (seen != stack) ry_free(seen);
     return s.found;
 }
 
 bool ry_global_recursive(const ry_module *m, int i) {
-    char *seen = ry_calloc((size_t)(m->nglobals ? m->nglobals : 1), 1);
+    char stack[STACK_GLOBALS], *seen = marks(m, stack);
     if (!seen) return true; /* the cautious answer */
     self_search s = {m, seen, i, false};
     each_global(m->globals[i]->func, self_from, &s);
-    ry_free(seen);
+    if (seen != stack) ry_free(seen);
     return s.found;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "runtime/interp_impl.h"
+#include "tensor/mem_guard.h"
 
 #define DEFAULT_MAX_DEPTH 10000000L
 
@@ -22,6 +23,14 @@ static ry_status oom(machine *mc, ry_span span) {
     return ry_error_at(mc->err, span, "out of memory in the interpreter");
 }
 
+/* span, or when it has no place (a frame the machine made for itself) the
+ * nearest frame below with one. */
+static ry_span located(const machine *mc, ry_span span) {
+    for (long k = mc->nf - 1; !span.line && k >= 0; k--)
+        if (mc->fs[k].e) span = mc->fs[k].e->span;
+    return span;
+}
+
 /* span: where to point if the stack is full (the call being made). */
 static ry_status push_frame_at(machine *mc, frame f, ry_span span) {
     if (mc->nf >= mc->max_depth)
@@ -29,6 +38,8 @@ static ry_status push_frame_at(machine *mc, frame f, ry_span span) {
                            "stack overflow: the program nests deeper than %ld frames "
                            "(raise ry_interp_opts.max_depth)",
                            mc->max_depth);
+    if (ry_mem_guard_due(mc->nf) && ry_mem_guard_frame(mc->nf, located(mc, span), mc->err))
+        return RY_ERR;
     if (mc->nf == mc->capf) {
         long ncap = mc->capf ? mc->capf * 2 : 256;
         frame *fresh = ry_realloc(mc->fs, sizeof *fresh * (size_t)ncap);
@@ -517,7 +528,11 @@ ry_status ry_interp_apply(ry_module *m, ry_value *fn, int nargs, ry_value *const
     machine mc;
     *out = NULL;
     machine_init(&mc, m, opts, err);
+    ry_mem_guard outer;
+    ry_mem_guard_begin(opts ? opts->max_resident : 0, &outer);
     ry_status st = start(&mc, fn, nargs, args, RY_NO_SPAN, out);
+    if (st) ry_mem_guard_explain(err);
+    ry_mem_guard_end(&outer);
     machine_free(&mc);
     return st;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "runtime/vm_impl.h"
+#include "tensor/mem_guard.h"
 
 #define DEFAULT_MAX_DEPTH 10000000L
 
@@ -111,6 +112,7 @@ static ry_status push_frame(vm_machine *mc, vm_fn *f, int ret, ry_span span) {
                            "stack overflow: the program nests deeper than %ld frames "
                            "(raise ry_vm_opts.max_depth)",
                            mc->max_depth);
+    if (ry_mem_guard_due(mc->nf) && ry_mem_guard_frame(mc->nf, span, mc->err)) return RY_ERR;
     if (mc->nf == mc->capf) {
         long ncap = mc->capf ? mc->capf * 2 : 256;
         vframe *fresh = ry_realloc(mc->fs, sizeof *fresh * (size_t)ncap);
@@ -588,7 +590,11 @@ ry_status ry_vm_apply(ry_vm_program *prog, ry_value *fn, int nargs, ry_value *co
     if (prog->target->dev) return apply_on_device(prog, fn, nargs, args, opts, out, err);
     vm_machine *mc = machine_get(prog, opts, err);
     if (!mc) return ry_error_at(err, RY_NO_SPAN, "out of memory in the vm");
+    ry_mem_guard outer;
+    ry_mem_guard_begin(opts ? opts->max_resident : 0, &outer);
     ry_status st = start(mc, ry_value_retain(fn), nargs, args, out);
+    if (st) ry_mem_guard_explain(err);
+    ry_mem_guard_end(&outer);
     machine_put(prog, mc);
     return st;
 }

@@ -103,6 +103,7 @@ static void run_call(batch *b, int w, int j) {
         for (int i = 0; i < tr->params->n; i++) a[b->ndata + i] = tr->pool->pvals[w][i];
         ry_vm_opts vo = {.training = tr->opts.training,
                          .seed = train_seed(tr, b->naccum0 + j),
+                         .max_resident = tr->opts.max_resident,
                          .sparse_rows = !tr->opts.dense_grads};
         ry_threads_serial_begin();
         st = ry_vm_call(tr->pool->vm[w], tr->grad_name, b->nargs, a, &vo, &out, &b->errs[j]);

@@ -112,12 +112,14 @@ static ry_interp_opts interp_opts(const ry_trainer *tr);
 
 ry_status train_call(ry_trainer *tr, const char *entry, int n, ry_value **args, bool eval,
                      ry_value **out, ry_error *err) {
-    ry_interp_opts io = eval ? (ry_interp_opts){0} : interp_opts(tr);
+    ry_interp_opts io =
+        eval ? (ry_interp_opts){.max_resident = tr->opts.max_resident} : interp_opts(tr);
     if (!tr->vm) return ry_interp_call(tr->m, entry, n, args, &io, out, err);
     /* row-sparse gradients only from the gradient program, which the
      * trainer takes apart itself */
     /* a device run's gradients (and carried state) stay on the device */
     ry_vm_opts vo = {.training = io.training, .seed = io.seed, .max_depth = io.max_depth,
+                     .max_resident = io.max_resident,
                      .sparse_rows = !eval && !tr->opts.dense_grads, .keep_on_device = !eval,
                      .on_final = eval ? NULL : tr->on_final, .final_ctx = tr->final_ctx};
     return ry_vm_call(tr->vm, entry, n, args, &vo, out, err);
@@ -148,7 +150,8 @@ uint64_t train_seed(const ry_trainer *tr, int64_t call) {
 }
 
 static ry_interp_opts interp_opts(const ry_trainer *tr) {
-    ry_interp_opts o = {.training = tr->opts.training, .seed = train_seed(tr, tr->naccum)};
+    ry_interp_opts o = {.training = tr->opts.training, .seed = train_seed(tr, tr->naccum),
+                        .max_resident = tr->opts.max_resident};
     return o;
 }
 

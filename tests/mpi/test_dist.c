@@ -14,29 +14,11 @@
 #include "dist/comm.h"
 #include "relayc/dist.h"
 #include "relayc/train.h"
+#include "test_texts.h"
 #include "test_util.h"
 
 /* The MLP of tests/test_train.c. */
-static const char *MLP =
-    "#[version = \"0.0.5\"]\n"
-    "// data: x y\n"
-    "// predict-data: x\n"
-    "// init: w1=kaiming_uniform b1=zeros w2=xavier_uniform b2=zeros\n"
-    "def @predict(%x: Tensor[(n, 4), float32], %w1: Tensor[(8, 4), float32], %b1: "
-    "Tensor[(8), float32], %w2: Tensor[(3, 8), float32], %b2: Tensor[(3), float32]) -> "
-    "Tensor[(n, 3), float32] {\n"
-    "  %0 = nn.dense(%x, %w1, units=8);\n"
-    "  %1 = nn.relu(nn.bias_add(%0, %b1));\n"
-    "  nn.bias_add(nn.dense(%1, %w2, units=3), %b2)\n"
-    "}\n"
-    "def @loss(%x: Tensor[(n, 4), float32], %y: Tensor[(n), int32], %w1: Tensor[(8, 4), "
-    "float32], %b1: Tensor[(8), float32], %w2: Tensor[(3, 8), float32], %b2: Tensor[(3), "
-    "float32]) -> float32 {\n"
-    "  %0 = @predict(%x, %w1, %b1, %w2, %b2);\n"
-    "  %1 = nn.log_softmax(%0, axis=-1);\n"
-    "  %2 = one_hot(%y, 1f, 0f, depth=3, axis=-1, dtype=\"float32\");\n"
-    "  negative(mean(sum(multiply(%1, %2), axis=[1])))\n"
-    "}\n";
+static const char *MLP = TEST_MLP_TEXT;
 
 #define SHARDS 6 /* divisible by 1, 2 and 3 ranks */
 

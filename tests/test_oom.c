@@ -1,0 +1,421 @@
+/*
+ * test_oom.c: allocation failure, one site at a time (issue 13, part 4).
+ * For each stage a user meets — parsing, type checking, differentiating,
+ * optimizing and compiling, building a trainer, one training step, one
+ * checkpoint save — the Nth allocation through ry_malloc's hook fails
+ * (ry_alloc_fail_after), for every N from 0 up to the number the stage
+ * makes, on the MLP and on a recursive model over an ADT. Each failure must
+ * be an error status with a message (never a crash or an abort; leaks are
+ * LeakSanitizer's to find: `make test-oom` runs this under ASan too), and
+ * the same stage run again without the hook must then give the reference
+ * result: the same printed module, the same loss, a loadable checkpoint.
+ * The IR's own memory (arena blocks, constants) is outside the hook
+ * (tensor/alloc_exempt.h), so the counts are of the rest: tens to a few
+ * hundred per stage, and the whole suite takes about a second.
+ */
+#include <dirent.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "relayc/pass.h"
+#include "relayc/train.h"
+#include "test_texts.h"
+#include "test_util.h"
+
+static const char *MLP = TEST_MLP_TEXT;
+/* Recursion over an ADT: closures, matches and the ADT twins of AD. */
+static const char *TREE = TEST_TREE_TEXT;
+
+static const char *TREES = "(1 (0 a) (1 (0 very) (1 good)))\n"
+                           "(0 (0 (0 not) (0 bad)) (0 film))\n";
+
+/* ---- the driver -------------------------------------------------------------
+ * A stage runs once unhooked to count its allocations (ry_alloc_count: one
+ * thread allocates), then once with the hook armed at each n below that
+ * count. fresh() builds what the stage starts from, unhooked; run() is what
+ * fails; check() judges a success (the reference result); recover(), after
+ * a failure, runs the stage again unhooked on the same state and judges
+ * that; drop() frees. A failure must be an error with a message; a success
+ * with an allocation failed (a pass that goes without: constant folding
+ * leaves the call to run time) must pass degraded(), or check() when the
+ * stage has none. Returns the count. */
+typedef struct stage {
+    const char *name;
+    void (*fresh)(void *ctx);
+    ry_status (*run)(void *ctx, ry_error *err);
+    void (*check)(void *ctx);   /* after a success */
+    void (*degraded)(void *ctx); /* after a success with a failed allocation; may be NULL */
+    void (*recover)(void *ctx); /* after a failure, on the same state; may be NULL */
+    void (*drop)(void *ctx);
+} stage;
+
+static long count_allocations(const stage *s, void *ctx) {
+    ry_error err;
+    s->fresh(ctx);
+    long before = ry_alloc_count();
+    if (s->run(ctx, &err)) fail_msg("%s: %s", s->name, err.msg);
+    long n = ry_alloc_count() - before;
+    s->check(ctx);
+    s->drop(ctx);
+    return n;
+}
+
+static long run_stage(const stage *s, void *ctx) {
+    long count = count_allocations(s, ctx), errors = 0;
+    for (long n = 0; n < count; n++) {
+        s->fresh(ctx);
+        ry_error err;
+        memset(&err, 0, sizeof err);
+        ry_alloc_fail_after(n);
+        ry_status st = s->run(ctx, &err);
+        ry_alloc_fail_after(-1);
+        if (st == RY_OK) {
+            (s->degraded ? s->degraded : s->check)(ctx);
+        } else {
+            errors++;
+            if (!err.msg[0]) fail_msg("%s: allocation %ld failed with no message", s->name, n);
+            if (s->recover) s->recover(ctx);
+        }
+        s->drop(ctx);
+    }
+    fprintf(stderr, "  %s: %ld allocations, each failed once: %ld errors, %ld done without\n",
+            s->name, count, errors, count - errors);
+    return count;
+}
+
+static ry_tensor *filled(ry_dtype dt, int ndim, const int64_t *shape, double scale, int mod) {
+    ry_tensor *t = ry_tensor_new(dt, ndim, shape);
+    assert_non_null(t);
+    for (int64_t i = 0; i < t->size; i++)
+        ry_tensor_set(t, i, mod ? (double)(i % mod) : scale * (double)((i * 7) % 11 - 5));
+    return t;
+}
+
+/* ---- front end: parse, type check, differentiate, optimize, compile ---- */
+
+typedef struct front {
+    const char *text;
+    ry_module *m;
+    char *want; /* the reference print of the stage's result */
+} front;
+
+static void front_parse(front *f) {
+    ry_error err;
+    if (ry_module_parse("oom.relay", f->text, strlen(f->text), &f->m, &err)) fail_msg("%s", err.msg);
+}
+static void front_check(front *f) {
+    ry_error err;
+    front_parse(f);
+    if (ry_module_typecheck(f->m, &err)) fail_msg("%s", err.msg);
+}
+static void front_grad(front *f) {
+    ry_error err;
+    front_check(f);
+    if (ry_grad(f->m, "loss", NULL, NULL, NULL, &err)) fail_msg("%s", err.msg);
+}
+
+static void fresh_none(void *c) { ((front *)c)->m = NULL; }
+static void fresh_parsed(void *c) { front_parse(c); }
+static void fresh_checked(void *c) { front_check(c); }
+static void fresh_grad(void *c) { front_grad(c); }
+
+static ry_status run_parse(void *c, ry_error *err) {
+    front *f = c;
+    return ry_module_parse("oom.relay", f->text, strlen(f->text), &f->m, err);
+}
+static ry_status run_check(void *c, ry_error *err) { return ry_module_typecheck(((front *)c)->m, err); }
+static ry_status run_grad(void *c, ry_error *err) {
+    return ry_grad(((front *)c)->m, "loss", NULL, NULL, NULL, err);
+}
+static ry_status run_optimize(void *c, ry_error *err) { return ry_optimize(((front *)c)->m, 2, err); }
+static ry_status run_compile(void *c, ry_error *err) {
+    front *f = c;
+    ry_vm_program *p = NULL;
+    ry_status st = ry_optimize(f->m, 2, err);
+    if (st == RY_OK) st = ry_vm_compile(f->m, ry_target_cpu(), &p, err);
+    if (st == RY_OK) assert_non_null(p);
+    ry_vm_free(p);
+    return st;
+}
+
+static void check_print(void *c) {
+    front *f = c;
+    char *got = ry_module_print(f->m);
+    assert_non_null(got);
+    assert_string_equal(got, f->want);
+    ry_free(got);
+}
+static void check_nothing(void *c) { (void)c; }
+/* A program optimized less than the reference (a fold left out) is still
+ * a well-typed program. */
+static void check_verified(void *c) {
+    ry_error err;
+    if (ry_ir_verify(((front *)c)->m, true, &err)) fail_msg("%s", err.msg);
+}
+static void drop_front(void *c) {
+    front *f = c;
+    ry_module_free(f->m);
+    f->m = NULL;
+}
+
+/* The reference print after the stages up to and including `upto`. */
+static char *reference(const char *text, int upto) {
+    front f = {.text = text};
+    front_parse(&f);
+    ry_error err;
+    if (upto >= 1 && ry_module_typecheck(f.m, &err)) fail_msg("%s", err.msg);
+    if (upto >= 2 && ry_grad(f.m, "loss", NULL, NULL, NULL, &err)) fail_msg("%s", err.msg);
+    if (upto >= 3 && ry_optimize(f.m, 2, &err)) fail_msg("%s", err.msg);
+    char *s = ry_module_print(f.m);
+    ry_module_free(f.m);
+    return s;
+}
+
+static void front_stages(const char *text) {
+    front f = {.text = text};
+    const stage stages[] = {
+        {"parse", fresh_none, run_parse, check_print, NULL, NULL, drop_front},
+        {"typecheck", fresh_parsed, run_check, check_print, NULL, NULL, drop_front},
+        {"grad", fresh_checked, run_grad, check_print, NULL, NULL, drop_front},
+        {"optimize", fresh_grad, run_optimize, check_print, check_verified, NULL, drop_front},
+        {"optimize+compile", fresh_grad, run_compile, check_nothing, NULL, NULL, drop_front},
+    };
+    for (int i = 0; i < (int)(sizeof stages / sizeof *stages); i++) {
+        f.want = reference(text, i < 4 ? i : 3);
+        run_stage(&stages[i], &f);
+        ry_free(f.want);
+    }
+}
+
+static void test_front_mlp(void **state) { front_stages(MLP); }
+static void test_front_tree(void **state) { front_stages(TREE); }
+
+/* The models of models/, as a user trains them. */
+static void front_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    assert_true(n > 0 && n < sizeof text - 1);
+    text[n] = '\0';
+    fprintf(stderr, " %s\n", path);
+    front_stages(text);
+}
+
+static void test_front_models(void **state) {
+    front_file("models/lenet.relay");
+    front_file("models/charlstm.relay");
+    front_file("models/treelstm.relay");
+}
+
+/* ---- the trainer: building it, a step, a checkpoint ---- */
+
+typedef struct train {
+    const char *text;
+    ry_train_opts o;
+    ry_trainer *tr;
+    int ndata;
+    ry_value *fixed[2];    /* the MLP's batch */
+    const ry_treebank *tb; /* or the tree model's trees */
+    ry_value *data[2];     /* the batch for tr */
+    double want_loss;      /* a fresh trainer's first loss */
+    double loss;
+    char dir[128];
+    char saved[512];
+} train;
+
+/* The batch for trainer tr: the MLP's tensors, or the second tree built
+ * with tr's own constructors (a tree value belongs to its module). */
+static void bind_data(const train *t, ry_trainer *tr, ry_value **data) {
+    if (!t->tb) {
+        for (int i = 0; i < t->ndata; i++) data[i] = ry_value_retain(t->fixed[i]);
+        return;
+    }
+    ry_error err;
+    ry_tree_source src;
+    ry_train_data d;
+    int64_t idx = 1;
+    if (ry_train_data_trees(tr, t->tb, &src, &d, &err) || d.fetch(&d, &idx, 1, data, &err))
+        fail_msg("%s", err.msg);
+}
+
+static void unbind_data(const train *t, ry_value **data) {
+    for (int i = 0; i < t->ndata; i++) {
+        ry_value_release(data[i]);
+        data[i] = NULL;
+    }
+}
+
+static void make_trainer(train *t) {
+    ry_error err;
+    if (ry_trainer_new("oom.relay", t->text, strlen(t->text), &t->o, &t->tr, &err))
+        fail_msg("%s", err.msg);
+    bind_data(t, t->tr, t->data);
+}
+
+static void fresh_train_none(void *c) { ((train *)c)->tr = NULL; }
+static void fresh_trainer(void *c) { make_trainer(c); }
+static void fresh_stepped(void *c) {
+    train *t = c;
+    ry_error err;
+    assert_int_equal(mkdir(t->dir, 0755), 0);
+    make_trainer(t);
+    if (ry_trainer_step(t->tr, t->ndata, t->data, &t->loss, &err)) fail_msg("%s", err.msg);
+}
+
+static ry_status run_new(void *c, ry_error *err) {
+    train *t = c;
+    return ry_trainer_new("oom.relay", t->text, strlen(t->text), &t->o, &t->tr, err);
+}
+static ry_status run_step(void *c, ry_error *err) {
+    train *t = c;
+    t->loss = 0;
+    return ry_trainer_step(t->tr, t->ndata, t->data, &t->loss, err);
+}
+static ry_status run_save(void *c, ry_error *err) {
+    train *t = c;
+    return ry_trainer_save(t->tr, t->dir, 2, NULL, "oom", t->saved, sizeof t->saved, err);
+}
+
+static void check_trainer(void *c) {
+    train *t = c;
+    assert_non_null(t->tr);
+    bind_data(t, t->tr, t->data);
+    double loss;
+    ry_error err;
+    if (ry_trainer_step(t->tr, t->ndata, t->data, &loss, &err)) fail_msg("%s", err.msg);
+    assert_true(loss == t->want_loss);
+}
+static void check_step(void *c) {
+    train *t = c;
+    assert_true(t->loss == t->want_loss);
+}
+/* A failed step leaves the trainer as it was: the step again gives a
+ * fresh trainer's first loss. */
+static void recover_step(void *c) {
+    train *t = c;
+    ry_error err;
+    if (run_step(t, &err)) fail_msg("the step after a failed one: %s", err.msg);
+    check_step(t);
+}
+
+/* Nothing but finished checkpoints (and the directory's lock) is left in
+ * dir: no temporary file survives a failed save. */
+static void assert_no_partial_files(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *n = e->d_name;
+        size_t len = strlen(n);
+        if (n[0] == '.' || (strncmp(n, "ckpt-", 5) == 0 && len > 8 && !strcmp(n + len - 3, ".h5")))
+            continue;
+        fail_msg("left in %s after a failed save: %s", dir, n);
+    }
+    closedir(d);
+}
+
+static void rm_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    char p[512];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static void check_save(void *c) {
+    train *t = c;
+    assert_no_partial_files(t->dir);
+    /* the checkpoint loads back into a fresh trainer, whose next step
+     * matches the saved one's */
+    ry_trainer *back = NULL;
+    ry_error err;
+    if (ry_trainer_new("oom.relay", t->text, strlen(t->text), &t->o, &back, &err))
+        fail_msg("%s", err.msg);
+    if (ry_trainer_load(back, t->saved, NULL, &err)) fail_msg("%s: %s", t->saved, err.msg);
+    ry_value *data[2] = {0};
+    bind_data(t, back, data);
+    double a, b;
+    if (ry_trainer_step(back, t->ndata, data, &a, &err)) fail_msg("%s", err.msg);
+    if (ry_trainer_step(t->tr, t->ndata, t->data, &b, &err)) fail_msg("%s", err.msg);
+    assert_true(a == b);
+    unbind_data(t, data);
+    ry_trainer_free(back);
+}
+static void recover_save(void *c) {
+    train *t = c;
+    ry_error err;
+    assert_no_partial_files(t->dir);
+    if (run_save(t, &err)) fail_msg("the save after a failed one: %s", err.msg);
+    check_save(t);
+}
+static void drop_train(void *c) {
+    train *t = c;
+    unbind_data(t, t->data);
+    ry_trainer_free(t->tr);
+    t->tr = NULL;
+    rm_dir(t->dir);
+}
+
+static void train_stages(train *t) {
+    snprintf(t->dir, sizeof t->dir, "build-test-oom-%d", (int)getpid());
+    rm_dir(t->dir);
+    make_trainer(t);
+    ry_error err;
+    if (ry_trainer_step(t->tr, t->ndata, t->data, &t->want_loss, &err)) fail_msg("%s", err.msg);
+    drop_train(t);
+    const stage stages[] = {
+        {"trainer_new", fresh_train_none, run_new, check_trainer, NULL, NULL, drop_train},
+        {"first step", fresh_trainer, run_step, check_step, NULL, recover_step, drop_train},
+        {"checkpoint save", fresh_stepped, run_save, check_save, NULL, recover_save, drop_train},
+    };
+    for (int i = 0; i < (int)(sizeof stages / sizeof *stages); i++)
+        assert_true(run_stage(&stages[i], t) > 0);
+}
+
+static void test_train_mlp(void **state) {
+    train t = {.text = MLP, .o = ry_train_defaults(), .ndata = 2};
+    t.o.optim = ry_optim_defaults(RY_OPTIM_ADAM);
+    t.o.threads = 1;
+    int64_t xs[2] = {5, 4}, ys[1] = {5};
+    ry_tensor *x = filled(RY_FLOAT32, 2, xs, 0.1, 0), *y = filled(RY_INT32, 1, ys, 0, 3);
+    t.fixed[0] = ry_value_tensor(x);
+    t.fixed[1] = ry_value_tensor(y);
+    train_stages(&t);
+    ry_value_release(t.fixed[0]);
+    ry_value_release(t.fixed[1]);
+    ry_tensor_release(x);
+    ry_tensor_release(y);
+}
+
+static void test_train_tree(void **state) {
+    train t = {.text = TREE, .o = ry_train_defaults(), .ndata = 1};
+    t.o.optim = ry_optim_defaults(RY_OPTIM_ADAGRAD);
+    t.o.threads = 1;
+    ry_error err;
+    ry_vocab *v = ry_vocab_new();
+    ry_treebank *tb = NULL;
+    if (ry_treebank_parse("trees", TREES, strlen(TREES), v, true, &tb, &err)) fail_msg("%s", err.msg);
+    t.tb = tb;
+    train_stages(&t);
+    ry_treebank_free(tb);
+    ry_vocab_free(v);
+}
+
+int main(void) {
+    ry_set_num_threads(1); /* one thread allocates: the counts repeat */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_front_mlp),
+        cmocka_unit_test(test_front_tree),
+        cmocka_unit_test(test_front_models),
+        cmocka_unit_test(test_train_mlp),
+        cmocka_unit_test(test_train_tree),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
