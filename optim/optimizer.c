@@ -394,8 +394,11 @@ ry_status ry_optim_set_target(ry_optimizer *o, const ry_target *t, ry_error *err
     t = t ? t : ry_target_cpu();
     /* the state slots move to the target's device (step counts stay on
      * the host, which reads them) */
+    ry_device d = ry_target_device(t);
     for (int s = 0; s < o->n_slots; s++) {
         if (!o->slots[s]) continue;
+        ry_device at = o->slots[s]->slab->device;
+        if (at.kind == d.kind && at.id == d.id) continue; /* there already */
         ry_param_set *moved = ry_params_to(t, o->slots[s], err);
         if (!moved) return RY_ERR;
         ry_params_free(o->slots[s]);

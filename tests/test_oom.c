@@ -388,10 +388,8 @@ static void test_train_mlp(void **state) {
     t.fixed[0] = ry_value_tensor(x);
     t.fixed[1] = ry_value_tensor(y);
     train_stages(&t);
-    ry_value_release(t.fixed[0]);
+    ry_value_release(t.fixed[0]); /* the values took over x and y */
     ry_value_release(t.fixed[1]);
-    ry_tensor_release(x);
-    ry_tensor_release(y);
 }
 
 static void test_train_tree(void **state) {
