@@ -303,6 +303,17 @@ static const ry_kernel *kernel_but_conv2d(const ry_op *op) {
 
 /* ry_gradcheck with the gradient program on the device (second order too)
  * against the interpreter's finite differences, through a recursion */
+/* Every operator of the registry has a kernel on OpenCL (as on the CPU),
+ * and the run-time-size operators of the gradient rules agree */
+static void test_every_operator_has_a_kernel(void **s) {
+    NEED_DEVICE();
+    for (int i = 0; i < ry_op_count(); i++)
+        if (!ry_target_kernel(cl, ry_op_at(i))) fail_msg("%s has no OpenCL kernel", ry_op_at(i)->name);
+    same_as_cpu(V "def @main(%a: Tensor[(3, 4, 5), float32], %i: Tensor[(6), int32]) {\n"
+                "  (cumsum(%a, axis=1), cumsum(%a, axis=-1, exclusive=True), cumsum(%a),\n"
+                "   cumsum(%i, dtype=\"int64\"), shape_of(%a), shape_of(%i, dtype=\"int64\"))\n}\n", false);
+}
+
 static void test_gradcheck_on_the_device(void **s) {
     NEED_DEVICE();
     ry_module *m = test_parse(V "def @f(%x: Tensor[(3), float64], %n: Tensor[(), float64]) -> Tensor[(3), float64] {\n"
@@ -360,6 +371,7 @@ int main(void) {
         cmocka_unit_test(test_control_flow),
         cmocka_unit_test(test_gradient_programs),
         cmocka_unit_test(test_corpora_agree_with_the_cpu),
+        cmocka_unit_test(test_every_operator_has_a_kernel),
         cmocka_unit_test(test_gradcheck_on_the_device),
         cmocka_unit_test(test_missing_kernel_is_a_located_compile_error),
         cmocka_unit_test(test_unknown_index_is_an_error),

@@ -44,6 +44,9 @@ CL_KERNEL(ry_cl_take);
 CL_KERNEL(ry_cl_split);
 CL_KERNEL(ry_cl_concatenate);
 CL_KERNEL(ry_cl_bias_add);
+/* cl_scan.c */
+CL_KERNEL(ry_cl_cumsum);
+CL_KERNEL(ry_cl_shape_of);
 /* cl_layout.c */
 CL_KERNEL(ry_cl_reshape);
 CL_KERNEL(ry_cl_transpose);

@@ -33,7 +33,7 @@ static const ry_kernel table[] = {
     {"max", ry_cl_reduce, 0}, {"min", ry_cl_reduce, 0}, {"argmax", ry_cl_reduce, 0},
     {"argmin", ry_cl_reduce, 0}, {"reshape", ry_cl_reshape, 0}, {"reshape_like", ry_cl_reshape, 0},
     {"expand_dims", ry_cl_reshape, 0}, {"squeeze", ry_cl_reshape, 0},
-    {"transpose", ry_cl_transpose, 0}, {"take", ry_cl_take, 0}, {"split", ry_cl_split, 0},
+    {"transpose", ry_cl_transpose, 0}, {"cumsum", ry_cl_cumsum, 0}, {"shape_of", ry_cl_shape_of, 0}, {"take", ry_cl_take, 0}, {"split", ry_cl_split, 0},
     {"concatenate", ry_cl_concatenate, 0}, {"nn.bias_add", ry_cl_bias_add, 0},
     /* the nn family (cl_conv.c, cl_norm.c, cl_nn.c, cl_scatter.c) */
     {"nn.conv2d", ry_cl_conv2d, 0}, {"nn.conv2d_transpose", ry_cl_conv2d_transpose, 0},
