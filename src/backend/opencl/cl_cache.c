@@ -135,7 +135,7 @@ static void store(uint64_t key, cl_program p) {
 static cl_program build(const char *source, uint64_t key, ry_span span, ry_error *err) {
     cl_program p = load(key);
     if (p) {
-        ry_cl.count.kernels_loaded++;
+        __atomic_fetch_add(&ry_cl.count.kernels_loaded, 1, __ATOMIC_RELAXED);
         return p;
     }
     cl_int rc;
@@ -154,7 +154,7 @@ static cl_program build(const char *source, uint64_t key, ry_span span, ry_error
         clReleaseProgram(p);
         return NULL;
     }
-    ry_cl.count.kernels_built++;
+    __atomic_fetch_add(&ry_cl.count.kernels_built, 1, __ATOMIC_RELAXED);
     store(key, p);
     return p;
 }
