@@ -15,4 +15,19 @@
  * when an axis is out of range or repeated (the relation reports those). */
 bool ry_reduce_mask(const ry_op *op, const ry_attrs *attrs, int ndim, bool mask[RY_MAX_RANK]);
 
+/* cumsum's input x as (P, V, Q) around its axis (axis=None: the whole of x
+ * flattened, P = Q = 1), for every target's kernel. */
+static inline void ry_cumsum_dims(const ry_op *op, const ry_attrs *attrs, const ry_tensor *x,
+                                  int64_t *P, int64_t *V, int64_t *Q) {
+    *P = 1, *V = x->size, *Q = 1;
+    if (ry_attr_is_none(op, attrs, "axis")) return;
+    int64_t axis = ry_attr_int(op, attrs, "axis");
+    if (axis < 0) axis += x->ndim;
+    for (int i = 0; i < x->ndim; i++) {
+        if (i < axis) *P *= x->shape[i];
+        if (i > axis) *Q *= x->shape[i];
+    }
+    *V = x->shape[axis];
+}
+
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backend/cpu/transform_kernels.h"
+#include "op/reduce_attrs.h"
 
 /* integer element i of t, exactly (ry_tensor_get goes through double) */
 static int64_t get_int(const ry_tensor *t, int64_t i) {
@@ -30,16 +31,8 @@ static void set_int(ry_tensor *t, int64_t i, int64_t v) {
 ry_status ry_cpu_cumsum(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout, ry_tensor *const *out) {
     const ry_tensor *x = in[0];
     ry_tensor *y = out[0];
-    int64_t P = 1, V = x->size, Q = 1;
-    if (!ry_attr_is_none(c->op, c->attrs, "axis")) {
-        int64_t axis = ry_attr_int(c->op, c->attrs, "axis");
-        if (axis < 0) axis += x->ndim;
-        for (int i = 0; i < x->ndim; i++) {
-            if (i < axis) P *= x->shape[i];
-            if (i > axis) Q *= x->shape[i];
-        }
-        V = x->shape[axis];
-    }
+    int64_t P, V, Q;
+    ry_cumsum_dims(c->op, c->attrs, x, &P, &V, &Q);
     bool excl = ry_attr_bool(c->op, c->attrs, "exclusive");
     bool ints = !ry_dtype_is_float(y->dtype);
     for (int64_t p = 0; p < P; p++)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "backend/opencl/cl_elemwise.h"
+#include "op/reduce_attrs.h"
 
 extern const ry_dialect ry_cl_dialect;
 
@@ -31,16 +32,8 @@ CL_KERNEL(ry_cl_cumsum) {
     if (ry_cl_check_args(c, nin, in, nout, out)) return RY_ERR;
     const ry_tensor *x = in[0];
     ry_tensor *y = out[0];
-    int64_t P = 1, V = x->size, Q = 1;
-    if (!ry_attr_is_none(c->op, c->attrs, "axis")) {
-        int64_t axis = ry_attr_int(c->op, c->attrs, "axis");
-        if (axis < 0) axis += x->ndim;
-        for (int i = 0; i < x->ndim; i++) {
-            if (i < axis) P *= x->shape[i];
-            if (i > axis) Q *= x->shape[i];
-        }
-        V = x->shape[axis];
-    }
+    int64_t P, V, Q;
+    ry_cumsum_dims(c->op, c->attrs, x, &P, &V, &Q);
     const char *to = ry_cl_type(y->dtype), *ti = ry_cl_type(x->dtype);
     if (!to || !ti)
         return ry_error_at(c->err, c->span, "cumsum: %s has no kernel on opencl",
