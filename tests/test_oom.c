@@ -316,19 +316,6 @@ static void assert_no_partial_files(const char *dir) {
     closedir(d);
 }
 
-static void rm_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    char p[512];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 static void check_save(void *c) {
     train *t = c;
     assert_no_partial_files(t->dir);

@@ -106,19 +106,6 @@ typedef struct ctx {
     char dir[128];
 } ctx;
 
-static void rm_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    char p[512];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 /* In a child: a save with libhdf5's allocation n failing (n < 0: none);
  * exit 0 for an error with a message or a success whose file verifies, 3
  * for an error without a message, 4 for a success that does not verify. */

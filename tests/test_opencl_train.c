@@ -192,19 +192,6 @@ static void test_parameters_stay_on_the_device(void **s) {
     ry_trainer_free(td);
 }
 
-static void rm_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    char p[512];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 static void test_checkpoints_cross_targets(void **s) {
     NEED_DEVICE();
     char dir[64], path[512];

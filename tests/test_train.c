@@ -27,19 +27,6 @@ static ry_trainer *make(const char *text, const ry_train_opts *o) {
     return tr;
 }
 
-static void rm_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    char p[512];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue; /* .lock too */
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 /* A scratch folder named for this process, so concurrent runs (an ASan
  * build beside a plain one) never share one. */
 static const char *scratch(char *buf, size_t n, const char *tag) {

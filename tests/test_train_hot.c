@@ -583,19 +583,6 @@ static void test_threads_error(void **state) {
 
 /* ---- a threaded tree fit resumes exactly --------------------------------- */
 
-static void rm_dir(const char *dir) {
-    DIR *dd = opendir(dir);
-    if (!dd) return;
-    char p[512];
-    for (struct dirent *e; (e = readdir(dd));) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue; /* .lock too */
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(dd);
-    rmdir(dir);
-}
-
 static void tree_fit(const char *dir, int threads, int64_t steps, bool resume, ry_param_set *out) {
     trees t;
     trees_load(&t);

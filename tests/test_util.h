@@ -14,6 +14,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <dirent.h>
+#include <unistd.h>
 
 #include "backend/target.h"
 #include "relayc/relayc.h"
@@ -69,6 +71,21 @@ char *openblas_get_corename(void); /* OpenBLAS's; cblas.h would define I */
 static inline bool test_gemm_split_exact(void) {
     const char *c = openblas_get_corename();
     return c && (strcmp(c, "SkylakeX") == 0 || strcmp(c, "Cooperlake") == 0);
+}
+
+/* Removes the flat directory dir and the files in it (a test's scratch
+ * checkpoint folder); a missing one is fine. */
+static inline void rm_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    char p[512];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
 }
 
 /* op's kernel on the CPU target (src/backend/target.h), or NULL. */

@@ -125,19 +125,6 @@ static void assert_close(ry_trainer *a, ry_trainer *b) {
     }
 }
 
-static void rm_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    char p[512];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 /* A directory every rank names alike: rank 0's pid, broadcast. */
 static const char *shared_dir(char *buf, size_t n, const char *tag) {
     int pid = (int)getpid();

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backend/cpu/scatter_kernels.h"
+#include "op/scatter_dims.h"
 #include "backend/cpu/simd.h"
 
 RY_SIMD_NO_CONTRACT
@@ -91,18 +92,10 @@ ry_status ry_cpu_scatter_nd(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int
     const ry_tensor *x = in[0], *ind = in[1], *up = in[2];
     ry_tensor *y = out[0];
     bool add = strcmp(ry_attr_str(c->op, c->attrs, "mode"), "add") == 0;
-    int M = (int)ind->shape[0], n = x->ndim, k = ind->ndim - 1;
-    int64_t K = prod(ind->shape, 1, ind->ndim), S = prod(x->shape, M, n);
-    /* symbolic dims were left to run time by the relation */
-    bool fits = up->ndim == k + n - M;
-    for (int i = 0; fits && i < up->ndim; i++)
-        fits = up->shape[i] == (i < k ? ind->shape[1 + i] : x->shape[M + i - k]);
-    if (!fits) {
-        char su[64], sx[64], si[64];
-        return ry_error_at(c->err, c->span, "scatter_nd: updates %s do not fit data %s and indices %s",
-                           ry_tensor_describe(up, su, sizeof su), ry_tensor_describe(x, sx, sizeof sx),
-                           ry_tensor_describe(ind, si, sizeof si));
-    }
+    ry_scatter_dims sd;
+    if (ry_scatter_nd_dims(c, x, ind, up, &sd)) return RY_ERR;
+    int M = sd.M;
+    int64_t K = sd.K, S = sd.S;
     size_t es = ry_dtype_size(x->dtype), row = (size_t)S * es;
     if (y->data != x->data && ry_tensor_nbytes(x)) memcpy(y->data, x->data, ry_tensor_nbytes(x));
     char *dst = y->data;

@@ -34,7 +34,11 @@ CL_KERNEL(ry_cl_dense);
 CL_KERNEL(ry_cl_matmul);
 CL_KERNEL(ry_cl_batch_matmul);
 CL_KERNEL(ry_cl_fused_matmul);
-/* cl_reduce.c */
+/* cl_reduce.c; ry_cl_reduce_into: y = the reduction `kind` of x over the
+ * dimensions mask holds (y's dtype the result's; last: argmax/argmin ties
+ * to the last index) */
+ry_status ry_cl_reduce_into(ry_kernel_ctx *c, ry_gen_red kind, const ry_tensor *x, ry_tensor *y,
+                            const bool *mask, bool last);
 CL_KERNEL(ry_cl_reduce);
 CL_KERNEL(ry_cl_collapse_sum_like);
 CL_KERNEL(ry_cl_softmax);

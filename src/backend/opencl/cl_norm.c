@@ -162,24 +162,11 @@ static CL_KERNEL(l2_normalize_wide) {
     if (x->size == 0) return RY_OK;
     ry_tensor *sum = ry_cl_scratch(c, stat_dtype(), nk, kshape);
     if (!sum) return RY_ERR;
-    int kr, rr;
-    int64_t kd[RY_MAX_RANK], ks[RY_MAX_RANK], rd[RY_MAX_RANK], rs[RY_MAX_RANK], m;
-    ry_gen_reduce_dims(nd, x->shape, red, &kr, kd, ks, &rr, rd, rs, &m);
+    /* the squares' sums over the normalized axes (in double where the
+     * device has it), then the scaling */
+    ry_status s = ry_cl_reduce_into(c, RY_GEN_SUMSQ, x, sum, red, false);
     cl_arg a[6 + 4 * RY_MAX_RANK + 2 * RY_MAX_RANK];
     int n = 0;
-    a[n++] = CLA_L(nkept);
-    a[n++] = (cl_arg){CLA_MEM, ry_cl_mem(sum), 0, 0};
-    a[n++] = CLA_L(ry_cl_off(sum));
-    a[n++] = (cl_arg){CLA_MEM, ry_cl_mem(x), 0, 0};
-    a[n++] = CLA_L(ry_cl_off(x));
-    a[n++] = CLA_L(m);
-    for (int i = 0; i < kr; i++) a[n++] = CLA_L(kd[i]);
-    for (int i = 0; i < kr; i++) a[n++] = CLA_L(ks[i]);
-    for (int i = 0; i < rr; i++) a[n++] = CLA_L(rd[i]);
-    for (int i = 0; i < rr; i++) a[n++] = CLA_L(rs[i]);
-    char *src = ry_gen_reduce(&ry_cl_dialect, RY_GEN_SUMSQ, x->dtype, stat_dtype(), ry_cl.fp64, kr, rr,
-                              false, "k");
-    ry_status s = ry_cl_gen_run(c, src, x->dtype, (size_t)nkept, n, a);
     if (s == RY_OK) {
         n = 0;
         a[n++] = CLA_L(x->size);

@@ -24,7 +24,7 @@ static cl_kernel generated(ry_kernel_ctx *c, char *src, ry_dtype dt) {
     return k;
 }
 
-static ry_status reduce_mask(ry_kernel_ctx *c, ry_gen_red kind, const ry_tensor *x, ry_tensor *y,
+ry_status ry_cl_reduce_into(ry_kernel_ctx *c, ry_gen_red kind, const ry_tensor *x, ry_tensor *y,
                              const bool *mask, bool last) {
     int kr, rr;
     int64_t kd[RY_MAX_RANK], ks[RY_MAX_RANK], rd[RY_MAX_RANK], rs[RY_MAX_RANK], m;
@@ -62,7 +62,7 @@ CL_KERNEL(ry_cl_reduce) {
     if (!ry_reduce_mask(c->op, c->attrs, in[0]->ndim, mask))
         return ry_error_at(c->err, c->span, "%s: invalid reduction axes", c->op->name);
     bool arg = kinds[i].kind == RY_GEN_ARGMAX || kinds[i].kind == RY_GEN_ARGMIN;
-    return reduce_mask(c, kinds[i].kind, in[0], out[0], mask,
+    return ry_cl_reduce_into(c, kinds[i].kind, in[0], out[0], mask,
                        arg && ry_attr_bool(c->op, c->attrs, "select_last_index"));
 }
 
@@ -76,7 +76,7 @@ CL_KERNEL(ry_cl_collapse_sum_like) {
         int yd = d - (x->ndim - y->ndim);
         mask[d] = yd < 0 || (y->shape[yd] == 1 && x->shape[d] != 1);
     }
-    return reduce_mask(c, RY_GEN_SUM, x, out[0], mask, false);
+    return ry_cl_reduce_into(c, RY_GEN_SUM, x, out[0], mask, false);
 }
 
 static ry_status softmax(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend/opencl/cl_nn.h"
+#include "op/scatter_dims.h"
 
 static int64_t prod(const int64_t *s, int lo, int hi) {
     int64_t p = 1;
@@ -108,17 +109,10 @@ CL_KERNEL(ry_cl_scatter_nd) {
     const ry_tensor *x = in[0], *ind = in[1], *up = in[2];
     ry_tensor *y = out[0];
     bool add = strcmp(ry_attr_str(c->op, c->attrs, "mode"), "add") == 0;
-    int M = (int)ind->shape[0], n = x->ndim, k = ind->ndim - 1;
-    int64_t K = prod(ind->shape, 1, ind->ndim), S = prod(x->shape, M, n);
-    bool fits = up->ndim == k + n - M;
-    for (int i = 0; fits && i < up->ndim; i++)
-        fits = up->shape[i] == (i < k ? ind->shape[1 + i] : x->shape[M + i - k]);
-    if (!fits) {
-        char su[64], sx[64], si[64];
-        return ry_error_at(c->err, c->span, "scatter_nd: updates %s do not fit data %s and indices %s",
-                           ry_tensor_describe(up, su, sizeof su), ry_tensor_describe(x, sx, sizeof sx),
-                           ry_tensor_describe(ind, si, sizeof si));
-    }
+    ry_scatter_dims sd;
+    if (ry_scatter_nd_dims(c, x, ind, up, &sd)) return RY_ERR;
+    int M = sd.M;
+    int64_t K = sd.K, S = sd.S;
     /* float16 overwrites move bits; its adds would need half arithmetic */
     if (add && x->dtype == RY_FLOAT16)
         return ry_error_at(c->err, c->span, "%s: mode=\"add\" on float16 has no kernel on opencl", c->op->name);
