@@ -679,6 +679,90 @@ static void test_file_that_crashes_libhdf5_is_refused(void **state) {
     assert_no_h5_objects();
 }
 
+/* A resume's directory holding, above a good checkpoint, one file that
+ * crashes libhdf5 and one that never lets a read finish (a FIFO nobody
+ * writes: opening it blocks): the good one is found, within the read time
+ * limit, and both others are put aside. The load's libhdf5 runs only in
+ * the reading child: this process answers whatever it does. */
+static void test_crafted_files_in_a_directory_are_skipped(void **state) {
+    (void)state;
+    scratch s;
+    scratch_new(&s);
+    ry_param_set *p = model_set(RY_FLOAT32, 1), *q = ry_params_like(p);
+    fill_random(p, 3);
+    ry_checkpoint_meta meta = {.step = 3};
+    char path[256], got[256];
+    ry_error err;
+    assert_int_equal(ry_checkpoint_save_dir(s.dir, 5, p, NULL, &meta, path, sizeof path, &err), RY_OK);
+    unsigned char *buf;
+    long n;
+    read_whole("tests/checkpoint/crash_h5hg.h5", &buf, &n);
+    write_whole(in_dir(&s, "ckpt-9.h5", path, sizeof path), buf, n);
+    free(buf);
+    assert_int_equal(mkfifo(in_dir(&s, "ckpt-12.h5", path, sizeof path), 0600), 0);
+    ry_ckpt_set_read_seconds(1);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    bool found = false;
+    assert_int_equal(ry_checkpoint_latest(s.dir, got, sizeof got, &found, &err), RY_OK);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ry_ckpt_set_read_seconds(0); /* back to the default */
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    assert_true(found);
+    assert_string_equal(got, in_dir(&s, "ckpt-3.h5", path, sizeof path));
+    assert_true(secs < 10);
+    assert_true(file_exists(in_dir(&s, "ckpt-9.h5.corrupt", path, sizeof path)));
+    assert_true(file_exists(in_dir(&s, "ckpt-12.h5.corrupt", path, sizeof path)));
+    assert_int_equal(ry_checkpoint_load(got, q, NULL, NULL, &err), RY_OK);
+    assert_true(same_values(p, q));
+    /* the FIFO's read as an error of its own */
+    ry_ckpt_set_read_seconds(1);
+    assert_int_equal(ry_checkpoint_verify(in_dir(&s, "ckpt-12.h5.corrupt", path, sizeof path), &err), RY_ERR);
+    ry_ckpt_set_read_seconds(0);
+    assert_err_has(&err, path, "damaged checkpoint: reading it did not finish in 1 s");
+    ry_params_free(p);
+    ry_params_free(q);
+    scratch_free(&s);
+}
+
+/* A load refused by the reading child leaves the caller's sets as they
+ * were, whatever the child had written into its copies. */
+static void test_refused_load_changes_nothing(void **state) {
+    (void)state;
+    scratch s;
+    scratch_new(&s);
+    ry_param_set *p = model_set(RY_FLOAT32, 1), *q = ry_params_like(p);
+    fill_random(p, 4);
+    char path[256];
+    ry_error err;
+    ry_checkpoint_meta meta = {.step = 4};
+    assert_int_equal(ry_checkpoint_save(in_dir(&s, "a.h5", path, sizeof path), p, NULL, &meta, &err), RY_OK);
+    ry_params_fill(q, 7);
+    /* a flipped data bit under a valid seal: the child reads the data
+     * into its copies, then the dataset's CRC refuses it */
+    unsigned char *buf;
+    long n;
+    read_whole(path, &buf, &n);
+    long off = data_offset(path, "/params/w1");
+    assert_true(off > 0 && off + 3 < n);
+    buf[off + 3] ^= 0x40;
+    write_whole(in_dir(&s, "b.h5", path, sizeof path), buf, n);
+    free(buf);
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(ry_ckpt_seal_write(fd, path, &err), RY_OK);
+    close(fd);
+    ry_checkpoint_meta got;
+    memset(&got, 0, sizeof got);
+    assert_int_equal(ry_checkpoint_load(path, q, NULL, &got, &err), RY_ERR);
+    assert_err_has(&err, path, "damaged checkpoint: dataset /params/w1 has CRC-32");
+    assert_null(got.model_text);
+    for (int64_t i = 0; i < q->slab->size; i++) assert_true(ry_tensor_get(q->slab, i) == 7.0);
+    ry_params_free(p);
+    ry_params_free(q);
+    scratch_free(&s);
+}
+
 /* ---- atomicity -------------------------------------------------------------------- */
 
 /* Version k of the big set: every element k. */
@@ -1039,6 +1123,8 @@ int main(void) {
         cmocka_unit_test(test_reads_h5py_file),
         cmocka_unit_test(test_unsealed_damage_is_reported_quietly),
         cmocka_unit_test(test_file_that_crashes_libhdf5_is_refused),
+        cmocka_unit_test(test_crafted_files_in_a_directory_are_skipped),
+        cmocka_unit_test(test_refused_load_changes_nothing),
         cmocka_unit_test(test_killed_saves_leave_a_complete_file),
         cmocka_unit_test(test_failed_save_keeps_previous),
         cmocka_unit_test(test_planted_link_not_followed),

@@ -9,7 +9,10 @@
  * end in an error status with a message, or in a success whose checkpoint
  * verifies, and never in a signal. (libhdf5 itself crashes in most of
  * these places; relayc's save runs it in a child of its own,
- * checkpoint_save.c.) Loads are not covered: see README, Known limits.
+ * checkpoint_save.c.) A load has every allocation of libhdf5 and of relayc
+ * failed the same way, in the child that reads the file
+ * (checkpoint_child.c) and in this process: never a crash, and a load
+ * that succeeds gives the step after it the reference loss.
  * Interposing malloc is incompatible with the sanitizers (they own
  * malloc) and with valgrind: there that test skips (ASan builds) or the
  * suite is left out (TEST_SKIP of test-valgrind). A second test fills
@@ -51,23 +54,34 @@ extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 
-static uintptr_t h5_lo, h5_hi; /* libhdf5's code */
-/* Shared with every process forked below, since relayc saves in a child
- * of its own: [0] calls from libhdf5 until one fails (-1: none), [1] calls
- * from libhdf5 so far. */
+static uintptr_t h5_lo, h5_hi;   /* libhdf5's code */
+static uintptr_t own_lo, own_hi; /* this program's, relayc's included (linked statically) */
+static bool fail_own;            /* count and fail relayc's calls too */
+/* Shared with every process forked below, since relayc saves and loads in
+ * a child of its own: [0] counted calls until one fails (-1: none), [1]
+ * counted calls so far. */
 static atomic_long *shared;
 #define countdown shared[0]
 #define h5_calls shared[1]
 
-static int find_hdf5(struct dl_phdr_info *info, size_t size, void *data) {
+/* The executable segment of libhdf5 and of the program itself. */
+static int find_code(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size, (void)data;
-    if (!info->dlpi_name || !strstr(info->dlpi_name, "libhdf5")) return 0;
+    bool h5 = info->dlpi_name && strstr(info->dlpi_name, "libhdf5");
+    bool own = !info->dlpi_name || !info->dlpi_name[0];
+    if (!h5 && !(own && !own_hi)) return 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
-        h5_lo = info->dlpi_addr + ph->p_vaddr;
-        h5_hi = h5_lo + ph->p_memsz;
-        return 1;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (h5) {
+            h5_lo = lo;
+            h5_hi = lo + ph->p_memsz;
+        } else {
+            own_lo = lo;
+            own_hi = lo + ph->p_memsz;
+        }
+        break;
     }
     return 0;
 }
@@ -75,7 +89,8 @@ static int find_hdf5(struct dl_phdr_info *info, size_t size, void *data) {
 /* Whether this call, made from caller, is to fail. */
 static bool fail_now(void *caller) {
     uintptr_t a = (uintptr_t)caller;
-    if (!shared || !h5_hi || a < h5_lo || a >= h5_hi) return false;
+    bool counted = (a >= h5_lo && a < h5_hi) || (fail_own && a >= own_lo && a < own_hi);
+    if (!shared || !h5_hi || !counted) return false;
     atomic_fetch_add(&h5_calls, 1);
     long c = atomic_load(&countdown);
     if (c < 0) return false;
@@ -104,31 +119,59 @@ typedef struct ctx {
     ry_trainer *tr;
     ry_value *data[2];
     char dir[128];
+    char saved[512]; /* the checkpoint the load attempts read */
 } ctx;
 
-/* In a child: a save with libhdf5's allocation n failing (n < 0: none);
- * exit 0 for an error with a message or a success whose file verifies, 3
- * for an error without a message, 4 for a success that does not verify. */
-static void attempt(ctx *c, long n, int fd) {
+/* What an attempt sends back: the counted calls it saw, and after a
+ * load that succeeded, the loss of the step that followed. */
+typedef struct outcome {
+    long calls;
+    double loss;
+} outcome;
+
+/* A save in a fresh directory; 0 for an error with a message or a success
+ * whose file verifies, 3 for an error without a message, 4 for a success
+ * that does not verify. */
+static int try_save(ctx *c, long n, outcome *o) {
     char dir[160], path[512];
     snprintf(dir, sizeof dir, "%s/%ld", c->dir, n);
-    if (mkdir(dir, 0755)) _exit(6);
+    if (mkdir(dir, 0755)) return 6;
     ry_error err;
     memset(&err, 0, sizeof err);
     atomic_store(&h5_calls, 0);
     atomic_store(&countdown, n);
     ry_status st = ry_trainer_save(c->tr, dir, 1, NULL, "oom", path, sizeof path, &err);
     atomic_store(&countdown, -1);
-    long calls = atomic_load(&h5_calls);
-    if (write(fd, &calls, sizeof calls) != (ssize_t)sizeof calls) _exit(7);
-    if (st != RY_OK) _exit(err.msg[0] ? 0 : 3);
-    if (ry_checkpoint_verify(path, &err)) _exit(4);
-    _exit(0);
+    o->calls = atomic_load(&h5_calls);
+    if (st != RY_OK) return err.msg[0] ? 0 : 3;
+    return ry_checkpoint_verify(path, &err) ? 4 : 0;
 }
 
-/* Runs attempt n in a child; *calls gets libhdf5's calls it saw. Returns
- * the child's exit status, or 128 + the signal that ended it. */
-static int run_child(ctx *c, long n, long *calls) {
+/* A load of c->saved into the trainer, then a step; 0 for an error with a
+ * message (the trainer left as it was: the step's loss is then NaN's
+ * opposite, checked by the caller) or a success, 3 for an error without a
+ * message, 5 for a step that fails. */
+static int try_load(ctx *c, long n, outcome *o) {
+    ry_error err;
+    memset(&err, 0, sizeof err);
+    atomic_store(&h5_calls, 0);
+    atomic_store(&countdown, n);
+    ry_status st = ry_trainer_load(c->tr, c->saved, NULL, &err);
+    atomic_store(&countdown, -1);
+    o->calls = atomic_load(&h5_calls);
+    if (st != RY_OK) {
+        o->loss = -1; /* no step: the caller sees an error */
+        return err.msg[0] ? 0 : 3;
+    }
+    return ry_trainer_step(c->tr, 2, c->data, &o->loss, &err) ? 5 : 0;
+}
+
+typedef int (*try_fn)(ctx *c, long n, outcome *o);
+
+/* Runs attempt n in a child, so that a crash is counted; *o gets what it
+ * sent. Returns the child's exit status, or 128 + the signal that ended
+ * it. */
+static int run_child(ctx *c, try_fn fn, long n, outcome *o) {
     int fds[2];
     assert_int_equal(pipe(fds), 0);
     fflush(NULL);
@@ -138,36 +181,45 @@ static int run_child(ctx *c, long n, long *calls) {
         static const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
         for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) signal(fatal[i], SIG_DFL);
         close(fds[0]);
-        attempt(c, n, fds[1]);
+        outcome mine = {-1, 0};
+        int rc = fn(c, n, &mine);
+        if (write(fds[1], &mine, sizeof mine) != (ssize_t)sizeof mine) _exit(7);
+        _exit(rc);
     }
     close(fds[1]);
-    *calls = -1;
-    if (read(fds[0], calls, sizeof *calls) != (ssize_t)sizeof *calls) *calls = -1;
+    o->calls = -1;
+    if (read(fds[0], o, sizeof *o) != (ssize_t)sizeof *o) o->calls = -1;
     close(fds[0]);
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
-static void every_failure(ctx *c, const char *name) {
-    long count = 0;
-    assert_int_equal(run_child(c, -1, &count), 0);
-    assert_true(count > 0);
-    long errors = 0, crashes = 0;
-    for (long n = 0; n < count; n++) {
-        long calls;
-        int rc = run_child(c, n, &calls);
+/* Fails each counted call of fn once. A load that succeeds despite the
+ * failure must give the reference step's loss, bit for bit. */
+static void every_failure(ctx *c, try_fn fn, const char *name) {
+    outcome ref;
+    assert_int_equal(run_child(c, fn, -1, &ref), 0);
+    assert_true(ref.calls > 0);
+    long errors = 0, crashes = 0, done = 0;
+    for (long n = 0; n < ref.calls; n++) {
+        outcome o;
+        int rc = run_child(c, fn, n, &o);
         if (rc >= 128) {
             crashes++;
-            fprintf(stderr, "  %s: libhdf5's allocation %ld of %ld: signal %d\n", name, n, count,
-                    rc - 128);
+            fprintf(stderr, "  %s: allocation %ld of %ld: signal %d\n", name, n, ref.calls, rc - 128);
             continue;
         }
-        if (rc) fail_msg("%s: libhdf5's allocation %ld of %ld: exit %d", name, n, count, rc);
-        errors++;
+        if (rc) fail_msg("%s: allocation %ld of %ld: exit %d", name, n, ref.calls, rc);
+        if (fn == try_load && o.loss != -1) {
+            if (o.loss != ref.loss) fail_msg("%s: allocation %ld: loss %.9g, want %.9g", name, n, o.loss, ref.loss);
+            done++;
+        } else {
+            errors++;
+        }
     }
-    fprintf(stderr, "  %s: %ld allocations inside libhdf5, each failed once: %ld handled, %ld crashed\n",
-            name, count, errors, crashes);
+    fprintf(stderr, "  %s: %ld allocations, each failed once: %ld errors, %ld done without, %ld crashed\n",
+            name, ref.calls, errors, done, crashes);
     assert_int_equal(crashes, 0);
 }
 
@@ -180,8 +232,8 @@ static void test_hdf5_failures(void **state) {
      * is (its ~2,700 allocations of setting up are failed the same way,
      * but would make the suite minutes long) */
     assert_true(H5open() >= 0);
-    dl_iterate_phdr(find_hdf5, NULL);
-    assert_true(h5_hi > h5_lo);
+    dl_iterate_phdr(find_code, NULL);
+    assert_true(h5_hi > h5_lo && own_hi > own_lo);
     void *mem = mmap(NULL, 2 * sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                      -1, 0);
     assert_true(mem != MAP_FAILED);
@@ -201,7 +253,15 @@ static void test_hdf5_failures(void **state) {
     c.data[1] = ry_value_tensor(y);
     double loss;
     if (ry_trainer_step(c.tr, 2, c.data, &loss, &err)) fail_msg("%s", err.msg);
-    every_failure(&c, "checkpoint save");
+    every_failure(&c, try_save, "checkpoint save (libhdf5's allocations)");
+    /* a load, every allocation of libhdf5 and of relayc failed once: in
+     * the reading child and in this process; the trainer has stepped past
+     * the checkpoint, so a load that did nothing would show in the loss */
+    if (ry_trainer_save(c.tr, c.dir, 1, NULL, "oom", c.saved, sizeof c.saved, &err)) fail_msg("%s", err.msg);
+    if (ry_trainer_step(c.tr, 2, c.data, &loss, &err)) fail_msg("%s", err.msg);
+    fail_own = true;
+    every_failure(&c, try_load, "checkpoint load (libhdf5's and relayc's allocations)");
+    fail_own = false;
     ry_value_release(c.data[0]);
     ry_value_release(c.data[1]);
     ry_tensor_release(x);

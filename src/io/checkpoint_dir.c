@@ -143,8 +143,17 @@ ry_status ry_checkpoint_latest(const char *dir, char *path, size_t n, bool *foun
     for (int i = count - 1; i >= 0; i--) {
         char p[4096];
         ry_error why;
+        bool damaged;
         snprintf(p, sizeof p, "%s/%s", dir, files[i].name);
-        if (ry_checkpoint_verify(p, &why) != RY_OK) {
+        if (ry_ckpt_verify(p, &damaged, &why) != RY_OK) {
+            /* this process could not check it (no memory, no fork): the
+             * file may be good, so it is not put aside and there is no
+             * answer */
+            if (!damaged) {
+                *err = why;
+                st = RY_ERR;
+                break;
+            }
             /* renamed aside (never deleted), so it holds no keep-slot and
              * is warned about once, not at every later resume */
             char aside[4200];

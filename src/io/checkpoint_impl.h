@@ -80,9 +80,32 @@ ry_status ry_ckpt_attr_read_str(hid_t obj, const char *path, const char *name, c
  * components separated by '/' (only when slashes is true), none "." or "..". */
 bool ry_ckpt_name_ok(const char *name, bool slashes);
 
-/* The time a forked child gets to read a candidate checkpoint before the
- * file is refused (checkpoint_load.c; default 30 s). The fuzzer shortens it,
- * so an input that makes libhdf5 loop costs seconds, not half a minute. */
-void ry_ckpt_set_probe_seconds(int seconds);
+/* ---- reading in a forked child (checkpoint_child.c) ---------------------
+ * A job is the libhdf5 part of a read, run only in a forked child: run
+ * fills *out (what ry_checkpoint_inspect returns; strings and entries
+ * ry_malloc'd) and the slabs of sets (host sets), whose bytes come back
+ * through a shared mapping. */
+typedef struct ry_ckpt_job {
+    ry_status (*run)(const char *path, void *ctx, ry_checkpoint_info *out, ry_error *err);
+    void *ctx;
+    int nsets;
+    ry_param_set *const *sets;
+} ry_ckpt_job;
+
+/* Runs job in a forked child under a time limit and brings back *out and
+ * the sets' data (filled only on success). *damaged says whether a failure
+ * is the file's (what the child found, a crash, a timeout) rather than
+ * this process's (no memory, fork or pipe failing): only a damaged file is
+ * put aside by ry_checkpoint_latest. */
+ry_status ry_ckpt_read_isolated(const char *path, ry_ckpt_job *job, ry_checkpoint_info *out,
+                                bool *damaged, ry_error *err);
+/* Frees what a read put in info (not info itself). */
+void ry_ckpt_info_clear(ry_checkpoint_info *info);
+/* The time the child gets: this many seconds (default 30), plus one per 64
+ * MiB of file. The fuzzer shortens it, so an input that makes libhdf5 loop
+ * costs seconds, not half a minute. */
+void ry_ckpt_set_read_seconds(int seconds);
+/* ry_checkpoint_verify, with *damaged as above. */
+ry_status ry_ckpt_verify(const char *path, bool *damaged, ry_error *err);
 
 #endif

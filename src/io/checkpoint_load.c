@@ -2,18 +2,15 @@
  * checkpoint_load.c: reading checkpoints back, trusting nothing. The seal is
  * checked before libhdf5 opens the file; then the format version, the list
  * of datasets (names, dtypes, shapes) against what the caller expects, and
- * the checksum over every byte. Data is read into fresh sets and copied to
- * the caller's only once everything has passed, so a failed load changes
- * nothing. Also: inspecting and verifying a file. Writing is in
- * checkpoint_save.c.
+ * the checksum over every byte. All of that runs in a forked child
+ * (checkpoint_child.c), never in this process: data is read into fresh
+ * sets there, comes back through a shared mapping and is copied to the
+ * caller's only once everything has passed, so a failed load, or a file
+ * that crashes or hangs libhdf5, changes nothing. Also: inspecting and
+ * verifying a file. Writing is in checkpoint_save.c.
  */
-#include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "io/checkpoint_impl.h"
 
@@ -217,110 +214,9 @@ static ry_status read_meta(ckfile *c, hid_t root, ry_error *err) {
     return RY_OK;
 }
 
-/* ---- a child reads it first ------------------------------------------------
- * libhdf5 is not hardened against crafted metadata: fuzzing our loader found
- * wild reads in H5HG_read (a 15 KB file, tests/checkpoint/crash_h5hg.h5),
- * H5Aread and H5Fopen, endless loops and 16 GiB requests, in files anyone can
- * seal (the seal is a CRC, not a signature). So before this process hands a
- * file to libhdf5, a forked child opens and reads all of it the same way,
- * under a time limit (and an address-space limit where no sanitizer needs
- * the room); only when the child finishes, with success or an ordinary
- * error, does this process open the file itself. A child killed by a
- * signal, or ending any other way, means the file is refused. */
-static int probe_seconds = 30;
-
-void ry_ckpt_set_probe_seconds(int seconds) { probe_seconds = seconds > 0 ? seconds : 30; }
-static _Thread_local bool in_probe;
-
-#if defined(__SANITIZE_ADDRESS__)
-#define PROBE_LIMIT_AS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PROBE_LIMIT_AS 0
-#endif
-#endif
-#ifndef PROBE_LIMIT_AS
-#define PROBE_LIMIT_AS 1
-#endif
-
-static ry_status ck_open_direct(ckfile *c, const char *path, ry_error *err);
-static ry_status ck_read_all(ckfile *c, void *const *dest, ry_error *err);
-
-/* The child's verdict goes through a pipe, not its exit status, which tools
- * own (valgrind's leak check and ASan's report set their own): a byte
- * written means it finished; none means it died on the way. */
-static void probe_child(const char *path, int fd) {
-    in_probe = true;
-    /* the program's own handlers (a test framework's, a host's) must not
-     * catch the crash this child is for: it dies of it, and says nothing */
-    static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGALRM};
-    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) signal(fatal[i], SIG_DFL);
-    alarm((unsigned)probe_seconds);
-    if (PROBE_LIMIT_AS) { /* what the file may make libhdf5 ask for, beyond what we hold */
-        struct rlimit rl;
-        if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur == RLIM_INFINITY) {
-            rl.rlim_cur = (rlim_t)64 << 30;
-            setrlimit(RLIMIT_AS, &rl);
-        }
-    }
-    ry_error err;
-    ckfile c;
-    ry_status st = ck_open_direct(&c, path, &err);
-    if (!st) {
-        st = ck_read_all(&c, NULL, &err);
-        ck_close(&c);
-    }
-    char done = st ? 'e' : 'k';
-    ssize_t w = write(fd, &done, 1);
-    _exit(w == 1 ? 0 : 1); /* no atexit handlers: libhdf5's may hang */
-}
-
-static ry_status probe(const char *path, ry_error *err) {
-    if (in_probe) return RY_OK;
-    int fds[2];
-    if (pipe(fds) != 0)
-        return ry_error_file(err, path, "cannot check the file first: pipe: %s", strerror(errno));
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return ry_error_file(err, path, "cannot check the file first: fork: %s", strerror(errno));
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        probe_child(path, fds[1]);
-    }
-    close(fds[1]);
-    char done = 0;
-    ssize_t r;
-    while ((r = read(fds[0], &done, 1)) < 0 && errno == EINTR) {}
-    close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    if (r == 1) return RY_OK; /* finished: success, or an error this process will find itself */
-    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
-        return ry_error_file(err, path, "damaged checkpoint: libhdf5 did not finish reading it in %d s",
-                             probe_seconds);
-    if (WIFSIGNALED(status))
-        return ry_error_file(err, path, "damaged checkpoint: libhdf5 crashed reading it (signal %d, %s)",
-                             WTERMSIG(status), strsignal(WTERMSIG(status)));
-    return ry_error_file(err, path, "damaged checkpoint: libhdf5 failed reading it (exit status %d)",
-                         WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-}
-
-/* Seal, open, attributes, listing. On failure c is closed. */
+/* Seal, open, attributes, listing; in the reading child only
+ * (checkpoint_child.c). On failure c is closed. */
 static ry_status ck_open(ckfile *c, const char *path, ry_error *err) {
-    memset(c, 0, sizeof *c);
-    c->path = path;
-    c->f = -1;
-    if (!path) return ry_error_file(err, path, "no path");
-    if (ry_ckpt_seal_check(path, &c->sealed, err)) return RY_ERR;
-    if (probe(path, err)) return RY_ERR;
-    return ck_open_direct(c, path, err);
-}
-
-/* ck_open without the child: seal, open, attributes, listing. */
-static ry_status ck_open_direct(ckfile *c, const char *path, ry_error *err) {
     memset(c, 0, sizeof *c);
     c->path = path;
     c->f = -1;
@@ -336,6 +232,21 @@ static ry_status ck_open_direct(ckfile *c, const char *path, ry_error *err) {
     if (!st) st = list_all(c, err);
     if (st) ck_close(c);
     return st;
+}
+
+/* What c learned, moved into info (c keeps the file, loses the rest). */
+static void ck_move_info(ckfile *c, ry_checkpoint_info *info, bool entries) {
+    info->version = c->version;
+    info->checksum = c->stored_crc;
+    info->sealed = c->sealed;
+    info->meta = c->meta;
+    c->meta.model_text = c->meta.config = NULL;
+    if (entries) {
+        info->n = c->n;
+        info->entries = c->e;
+        c->e = NULL;
+        c->n = 0;
+    }
 }
 
 static size_t entry_bytes(const ry_checkpoint_entry *e) {
@@ -481,63 +392,82 @@ static ry_status load_into(ckfile *c, fresh *fr, const ry_checkpoint_slots *slot
     return st;
 }
 
+/* ---- the jobs the reading child runs ---------------------------------------- */
+
+typedef struct load_job {
+    fresh *fr;
+    const ry_checkpoint_slots *slots;
+} load_job;
+
+static ry_status run_load(const char *path, void *ctx, ry_checkpoint_info *out, ry_error *err) {
+    load_job *j = ctx;
+    ckfile c;
+    ry_status st = ck_open(&c, path, err);
+    if (!st) {
+        st = load_into(&c, j->fr, j->slots, err);
+        if (!st) ck_move_info(&c, out, false);
+        ck_close(&c);
+    }
+    return st;
+}
+
+static ry_status run_inspect(const char *path, void *ctx, ry_checkpoint_info *out, ry_error *err) {
+    (void)ctx;
+    ckfile c;
+    ry_status st = ck_open(&c, path, err);
+    if (!st) {
+        st = ck_read_all(&c, NULL, err);
+        if (!st) ck_move_info(&c, out, true);
+        ck_close(&c);
+    }
+    return st;
+}
+
+/* ---- the public entry points (no libhdf5 in this process) ----------------------- */
+
 ry_status ry_checkpoint_load(const char *path, ry_param_set *params,
                              const ry_checkpoint_slots *slots, ry_checkpoint_meta *meta,
                              ry_error *err) {
+    if (!path) return ry_error_file(err, path, "no path");
     if (!params) return ry_error_file(err, path, "cannot load: no parameter set given");
     for (int s = 0; slots && s < slots->n; s++)
         if (!slots->sets[s] || !ry_ckpt_name_ok(slots->names[s], false))
             return ry_error_file(err, path, "cannot load: bad optimizer slot %d", s);
     fresh fr;
-    if (fresh_new(&fr, params, slots)) {
+    ry_param_set **sets = NULL;
+    if (fresh_new(&fr, params, slots) ||
+        !(sets = ry_calloc((size_t)fr.nslots + 1, sizeof *sets))) {
         fresh_free(&fr);
         return ry_error_file(err, path, "cannot load: out of memory");
     }
-    ry_ckpt_quiet q;
-    ry_ckpt_quiet_begin(&q);
-    ckfile c;
-    ry_status st = ck_open(&c, path, err);
+    sets[0] = fr.params;
+    for (int s = 0; s < fr.nslots; s++) sets[s + 1] = fr.slots[s];
+    load_job lj = {&fr, slots};
+    ry_ckpt_job job = {run_load, &lj, fr.nslots + 1, sets};
+    ry_checkpoint_info info;
+    bool damaged;
+    ry_status st = ry_ckpt_read_isolated(path, &job, &info, &damaged, err);
     if (!st) {
-        st = load_into(&c, &fr, slots, err);
-        if (!st) {
-            ry_params_copy(params, fr.params);
-            for (int s = 0; s < fr.nslots; s++) ry_params_copy(slots->sets[s], fr.slots[s]);
-            if (meta) {
-                *meta = c.meta; /* the strings move to the caller */
-                c.meta.model_text = c.meta.config = NULL;
-            }
+        ry_params_copy(params, fr.params);
+        for (int s = 0; s < fr.nslots; s++) ry_params_copy(slots->sets[s], fr.slots[s]);
+        if (meta) {
+            *meta = info.meta; /* the strings move to the caller */
+            info.meta.model_text = info.meta.config = NULL;
         }
-        ck_close(&c);
+        ry_ckpt_info_clear(&info);
     }
-    ry_ckpt_quiet_end(&q);
+    ry_free(sets);
     fresh_free(&fr);
     return st;
 }
 
-ry_status ry_checkpoint_inspect(const char *path, ry_checkpoint_info **out, ry_error *err) {
+static ry_status inspect(const char *path, ry_checkpoint_info **out, bool *damaged, ry_error *err) {
+    *damaged = false;
+    if (!path) return ry_error_file(err, path, "no path");
     ry_checkpoint_info *info = ry_calloc(1, sizeof *info);
     if (!info) return ry_error_file(err, path, "out of memory");
-    ry_ckpt_quiet q;
-    ry_ckpt_quiet_begin(&q);
-    ckfile c;
-    ry_status st = ck_open(&c, path, err);
-    if (!st) {
-        st = ck_read_all(&c, NULL, err);
-        if (!st) {
-            info->version = c.version;
-            info->checksum = c.stored_crc;
-            info->sealed = c.sealed;
-            info->meta = c.meta;
-            info->n = c.n;
-            info->entries = c.e;
-            c.meta.model_text = c.meta.config = NULL;
-            c.e = NULL;
-            c.n = 0;
-        }
-        ck_close(&c);
-    }
-    ry_ckpt_quiet_end(&q);
-    if (st) {
+    ry_ckpt_job job = {run_inspect, NULL, 0, NULL};
+    if (ry_ckpt_read_isolated(path, &job, info, damaged, err)) {
         ry_free(info);
         return RY_ERR;
     }
@@ -545,18 +475,27 @@ ry_status ry_checkpoint_inspect(const char *path, ry_checkpoint_info **out, ry_e
     return RY_OK;
 }
 
+ry_status ry_checkpoint_inspect(const char *path, ry_checkpoint_info **out, ry_error *err) {
+    bool damaged;
+    return inspect(path, out, &damaged, err);
+}
+
 void ry_checkpoint_info_free(ry_checkpoint_info *info) {
     if (!info) return;
-    ry_checkpoint_meta_clear(&info->meta);
-    free_entries(info->entries, info->n);
+    ry_ckpt_info_clear(info);
     ry_free(info);
 }
 
-ry_status ry_checkpoint_verify(const char *path, ry_error *err) {
+ry_status ry_ckpt_verify(const char *path, bool *damaged, ry_error *err) {
     ry_checkpoint_info *info = NULL;
-    if (ry_checkpoint_inspect(path, &info, err)) return RY_ERR;
+    if (inspect(path, &info, damaged, err)) return RY_ERR;
     ry_checkpoint_info_free(info);
     return RY_OK;
+}
+
+ry_status ry_checkpoint_verify(const char *path, ry_error *err) {
+    bool damaged;
+    return ry_ckpt_verify(path, &damaged, err);
 }
 
 void ry_checkpoint_info_print(FILE *f, const ry_checkpoint_info *info) {

@@ -35,7 +35,7 @@ static void load_like(const char *path, const ry_checkpoint_info *info) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    ry_ckpt_set_probe_seconds(2); /* a libhdf5 loop costs 2 s, not 30 */
+    ry_ckpt_set_read_seconds(2); /* a libhdf5 loop costs 2 s, not 30 */
     const char *path = fuzz_file(data, size, ".h5");
     if (!path) return 0;
     ry_error err;
