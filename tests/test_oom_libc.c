@@ -33,6 +33,7 @@
 #include <hdf5.h>
 
 #include "relayc/train.h"
+#include "backend/cpu/blas.h"
 #include "test_texts.h"
 #include "test_util.h"
 
@@ -278,6 +279,85 @@ static void test_hdf5_failures(void **state) {
 }
 #endif
 
+/* ---- OpenBLAS's work buffers ----
+ * OpenBLAS maps a 128 MiB work buffer for each thread that calls it at
+ * once, and when mapping fails it tries again without end
+ * (blas_reserve.c): before relayc set the buffers up ahead of its GEMMs,
+ * a step whose GEMM needed one hung. Each case runs in a child forked
+ * before this process made any GEMM, so its OpenBLAS has no buffer yet;
+ * a hang is caught by an alarm. */
+
+/* The address space now used, and 64 MiB more: room for a step's
+ * tensors, not for one more OpenBLAS buffer. */
+static bool limit_address_space(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0;
+    bool ok = f && fscanf(f, "%ld", &pages) == 1;
+    if (f) fclose(f);
+    struct rlimit rl = {(rlim_t)pages * 4096 + ((rlim_t)64 << 20), RLIM_INFINITY};
+    return ok && setrlimit(RLIMIT_AS, &rl) == 0;
+}
+
+/* A trainer's first step in a fresh child under that limit, with how:
+ * 0, relayc's own check of the address space first (a quick error); 1,
+ * without it (ry_cpu_blas_skip_probe), so that OpenBLAS meets the
+ * shortage itself and spins (an error at the deadline); 2, the limit set
+ * only after a first step, then 20 more steps on two threads, which must
+ * need no new buffer. Exit 0 when it went as it should. */
+static void blas_case(int how) {
+    alarm(60);
+    int threads = how == 2 ? 2 : 1;
+    ry_set_num_threads(threads);
+    ry_train_opts o = ry_train_defaults();
+    o.threads = threads;
+    ry_trainer *tr = NULL;
+    ry_error err;
+    const char *text = TEST_MLP_TEXT;
+    if (ry_trainer_new("blas.relay", text, strlen(text), &o, &tr, &err)) _exit(2);
+    int64_t xs[2] = {5, 4}, ys[1] = {5};
+    ry_tensor *x = ry_tensor_new(RY_FLOAT32, 2, xs), *y = ry_tensor_new(RY_INT32, 1, ys);
+    for (int64_t i = 0; i < x->size; i++) ry_tensor_set(x, i, 0.1 * (double)(i % 7));
+    for (int64_t i = 0; i < y->size; i++) ry_tensor_set(y, i, (double)(i % 3));
+    ry_value *data[2] = {ry_value_tensor(x), ry_value_tensor(y)};
+    double loss;
+    if (how == 2) {
+        if (ry_trainer_step(tr, 2, data, &loss, &err) || !limit_address_space()) _exit(3);
+        for (int k = 0; k < 20; k++)
+            if (ry_trainer_step(tr, 2, data, &loss, &err)) {
+                fprintf(stderr, "  step %d: %s\n", k, err.msg);
+                _exit(4);
+            }
+        _exit(0);
+    }
+    ry_cpu_blas_skip_probe(how == 1);
+    if (!limit_address_space()) _exit(6);
+    ry_status st = ry_trainer_step(tr, 2, data, &loss, &err);
+    fprintf(stderr, "  %s: %s\n", how ? "OpenBLAS meeting the shortage" : "relayc's check",
+            st ? err.msg : "(no error)");
+    if (st == RY_OK) _exit(7);
+    const char *want = how ? "could not map its work buffers within" : "mmap refused one (Cannot allocate memory)";
+    _exit(strstr(err.msg, "OpenBLAS") && strstr(err.msg, want) ? 0 : 8);
+}
+
+static void test_openblas_buffers(void **state) {
+    for (int how = 0; how < 3; how++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            static const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+            for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) signal(fatal[i], SIG_DFL);
+            blas_case(how);
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status))
+            fail_msg("case %d: signal %d%s", how, WTERMSIG(status),
+                     WTERMSIG(status) == SIGALRM ? " (the step hung)" : "");
+        if (WEXITSTATUS(status)) fail_msg("case %d: exit %d", how, WEXITSTATUS(status));
+    }
+}
+
 /* A write libhdf5 cannot finish (a file-size limit standing in for a full
  * disk): the save is an error naming errno's text, and the process then
  * ends normally. Before saves ran in a child, libhdf5 kept the
@@ -317,6 +397,7 @@ static void test_full_disk(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_openblas_buffers), /* first: no GEMM has run in this process */
         cmocka_unit_test(test_hdf5_failures),
         cmocka_unit_test(test_full_disk),
     };

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "relayc/op.h"
+
 /* C[M, N] = alpha * op(A)[M, K] * op(B)[K, N] + beta * C, row-major, as
  * cblas_sgemm (f64 false: float data) or cblas_dgemm (f64 true: double
  * data) with leading dimensions lda, ldb, ldc; op(X) is X^T when ta / tb.
@@ -31,6 +33,16 @@
 void ry_cpu_gemm(bool f64, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
                  int64_t ldc);
+
+/* Call in a kernel before ry_cpu_gemm: makes sure OpenBLAS holds a work
+ * buffer for every thread that may call it at once, which it would
+ * otherwise try to map without end when memory is short
+ * (blas_reserve.c); an error naming c's operator when it cannot. Cheap
+ * once done (an atomic read). */
+ry_status ry_cpu_blas_ready(ry_kernel_ctx *c);
+/* Tests: leave out relayc's own check of the address space, so that a
+ * shortage reaches OpenBLAS and only the deadline catches it. */
+void ry_cpu_blas_skip_probe(bool skip);
 
 /* OpenBLAS sends GEMMs of at most 100^3 multiply-adds to its small-matrix
  * kernels (sgemm_small_kernel_permit), which round differently from its

@@ -450,7 +450,7 @@ ry_status ry_cpu_conv2d(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nou
     pl.Cg = pl.g.C / pl.g.G;
     pl.Og = pl.g.O / pl.g.G;
     pl.K = pl.Cg * pl.g.KH * pl.g.KW;
-    if (too_big(c, pl.K, pl.g.OH * pl.g.OW, pl.Og)) return RY_ERR;
+    if (too_big(c, pl.K, pl.g.OH * pl.g.OW, pl.Og) || ry_cpu_blas_ready(c)) return RY_ERR;
     if (y->size == 0) return RY_OK;
     if (pl.K == 0) { /* no input channels: an empty sum */
         memset(y->data, 0, ry_tensor_nbytes(y));
@@ -474,7 +474,7 @@ ry_status ry_cpu_conv2d_transpose(ry_kernel_ctx *c, int nin, ry_tensor *const *i
     pl.Og = pl.g.O / pl.g.G;
     pl.K = pl.Cg;
     int64_t M = pl.Og * pl.g.KH * pl.g.KW, hw = pl.g.H * pl.g.W;
-    if (too_big(c, M, hw, pl.Cg)) return RY_ERR;
+    if (too_big(c, M, hw, pl.Cg) || ry_cpu_blas_ready(c)) return RY_ERR;
     if (y->size == 0) return RY_OK;
     if (pl.Cg == 0 || hw == 0) { /* nothing lands anywhere */
         memset(y->data, 0, ry_tensor_nbytes(y));
@@ -502,7 +502,7 @@ ry_status ry_cpu_conv2d_backward_weight(ry_kernel_ctx *c, int nin, ry_tensor *co
     pl.Og = g.O / g.G;
     pl.K = pl.Cg * g.KH * g.KW;
     int64_t ohw = g.OH * g.OW;
-    if (too_big(c, pl.K, ohw, pl.Og)) return RY_ERR;
+    if (too_big(c, pl.K, ohw, pl.Og) || ry_cpu_blas_ready(c)) return RY_ERR;
     if (dw->size == 0) return RY_OK;
     if (ohw == 0 || g.N == 0) { /* an empty sum */
         memset(dw->data, 0, ry_tensor_nbytes(dw));

@@ -102,6 +102,7 @@ static ry_status gemm_accumulate(ry_kernel_ctx *c, const ry_tensor *a, const ry_
     if (M > INT_MAX || N > INT_MAX || K > INT_MAX)
         return ry_error_at(c->err, c->span, "%s: dimension too large for BLAS", c->op->name);
     if (M == 0 || N == 0 || K == 0) return RY_OK;
+    if (ry_cpu_blas_ready(c)) return RY_ERR;
     ry_cpu_gemm(out->dtype == RY_FLOAT64, ta, tb, M, N, K, 1.0, a->data, a->shape[1], b->data,
                 b->shape[1], 1.0, out->data, N);
     return RY_OK;

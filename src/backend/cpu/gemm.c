@@ -341,7 +341,7 @@ static ry_status matmul_core(ry_kernel_ctx *c, bool ta, bool tb, ry_tensor *cons
     ry_matmul_dims md = ry_matmul_dims_of(a, b, ta, tb);
     int64_t rows = md.rows, M = md.M, K = md.K, batch = md.batch;
     int64_t dims[3] = {rows, M, K};
-    if (check_blas_dims(c, 3, dims)) return RY_ERR;
+    if (check_blas_dims(c, 3, dims) || ry_cpu_blas_ready(c)) return RY_ERR;
     operands o;
     if (operands_get(c, a, b, out, &o)) return RY_ERR;
     for (int64_t s = 0; s < batch; s++)
@@ -373,7 +373,7 @@ RY_NN_KERNEL(ry_cpu_batch_matmul) {
     int64_t nb = z->shape[0], ni = z->shape[1], nj = z->shape[2];
     int64_t nk = ta ? x->shape[1] : x->shape[2];
     int64_t dims[3] = {ni, nj, nk};
-    if (check_blas_dims(c, 3, dims)) return RY_ERR;
+    if (check_blas_dims(c, 3, dims) || ry_cpu_blas_ready(c)) return RY_ERR;
     int64_t xs = x->shape[0] == 1 ? 0 : ni * nk, ys = y->shape[0] == 1 ? 0 : nk * nj;
     operands o;
     if (operands_get(c, x, y, z, &o)) return RY_ERR;
