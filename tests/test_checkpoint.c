@@ -725,6 +725,38 @@ static void test_crafted_files_in_a_directory_are_skipped(void **state) {
     scratch_free(&s);
 }
 
+/* A sealed file whose dataset declares far more data than the file holds
+ * (float32[1000000, 1000], 4 GB, in a file of a few KB: libhdf5 would
+ * hand back its fill value) is refused from the listing, before any of it
+ * is read or allocated. */
+static void test_declared_size_beyond_the_file(void **state) {
+    (void)state;
+    scratch s;
+    scratch_new(&s);
+    ry_param_set *p = model_set(RY_FLOAT32, 1);
+    char path[256];
+    ry_error err;
+    assert_int_equal(ry_checkpoint_save(in_dir(&s, "big.h5", path, sizeof path), p, NULL, NULL, &err), RY_OK);
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    hsize_t dims[2] = {1000000, 1000};
+    hid_t space = H5Screate_simple(2, dims, NULL);
+    hid_t d = H5Dcreate2(f, "/params/huge", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(space >= 0 && d >= 0);
+    H5Dclose(d);
+    H5Sclose(space);
+    H5Fclose(f);
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(ry_ckpt_seal_write(fd, path, &err), RY_OK);
+    close(fd);
+    assert_true(file_size(path) < 1 << 20);
+    assert_int_equal(ry_checkpoint_verify(path, &err), RY_ERR);
+    assert_err_has(&err, path, "damaged checkpoint: dataset /params/huge declares more data than the file's");
+    ry_params_free(p);
+    scratch_free(&s);
+}
+
 /* A load refused by the reading child leaves the caller's sets as they
  * were, whatever the child had written into its copies. */
 static void test_refused_load_changes_nothing(void **state) {
@@ -1125,6 +1157,7 @@ int main(void) {
         cmocka_unit_test(test_file_that_crashes_libhdf5_is_refused),
         cmocka_unit_test(test_crafted_files_in_a_directory_are_skipped),
         cmocka_unit_test(test_refused_load_changes_nothing),
+        cmocka_unit_test(test_declared_size_beyond_the_file),
         cmocka_unit_test(test_killed_saves_leave_a_complete_file),
         cmocka_unit_test(test_failed_save_keeps_previous),
         cmocka_unit_test(test_planted_link_not_followed),

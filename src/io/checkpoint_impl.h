@@ -36,10 +36,10 @@ uint32_t ry_ckpt_crc_meta(uint32_t crc, const ry_checkpoint_meta *meta);
 /* Fills the user block of the closed file open as fd (read-write) with the
  * seal over everything after it. */
 ry_status ry_ckpt_seal_write(int fd, const char *path, ry_error *err);
-/* Checks path before HDF5 sees it: a valid seal, or no seal and the HDF5
- * signature at offset 0 (*sealed says which). Not-HDF5, truncated and
- * damaged files are errors. */
-ry_status ry_ckpt_seal_check(const char *path, bool *sealed, ry_error *err);
+/* Checks path before HDF5 sees it: a regular file with a valid seal, or no
+ * seal and the HDF5 signature at offset 0 (*sealed says which; *size gets
+ * its length). Not-HDF5, truncated and damaged files are errors. */
+ry_status ry_ckpt_seal_check(const char *path, bool *sealed, int64_t *size, ry_error *err);
 
 /* ---- libhdf5 without its printing ---------------------------------------- */
 typedef struct ry_ckpt_quiet {

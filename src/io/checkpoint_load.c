@@ -19,6 +19,7 @@ typedef struct ckfile {
     const char *path;
     hid_t f;
     bool sealed;
+    int64_t size; /* of the file, in bytes */
     int64_t version;
     int n;
     ry_checkpoint_entry *e; /* sorted by path */
@@ -53,9 +54,13 @@ static void ck_close(ckfile *c) {
 
 /* ---- listing the datasets ------------------------------------------------ */
 
-/* Describes dataset d at path: float32/float64, rank <= RY_MAX_RANK. */
-static ry_status describe(hid_t d, const char *file, const char *path, ry_checkpoint_entry *e,
-                          ry_error *err) {
+/* Describes dataset d at path: float32/float64, rank <= RY_MAX_RANK, and
+ * no more data than the file's size (a crafted 145 KB file declaring
+ * float32[1000000, 1000] is refused here, before its 4 GB are read; a
+ * foreign file whose datasets are compressed below their size is too:
+ * relayc's are stored whole). */
+static ry_status describe(hid_t d, const char *file, int64_t file_size, const char *path,
+                          ry_checkpoint_entry *e, ry_error *err) {
     hid_t t = H5Dget_type(d), space = H5Dget_space(d);
     ry_status st = RY_OK;
     if (t < 0 || space < 0) st = ry_ckpt_h5_error(err, file, "cannot read dataset %s", path);
@@ -75,6 +80,16 @@ static ry_status describe(hid_t d, const char *file, const char *path, ry_checkp
             if (dims[i] > (hsize_t)INT64_MAX / 16) st = ry_error_file(err, file, "dataset %s is too large", path);
             e->shape[i] = (int64_t)dims[i];
         }
+        /* every dim below 2^59 and at most 8 of them: the product's bound
+         * is checked step by step */
+        uint64_t bytes = size;
+        for (int i = 0; i < rank && !st; i++) {
+            if (dims[i] && bytes > (uint64_t)file_size / dims[i]) bytes = UINT64_MAX;
+            else bytes *= dims[i];
+        }
+        if (!st && bytes > (uint64_t)file_size)
+            st = ry_error_file(err, file, "damaged checkpoint: dataset %s declares more data than the "
+                                          "file's %lld bytes hold", path, (long long)file_size);
     }
     if (t >= 0) H5Tclose(t);
     if (space >= 0) H5Sclose(space);
@@ -156,7 +171,7 @@ static ry_status list_group(lister *l, const char *gpath, int need, int depth) {
         H5I_type_t kind = H5Iget_type(o);
         ry_checkpoint_entry e = {0};
         if (kind == H5I_DATASET && need == 0) {
-            st = describe(o, c->path, path, &e, l->err);
+            st = describe(o, c->path, c->size, path, &e, l->err);
             if (!st) {
                 st = push(l, path, &e);
                 path = NULL;
@@ -220,7 +235,7 @@ static ry_status ck_open(ckfile *c, const char *path, ry_error *err) {
     memset(c, 0, sizeof *c);
     c->path = path;
     c->f = -1;
-    if (ry_ckpt_seal_check(path, &c->sealed, err)) return RY_ERR;
+    if (ry_ckpt_seal_check(path, &c->sealed, &c->size, err)) return RY_ERR;
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     if (fapl >= 0 && H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) >= 0)
         c->f = H5Fopen(path, H5F_ACC_RDONLY, fapl);

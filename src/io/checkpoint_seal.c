@@ -86,10 +86,11 @@ ry_status ry_ckpt_seal_write(int fd, const char *path, ry_error *err) {
 }
 
 /* The checks on an open file; fd is closed by the caller. */
-static ry_status check_fd(int fd, const char *path, bool *sealed, ry_error *err) {
+static ry_status check_fd(int fd, const char *path, bool *sealed, int64_t *size, ry_error *err) {
     struct stat st;
     if (fstat(fd, &st) != 0) return ry_error_file(err, path, "cannot stat: %s", strerror(errno));
     if (!S_ISREG(st.st_mode)) return ry_error_file(err, path, "not a regular file");
+    *size = (int64_t)st.st_size;
     unsigned char block[CKPT_USERBLOCK];
     size_t have = st.st_size < CKPT_USERBLOCK ? (size_t)st.st_size : CKPT_USERBLOCK;
     if (!read_at(fd, block, have, 0)) return ry_error_file(err, path, "cannot read: %s", strerror(errno));
@@ -120,10 +121,10 @@ static ry_status check_fd(int fd, const char *path, bool *sealed, ry_error *err)
     return RY_OK;
 }
 
-ry_status ry_ckpt_seal_check(const char *path, bool *sealed, ry_error *err) {
+ry_status ry_ckpt_seal_check(const char *path, bool *sealed, int64_t *size, ry_error *err) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return ry_error_file(err, path, "cannot open: %s", strerror(errno));
-    ry_status st = check_fd(fd, path, sealed, err);
+    ry_status st = check_fd(fd, path, sealed, size, err);
     close(fd);
     return st;
 }
