@@ -554,7 +554,11 @@ static void test_foreign_files(void **state) {
     hid_t f = H5Fcreate(plain, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     H5Fclose(f);
     assert_int_equal(ry_checkpoint_load(plain, q, NULL, NULL, &err), RY_ERR);
+    assert_err_has(&err, plain, "not sealed by relayc");
+    char out[128];
+    assert_int_equal(ry_checkpoint_import(plain, in_dir(&s, "out.h5", out, sizeof out), &err), RY_ERR);
     assert_err_has(&err, plain, "attribute 'format' is missing");
+    assert_false(file_exists(out));
 
     /* a checkpoint from a future format */
     in_dir(&s, "future.h5", path, sizeof path);
@@ -578,11 +582,21 @@ static void test_foreign_files(void **state) {
  * computed in Python. Its values are in the same folder as .npy files. */
 static void test_reads_h5py_file(void **state) {
     (void)state;
-    const char *path = "tests/checkpoint/h5py_written.h5";
+    const char *foreign = "tests/checkpoint/h5py_written.h5";
     ry_checkpoint_info *info = NULL;
     ry_error err;
+    /* not sealed: refused as a checkpoint until imported */
+    assert_int_equal(ry_checkpoint_inspect(foreign, &info, &err), RY_ERR);
+    assert_err_has(&err, foreign, "not sealed by relayc");
+    assert_int_equal(ry_checkpoint_verify(foreign, &err), RY_ERR);
+    assert_err_has(&err, foreign, "relayc checkpoint import");
+    scratch s;
+    scratch_new(&s);
+    char path[128];
+    in_dir(&s, "imported.h5", path, sizeof path);
+    if (ry_checkpoint_import(foreign, path, &err) != RY_OK) fail_msg("%s", err.msg);
     if (ry_checkpoint_inspect(path, &info, &err) != RY_OK) fail_msg("%s", err.msg);
-    assert_false(info->sealed);
+    assert_true(info->sealed);
     assert_int_equal(info->n, 4);
     assert_int_equal(info->meta.step, 300);
     assert_int_equal(info->meta.epoch, 2);
@@ -613,6 +627,7 @@ static void test_reads_h5py_file(void **state) {
     assert_no_h5_objects();
     ry_params_free(p);
     ry_params_free(m);
+    scratch_free(&s);
 }
 
 /* Without a seal libhdf5 parses damage itself: its error must come back
@@ -635,7 +650,9 @@ static void test_unsealed_damage_is_reported_quietly(void **state) {
     dup2(fd, 2);
     close(fd);
     ry_error err;
-    ry_status st = ry_checkpoint_verify(cut, &err);
+    char out[128];
+    in_dir(&s, "out.h5", out, sizeof out);
+    ry_status st = ry_checkpoint_import(cut, out, &err);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
@@ -646,22 +663,61 @@ static void test_unsealed_damage_is_reported_quietly(void **state) {
     long off = data_offset("tests/checkpoint/h5py_written.h5", "/params/b");
     buf[off] ^= 1;
     write_whole(cut, buf, n);
-    assert_int_equal(ry_checkpoint_verify(cut, &err), RY_ERR);
+    assert_int_equal(ry_checkpoint_import(cut, out, &err), RY_ERR);
     assert_err_has(&err, cut, "damaged checkpoint: checksum");
+    assert_false(file_exists(out));
     free(buf);
     assert_no_h5_objects();
     scratch_free(&s);
 }
 
+static void copy_file(const char *src, const char *dst) {
+    unsigned char *buf;
+    long n;
+    read_whole(src, &buf, &n);
+    write_whole(dst, buf, n);
+    free(buf);
+}
+
+/* dst := src behind a 512-byte user block, sealed: the seal is a CRC
+ * anyone can compute, so a crafted file can carry one. */
+static void seal_copy(const char *src, const char *dst) {
+    unsigned char *buf;
+    long n;
+    read_whole(src, &buf, &n);
+    unsigned char *all = calloc(1, (size_t)n + CKPT_USERBLOCK);
+    assert_non_null(all);
+    memcpy(all + CKPT_USERBLOCK, buf, (size_t)n);
+    write_whole(dst, all, n + CKPT_USERBLOCK);
+    free(all);
+    free(buf);
+    int fd = open(dst, O_RDWR);
+    assert_true(fd >= 0);
+    ry_error err;
+    if (ry_ckpt_seal_write(fd, dst, &err)) fail_msg("%s", err.msg);
+    close(fd);
+}
+
 /* tests/checkpoint/crash_h5hg.h5 is what the checkpoint fuzzer
- * (tests/fuzz/fuzz_checkpoint.c) made of h5py_written.h5: unsealed, it
- * makes libhdf5 1.10 read a wild address in H5HG_read. The loader reads a
- * file in a child first, so this process gets an error naming the file,
- * not the crash, from every entry point. */
+ * (tests/fuzz/fuzz_checkpoint.c) made of h5py_written.h5: it makes
+ * libhdf5 1.10 read a wild address in H5HG_read. As it is (unsealed) it
+ * is refused before libhdf5 sees it, and an import reads it; sealed, it
+ * reaches libhdf5 from every entry point. Either way libhdf5 runs in the
+ * reading child, so this process gets an error naming the file, not the
+ * crash. */
 static void test_file_that_crashes_libhdf5_is_refused(void **state) {
     (void)state;
-    const char *path = "tests/checkpoint/crash_h5hg.h5";
     ry_error err;
+    scratch s;
+    scratch_new(&s);
+    char path[128], out[128];
+    const char *raw = "tests/checkpoint/crash_h5hg.h5";
+    assert_int_equal(ry_checkpoint_verify(raw, &err), RY_ERR);
+    assert_err_has(&err, raw, "not sealed by relayc");
+    assert_int_equal(ry_checkpoint_import(raw, in_dir(&s, "out.h5", out, sizeof out), &err), RY_ERR);
+    assert_err_has(&err, raw, "damaged checkpoint: libhdf5 crashed reading it (signal");
+    assert_false(file_exists(out));
+    seal_copy(raw, in_dir(&s, "sealed.h5", path, sizeof path));
     ry_checkpoint_info *info = NULL;
     assert_int_equal(ry_checkpoint_inspect(path, &info, &err), RY_ERR);
     assert_null(info);
@@ -677,6 +733,7 @@ static void test_file_that_crashes_libhdf5_is_refused(void **state) {
     assert_err_has(&err, path, "libhdf5 crashed");
     ry_params_free(p);
     assert_no_h5_objects();
+    scratch_free(&s);
 }
 
 /* A resume's directory holding, above a good checkpoint, one file that
@@ -694,11 +751,9 @@ static void test_crafted_files_in_a_directory_are_skipped(void **state) {
     char path[256], got[256];
     ry_error err;
     assert_int_equal(ry_checkpoint_save_dir(s.dir, 5, p, NULL, &meta, path, sizeof path, &err), RY_OK);
-    unsigned char *buf;
-    long n;
-    read_whole("tests/checkpoint/crash_h5hg.h5", &buf, &n);
-    write_whole(in_dir(&s, "ckpt-9.h5", path, sizeof path), buf, n);
-    free(buf);
+    seal_copy("tests/checkpoint/crash_h5hg.h5", in_dir(&s, "ckpt-9.h5", path, sizeof path));
+    /* and a foreign file, unsealed: refused without reaching libhdf5 */
+    copy_file("tests/checkpoint/h5py_written.h5", in_dir(&s, "ckpt-10.h5", path, sizeof path));
     assert_int_equal(mkfifo(in_dir(&s, "ckpt-12.h5", path, sizeof path), 0600), 0);
     ry_ckpt_set_read_seconds(1);
     struct timespec t0, t1;
@@ -713,6 +768,7 @@ static void test_crafted_files_in_a_directory_are_skipped(void **state) {
     assert_true(secs < 10);
     assert_true(file_exists(in_dir(&s, "ckpt-9.h5.corrupt", path, sizeof path)));
     assert_true(file_exists(in_dir(&s, "ckpt-12.h5.corrupt", path, sizeof path)));
+    assert_true(file_exists(in_dir(&s, "ckpt-10.h5.corrupt", path, sizeof path)));
     assert_int_equal(ry_checkpoint_load(got, q, NULL, NULL, &err), RY_OK);
     assert_true(same_values(p, q));
     /* the FIFO's read as an error of its own */

@@ -38,9 +38,13 @@
  * relayc fills after HDF5 has closed the file: "RELAYC-CKPT-SEAL", then u64
  * file length and u32 CRC-32 of every byte after the block. Loading checks
  * the seal before libhdf5 parses anything, so truncated or damaged files are
- * rejected without trusting HDF5's handling of corrupt metadata. A file
- * without a seal (written by another tool) is accepted if it starts with the
- * HDF5 signature; its contents are still checked by `checksum`.
+ * rejected without trusting HDF5's handling of corrupt metadata. Only
+ * sealed files are taken as checkpoints: one another tool wrote (h5py,
+ * tools/check_checkpoint.py's layout) is refused until
+ * ry_checkpoint_import (`relayc checkpoint import`) has checked it,
+ * `checksum` included, and written it again, sealed. Every read runs
+ * libhdf5 in a forked child (io/checkpoint_child.c), never in the caller's
+ * process.
  *
  * Errors are values: every function fills err with "PATH: error: ..."
  * naming the file and, where there is one, the offending dataset. libhdf5's
@@ -137,6 +141,13 @@ void ry_checkpoint_info_free(ry_checkpoint_info *info); /* NULL is fine */
 void ry_checkpoint_info_print(FILE *f, const ry_checkpoint_info *info);
 /* ry_checkpoint_inspect without the listing: RY_OK iff path is intact. */
 ry_status ry_checkpoint_verify(const char *path, ry_error *err);
+
+/* Reads in, a checkpoint in this layout that may lack the seal (another
+ * tool wrote it), verifies it as a load does (format, version, checksum
+ * and each dataset's crc32), and writes it to out with
+ * ry_checkpoint_save, sealed. Every /params dataset must share one dtype,
+ * as must each optimizer slot's. */
+ry_status ry_checkpoint_import(const char *in, const char *out, ry_error *err);
 
 /* ---- a directory of checkpoints ------------------------------------------
  * Files are named ckpt-<step>.h5 (step in decimal, no padding). */

@@ -11,6 +11,7 @@
 /* Every subcommand: argv[0] is the subcommand's name; returns the exit
  * status (0 ok, 1 error). */
 int cmd_check(int argc, char **argv);
+int cmd_checkpoint(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_fmt(int argc, char **argv);
 int cmd_run(int argc, char **argv);

@@ -24,6 +24,7 @@ static const command commands[] = {
     {"train", cmd_train, "train a model on a dataset, with checkpoints"},
     {"devices", cmd_devices, "list the devices kernels can run on (--target opencl:N)"},
     {"export", cmd_export, "compile a trained model to standalone C (a directory cc builds)"},
+    {"checkpoint", cmd_checkpoint, "import a checkpoint another tool wrote (sealing it), or inspect one"},
 };
 
 static void usage(FILE *f) {

@@ -105,6 +105,12 @@ void ry_ckpt_info_clear(ry_checkpoint_info *info);
  * MiB of file. The fuzzer shortens it, so an input that makes libhdf5 loop
  * costs seconds, not half a minute. */
 void ry_ckpt_set_read_seconds(int seconds);
+/* ry_checkpoint_inspect and ry_checkpoint_load for a file another tool
+ * wrote, without relayc's seal (its checksum still checked): what
+ * ry_checkpoint_import reads; the public ones refuse such a file. */
+ry_status ry_ckpt_inspect_any(const char *path, ry_checkpoint_info **out, ry_error *err);
+ry_status ry_ckpt_load_any(const char *path, ry_param_set *params, const ry_checkpoint_slots *slots,
+                           ry_checkpoint_meta *meta, ry_error *err);
 /* ry_checkpoint_verify, with *damaged as above. */
 ry_status ry_ckpt_verify(const char *path, bool *damaged, ry_error *err);
 

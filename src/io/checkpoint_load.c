@@ -230,12 +230,17 @@ static ry_status read_meta(ckfile *c, hid_t root, ry_error *err) {
 }
 
 /* Seal, open, attributes, listing; in the reading child only
- * (checkpoint_child.c). On failure c is closed. */
-static ry_status ck_open(ckfile *c, const char *path, ry_error *err) {
+ * (checkpoint_child.c). A file without relayc's seal is read only for an
+ * import (any). On failure c is closed. */
+static ry_status ck_open(ckfile *c, const char *path, bool any, ry_error *err) {
     memset(c, 0, sizeof *c);
     c->path = path;
     c->f = -1;
     if (ry_ckpt_seal_check(path, &c->sealed, &c->size, err)) return RY_ERR;
+    if (!c->sealed && !any)
+        return ry_error_file(err, path, "not sealed by relayc (another tool wrote it): `relayc "
+                                        "checkpoint import %s NEW.h5` checks it and writes a sealed copy",
+                             path);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     if (fapl >= 0 && H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) >= 0)
         c->f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
@@ -412,12 +417,13 @@ static ry_status load_into(ckfile *c, fresh *fr, const ry_checkpoint_slots *slot
 typedef struct load_job {
     fresh *fr;
     const ry_checkpoint_slots *slots;
+    bool any; /* unsealed files too (an import) */
 } load_job;
 
 static ry_status run_load(const char *path, void *ctx, ry_checkpoint_info *out, ry_error *err) {
     load_job *j = ctx;
     ckfile c;
-    ry_status st = ck_open(&c, path, err);
+    ry_status st = ck_open(&c, path, j->any, err);
     if (!st) {
         st = load_into(&c, j->fr, j->slots, err);
         if (!st) ck_move_info(&c, out, false);
@@ -427,9 +433,8 @@ static ry_status run_load(const char *path, void *ctx, ry_checkpoint_info *out, 
 }
 
 static ry_status run_inspect(const char *path, void *ctx, ry_checkpoint_info *out, ry_error *err) {
-    (void)ctx;
     ckfile c;
-    ry_status st = ck_open(&c, path, err);
+    ry_status st = ck_open(&c, path, *(const bool *)ctx, err);
     if (!st) {
         st = ck_read_all(&c, NULL, err);
         if (!st) ck_move_info(&c, out, true);
@@ -440,9 +445,8 @@ static ry_status run_inspect(const char *path, void *ctx, ry_checkpoint_info *ou
 
 /* ---- the public entry points (no libhdf5 in this process) ----------------------- */
 
-ry_status ry_checkpoint_load(const char *path, ry_param_set *params,
-                             const ry_checkpoint_slots *slots, ry_checkpoint_meta *meta,
-                             ry_error *err) {
+static ry_status load(const char *path, ry_param_set *params, const ry_checkpoint_slots *slots,
+                      ry_checkpoint_meta *meta, bool any, ry_error *err) {
     if (!path) return ry_error_file(err, path, "no path");
     if (!params) return ry_error_file(err, path, "cannot load: no parameter set given");
     for (int s = 0; slots && s < slots->n; s++)
@@ -457,7 +461,7 @@ ry_status ry_checkpoint_load(const char *path, ry_param_set *params,
     }
     sets[0] = fr.params;
     for (int s = 0; s < fr.nslots; s++) sets[s + 1] = fr.slots[s];
-    load_job lj = {&fr, slots};
+    load_job lj = {&fr, slots, any};
     ry_ckpt_job job = {run_load, &lj, fr.nslots + 1, sets};
     ry_checkpoint_info info;
     bool damaged;
@@ -476,12 +480,24 @@ ry_status ry_checkpoint_load(const char *path, ry_param_set *params,
     return st;
 }
 
-static ry_status inspect(const char *path, ry_checkpoint_info **out, bool *damaged, ry_error *err) {
+ry_status ry_checkpoint_load(const char *path, ry_param_set *params,
+                             const ry_checkpoint_slots *slots, ry_checkpoint_meta *meta,
+                             ry_error *err) {
+    return load(path, params, slots, meta, false, err);
+}
+
+ry_status ry_ckpt_load_any(const char *path, ry_param_set *params, const ry_checkpoint_slots *slots,
+                           ry_checkpoint_meta *meta, ry_error *err) {
+    return load(path, params, slots, meta, true, err);
+}
+
+static ry_status inspect(const char *path, ry_checkpoint_info **out, bool *damaged, bool any,
+                         ry_error *err) {
     *damaged = false;
     if (!path) return ry_error_file(err, path, "no path");
     ry_checkpoint_info *info = ry_calloc(1, sizeof *info);
     if (!info) return ry_error_file(err, path, "out of memory");
-    ry_ckpt_job job = {run_inspect, NULL, 0, NULL};
+    ry_ckpt_job job = {run_inspect, &any, 0, NULL};
     if (ry_ckpt_read_isolated(path, &job, info, damaged, err)) {
         ry_free(info);
         return RY_ERR;
@@ -492,7 +508,12 @@ static ry_status inspect(const char *path, ry_checkpoint_info **out, bool *damag
 
 ry_status ry_checkpoint_inspect(const char *path, ry_checkpoint_info **out, ry_error *err) {
     bool damaged;
-    return inspect(path, out, &damaged, err);
+    return inspect(path, out, &damaged, false, err);
+}
+
+ry_status ry_ckpt_inspect_any(const char *path, ry_checkpoint_info **out, ry_error *err) {
+    bool damaged;
+    return inspect(path, out, &damaged, true, err);
 }
 
 void ry_checkpoint_info_free(ry_checkpoint_info *info) {
@@ -503,7 +524,7 @@ void ry_checkpoint_info_free(ry_checkpoint_info *info) {
 
 ry_status ry_ckpt_verify(const char *path, bool *damaged, ry_error *err) {
     ry_checkpoint_info *info = NULL;
-    if (inspect(path, &info, damaged, err)) return RY_ERR;
+    if (inspect(path, &info, damaged, false, err)) return RY_ERR;
     ry_checkpoint_info_free(info);
     return RY_OK;
 }
