@@ -517,6 +517,15 @@ static void test_checksum_catches_edits_behind_the_seal(void **state) {
     scratch_free(&s);
 }
 
+/* Seals path again over whatever it now holds. */
+static void reseal(const char *path) {
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    ry_error err;
+    if (ry_ckpt_seal_write(fd, path, &err)) fail_msg("%s", err.msg);
+    close(fd);
+}
+
 /* Rewrites one root attribute through libhdf5 and reseals. */
 static void set_attr_and_reseal(const char *path, const char *name, int64_t v) {
     hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
@@ -524,10 +533,7 @@ static void set_attr_and_reseal(const char *path, const char *name, int64_t v) {
     assert_true(H5Adelete(f, name) >= 0);
     assert_int_equal(ry_ckpt_attr_write_i64(f, name, v), RY_OK);
     H5Fclose(f);
-    ry_error err;
-    int fd = open(path, O_RDWR);
-    assert_int_equal(ry_ckpt_seal_write(fd, path, &err), RY_OK);
-    close(fd);
+    reseal(path);
 }
 
 static void test_foreign_files(void **state) {
@@ -691,11 +697,7 @@ static void seal_copy(const char *src, const char *dst) {
     write_whole(dst, all, n + CKPT_USERBLOCK);
     free(all);
     free(buf);
-    int fd = open(dst, O_RDWR);
-    assert_true(fd >= 0);
-    ry_error err;
-    if (ry_ckpt_seal_write(fd, dst, &err)) fail_msg("%s", err.msg);
-    close(fd);
+    reseal(dst);
 }
 
 /* tests/checkpoint/crash_h5hg.h5 is what the checkpoint fuzzer
@@ -802,10 +804,7 @@ static void test_declared_size_beyond_the_file(void **state) {
     H5Dclose(d);
     H5Sclose(space);
     H5Fclose(f);
-    int fd = open(path, O_RDWR);
-    assert_true(fd >= 0);
-    assert_int_equal(ry_ckpt_seal_write(fd, path, &err), RY_OK);
-    close(fd);
+    reseal(path);
     assert_true(file_size(path) < 1 << 20);
     assert_int_equal(ry_checkpoint_verify(path, &err), RY_ERR);
     assert_err_has(&err, path, "damaged checkpoint: dataset /params/huge declares more data than the file's");
@@ -836,10 +835,7 @@ static void test_refused_load_changes_nothing(void **state) {
     buf[off + 3] ^= 0x40;
     write_whole(in_dir(&s, "b.h5", path, sizeof path), buf, n);
     free(buf);
-    int fd = open(path, O_RDWR);
-    assert_true(fd >= 0);
-    assert_int_equal(ry_ckpt_seal_write(fd, path, &err), RY_OK);
-    close(fd);
+    reseal(path);
     ry_checkpoint_meta got;
     memset(&got, 0, sizeof got);
     assert_int_equal(ry_checkpoint_load(path, q, NULL, &got, &err), RY_ERR);
