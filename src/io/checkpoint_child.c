@@ -247,7 +247,7 @@ static void child_main(const char *path, ry_ckpt_job *job, unsigned char *map, i
         size_t off = 0;
         for (int i = 0; i < job->nsets; i++) {
             size_t bytes = ry_tensor_nbytes(job->sets[i]->slab);
-            memcpy(map + off, job->sets[i]->slab->data, bytes);
+            if (bytes) memcpy(map + off, job->sets[i]->slab->data, bytes);
             off += bytes;
         }
         put_read(&b, &r);
@@ -255,7 +255,7 @@ static void child_main(const char *path, ry_ckpt_job *job, unsigned char *map, i
     }
     uint64_t len = b.n;
     bool ok = st ? write_all(fd, "e", 1) && write_all(fd, &err, sizeof err)
-                 : write_all(fd, "k", 1) && write_all(fd, &len, sizeof len) && write_all(fd, b.p, b.n);
+                 : write_all(fd, "k", 1) && write_all(fd, &len, sizeof len) && (!b.n || write_all(fd, b.p, b.n));
     _exit(ok ? 0 : 1);
 }
 
@@ -392,7 +392,7 @@ ry_status ry_ckpt_read_isolated(const char *path, ry_ckpt_job *job, ry_checkpoin
         size_t off = 0;
         for (int i = 0; i < job->nsets; i++) {
             size_t bytes = ry_tensor_nbytes(job->sets[i]->slab);
-            memcpy(job->sets[i]->slab->data, map + off, bytes);
+            if (bytes) memcpy(job->sets[i]->slab->data, map + off, bytes);
             off += bytes;
         }
     }
