@@ -190,6 +190,76 @@ static void test_print_for_tvm(void **state) {
     ry_module_free(m);
 }
 
+/* Printing for TVM, which cannot infer a global's ref-typed parameters:
+ * such globals become local functions of their callers, callees first
+ * (@acc, which recurses, before @twice, which calls it); one nobody calls
+ * is left out; two that call each other stay globals (counted). */
+static void test_localize_for_tvm(void **state) {
+    (void)state;
+    const char *text = V "def @acc(%r: ref(float32), %n: int32) -> () {\n"
+                         "  if (greater(%n, 0)) {\n"
+                         "    let %u = ref_write(%r, add(ref_read(%r), 1f));\n"
+                         "    @acc(%r, subtract(%n, 1))\n"
+                         "  } else { () }\n"
+                         "}\n"
+                         "def @twice(%r: ref(float32)) -> () { @acc(%r, 2) }\n"
+                         "def @unused(%r: ref(float32)) -> float32 { ref_read(%r) }\n"
+                         "def @main(%x: float32) -> float32 {\n"
+                         "  let %r = ref(%x);\n"
+                         "  let %u = @twice(%r);\n"
+                         "  ref_read(%r)\n"
+                         "}\n"
+                         "def @ping(%r: ref(float32)) -> () { @pong(%r) }\n"
+                         "def @pong(%r: ref(float32)) -> () { @ping(%r) }\n";
+    ry_module *m = parse_text(text);
+    ry_print_report rep = {0};
+    ry_module_localize_for_tvm(m, &rep);
+    ry_print_opts o = {.tvm = true, .report = &rep};
+    char *s = ry_module_print_ex(m, &o);
+    assert_non_null(s);
+    assert_string_equal(s, V "def @main(%x: float32) -> float32 {\n"
+                             "  let %acc = fn (%r, %n: int32) -> () {\n"
+                             "    %0 = greater(%n, 0);\n"
+                             "    if (%0) {\n"
+                             "      %1 = ref_read(%r);\n"
+                             "      %2 = add(%1, 1f);\n"
+                             "      let %u = ref_write(%r, %2);\n"
+                             "      %3 = subtract(%n, 1);\n"
+                             "      %acc(%r, %3)\n"
+                             "    } else {\n"
+                             "      ()\n"
+                             "    }\n"
+                             "  };\n"
+                             "  let %twice = fn (%r1) -> () {\n"
+                             "    %acc(%r1, 2)\n"
+                             "  };\n"
+                             "  let %r2 = ref(%x);\n"
+                             "  let %u1 = %twice(%r2);\n"
+                             "  ref_read(%r2)\n"
+                             "}\n\n"
+                             "def @ping(%r) -> () {\n"
+                             "  @pong(%r)\n"
+                             "}\n\n"
+                             "def @pong(%r) -> () {\n"
+                             "  @ping(%r)\n"
+                             "}\n");
+    assert_int_equal(rep.localized, 2);
+    assert_int_equal(rep.dropped_globals, 1);
+    assert_int_equal(rep.unsupported, 2);
+    ry_free(s);
+    ry_module_free(m);
+    /* the rewrite keeps the program's meaning: it still type-checks here */
+    m = parse_text(text);
+    ry_module_localize_for_tvm(m, NULL);
+    char *plain = ry_module_print(m);
+    ry_module_free(m);
+    m = parse_text(plain);
+    ry_error err;
+    assert_int_equal(ry_module_typecheck(m, &err), RY_OK);
+    ry_free(plain);
+    ry_module_free(m);
+}
+
 static void test_layout_let_if_fn(void **state) {
     (void)state;
     check_print(V "def @f(%a: float32, %c: bool) -> float32 {\n"
@@ -525,6 +595,7 @@ int main(void) {
         cmocka_unit_test(test_graph_numbers_span_module),
         cmocka_unit_test(test_required_attrs_spelled),
         cmocka_unit_test(test_print_for_tvm),
+        cmocka_unit_test(test_localize_for_tvm),
         cmocka_unit_test(test_layout_let_if_fn),
         cmocka_unit_test(test_layout_adt_match),
         cmocka_unit_test(test_layout_types_and_tuples),

@@ -1,0 +1,251 @@
+/*
+ * tvm_local.c: the one rewrite printing for TVM needs beyond spelling.
+ * TVM's parser type-checks each global on its own, and its text format has
+ * no way to write a ref type, so a global whose parameters hold refs (the
+ * gradient twins @f_grad, a user's function taking a ref) can never be
+ * checked there: its parameters print unannotated and TVM cannot infer
+ * them from one body. As a local function bound by `let`, TVM infers them
+ * from the calls in the same body. So each such global becomes
+ * `let %f_grad = fn (...) { ... };` at the top of every global that reaches
+ * it, callees first, and is dropped from the module. Printing itself
+ * (print.c) stays a function of a const module; this pass mutates one.
+ */
+#include <string.h>
+
+#include "ir/parse.h"
+
+typedef struct loc {
+    ry_module *m;
+    ry_arena *a;
+    int n;
+    bool *local;   /* per global: printed as a local function */
+    int *state;    /* DFS: 0 new, 1 on the stack, 2 done */
+    int **callees; /* per global: the globals its body names, -1 ended */
+    ry_var **vars; /* per local global: the var that replaces it */
+} loc;
+
+static int global_index(const ry_module *m, const char *name) {
+    for (int i = 0; i < m->nglobals; i++)
+        if (strcmp(m->globals[i]->name, name) == 0) return i;
+    return -1;
+}
+
+/* Whether TVM must infer a parameter of this type: it holds a ref, which
+ * its text format cannot write. Without an annotation only the checker's
+ * type tells (relayc fmt does not check: a user's unannotated parameter
+ * stays as written). */
+static bool holds_ref(const ry_type *t, int depth);
+
+/* An ADT holds a ref where a constructor field does (the gradient twin of a
+ * tree of tensors); depth bounds the walk through recursive ADTs. */
+static bool adt_holds_ref(const ry_type *t, int depth) {
+    const ry_typedef *td = t->call.adt;
+    for (int i = 0; i < t->call.nargs; i++)
+        if (holds_ref(t->call.args[i], depth)) return true;
+    for (int c = 0; td && c < td->nctors; c++)
+        for (int k = 0; k < td->ctors[c]->nfields; k++)
+            if (holds_ref(td->ctors[c]->fields[k], depth + 1)) return true;
+    return false;
+}
+
+static bool holds_ref(const ry_type *t, int depth) {
+    if (!t || depth > 8) return false;
+    switch (t->kind) {
+    case RY_TYPE_REF: return true;
+    case RY_TYPE_TUPLE:
+        for (int i = 0; i < t->tuple.n; i++)
+            if (holds_ref(t->tuple.fields[i], depth)) return true;
+        return false;
+    case RY_TYPE_FUNC:
+        for (int i = 0; i < t->func.nargs; i++)
+            if (holds_ref(t->func.args[i], depth)) return true;
+        return holds_ref(t->func.ret, depth);
+    case RY_TYPE_CALL: return adt_holds_ref(t, depth);
+    default: return false;
+    }
+}
+
+static bool param_needs_local(const ry_var *v) {
+    return holds_ref(v->annot ? v->annot : v->type, 0);
+}
+
+static bool needs_local(const ry_global *g) {
+    const ry_expr *f = g->func;
+    for (int i = 0; i < f->func.nparams; i++)
+        if (param_needs_local(f->func.params[i])) return true;
+    return false;
+}
+
+/* The global nodes of g's body, as indices (each once), -1 ended. */
+static int *callees_of(loc *l, const ry_global *g) {
+    ry_ptrmap seen = {0}, named = {0};
+    int cap = 64, nst = 0, nout = 0, capout = 8;
+    const ry_expr **st = RY_NEW_ARRAY(l->a, const ry_expr *, cap);
+    int *out = RY_NEW_ARRAY(l->a, int, capout);
+    st[nst++] = g->func;
+    while (nst > 0) {
+        const ry_expr *e = st[--nst];
+        intptr_t dummy;
+        if (ry_ptrmap_get(&seen, e, &dummy)) continue;
+        ry_ptrmap_put(l->a, &seen, e, 1);
+        if (e->kind == RY_EXPR_GLOBAL) {
+            int k = global_index(l->m, e->global.name);
+            if (k >= 0 && !ry_ptrmap_get(&named, l->m->globals[k], &dummy)) {
+                ry_ptrmap_put(l->a, &named, l->m->globals[k], 1);
+                if (nout + 1 >= capout) {
+                    int *fresh = RY_NEW_ARRAY(l->a, int, capout * 2);
+                    memcpy(fresh, out, sizeof *out * (size_t)nout);
+                    out = fresh;
+                    capout *= 2;
+                }
+                out[nout++] = k;
+            }
+        }
+        int slot;
+        const ry_expr *c;
+        for (int i = 0; (c = ry_expr_child(e, i, &slot)); i++) {
+            if (nst == cap) {
+                const ry_expr **fresh = RY_NEW_ARRAY(l->a, const ry_expr *, cap * 2);
+                memcpy(fresh, st, sizeof *st * (size_t)nst);
+                st = fresh;
+                cap *= 2;
+            }
+            st[nst++] = c;
+        }
+    }
+    out[nout] = -1;
+    return out;
+}
+
+/* Marks as not local every local global on a cycle of two or more local
+ * globals (mutual recursion: nested lets bind one name at a time, so such
+ * globals stay globals, and TVM cannot check them). Returns how many. */
+static int break_cycles_from(loc *l, int i, int *stack, int depth) {
+    l->state[i] = 1;
+    stack[depth] = i;
+    int broken = 0;
+    for (int *c = l->callees[i]; *c >= 0; c++) {
+        int k = *c;
+        if (k == i || !l->local[k]) continue;
+        if (l->state[k] == 1) {
+            for (int d = depth; d >= 0 && stack[d] != k; d--)
+                if (l->local[stack[d]]) l->local[stack[d]] = false, broken++;
+            if (l->local[k]) l->local[k] = false, broken++;
+        } else if (l->state[k] == 0) {
+            broken += break_cycles_from(l, k, stack, depth + 1);
+        }
+    }
+    l->state[i] = 2;
+    return broken;
+}
+
+/* Appends to order the local globals i reaches, callees first (each once:
+ * state marks them). */
+static void order_from(loc *l, int i, int *order, int *n) {
+    l->state[i] = 1;
+    for (int *c = l->callees[i]; *c >= 0; c++)
+        if (l->local[*c] && l->state[*c] == 0) order_from(l, *c, order, n);
+    order[(*n)++] = i;
+}
+
+/* Binds the local globals root (index ri) reaches at the top of its body,
+ * callees first, and marks them reached. */
+static void bind_locals(loc *l, int ri, bool *reached) {
+    int *order = RY_NEW_ARRAY(l->a, int, l->n + 1);
+    int n = 0;
+    memset(l->state, 0, sizeof *l->state * (size_t)l->n);
+    l->state[ri] = 1;
+    for (int *c = l->callees[ri]; *c >= 0; c++)
+        if (l->local[*c] && l->state[*c] == 0) order_from(l, *c, order, &n);
+    ry_expr *f = l->m->globals[ri]->func, *body = f->func.body;
+    for (int k = n - 1; k >= 0; k--) {
+        ry_global *g = l->m->globals[order[k]];
+        body = ry_expr_let(l->m, l->vars[order[k]], g->func, body, g->span);
+        body->type = f->func.body->type;
+        reached[order[k]] = true;
+    }
+    f->func.body = body;
+}
+
+/* Every use of a local global (a shared node may stand for many) becomes
+ * its variable: in place, since the module is printed and then freed. */
+static void retarget_uses(loc *l) {
+    for (int i = 0; i < l->n; i++) {
+        ry_ptrmap seen = {0};
+        int cap = 64, nst = 0;
+        const ry_expr **st = RY_NEW_ARRAY(l->a, const ry_expr *, cap);
+        st[nst++] = l->m->globals[i]->func;
+        while (nst > 0) {
+            ry_expr *e = (ry_expr *)st[--nst];
+            intptr_t dummy;
+            if (ry_ptrmap_get(&seen, e, &dummy)) continue;
+            ry_ptrmap_put(l->a, &seen, e, 1);
+            int k = e->kind == RY_EXPR_GLOBAL ? global_index(l->m, e->global.name) : -1;
+            if (k >= 0 && l->local[k]) {
+                e->kind = RY_EXPR_VAR;
+                e->var.var = l->vars[k];
+                continue;
+            }
+            int slot;
+            const ry_expr *c;
+            for (int j = 0; (c = ry_expr_child(e, j, &slot)); j++) {
+                if (nst == cap) {
+                    const ry_expr **fresh = RY_NEW_ARRAY(l->a, const ry_expr *, cap * 2);
+                    memcpy(fresh, st, sizeof *st * (size_t)nst);
+                    st = fresh;
+                    cap *= 2;
+                }
+                st[nst++] = c;
+            }
+        }
+    }
+}
+
+void ry_module_localize_for_tvm(ry_module *m, ry_print_report *rep) {
+    int n = m->nglobals;
+    if (n == 0) return;
+    loc l = {.m = m, .a = ry_arena_new(), .n = n};
+    l.local = RY_NEW_ARRAY(l.a, bool, n);
+    l.state = RY_NEW_ARRAY(l.a, int, n);
+    l.callees = RY_NEW_ARRAY(l.a, int *, n);
+    l.vars = RY_NEW_ARRAY(l.a, ry_var *, n);
+    int nlocal = 0;
+    for (int i = 0; i < n; i++) {
+        l.local[i] = needs_local(m->globals[i]);
+        l.callees[i] = callees_of(&l, m->globals[i]);
+        nlocal += l.local[i];
+    }
+    if (nlocal == 0) {
+        ry_arena_free(l.a);
+        return;
+    }
+    int *stack = RY_NEW_ARRAY(l.a, int, n);
+    int cyclic = 0;
+    for (int i = 0; i < n; i++)
+        if (l.local[i] && l.state[i] == 0) cyclic += break_cycles_from(&l, i, stack, 0);
+    for (int i = 0; i < n; i++)
+        if (l.local[i]) {
+            ry_global *g = m->globals[i];
+            l.vars[i] = ry_var_new(m, g->name, NULL, g->span);
+            l.vars[i]->type = g->func->type;
+        }
+    retarget_uses(&l);
+    int localized = 0, kept = 0;
+    bool *reached = RY_NEW_ARRAY(l.a, bool, n); /* a local global no kept one reaches is printed nowhere */
+    for (int i = 0; i < n; i++)
+        if (!l.local[i]) bind_locals(&l, i, reached);
+    for (int i = 0; i < n; i++) {
+        if (!l.local[i]) {
+            m->globals[kept++] = m->globals[i];
+            continue;
+        }
+        localized += reached[i];
+        if (rep) rep->dropped_globals += !reached[i];
+    }
+    m->nglobals = kept;
+    if (rep) {
+        rep->localized += localized;
+        rep->unsupported += cyclic;
+    }
+    ry_arena_free(l.a);
+}
