@@ -34,39 +34,8 @@ static int global_index(const ry_module *m, const char *name) {
  * its text format cannot write. Without an annotation only the checker's
  * type tells (relayc fmt does not check: a user's unannotated parameter
  * stays as written). */
-static bool holds_ref(const ry_type *t, int depth);
-
-/* An ADT holds a ref where a constructor field does (the gradient twin of a
- * tree of tensors); depth bounds the walk through recursive ADTs. */
-static bool adt_holds_ref(const ry_type *t, int depth) {
-    const ry_typedef *td = t->call.adt;
-    for (int i = 0; i < t->call.nargs; i++)
-        if (holds_ref(t->call.args[i], depth)) return true;
-    for (int c = 0; td && c < td->nctors; c++)
-        for (int k = 0; k < td->ctors[c]->nfields; k++)
-            if (holds_ref(td->ctors[c]->fields[k], depth + 1)) return true;
-    return false;
-}
-
-static bool holds_ref(const ry_type *t, int depth) {
-    if (!t || depth > 8) return false;
-    switch (t->kind) {
-    case RY_TYPE_REF: return true;
-    case RY_TYPE_TUPLE:
-        for (int i = 0; i < t->tuple.n; i++)
-            if (holds_ref(t->tuple.fields[i], depth)) return true;
-        return false;
-    case RY_TYPE_FUNC:
-        for (int i = 0; i < t->func.nargs; i++)
-            if (holds_ref(t->func.args[i], depth)) return true;
-        return holds_ref(t->func.ret, depth);
-    case RY_TYPE_CALL: return adt_holds_ref(t, depth);
-    default: return false;
-    }
-}
-
 static bool param_needs_local(const ry_var *v) {
-    return holds_ref(v->annot ? v->annot : v->type, 0);
+    return ry_type_has_ref(v->annot ? v->annot : v->type);
 }
 
 static bool needs_local(const ry_global *g) {

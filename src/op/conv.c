@@ -137,14 +137,15 @@ ry_status ry_conv2d_params_read(const ry_op *op, const ry_attrs *attrs, ry_span 
     if (has_attr(op, "data_layout") &&
         check_layout(op, attrs, "data_layout", "NCHW", false, call, err))
         return RY_ERR;
-    if (has_attr(op, "kernel_layout") &&
-        check_layout(op, attrs, "kernel_layout", has_attr(op, "output_padding") ? "IOHW" : "OIHW",
-                     false, call, err))
+    /* conv2d_backward_weight's kernel_layout is dy's, its out_layout the weight's (TVM's) */
+    bool wgrad = strcmp(op->name, "nn.conv2d_backward_weight") == 0;
+    const char *kernel = wgrad ? "NCHW" : has_attr(op, "output_padding") ? "IOHW" : "OIHW";
+    if (has_attr(op, "kernel_layout") && check_layout(op, attrs, "kernel_layout", kernel, false, call, err))
         return RY_ERR;
     if (has_attr(op, "layout") && check_layout(op, attrs, "layout", "NCHW", false, call, err))
         return RY_ERR;
     if (has_attr(op, "out_layout") &&
-        check_layout(op, attrs, "out_layout", "NCHW", true, call, err))
+        check_layout(op, attrs, "out_layout", wgrad ? "OIHW" : "NCHW", true, call, err))
         return RY_ERR;
     return RY_OK;
 }
@@ -804,8 +805,11 @@ const ry_op ry_ops_conv[] = {
                {"channels", RY_ANONE},
                {"kernel_size", RY_ANONE},
                {"data_layout", RY_ASTR("NCHW")},
-               {"kernel_layout", RY_ASTR("OIHW")},
-               {"out_layout", RY_ASTR("")},
+               /* TVM keeps dy's layout in kernel_layout and the weight's in
+                * out_layout, and its C++ defaults (OIHW, "") make its parser
+                * fail on a layout: always spelled */
+               {"kernel_layout", {.kind = RY_AV_STR, .s = "NCHW", .tvm_required = true}},
+               {"out_layout", {.kind = RY_AV_STR, .s = "OIHW", .tvm_required = true}},
                {"out_dtype", RY_ASTR("")}},
      .rel = conv2d_backward_weight_rel,
      .doc = "conv2d_backward_weight: (N, O, OH, OW) x (N, C, H, W) -> (O, C/groups, KH, KW)",
