@@ -642,13 +642,28 @@ static ry_status grad_conv2d_transpose(ry_grad_ctx *c, ry_expr *const *args, ry_
 }
 
 /* The pools' adjoint ops take the forward attributes unchanged. */
+/* Whether a pool's windows can reach past the data (some padding, or
+ * ceil_mode): only then does count_include_pad change an average. The
+ * adjoint leaves an inert one out, since TVM 0.19's parser cannot read it
+ * on avg_pool2d_grad (it builds MaxPool2DAttrs for that operator). */
+static bool pads_matter(const ry_op *op, const ry_attrs *as) {
+    int64_t pad[4] = {0, 0, 0, 0};
+    int n = ry_attr_ints(op, as, "padding", pad, 4);
+    for (int i = 0; i < n && i < 4; i++)
+        if (pad[i]) return true;
+    return ry_attr_bool(op, as, "ceil_mode");
+}
+
 static ry_status grad_pool(ry_grad_ctx *c, ry_expr *const *args, ry_expr *g, ry_expr **grads,
                            const char *adjoint) {
     grads[0] = NULL;
     if (!ry_dtype_is_float(ry_gb_dtype(args[0]))) return RY_OK;
     ry_expr *dx = ry_gb_op2(c->m, adjoint, g, args[0]);
     const ry_attrs *as = &c->call->call.attrs;
-    for (int i = 0; i < as->n; i++) ry_gb_attr_copy(c->m, dx, &as->items[i]);
+    bool inert = !pads_matter(call_op(c), as);
+    for (int i = 0; i < as->n; i++)
+        if (!(inert && strcmp(as->items[i].name, "count_include_pad") == 0))
+            ry_gb_attr_copy(c->m, dx, &as->items[i]);
     grads[0] = dx;
     return RY_OK;
 }
