@@ -136,6 +136,82 @@ static void bind_locals(loc *l, int ri, bool *reached) {
     f->func.body = body;
 }
 
+/* Whether t mentions one of the n type variables tv. */
+static bool mentions(const ry_type *t, ry_type *const *tv, int n) {
+    if (!t) return false;
+    switch (t->kind) {
+    case RY_TYPE_VAR:
+        for (int i = 0; i < n; i++)
+            if (tv[i]->var.id == t->var.id) return true;
+        return false;
+    case RY_TYPE_TUPLE:
+        for (int i = 0; i < t->tuple.n; i++)
+            if (mentions(t->tuple.fields[i], tv, n)) return true;
+        return false;
+    case RY_TYPE_FUNC:
+        for (int i = 0; i < t->func.nargs; i++)
+            if (mentions(t->func.args[i], tv, n)) return true;
+        return mentions(t->func.ret, tv, n);
+    case RY_TYPE_CALL:
+        for (int i = 0; i < t->call.nargs; i++)
+            if (mentions(t->call.args[i], tv, n)) return true;
+        return false;
+    case RY_TYPE_REF: return mentions(t->ref.inner, tv, n);
+    default: return false;
+    }
+}
+
+static void forget_var(ry_var *v, ry_type *const *tv, int n) {
+    if (mentions(v->annot, tv, n)) v->annot = NULL;
+    if (mentions(v->type, tv, n)) v->type = NULL;
+}
+
+static void forget_pattern(ry_pattern *p, ry_type *const *tv, int n) {
+    if (p->kind == RY_PAT_VAR) forget_var(p->var, tv, n);
+    for (int i = 0; p->kind == RY_PAT_CTOR && i < p->ctor.n; i++) forget_pattern(p->ctor.args[i], tv, n);
+    for (int i = 0; p->kind == RY_PAT_TUPLE && i < p->tuple.n; i++) forget_pattern(p->tuple.fields[i], tv, n);
+}
+
+/* A polymorphic global turned local loses its type parameters, and every
+ * annotation inside it that names them: TVM instantiates a function's type
+ * parameters at a call before it has solved the types of its unannotated
+ * parameters, so the twin of @compose[A, B, C] fails there; monomorphic,
+ * TVM infers it from its one use (two uses at different types stay beyond
+ * TVM). */
+static void forget_tparams(loc *l, ry_expr *fn) {
+    ry_type **tv = fn->func.tparams;
+    int n = fn->func.ntparams;
+    fn->func.ntparams = 0;
+    ry_ptrmap seen = {0};
+    int cap = 64, nst = 0;
+    ry_expr **st = RY_NEW_ARRAY(l->a, ry_expr *, cap);
+    st[nst++] = fn;
+    while (nst > 0) {
+        ry_expr *e = st[--nst];
+        intptr_t dummy;
+        if (ry_ptrmap_get(&seen, e, &dummy)) continue;
+        ry_ptrmap_put(l->a, &seen, e, 1);
+        if (e->kind == RY_EXPR_LET) forget_var(e->let.var, tv, n);
+        if (e->kind == RY_EXPR_FUNC) {
+            for (int i = 0; i < e->func.nparams; i++) forget_var(e->func.params[i], tv, n);
+            if (mentions(e->func.ret_annot, tv, n)) e->func.ret_annot = NULL;
+        }
+        for (int i = 0; e->kind == RY_EXPR_MATCH && i < e->match.nclauses; i++)
+            forget_pattern(e->match.clauses[i].pat, tv, n);
+        int slot;
+        const ry_expr *c;
+        for (int i = 0; (c = ry_expr_child(e, i, &slot)); i++) {
+            if (nst == cap) {
+                ry_expr **fresh = RY_NEW_ARRAY(l->a, ry_expr *, cap * 2);
+                memcpy(fresh, st, sizeof *st * (size_t)nst);
+                st = fresh;
+                cap *= 2;
+            }
+            st[nst++] = (ry_expr *)c;
+        }
+    }
+}
+
 /* Every use of a local global (a shared node may stand for many) becomes
  * its variable: in place, since the module is printed and then freed. */
 static void retarget_uses(loc *l) {
@@ -196,7 +272,8 @@ void ry_module_localize_for_tvm(ry_module *m, ry_print_report *rep) {
         if (l.local[i]) {
             ry_global *g = m->globals[i];
             l.vars[i] = ry_var_new(m, g->name, NULL, g->span);
-            l.vars[i]->type = g->func->type;
+            l.vars[i]->type = g->func->func.ntparams ? NULL : g->func->type;
+            if (g->func->func.ntparams) forget_tparams(&l, g->func);
         }
     retarget_uses(&l);
     int localized = 0, kept = 0;
