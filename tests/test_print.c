@@ -267,6 +267,41 @@ static void test_localize_for_tvm(void **state) {
     ry_module_free(m);
 }
 
+/* A polymorphic global taking refs, printed as a local function, loses its
+ * type parameters and the annotations naming them (TVM would instantiate
+ * them at the call before solving the parameters it must infer). */
+static void test_localize_polymorphic_for_tvm(void **state) {
+    (void)state;
+    ry_module *m = parse_text(V "def @app[A](%r: ref(A), %f: fn (A) -> A) -> () {\n"
+                                "  let %v: A = ref_read(%r);\n"
+                                "  ref_write(%r, %f(%v))\n"
+                                "}\n"
+                                "def @main(%x: float32) -> float32 {\n"
+                                "  let %r = ref(%x);\n"
+                                "  let %u = @app(%r, fn (%y: float32) -> float32 { negative(%y) });\n"
+                                "  ref_read(%r)\n"
+                                "}\n");
+    ry_print_report rep = {0};
+    ry_module_localize_for_tvm(m, &rep);
+    char *s = ry_module_print_ex(m, &(ry_print_opts){.tvm = true, .report = &rep});
+    assert_string_equal(s, V "def @main(%x: float32) -> float32 {\n"
+                             "  let %app = fn (%r, %f) -> () {\n"
+                             "    let %v = ref_read(%r);\n"
+                             "    %0 = %f(%v);\n"
+                             "    ref_write(%r, %0)\n"
+                             "  };\n"
+                             "  let %r1 = ref(%x);\n"
+                             "  %1 = fn (%y: float32) -> float32 {\n"
+                             "    negative(%y)\n"
+                             "  };\n"
+                             "  let %u = %app(%r1, %1);\n"
+                             "  ref_read(%r1)\n"
+                             "}\n");
+    assert_int_equal(rep.localized, 1);
+    ry_free(s);
+    ry_module_free(m);
+}
+
 /* After type checking, printing for TVM annotates unannotated bindings
  * with the checker's types where TVM can read them (not refs, nor what
  * holds them): TVM's operator relations may otherwise run before an
@@ -634,6 +669,7 @@ int main(void) {
         cmocka_unit_test(test_required_attrs_spelled),
         cmocka_unit_test(test_print_for_tvm),
         cmocka_unit_test(test_localize_for_tvm),
+        cmocka_unit_test(test_localize_polymorphic_for_tvm),
         cmocka_unit_test(test_tvm_annotates_checked_types),
         cmocka_unit_test(test_layout_let_if_fn),
         cmocka_unit_test(test_layout_adt_match),
