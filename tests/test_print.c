@@ -302,6 +302,41 @@ static void test_localize_polymorphic_for_tvm(void **state) {
     ry_module_free(m);
 }
 
+/* An ADT whose fields hold refs (TVM's parser cannot write them) prints
+ * generic in them, its self-references and the ADTs naming it given the
+ * arguments; an annotation naming it is dropped. */
+static void test_generic_ref_adts_for_tvm(void **state) {
+    (void)state;
+    ry_module *m = parse_text(V "type T { Leaf((float32, ref(float32))), Node(T, T) }\n"
+                                "type F { Grove(T, ref(int32)) }\n"
+                                "def @main(%x: float32) {\n"
+                                "  let %t: T = Leaf((%x, ref(%x)));\n"
+                                "  Grove(%t, ref(1))\n"
+                                "}\n");
+    ry_print_report rep = {0};
+    ry_module_localize_for_tvm(m, &rep);
+    char *s = ry_module_print_ex(m, &(ry_print_opts){.tvm = true, .report = &rep});
+    assert_string_equal(s, V "type T[R0] {\n"
+                             "  Leaf((float32, R0)),\n"
+                             "  Node(T[R0], T[R0]),\n"
+                             "}\n\n"
+                             "type F[R0, R1] {\n"
+                             "  Grove(T[R0], R1),\n"
+                             "}\n\n"
+                             "def @main(%x: float32) {\n"
+                             "  %0 = ref(%x);\n"
+                             "  %1 = (%x, %0);\n"
+                             "  let %t = Leaf(%1);\n"
+                             "  %2 = ref(1);\n"
+                             "  Grove(%t, %2)\n"
+                             "}\n");
+    assert_int_equal(rep.generic_adts, 2);
+    assert_int_equal(rep.ref_annots, 1);
+    assert_int_equal(rep.unsupported, 0);
+    ry_free(s);
+    ry_module_free(m);
+}
+
 /* After type checking, printing for TVM annotates unannotated bindings
  * with the checker's types where TVM can read them (not refs, nor what
  * holds them): TVM's operator relations may otherwise run before an
@@ -669,6 +704,7 @@ int main(void) {
         cmocka_unit_test(test_required_attrs_spelled),
         cmocka_unit_test(test_print_for_tvm),
         cmocka_unit_test(test_localize_for_tvm),
+        cmocka_unit_test(test_generic_ref_adts_for_tvm),
         cmocka_unit_test(test_localize_polymorphic_for_tvm),
         cmocka_unit_test(test_tvm_annotates_checked_types),
         cmocka_unit_test(test_layout_let_if_fn),

@@ -345,6 +345,7 @@ struct ry_print_report {
                            * mutually recursive globals taking refs */
     int localized;        /* globals printed as local functions (below) */
     int dropped_globals;  /* such globals no other global calls: not printed */
+    int generic_adts;     /* ADTs whose fields hold refs, made generic in them */
 };
 char *ry_module_print_ex(const ry_module *m, const ry_print_opts *opts);
 /* Before printing for TVM: TVM type-checks one global at a time and cannot
@@ -353,8 +354,11 @@ char *ry_module_print_ex(const ry_module *m, const ry_print_opts *opts);
  * function `let %f_grad = fn (...) {...};` at the top of every other global
  * that reaches it (callees first), where TVM infers its parameters from the
  * calls, and leaves the module; mutually recursive ones stay (counted in
- * unsupported). Mutates m in place: print it, then free it. Counts go to
- * rep when not NULL. */
+ * unsupported). First, an ADT whose constructor fields hold refs (the
+ * gradient twin of a tree) becomes generic in those refs (`type
+ * Tree_grad[R0] {...}`), which TVM infers where it is built and matched.
+ * Mutates m in place: print it, then free it. Counts go to rep when not
+ * NULL. */
 void ry_module_localize_for_tvm(ry_module *m, ry_print_report *rep);
 /* Prints one expression (for messages and tests); malloc'ed. */
 char *ry_expr_print(const ry_expr *e);

@@ -65,6 +65,9 @@ char *cli_print(const char *cmd, ry_module *m, bool tvm) {
         fprintf(stderr, "relayc %s: --tvm: %d global%s taking refs printed as local functions of %s callers "
                 "(TVM infers their parameters only from calls in the same body)\n", cmd, rep.localized,
                 rep.localized == 1 ? "" : "s", rep.localized == 1 ? "its" : "their");
+    if (rep.generic_adts)
+        fprintf(stderr, "relayc %s: --tvm: %d ADT%s whose fields hold refs made generic in them (type "
+                "parameters R0, ...: TVM infers them)\n", cmd, rep.generic_adts, rep.generic_adts == 1 ? "" : "s");
     if (rep.dropped_globals)
         fprintf(stderr, "relayc %s: --tvm: %d global%s taking refs that no other global calls left out\n", cmd,
                 rep.dropped_globals, rep.dropped_globals == 1 ? "" : "s");

@@ -62,6 +62,8 @@ static bool has_ref(const ry_type *t, int depth) {
             if (has_ref(t->func.args[i], depth)) return true;
         return has_ref(t->func.ret, depth);
     case RY_TYPE_CALL:
+        /* an ADT made generic in its refs for TVM (tvm_adt.c), named bare */
+        if (t->call.adt && t->call.nargs < t->call.adt->ntparams) return true;
         for (int i = 0; i < t->call.nargs; i++)
             if (has_ref(t->call.args[i], depth)) return true;
         for (int c = 0; t->call.adt && c < t->call.adt->nctors; c++)

@@ -247,6 +247,7 @@ static void retarget_uses(loc *l) {
 }
 
 void ry_module_localize_for_tvm(ry_module *m, ry_print_report *rep) {
+    ry_tvm_generalize_ref_adts(m, rep);
     int n = m->nglobals;
     if (n == 0) return;
     loc l = {.m = m, .a = ry_arena_new(), .n = n};
