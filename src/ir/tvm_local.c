@@ -1,7 +1,8 @@
 /*
- * tvm_local.c: the one rewrite printing for TVM needs beyond spelling.
- * TVM's parser type-checks each global on its own, and its text format has
- * no way to write a ref type, so a global whose parameters hold refs (the
+ * tvm_local.c: the rewrite printing for TVM needs beyond spelling (with
+ * tvm_adt.c's for ADTs holding refs, which runs first). TVM's parser
+ * type-checks each global on its own, and its text format has no way to
+ * write a ref type, so a global whose parameters hold refs (the
  * gradient twins @f_grad, a user's function taking a ref) can never be
  * checked there: its parameters print unannotated and TVM cannot infer
  * them from one body. As a local function bound by `let`, TVM infers them
@@ -45,42 +46,63 @@ static bool needs_local(const ry_global *g) {
     return false;
 }
 
+/* Each node of a DAG once, without C recursion (bodies may be long
+ * chains): push the root, then take nodes and push their children. The
+ * module is rewritten in place, hence nodes without const. */
+typedef struct dag_walk {
+    ry_arena *a;
+    ry_ptrmap seen;
+    ry_expr **st;
+    int n, cap;
+} dag_walk;
+
+static void walk_push(dag_walk *w, const ry_expr *e) {
+    if (w->n == w->cap) {
+        int cap = w->cap ? w->cap * 2 : 64;
+        ry_expr **fresh = RY_NEW_ARRAY(w->a, ry_expr *, cap);
+        if (w->n) memcpy(fresh, w->st, sizeof *fresh * (size_t)w->n);
+        w->st = fresh;
+        w->cap = cap;
+    }
+    w->st[w->n++] = (ry_expr *)e;
+}
+
+static ry_expr *walk_next(dag_walk *w) {
+    while (w->n > 0) {
+        ry_expr *e = w->st[--w->n];
+        intptr_t dummy;
+        if (ry_ptrmap_get(&w->seen, e, &dummy)) continue;
+        ry_ptrmap_put(w->a, &w->seen, e, 1);
+        return e;
+    }
+    return NULL;
+}
+
+static void walk_children(dag_walk *w, const ry_expr *e) {
+    int slot;
+    const ry_expr *c;
+    for (int i = 0; (c = ry_expr_child(e, i, &slot)); i++) walk_push(w, c);
+}
+
 /* The global nodes of g's body, as indices (each once), -1 ended. */
 static int *callees_of(loc *l, const ry_global *g) {
-    ry_ptrmap seen = {0}, named = {0};
-    int cap = 64, nst = 0, nout = 0, capout = 8;
-    const ry_expr **st = RY_NEW_ARRAY(l->a, const ry_expr *, cap);
+    ry_ptrmap named = {0};
+    int nout = 0, capout = 8;
     int *out = RY_NEW_ARRAY(l->a, int, capout);
-    st[nst++] = g->func;
-    while (nst > 0) {
-        const ry_expr *e = st[--nst];
+    dag_walk w = {.a = l->a};
+    walk_push(&w, g->func);
+    for (ry_expr *e; (e = walk_next(&w)); walk_children(&w, e)) {
         intptr_t dummy;
-        if (ry_ptrmap_get(&seen, e, &dummy)) continue;
-        ry_ptrmap_put(l->a, &seen, e, 1);
-        if (e->kind == RY_EXPR_GLOBAL) {
-            int k = global_index(l->m, e->global.name);
-            if (k >= 0 && !ry_ptrmap_get(&named, l->m->globals[k], &dummy)) {
-                ry_ptrmap_put(l->a, &named, l->m->globals[k], 1);
-                if (nout + 1 >= capout) {
-                    int *fresh = RY_NEW_ARRAY(l->a, int, capout * 2);
-                    memcpy(fresh, out, sizeof *out * (size_t)nout);
-                    out = fresh;
-                    capout *= 2;
-                }
-                out[nout++] = k;
-            }
+        int k = e->kind == RY_EXPR_GLOBAL ? global_index(l->m, e->global.name) : -1;
+        if (k < 0 || ry_ptrmap_get(&named, l->m->globals[k], &dummy)) continue;
+        ry_ptrmap_put(l->a, &named, l->m->globals[k], 1);
+        if (nout + 1 >= capout) {
+            int *fresh = RY_NEW_ARRAY(l->a, int, capout * 2);
+            memcpy(fresh, out, sizeof *out * (size_t)nout);
+            out = fresh;
+            capout *= 2;
         }
-        int slot;
-        const ry_expr *c;
-        for (int i = 0; (c = ry_expr_child(e, i, &slot)); i++) {
-            if (nst == cap) {
-                const ry_expr **fresh = RY_NEW_ARRAY(l->a, const ry_expr *, cap * 2);
-                memcpy(fresh, st, sizeof *st * (size_t)nst);
-                st = fresh;
-                cap *= 2;
-            }
-            st[nst++] = c;
-        }
+        out[nout++] = k;
     }
     out[nout] = -1;
     return out;
@@ -182,15 +204,9 @@ static void forget_tparams(loc *l, ry_expr *fn) {
     ry_type **tv = fn->func.tparams;
     int n = fn->func.ntparams;
     fn->func.ntparams = 0;
-    ry_ptrmap seen = {0};
-    int cap = 64, nst = 0;
-    ry_expr **st = RY_NEW_ARRAY(l->a, ry_expr *, cap);
-    st[nst++] = fn;
-    while (nst > 0) {
-        ry_expr *e = st[--nst];
-        intptr_t dummy;
-        if (ry_ptrmap_get(&seen, e, &dummy)) continue;
-        ry_ptrmap_put(l->a, &seen, e, 1);
+    dag_walk w = {.a = l->a};
+    walk_push(&w, fn);
+    for (ry_expr *e; (e = walk_next(&w)); walk_children(&w, e)) {
         if (e->kind == RY_EXPR_LET) forget_var(e->let.var, tv, n);
         if (e->kind == RY_EXPR_FUNC) {
             for (int i = 0; i < e->func.nparams; i++) forget_var(e->func.params[i], tv, n);
@@ -198,17 +214,6 @@ static void forget_tparams(loc *l, ry_expr *fn) {
         }
         for (int i = 0; e->kind == RY_EXPR_MATCH && i < e->match.nclauses; i++)
             forget_pattern(e->match.clauses[i].pat, tv, n);
-        int slot;
-        const ry_expr *c;
-        for (int i = 0; (c = ry_expr_child(e, i, &slot)); i++) {
-            if (nst == cap) {
-                ry_expr **fresh = RY_NEW_ARRAY(l->a, ry_expr *, cap * 2);
-                memcpy(fresh, st, sizeof *st * (size_t)nst);
-                st = fresh;
-                cap *= 2;
-            }
-            st[nst++] = (ry_expr *)c;
-        }
     }
 }
 
@@ -216,31 +221,13 @@ static void forget_tparams(loc *l, ry_expr *fn) {
  * its variable: in place, since the module is printed and then freed. */
 static void retarget_uses(loc *l) {
     for (int i = 0; i < l->n; i++) {
-        ry_ptrmap seen = {0};
-        int cap = 64, nst = 0;
-        const ry_expr **st = RY_NEW_ARRAY(l->a, const ry_expr *, cap);
-        st[nst++] = l->m->globals[i]->func;
-        while (nst > 0) {
-            ry_expr *e = (ry_expr *)st[--nst];
-            intptr_t dummy;
-            if (ry_ptrmap_get(&seen, e, &dummy)) continue;
-            ry_ptrmap_put(l->a, &seen, e, 1);
+        dag_walk w = {.a = l->a};
+        walk_push(&w, l->m->globals[i]->func);
+        for (ry_expr *e; (e = walk_next(&w)); walk_children(&w, e)) {
             int k = e->kind == RY_EXPR_GLOBAL ? global_index(l->m, e->global.name) : -1;
             if (k >= 0 && l->local[k]) {
-                e->kind = RY_EXPR_VAR;
+                e->kind = RY_EXPR_VAR; /* a leaf: walk_children finds nothing */
                 e->var.var = l->vars[k];
-                continue;
-            }
-            int slot;
-            const ry_expr *c;
-            for (int j = 0; (c = ry_expr_child(e, j, &slot)); j++) {
-                if (nst == cap) {
-                    const ry_expr **fresh = RY_NEW_ARRAY(l->a, const ry_expr *, cap * 2);
-                    memcpy(fresh, st, sizeof *st * (size_t)nst);
-                    st = fresh;
-                    cap *= 2;
-                }
-                st[nst++] = c;
             }
         }
     }
