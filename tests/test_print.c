@@ -255,6 +255,23 @@ static void test_localize_for_tvm(void **state) {
     assert_int_equal(rep.unsupported, 2);
     ry_free(s);
     ry_module_free(m);
+    /* a global whose result holds refs goes local too (TVM leaves the
+     * cells' contents of a recursive one's result unsolved) */
+    m = parse_text(V "def @cell(%x: float32) -> ref(float32) { ref(%x) }\n"
+                     "def @main(%x: float32) -> float32 { ref_read(@cell(%x)) }\n");
+    memset(&rep, 0, sizeof rep);
+    ry_module_localize_for_tvm(m, &rep);
+    s = ry_module_print_ex(m, &(ry_print_opts){.tvm = true});
+    assert_string_equal(s, V "def @main(%x: float32) -> float32 {\n"
+                             "  let %cell = fn (%x1: float32) {\n"
+                             "    ref(%x1)\n"
+                             "  };\n"
+                             "  %0 = %cell(%x);\n"
+                             "  ref_read(%0)\n"
+                             "}\n");
+    assert_int_equal(rep.localized, 1);
+    ry_free(s);
+    ry_module_free(m);
     /* the rewrite keeps the program's meaning: it still type-checks here */
     m = parse_text(text);
     ry_module_localize_for_tvm(m, NULL);

@@ -39,11 +39,16 @@ static bool param_needs_local(const ry_var *v) {
     return ry_type_has_ref(v->annot ? v->annot : v->type);
 }
 
+/* A result holding refs counts too: TVM checks a recursive global's
+ * unannotated result on its own and leaves the refs' contents unsolved
+ * (the AD's @in_List, which pairs each tensor of a list with a cell). */
 static bool needs_local(const ry_global *g) {
     const ry_expr *f = g->func;
     for (int i = 0; i < f->func.nparams; i++)
         if (param_needs_local(f->func.params[i])) return true;
-    return false;
+    const ry_type *ret = f->func.ret_annot ? f->func.ret_annot
+                         : f->type && f->type->kind == RY_TYPE_FUNC ? f->type->func.ret : NULL;
+    return ry_type_has_ref(ret);
 }
 
 /* Each node of a DAG once, without C recursion (bodies may be long
