@@ -590,14 +590,11 @@ static ry_status grad_conv2d(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
     grads[0] = grads[1] = NULL;
     if (!ry_dtype_is_float(ry_gb_dtype(args[0]))) return RY_OK;
     if (grad_setup(c, args, 2, &p, s)) return RY_ERR;
-    if (s[1][0] < 0) { /* dW's channels: the weight's, else the call's attribute */
+    if (s[1][0] < 0) { /* dW's channels: the weight's, else the call's attribute, else
+                        * dy's at run time (conv2d_backward_weight without channels) */
         const ry_op *op = call_op(c);
         if (!ry_attr_is_none(op, &c->call->call.attrs, "channels"))
             s[1][0] = ry_attr_int(op, &c->call->call.attrs, "channels");
-        if (s[1][0] < 1)
-            return ry_error_at(c->err, c->span,
-                               "gradient of nn.conv2d needs the weight's output channels (its "
-                               "type or the channels attribute)");
     }
     int64_t opad[2];
     bool cut[2];
