@@ -5,6 +5,8 @@
 #  - tests/errors/*.relay: each ends with `// ERROR: LINE:COL[: TEXT]`;
 #    `relayc check` must exit 1 and print `FILE:LINE:COL: error: ...TEXT...`
 #    first, never crash.
+#  - tests/tvm_accepted/MANIFEST: relayc prints exactly what TVM 0.19
+#    parsed and type-checked (tools/check_tvm_parse.py --golden).
 # RELAYC may carry a wrapper (valgrind ...). Prints "N passed, N failed".
 RELAYC=${RELAYC:-build/relayc}
 tmp=$(mktemp -d)
@@ -36,6 +38,20 @@ for f in tests/errors/*.relay; do
         *) bad "$f: expected '$f:$loc: error: ...$text...', got: $first" ;;
     esac
 done
+
+grep -v '^#' tests/tvm_accepted/MANIFEST | while read -r out args; do
+    [ -n "$out" ] || continue
+    # shellcheck disable=SC2086
+    if ! $RELAYC $args >"$tmp/tvm.relay" 2>"$tmp/err"; then echo "FAIL: relayc $args"; cat "$tmp/err"; continue; fi
+    if cmp -s "$tmp/tvm.relay" "tests/tvm_accepted/$out"; then echo ok; else
+        echo "FAIL: relayc $args differs from tests/tvm_accepted/$out (what TVM accepted; if the change is"
+        echo "      meant, rerun tools/check_tvm_parse.py --golden, which checks it in TVM)"
+        diff "tests/tvm_accepted/$out" "$tmp/tvm.relay" | head -10
+    fi
+done >"$tmp/tvm_results"
+grep -v '^ok$' "$tmp/tvm_results"
+pass=$((pass + $(grep -c '^ok$' "$tmp/tvm_results")))
+fail=$((fail + $(grep -c '^FAIL' "$tmp/tvm_results")))
 
 echo "corpus: $pass passed, $fail failed"
 [ $fail -eq 0 ]

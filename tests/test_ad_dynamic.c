@@ -9,7 +9,7 @@
  * conv2d_transpose, the global pools and the adaptive average pool (and
  * the adaptive max pool to 1 x 1) over unknown batch, channels, height and
  * width (strides whose floor drops rows, windows that overlap), to second
- * order;
+ * order, and with the weight's output channels unknown too;
  * cumsum, which these rules use, on its own.
  */
 #include "test_util.h"
@@ -186,6 +186,29 @@ static void test_conv_unknown_sizes(void **state) {
     }
 }
 
+/* A weight whose output channels the types do not know, and no channels
+ * attribute: the weight gradient (conv2d_backward_weight without channels)
+ * takes them from dy when it runs; grouped too. */
+static void test_conv_unknown_out_channels(void **state) {
+    (void)state;
+    const char *text =
+        "#[version = \"0.0.5\"]\n"
+        "def @main(%x: Tensor[(?, ?, ?, ?), float64], %k: Tensor[(?, ?, 3, 3), float64], %g: Tensor[(?, ?, 2, 2), float64]) {\n"
+        "  %0 = nn.conv2d(%x, %k, strides=[2, 2], padding=[1, 1], kernel_size=[3, 3]);\n"
+        "  %1 = nn.conv2d(%0, %g, groups=2, kernel_size=[2, 2]);\n"
+        "  multiply(%1, %1)\n"
+        "}\n";
+    const int64_t sizes[2][2] = {{2, 4}, {3, 6}}; /* (data channels, first output channels) */
+    for (int s = 0; s < 2; s++) {
+        int64_t c = sizes[s][0], o = sizes[s][1];
+        ry_value *a[3] = {rand_value(4, (int64_t[]){2, c, 5, 6}, -1, 1),
+                          rand_value(4, (int64_t[]){o, c, 3, 3}, -1, 1),
+                          rand_value(4, (int64_t[]){4, o / 2, 2, 2}, -1, 1)};
+        check(text, 3, a, s == 1, 1e-4);
+        release_all(3, a);
+    }
+}
+
 /* Pools over unknown sizes: the adaptive average pool's windows (of two
  * sizes, overlapping where the output does not divide the input) are
  * computed when the gradient runs; the adaptive max pool to 1 x 1 is the
@@ -246,6 +269,7 @@ int main(void) {
         cmocka_unit_test(test_concatenate_symbolic),
         cmocka_unit_test(test_concatenate_growing),
         cmocka_unit_test(test_conv_unknown_sizes),
+        cmocka_unit_test(test_conv_unknown_out_channels),
         cmocka_unit_test(test_adaptive_pools_unknown_sizes),
         cmocka_unit_test(test_cumsum),
     };

@@ -332,6 +332,13 @@ static void test_adjoint_rel(void **state) {
                 F64("2,4,9,8"), F64("6,2,3,2"));
     expect_type("nn.conv2d_backward_weight", "kernel_size=l:3", F32("n,5,4,4"), F32("n,3,6,6"),
                 F32("5,3,3,3"));
+    /* TVM's layouts for it: dy's in kernel_layout, the weight's in out_layout */
+    expect_type("nn.conv2d_backward_weight", "kernel_size=l:3;kernel_layout=s:NCHW;out_layout=s:OIHW",
+                F32("1,5,4,4"), F32("1,3,6,6"), F32("5,3,3,3"));
+    expect_error("nn.conv2d_backward_weight", "kernel_size=l:3;kernel_layout=s:OIHW", F32("1,5,4,4"),
+                 F32("1,3,6,6"), "kernel_layout=\"OIHW\" (only \"NCHW\"", COL(1));
+    expect_error("nn.conv2d_backward_weight", "kernel_size=l:3;out_layout=s:NCHW", F32("1,5,4,4"),
+                 F32("1,3,6,6"), "out_layout=\"NCHW\" (only \"OIHW\"", COL(1));
     expect_error("nn.conv2d_backward_weight", "", F32("1,4,6,6"), F32("1,3,8,8"),
                  "kernel_size is required", CALL);
     expect_error("nn.conv2d_backward_weight", "kernel_size=l:3,3", ty(A_, RY_INT32, "1,4,6,6"),

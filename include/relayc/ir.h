@@ -341,9 +341,25 @@ struct ry_print_report {
     int ref_annots;       /* annotations dropped because they hold a ref type */
     int stop_gradients;   /* stop_gradient calls printed as their argument */
     int unsupported;      /* kept although TVM cannot read them: relayc's fused
-                           * operators, ref types in constructor fields */
+                           * operators, ref types in constructor fields,
+                           * mutually recursive globals taking refs */
+    int localized;        /* globals printed as local functions (below) */
+    int dropped_globals;  /* such globals no other global calls: not printed */
+    int generic_adts;     /* ADTs whose fields hold refs, made generic in them */
 };
 char *ry_module_print_ex(const ry_module *m, const ry_print_opts *opts);
+/* Before printing for TVM: TVM type-checks one global at a time and cannot
+ * write a ref type, so it cannot infer the parameters of a global that takes
+ * refs (the gradient twins @f_grad). Each such global becomes a local
+ * function `let %f_grad = fn (...) {...};` at the top of every other global
+ * that reaches it (callees first), where TVM infers its parameters from the
+ * calls, and leaves the module; mutually recursive ones stay (counted in
+ * unsupported). First, an ADT whose constructor fields hold refs (the
+ * gradient twin of a tree) becomes generic in those refs (`type
+ * Tree_grad[R0] {...}`), which TVM infers where it is built and matched.
+ * Mutates m in place: print it, then free it. Counts go to rep when not
+ * NULL. */
+void ry_module_localize_for_tvm(ry_module *m, ry_print_report *rep);
 /* Prints one expression (for messages and tests); malloc'ed. */
 char *ry_expr_print(const ry_expr *e);
 /* Prints a type into buf, truncating; returns buf. */

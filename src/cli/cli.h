@@ -37,9 +37,10 @@ const char *cli_option(int argc, char **argv, int *i, const char *name, bool *ba
 int cli_engine(const char *cmd, const char *v, ry_engine *out);
 int cli_target(const char *cmd, const char *v, const ry_target **out);
 int cli_engine_check(const char *cmd, ry_engine engine, const ry_target *target);
-/* m in the text format; for TVM's parser when tvm is set (ry_print_opts.tvm),
+/* m in the text format; for TVM's parser when tvm is set (ry_print_opts.tvm,
+ * after ry_module_localize_for_tvm, which changes m),
  * saying on stderr what had to change. malloc'ed; NULL on out-of-memory. */
-char *cli_print(const char *cmd, const ry_module *m, bool tvm);
+char *cli_print(const char *cmd, ry_module *m, bool tvm);
 /* Prints "relayc CMD: error: ..." to stderr and returns 1. */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

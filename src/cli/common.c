@@ -49,9 +49,10 @@ int cli_fail(const char *cmd, const char *fmt, ...) {
     return 1;
 }
 
-char *cli_print(const char *cmd, const ry_module *m, bool tvm) {
+char *cli_print(const char *cmd, ry_module *m, bool tvm) {
     ry_print_report rep = {0};
     ry_print_opts o = {.tvm = tvm, .report = &rep};
+    if (tvm) ry_module_localize_for_tvm(m, &rep);
     char *text = ry_module_print_ex(m, &o);
     if (!text || !tvm) return text;
     if (rep.sym_dims)
@@ -60,13 +61,23 @@ char *cli_print(const char *cmd, const ry_module *m, bool tvm) {
     if (rep.ref_annots)
         fprintf(stderr, "relayc %s: --tvm: %d type annotation%s holding ref types dropped (TVM cannot parse them; "
                 "its type checker infers them)\n", cmd, rep.ref_annots, rep.ref_annots == 1 ? "" : "s");
+    if (rep.localized)
+        fprintf(stderr, "relayc %s: --tvm: %d global%s taking refs printed as local functions of %s callers "
+                "(TVM infers their parameters only from calls in the same body)\n", cmd, rep.localized,
+                rep.localized == 1 ? "" : "s", rep.localized == 1 ? "its" : "their");
+    if (rep.generic_adts)
+        fprintf(stderr, "relayc %s: --tvm: %d ADT%s whose fields hold refs made generic in them (type "
+                "parameters R0, ...: TVM infers them)\n", cmd, rep.generic_adts, rep.generic_adts == 1 ? "" : "s");
+    if (rep.dropped_globals)
+        fprintf(stderr, "relayc %s: --tvm: %d global%s taking refs that no other global calls left out\n", cmd,
+                rep.dropped_globals, rep.dropped_globals == 1 ? "" : "s");
     if (rep.stop_gradients)
         fprintf(stderr, "relayc %s: --tvm: %d stop_gradient call%s printed as %s argument (TVM has no such "
                 "operator; values are the same, gradients through it are not)\n", cmd, rep.stop_gradients,
                 rep.stop_gradients == 1 ? "" : "s", rep.stop_gradients == 1 ? "its" : "their");
     if (rep.unsupported)
         fprintf(stderr, "relayc %s: --tvm: warning: %d construct%s TVM cannot read kept (fused operators, ref "
-                "types in constructor fields)\n", cmd, rep.unsupported, rep.unsupported == 1 ? "" : "s");
+                "types in constructor fields, mutually recursive globals taking refs)\n", cmd, rep.unsupported, rep.unsupported == 1 ? "" : "s");
     return text;
 }
 

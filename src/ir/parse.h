@@ -155,7 +155,10 @@ void ry_print_types(strbuf *b, ry_type *const *ts, int n); /* joined by ", " */
 /* The same for TVM's parser (tvm not NULL): symbolic dims as `?`, counted in tvm. */
 void ry_print_type_tvm(strbuf *b, const ry_type *t, ry_print_report *tvm);
 void ry_print_types_tvm(strbuf *b, ry_type *const *ts, int n, ry_print_report *tvm);
-bool ry_type_has_ref(const ry_type *t); /* a ref type anywhere inside t */
+bool ry_type_has_ref(const ry_type *t); /* a ref type anywhere inside t (ADTs' fields too) */
+bool ry_type_tvm_writable(const ry_type *t); /* no ref, nothing left to infer */
+/* tvm_adt.c: ADTs whose fields hold refs made generic in them (for TVM). */
+void ry_tvm_generalize_ref_adts(ry_module *m, ry_print_report *rep);
 void ry_print_attr_value(strbuf *b, const ry_attr_value *v);
 /* `, name=value` for each attribute (no leading comma before the first when first) */
 void ry_print_attrs(strbuf *b, const ry_attrs *a, bool first);

@@ -409,6 +409,12 @@ static void put_var_binding(printer *pr, strbuf *out, const ry_var *v) {
     if (v->annot && !tvm_drops(pr, v->annot)) {
         ry_sb_puts(out, ": ");
         ry_print_type_tvm(out, v->annot, pr->tvm);
+    } else if (pr->tvm && !v->annot && ry_type_tvm_writable(v->type)) {
+        /* the checker's type, where TVM can read it: TVM's operator
+         * relations may run before an argument's type is solved, and its
+         * conv2d_backward_weight then crashes */
+        ry_sb_puts(out, ": ");
+        ry_print_type_tvm(out, v->type, pr->tvm);
     }
 }
 

@@ -46,23 +46,55 @@ void ry_print_types(strbuf *b, ry_type *const *ts, int n) { ry_print_types_tvm(b
 
 void ry_print_type(strbuf *b, const ry_type *t) { ry_print_type_tvm(b, t, NULL); }
 
-bool ry_type_has_ref(const ry_type *t) {
-    if (!t) return false;
+/* depth bounds the walk through recursive ADTs: a constructor field that
+ * holds a ref (the gradient twin of a tree of tensors) makes the ADT's type
+ * hold one. */
+static bool has_ref(const ry_type *t, int depth) {
+    if (!t || depth > 8) return false;
     switch (t->kind) {
     case RY_TYPE_REF: return true;
     case RY_TYPE_TUPLE:
         for (int i = 0; i < t->tuple.n; i++)
-            if (ry_type_has_ref(t->tuple.fields[i])) return true;
+            if (has_ref(t->tuple.fields[i], depth)) return true;
         return false;
     case RY_TYPE_FUNC:
         for (int i = 0; i < t->func.nargs; i++)
-            if (ry_type_has_ref(t->func.args[i])) return true;
-        return ry_type_has_ref(t->func.ret);
+            if (has_ref(t->func.args[i], depth)) return true;
+        return has_ref(t->func.ret, depth);
     case RY_TYPE_CALL:
+        /* an ADT made generic in its refs for TVM (tvm_adt.c), named bare */
+        if (t->call.adt && t->call.nargs < t->call.adt->ntparams) return true;
         for (int i = 0; i < t->call.nargs; i++)
-            if (ry_type_has_ref(t->call.args[i])) return true;
+            if (has_ref(t->call.args[i], depth)) return true;
+        for (int c = 0; t->call.adt && c < t->call.adt->nctors; c++)
+            for (int k = 0; k < t->call.adt->ctors[c]->nfields; k++)
+                if (has_ref(t->call.adt->ctors[c]->fields[k], depth + 1)) return true;
         return false;
     default: return false;
+    }
+}
+
+bool ry_type_has_ref(const ry_type *t) { return has_ref(t, 0); }
+
+/* Whether TVM can read t as an annotation: nothing to infer, no ref. */
+bool ry_type_tvm_writable(const ry_type *t) {
+    if (!t) return false;
+    switch (t->kind) {
+    case RY_TYPE_INCOMPLETE:
+    case RY_TYPE_REF: return false;
+    case RY_TYPE_TUPLE:
+        for (int i = 0; i < t->tuple.n; i++)
+            if (!ry_type_tvm_writable(t->tuple.fields[i])) return false;
+        return true;
+    case RY_TYPE_FUNC:
+        for (int i = 0; i < t->func.nargs; i++)
+            if (!ry_type_tvm_writable(t->func.args[i])) return false;
+        return ry_type_tvm_writable(t->func.ret);
+    case RY_TYPE_CALL:
+        for (int i = 0; i < t->call.nargs; i++)
+            if (!ry_type_tvm_writable(t->call.args[i])) return false;
+        return !ry_type_has_ref(t);
+    default: return true;
     }
 }
 

@@ -137,14 +137,15 @@ ry_status ry_conv2d_params_read(const ry_op *op, const ry_attrs *attrs, ry_span 
     if (has_attr(op, "data_layout") &&
         check_layout(op, attrs, "data_layout", "NCHW", false, call, err))
         return RY_ERR;
-    if (has_attr(op, "kernel_layout") &&
-        check_layout(op, attrs, "kernel_layout", has_attr(op, "output_padding") ? "IOHW" : "OIHW",
-                     false, call, err))
+    /* conv2d_backward_weight's kernel_layout is dy's, its out_layout the weight's (TVM's) */
+    bool wgrad = strcmp(op->name, "nn.conv2d_backward_weight") == 0;
+    const char *kernel = wgrad ? "NCHW" : has_attr(op, "output_padding") ? "IOHW" : "OIHW";
+    if (has_attr(op, "kernel_layout") && check_layout(op, attrs, "kernel_layout", kernel, false, call, err))
         return RY_ERR;
     if (has_attr(op, "layout") && check_layout(op, attrs, "layout", "NCHW", false, call, err))
         return RY_ERR;
     if (has_attr(op, "out_layout") &&
-        check_layout(op, attrs, "out_layout", "NCHW", true, call, err))
+        check_layout(op, attrs, "out_layout", wgrad ? "OIHW" : "NCHW", true, call, err))
         return RY_ERR;
     return RY_OK;
 }
@@ -589,14 +590,11 @@ static ry_status grad_conv2d(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
     grads[0] = grads[1] = NULL;
     if (!ry_dtype_is_float(ry_gb_dtype(args[0]))) return RY_OK;
     if (grad_setup(c, args, 2, &p, s)) return RY_ERR;
-    if (s[1][0] < 0) { /* dW's channels: the weight's, else the call's attribute */
+    if (s[1][0] < 0) { /* dW's channels: the weight's, else the call's attribute, else
+                        * dy's at run time (conv2d_backward_weight without channels) */
         const ry_op *op = call_op(c);
         if (!ry_attr_is_none(op, &c->call->call.attrs, "channels"))
             s[1][0] = ry_attr_int(op, &c->call->call.attrs, "channels");
-        if (s[1][0] < 1)
-            return ry_error_at(c->err, c->span,
-                               "gradient of nn.conv2d needs the weight's output channels (its "
-                               "type or the channels attribute)");
     }
     int64_t opad[2];
     bool cut[2];
@@ -641,13 +639,28 @@ static ry_status grad_conv2d_transpose(ry_grad_ctx *c, ry_expr *const *args, ry_
 }
 
 /* The pools' adjoint ops take the forward attributes unchanged. */
+/* Whether a pool's windows can reach past the data (some padding, or
+ * ceil_mode): only then does count_include_pad change an average. The
+ * adjoint leaves an inert one out, since TVM 0.19's parser cannot read it
+ * on avg_pool2d_grad (it builds MaxPool2DAttrs for that operator). */
+static bool pads_matter(const ry_op *op, const ry_attrs *as) {
+    int64_t pad[4] = {0, 0, 0, 0};
+    int n = ry_attr_ints(op, as, "padding", pad, 4);
+    for (int i = 0; i < n && i < 4; i++)
+        if (pad[i]) return true;
+    return ry_attr_bool(op, as, "ceil_mode");
+}
+
 static ry_status grad_pool(ry_grad_ctx *c, ry_expr *const *args, ry_expr *g, ry_expr **grads,
                            const char *adjoint) {
     grads[0] = NULL;
     if (!ry_dtype_is_float(ry_gb_dtype(args[0]))) return RY_OK;
     ry_expr *dx = ry_gb_op2(c->m, adjoint, g, args[0]);
     const ry_attrs *as = &c->call->call.attrs;
-    for (int i = 0; i < as->n; i++) ry_gb_attr_copy(c->m, dx, &as->items[i]);
+    bool inert = !pads_matter(call_op(c), as);
+    for (int i = 0; i < as->n; i++)
+        if (!(inert && strcmp(as->items[i].name, "count_include_pad") == 0))
+            ry_gb_attr_copy(c->m, dx, &as->items[i]);
     grads[0] = dx;
     return RY_OK;
 }
@@ -804,8 +817,11 @@ const ry_op ry_ops_conv[] = {
                {"channels", RY_ANONE},
                {"kernel_size", RY_ANONE},
                {"data_layout", RY_ASTR("NCHW")},
-               {"kernel_layout", RY_ASTR("OIHW")},
-               {"out_layout", RY_ASTR("")},
+               /* TVM keeps dy's layout in kernel_layout and the weight's in
+                * out_layout, and its C++ defaults (OIHW, "") make its parser
+                * fail on a layout: always spelled */
+               {"kernel_layout", {.kind = RY_AV_STR, .s = "NCHW", .tvm_required = true}},
+               {"out_layout", {.kind = RY_AV_STR, .s = "OIHW", .tvm_required = true}},
                {"out_dtype", RY_ASTR("")}},
      .rel = conv2d_backward_weight_rel,
      .doc = "conv2d_backward_weight: (N, O, OH, OW) x (N, C, H, W) -> (O, C/groups, KH, KW)",

@@ -432,10 +432,10 @@ ry_status ry_grad_conv2d_backward_weight(ry_grad_ctx *c, ry_expr *const *args, r
     const ry_attrs *at = call_attrs(c);
     int64_t xs[4], ws[4], st[2] = {1, 1}, dil[2] = {1, 1}, pad[4], praw[4];
     if (!dims4(ry_gb_type(args[1]), xs) || !dims4(c->call->type, ws) || ws[2] < 0 || ws[3] < 0 ||
-        strcmp(ry_attr_str(op, at, "data_layout"), "NCHW") || strcmp(ry_attr_str(op, at, "kernel_layout"), "OIHW"))
+        strcmp(ry_attr_str(op, at, "data_layout"), "NCHW") || strcmp(ry_attr_str(op, at, "kernel_layout"), "NCHW"))
         return ry_error_at(c->err, c->span,
-                           "gradient of nn.conv2d_backward_weight needs NCHW/OIHW 4-d tensors and a known "
-                           "kernel size");
+                           "gradient of nn.conv2d_backward_weight needs NCHW data and dy (kernel_layout, "
+                           "TVM's name for dy's), 4-d tensors and a known kernel size");
     int ns = ry_attr_ints(op, at, "strides", st, 2), nd = ry_attr_ints(op, at, "dilation", dil, 2);
     int np = ry_attr_ints(op, at, "padding", praw, 4);
     if (ns == 1) st[1] = st[0];
