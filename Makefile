@@ -55,7 +55,7 @@ endif
 LDLIBS   += $(PKG_LIBS) $(MPI_LIBS) $(OPENCL_LIBS) -ldl -lz -lm -pthread
 
 LIB_SRCS := $(sort $(wildcard src/tensor/*.c src/ir/*.c src/op/*.c src/pass/*.c \
-              src/runtime/*.c src/backend/*.c src/backend/cpu/*.c src/backend/c/*.c src/io/*.c src/train/*.c \
+              src/runtime/*.c src/backend/*.c src/backend/device/*.c src/backend/cpu/*.c src/backend/c/*.c src/io/*.c src/train/*.c \
               ad/*.c optim/*.c datasets/*.c)) $(DIST_SRC) $(OPENCL_SRC) $(CUDA_SRC)
 CLI_SRCS := $(sort $(wildcard src/cli/*.c))
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))

@@ -19,7 +19,6 @@
 #include "backend/kernel_gen.h"
 #include "backend/opencl/cl_impl.h"
 
-extern const ry_dialect ry_cl_dialect;
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
     const unsigned char *s = p;
@@ -200,26 +199,4 @@ cl_kernel ry_cl_kernel(const char *source, const char *name, ry_span span, ry_er
     }
     pthread_mutex_unlock(&cache_lock);
     return k->k;
-}
-
-cl_kernel ry_cl_template(const char *tmpl, const char *const *subs, int nsubs, ry_span span,
-                         ry_error *err) {
-    ry_sbuf b = {0};
-    ry_sbuf_add(&b, "%s", ry_cl_dialect.prelude);
-    for (const char *p = tmpl; *p; p++) {
-        if (*p == '@' && p[1] >= '0' && p[1] - '0' < nsubs) {
-            ry_sbuf_add(&b, "%s", subs[p[1] - '0']);
-            p++;
-        } else {
-            ry_sbuf_add(&b, "%c", *p);
-        }
-    }
-    if (b.oom) {
-        free(b.s);
-        ry_error_at(err, span, "out of memory");
-        return NULL;
-    }
-    cl_kernel k = ry_cl_kernel(b.s, "k", span, err);
-    free(b.s);
-    return k;
 }
