@@ -266,7 +266,7 @@ VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-
 # (minutes each under valgrind); the OpenCL suites run PoCL's LLVM
 # compiler for every kernel, and test_cuda_gen NVRTC's: all run under
 # ASan instead.
-VG_SKIP := test_memory test_oom_libc test_deep test_oom test_opencl test_opencl_ops test_opencl_train test_cuda_gen
+VG_SKIP := test_memory test_oom_libc test_deep test_oom test_opencl test_opencl_ops test_opencl_train test_cuda_gen test_cuda
 test-valgrind:
 	$(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" TEST_MPI=0 \
 	  TEST_SKIP="$(VG_SKIP:%=build-vg/tests/%)" test

@@ -94,4 +94,11 @@ static inline ry_kernel_fn cpu_kernel(const ry_op *op) {
     return k ? k->fn : NULL;
 }
 
+/* The device target the device suites (test_opencl*, test_cuda) run on:
+ * RELAYC_TEST_TARGET (tests/gpu/run.sh sets cuda), default opencl. */
+static inline const char *test_device_target(void) {
+    const char *t = getenv("RELAYC_TEST_TARGET");
+    return t && *t ? t : "opencl";
+}
+
 #endif

@@ -5,6 +5,7 @@
  * of accumulator and element-moving types, scratch tensors on the
  * device's heap.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "backend/device_kernels.h"
@@ -41,9 +42,11 @@ const ry_dk_device *ry_dk_of(const ry_kernel_ctx *c, int nin, ry_tensor *const *
     for (int i = 0; i < nin + nout; i++) {
         const ry_tensor *t = arg(i, nin, in, out);
         if (t->device.kind == dev.kind && t->device.id == dev.id) continue;
+        char here[32]; /* ry_device_name's buffer is reused by the next call */
+        snprintf(here, sizeof here, "%s", ry_device_name(dev));
         ry_error_at(c->err, c->span, "%s: %s %d is on %s, but the kernel runs on %s", c->op->name,
                     i < nin ? "argument" : "result", (i < nin ? i : i - nin) + 1,
-                    ry_device_name(t->device), ry_device_name(dev));
+                    ry_device_name(t->device), here);
         return NULL;
     }
     return d;
