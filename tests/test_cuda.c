@@ -57,12 +57,11 @@ static void test_no_device_is_a_clean_error(void **s) {
     assert_int_equal(ry_vm_compile(m, ry_target_cpu(), &p, &err), RY_OK);
     ry_tensor *x = ry_tensor_new(RY_FLOAT32, 1, (int64_t[]){3});
     for (int i = 0; i < 3; i++) ry_tensor_set(x, i, i + 0.5);
-    ry_value *arg = ry_value_tensor(x), *r = NULL;
+    ry_value *arg = ry_value_tensor(x), *r = NULL; /* takes x */
     assert_int_equal(ry_vm_call(p, "main", 1, &arg, NULL, &r, &err), RY_OK);
     for (int i = 0; i < 3; i++) assert_true(ry_tensor_get(r->tensor, i) == 2 * (i + 0.5));
     ry_value_release(r);
     ry_value_release(arg);
-    ry_tensor_release(x);
     ry_vm_free(p);
     ry_module_free(m);
 }
