@@ -123,6 +123,13 @@ ry_tensor *ry_dk_scratch(const ry_dk_device *d, ry_kernel_ctx *c, ry_dtype dt, i
 
 /* ---- the shared pieces of a device target ---- */
 
+/* a device target's pool functions (target.h; pool_new and
+ * pool_allocator are the target's own: its heap is the pool) and
+ * capacity, the heap's buffers' (dk_launch.c) */
+void ry_dk_pool_close(ry_pool *p);
+long ry_dk_pool_kept(ry_pool *p);
+size_t ry_dk_capacity(const ry_tensor *t);
+
 /* op's kernel on every device target (dk_table.c) */
 const ry_kernel *ry_dk_kernel_of(const ry_op *op);
 

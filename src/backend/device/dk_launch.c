@@ -52,6 +52,21 @@ const ry_dk_device *ry_dk_of(const ry_kernel_ctx *c, int nin, ry_tensor *const *
     return d;
 }
 
+const ry_dk_device *ry_dk_of_float(ry_kernel_ctx *c, int nin, int want, ry_tensor *const *in, int nout,
+                                   ry_tensor *const *out) {
+    if (nin != want) {
+        ry_error_at(c->err, c->span, "%s: expected %d inputs", c->op->name, want);
+        return NULL;
+    }
+    const ry_dk_device *d = ry_dk_of(c, nin, in, nout, out);
+    ry_dtype dt = nin > 0 ? in[0]->dtype : RY_FLOAT32;
+    if (d && dt != RY_FLOAT32 && dt != RY_FLOAT64) {
+        ry_dk_no_kernel(d, c, dt);
+        return NULL;
+    }
+    return d;
+}
+
 ry_status ry_dk_no_kernel(const ry_dk_device *d, ry_kernel_ctx *c, ry_dtype dt) {
     return ry_error_at(c->err, c->span, "%s: %s has no kernel on %s", c->op->name, ry_dtype_name(dt),
                        d->dialect->name);
@@ -110,4 +125,14 @@ ry_tensor *ry_dk_scratch(const ry_dk_device *d, ry_kernel_ctx *c, ry_dtype dt, i
     if (!t)
         ry_error_at(c->err, c->span, "%s: out of memory on %s", c->op->name, ry_device_name(d->dev()));
     return t;
+}
+
+/* ---- a device target's pools: the device's one heap serves every
+ * program (its size classes are the pool), so a pool is the heap ---- */
+void ry_dk_pool_close(ry_pool *p) {}
+long ry_dk_pool_kept(ry_pool *p) { return 0; }
+
+size_t ry_dk_capacity(const ry_tensor *t) {
+    const ry_dk_device *d = ry_dk_for(t->device.kind);
+    return d && t->alloc == d->allocator() ? ry_devbuf_bytes(t) : 0;
 }

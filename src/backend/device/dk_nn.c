@@ -19,18 +19,6 @@ static const ry_dk_device *need(ry_kernel_ctx *c, int nin, int want_lo, int want
     return ry_dk_of(c, nin, in, nout, out);
 }
 
-/* ... whose data is float32 or float64 */
-static const ry_dk_device *need_float(ry_kernel_ctx *c, int nin, int want, ry_tensor *const *in,
-                                      int nout, ry_tensor *const *out) {
-    const ry_dk_device *d = need(c, nin, want, want, in, nout, out);
-    ry_dtype dt = in[0]->dtype;
-    if (d && dt != RY_FLOAT32 && dt != RY_FLOAT64) {
-        ry_dk_no_kernel(d, c, dt);
-        return NULL;
-    }
-    return d;
-}
-
 static int axis_of(ry_kernel_ctx *c, int nd) {
     int64_t a = ry_attr_int(c->op, c->attrs, "axis");
     return (int)(a < 0 ? a + nd : a);
@@ -81,7 +69,7 @@ DK_KERNEL(ry_dk_pad) {
 }
 
 static DK_KERNEL(prelu_wide) {
-    const ry_dk_device *d = need_float(c, nin, 2, in, nout, out);
+    const ry_dk_device *d = ry_dk_of_float(c, nin, 2, in, nout, out);
     if (!d) return RY_ERR;
     const ry_tensor *x = in[0];
     int axis = axis_of(c, x->ndim);
@@ -94,7 +82,7 @@ static DK_KERNEL(prelu_wide) {
 
 static ry_status xent(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout, ry_tensor *const *out,
                       bool logits) {
-    const ry_dk_device *d = need_float(c, nin, 2, in, nout, out);
+    const ry_dk_device *d = ry_dk_of_float(c, nin, 2, in, nout, out);
     if (!d) return RY_ERR;
     const ry_tensor *x = in[0];
     ry_gen_types t = {ry_dk_type(d, x->dtype), ry_dk_acc_type(d, x->dtype), NULL};
@@ -113,7 +101,7 @@ static DK_KERNEL(cross_entropy_with_logits_wide) { return xent(c, nin, in, nout,
  * draw >> 11 >= ceil(rate * 2^53) (exact in a double). */
 #define SPLITMIX_GAMMA 0x9E3779B97F4A7C15ull
 static DK_KERNEL(dropout_wide) {
-    const ry_dk_device *d = need_float(c, nin, 1, in, nout, out);
+    const ry_dk_device *d = ry_dk_of_float(c, nin, 1, in, nout, out);
     if (!d) return RY_ERR;
     if (nout != 2 || out[1]->dtype != in[0]->dtype)
         return ry_error_at(c->err, c->span, "%s: expected (out, mask) of the data's dtype", c->op->name);

@@ -16,23 +16,6 @@ static ry_dtype stat_dtype(const ry_dk_device *d) { return d->fp64() ? RY_FLOAT6
 
 static ry_karg stat_arg(const ry_dk_device *d, double v) { return d->fp64() ? KA_D(v) : KA_F(v); }
 
-/* the device of the call, whose data is float32 or float64; NULL with the error */
-static const ry_dk_device *float_data(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
-                                      ry_tensor *const *out, int want_in) {
-    if (nin != want_in) {
-        ry_error_at(c->err, c->span, "%s: expected %d inputs", c->op->name, want_in);
-        return NULL;
-    }
-    const ry_dk_device *d = ry_dk_of(c, nin, in, nout, out);
-    if (!d) return NULL;
-    ry_dtype dt = in[0]->dtype;
-    if (dt != RY_FLOAT32 && dt != RY_FLOAT64) {
-        ry_dk_no_kernel(d, c, dt);
-        return NULL;
-    }
-    return d;
-}
-
 static int axis_of(ry_kernel_ctx *c, int nd) {
     int64_t a = ry_attr_int(c->op, c->attrs, "axis");
     return (int)(a < 0 ? a + nd : a);
@@ -66,7 +49,7 @@ static ry_tensor *stats(const ry_dk_device *d, ry_kernel_ctx *c, const ry_tensor
 
 /* in = (x, gamma, beta, moving_mean, moving_var), out = (y, new_mean, new_var) */
 static DK_KERNEL(batch_norm_wide) {
-    const ry_dk_device *d = float_data(c, nin, in, nout, out, 5);
+    const ry_dk_device *d = ry_dk_of_float(c, nin, 5, in, nout, out);
     if (!d) return RY_ERR;
     const ry_tensor *x = in[0];
     int64_t O, C, I;
@@ -105,7 +88,7 @@ static DK_KERNEL(batch_norm_wide) {
 
 /* in = (x, gamma, beta): (O, N, I) around axis, each (o, i) over its N */
 static DK_KERNEL(layer_norm_wide) {
-    const ry_dk_device *d = float_data(c, nin, in, nout, out, 3);
+    const ry_dk_device *d = ry_dk_of_float(c, nin, 3, in, nout, out);
     if (!d) return RY_ERR;
     const ry_tensor *x = in[0];
     int64_t O, N, I;
@@ -126,7 +109,7 @@ static DK_KERNEL(layer_norm_wide) {
 /* (N, A, C, I) around axis, C in G groups of cg channels */
 static ry_status group_norm(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
                             ry_tensor *const *out, bool instance) {
-    const ry_dk_device *d = float_data(c, nin, in, nout, out, 3);
+    const ry_dk_device *d = ry_dk_of_float(c, nin, 3, in, nout, out);
     if (!d) return RY_ERR;
     const ry_tensor *x = in[0];
     int axis = axis_of(c, x->ndim);
@@ -154,7 +137,7 @@ static DK_KERNEL(group_norm_wide) { return group_norm(c, nin, in, nout, out, fal
 /* x / sqrt(max(s, eps)), s the sum of squares over the axes: the
  * generator's reduction (kept elements in C order), then the apply */
 static DK_KERNEL(l2_normalize_wide) {
-    const ry_dk_device *d = float_data(c, nin, in, nout, out, 1);
+    const ry_dk_device *d = ry_dk_of_float(c, nin, 1, in, nout, out);
     if (!d) return RY_ERR;
     const ry_tensor *x = in[0];
     int nd = x->ndim;
@@ -198,7 +181,7 @@ static DK_KERNEL(l2_normalize_wide) {
 }
 
 static DK_KERNEL(lrn_wide) {
-    const ry_dk_device *d = float_data(c, nin, in, nout, out, 1);
+    const ry_dk_device *d = ry_dk_of_float(c, nin, 1, in, nout, out);
     if (!d) return RY_ERR;
     const ry_tensor *x = in[0];
     int64_t O, C, I;

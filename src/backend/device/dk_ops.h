@@ -21,6 +21,11 @@
     const ry_dk_device *d = ry_dk_of(c, nin, in, nout, out);                                  \
     if (!d) return RY_ERR
 
+/* ry_dk_of for a call of `want` inputs whose data (in[0]) is float32 or
+ * float64; NULL with the error */
+const ry_dk_device *ry_dk_of_float(ry_kernel_ctx *c, int nin, int want, ry_tensor *const *in, int nout,
+                                   ry_tensor *const *out);
+
 /* p over in, results out (all on d): broadcast per kernel_gen.h */
 ry_status ry_dk_run_prog(const ry_dk_device *d, ry_kernel_ctx *c, const ry_fz_prog *p, int nin,
                          ry_tensor *const *in, int nout, ry_tensor *const *out);

@@ -11,12 +11,7 @@
 
 static ry_allocator *allocator(void) { return &ry_cl.heap.alloc; }
 static ry_pool *pool_new(void) { return (ry_pool *)&ry_cl.heap; }
-static ry_allocator *pool_allocator(ry_pool *p) { return &ry_cl.heap.alloc; }
-static void pool_close(ry_pool *p) {}
-static long pool_kept(ry_pool *p) { return 0; }
-static size_t capacity(const ry_tensor *t) {
-    return t->alloc == &ry_cl.heap.alloc ? ry_devbuf_bytes(t) : 0;
-}
+static ry_allocator *pool_allocator(ry_pool *p) { return &ry_cl.heap.alloc; } /* NULL too */
 static ry_device dev(void) { return (ry_device){RY_DEVICE_OPENCL, ry_cl.index}; }
 static ry_status sync(ry_error *err) { return ry_dk_sync(&ry_cl_device, err); }
 
@@ -36,9 +31,9 @@ const ry_target ry_opencl_target = {
     .allocator = allocator,
     .pool_new = pool_new,
     .pool_allocator = pool_allocator,
-    .pool_close = pool_close,
-    .pool_kept = pool_kept,
-    .capacity = capacity,
+    .pool_close = ry_dk_pool_close,
+    .pool_kept = ry_dk_pool_kept,
+    .capacity = ry_dk_capacity,
     .update = ry_dk_update,
     .grad_scan = ry_dk_grad_scan,
     .grad_add = ry_dk_grad_add,
