@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "backend/target.h"
+#include <stdlib.h>
+
 #include "relayc/relayc.h"
 
 /* Parses text (and type-checks it when check is true); fails the test with
