@@ -13,13 +13,12 @@
 #include <cmocka.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
 #include <unistd.h>
 
 #include "backend/target.h"
-#include <stdlib.h>
-
 #include "relayc/relayc.h"
 
 /* Parses text (and type-checks it when check is true); fails the test with
