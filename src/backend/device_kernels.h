@@ -130,6 +130,15 @@ void ry_dk_pool_close(ry_pool *p);
 long ry_dk_pool_kept(ry_pool *p);
 size_t ry_dk_capacity(const ry_tensor *t);
 
+/* The ry_target fields every device target fills the same way: the
+ * shared kernel table, pool glue and training kernels (the target's own
+ * struct adds its device, copies, memory and sync). */
+#define RY_DK_TARGET_SHARED                                                                   \
+    .kernel = ry_dk_kernel_of, .pool_close = ry_dk_pool_close, .pool_kept = ry_dk_pool_kept,  \
+    .capacity = ry_dk_capacity, .update = ry_dk_update, .grad_scan = ry_dk_grad_scan,        \
+    .grad_add = ry_dk_grad_add, .grad_clip = ry_dk_grad_clip, .grad_zero = ry_dk_grad_zero,   \
+    .grad_scale = ry_dk_grad_scale
+
 /* op's kernel on every device target (dk_table.c) */
 const ry_kernel *ry_dk_kernel_of(const ry_op *op);
 
