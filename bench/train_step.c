@@ -13,7 +13,8 @@
  * OpenBLAS) and the trainer's workers (ry_train_opts.threads).
  * --profile prints the operator call sites that took the most time in the
  * timed steps (vm.h: ry_vm_print_profile; ~50 ns per call added).
- *   train_step NAME [--threads N] [--seconds S] [--sst DIR] [--profile] [--target T]
+ * --batch B replaces the workload's batch (the MLP at 64 and 1024 on a GPU).
+ *   train_step NAME [--threads N] [--seconds S] [--sst DIR] [--profile] [--target T] [--batch B]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,22 +88,27 @@ int main(int argc, char **argv) {
     const char *sst = "/work/shared/data/sst", *name = NULL;
     bool profile = false;
     const char *target = NULL;
+    int batch = 0;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if ((v = bench_opt(argc, argv, &i, "--threads"))) threads = atoi(v);
         else if ((v = bench_opt(argc, argv, &i, "--seconds"))) seconds = atof(v);
         else if ((v = bench_opt(argc, argv, &i, "--sst"))) sst = v;
         else if ((v = bench_opt(argc, argv, &i, "--target"))) target = v;
+        else if ((v = bench_opt(argc, argv, &i, "--batch"))) batch = atoi(v);
         else if (!strcmp(argv[i], "--profile")) profile = true;
         else if (argv[i][0] != '-' && !name) name = argv[i];
         else name = NULL, i = argc;
     }
-    const bench_workload *w = bench_workload_find(name);
-    if (!w || threads < 1 || !(seconds >= 0)) {
+    const bench_workload *found = bench_workload_find(name);
+    if (!found || threads < 1 || !(seconds >= 0) || batch < 0) {
         fprintf(stderr, "usage: train_step mlp|lenet|charlstm|treelstm [--threads N] "
-                        "[--seconds S] [--sst DIR] [--profile] [--target T]\n");
+                        "[--seconds S] [--sst DIR] [--profile] [--target T] [--batch B]\n");
         return 2;
     }
+    bench_workload wb = *found;
+    if (batch) wb.batch = batch;
+    const bench_workload *w = &wb;
     bench_set_threads(threads);
     ry_error err;
     if (target && ry_target_find(target, &bench_model_target, &err)) {

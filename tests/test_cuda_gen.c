@@ -21,7 +21,7 @@
 #include "test_programs.h"
 
 #ifdef RY_HAVE_CUDA
-#include "backend/cuda/cu_impl.h"
+#include "backend/cuda/cu_nvrtc.h"
 
 static int nbuilt;
 

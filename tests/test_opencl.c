@@ -30,7 +30,8 @@ static void test_copies_round_trip(void **s) {
     ry_tensor *d, *back;
     ry_error err = {0};
     assert_int_equal(ry_tensor_to(cl, h, &d, &err), RY_OK);
-    assert_int_equal(d->device.kind, RY_DEVICE_OPENCL);
+    assert_int_equal(d->device.kind, ry_target_device(cl).kind);
+    assert_true(d->device.kind != RY_DEVICE_CPU);
     assert_true(isnan(ry_tensor_get(d, 0))); /* the host never reads device memory */
     /* a view into the device buffer (as a parameter slab is carved) */
     ry_tensor *v = ry_tensor_view(d, 5 * sizeof(float), RY_FLOAT32, 1, (int64_t[]){5});
@@ -39,7 +40,9 @@ static void test_copies_round_trip(void **s) {
     ry_target_counters(cl, &c1);
     assert_int_equal(c1.bytes_to_device - c0.bytes_to_device, 60);
     assert_int_equal(c1.bytes_to_host - c0.bytes_to_host, 20);
-    assert_string_equal(ry_device_name(d->device), "opencl:0");
+    char name[32];
+    snprintf(name, sizeof name, "%s:0", test_device_target());
+    assert_string_equal(ry_device_name(d->device), name);
     ry_tensor_release(back);
     ry_tensor_release(v);
     ry_tensor_release(d);
@@ -108,6 +111,10 @@ static void test_host_tensor_into_a_device_kernel_is_an_error(void **s) {
 
 static void test_kernel_cache(void **s) {
     NEED_DEVICE();
+    if (ry_target_device(cl).kind != RY_DEVICE_OPENCL) {
+        fprintf(stderr, "test_kernel_cache: OpenCL's cache; test_cuda checks CUDA's\n");
+        skip();
+    }
 #ifdef RY_HAVE_OPENCL
     const char *src = "__kernel void k(__global float *o) { o[get_global_id(0)] = 7; }\n";
     ry_error err = {0};
@@ -234,8 +241,10 @@ static outcome compare(ry_module *m, const char *entry, int n, ry_value **args, 
     if (ry_vm_call(pc, entry, n, args, NULL, &rc, &err)) o = NOT_RUNNABLE;
     else if (ry_vm_call(pd, entry, n, args, NULL, &rd, &err)) {
         /* a dtype the device's kernels lack (float16) is known at run time */
-        if (!strstr(err.msg, "has no kernel on opencl"))
-            fail_msg("%s @%s on opencl: %d:%d: %s", path, entry, err.line, err.col, err.msg);
+        char on[40];
+        snprintf(on, sizeof on, "has no kernel on %s", test_device_target());
+        if (!strstr(err.msg, on))
+            fail_msg("%s @%s on %s: %d:%d: %s", path, entry, test_device_target(), err.line, err.col, err.msg);
         snprintf(missing, nmissing, "%.*s", (int)strcspn(err.msg, " "), err.msg);
         o = NEEDS_KERNEL;
     }
@@ -290,8 +299,8 @@ static void test_corpora_agree_with_the_cpu(void **s) {
     char list[4096] = "";
     corpus_dir("tests/corpus", &agree, &needs, list, sizeof list);
     corpus_dir("tests/run", &agree, &needs, list, sizeof list);
-    fprintf(stderr, "opencl corpora: %d programs and gradients agree with the CPU; %d need an "
-                    "operator the target lacks (' marks a gradient):%s\n", agree, needs, list);
+    fprintf(stderr, "%s corpora: %d programs and gradients agree with the CPU; %d need an "
+                    "operator the target lacks (' marks a gradient):%s\n", test_device_target(), agree, needs, list);
     assert_true(agree >= 20);
 }
 
@@ -344,7 +353,9 @@ static void test_missing_kernel_is_a_located_compile_error(void **s) {
     ry_error err = {0};
     assert_int_equal(ry_vm_compile(m, &partial, &p, &err), RY_ERR);
     assert_null(p);
-    assert_non_null(strstr(err.msg, "nn.conv2d has no kernel on target opencl"));
+    char want[64];
+    snprintf(want, sizeof want, "nn.conv2d has no kernel on target %s", test_device_target());
+    assert_non_null(strstr(err.msg, want));
     assert_int_equal(err.line, 3);
     ry_module_free(m);
 }
@@ -352,8 +363,11 @@ static void test_missing_kernel_is_a_located_compile_error(void **s) {
 static void test_unknown_index_is_an_error(void **s) {
     const ry_target *t;
     ry_error err = {0};
-    assert_int_equal(ry_target_find("opencl:99", &t, &err), RY_ERR);
-    assert_int_equal(ry_target_find("opencl:x", &t, &err), RY_ERR);
+    char name[32];
+    snprintf(name, sizeof name, "%s:99", test_device_target());
+    assert_int_equal(ry_target_find(name, &t, &err), RY_ERR);
+    snprintf(name, sizeof name, "%s:x", test_device_target());
+    assert_int_equal(ry_target_find(name, &t, &err), RY_ERR);
     assert_non_null(strstr(err.msg, "must be a number"));
 }
 

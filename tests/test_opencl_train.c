@@ -23,7 +23,7 @@ static const ry_target *cl;
 
 static int setup(void **s) {
     ry_error err = {0};
-    if (ry_target_find("opencl", &cl, &err) != RY_OK) {
+    if (ry_target_find(test_device_target(), &cl, &err) != RY_OK) {
         fprintf(stderr, "test_opencl_train: skipping every test: %s\n", err.msg);
         cl = NULL;
     }
@@ -176,7 +176,7 @@ static void test_parameters_stay_on_the_device(void **s) {
     o.optim.momentum = 0.9;
     o.target = cl;
     ry_trainer *td = make(&o);
-    assert_int_equal(ry_trainer_params(td)->slab->device.kind, RY_DEVICE_OPENCL);
+    assert_int_equal(ry_trainer_params(td)->slab->device.kind, ry_target_device(cl).kind);
     steps(td, 0, 3); /* warm */
     ry_device_counters c0, c1;
     ry_target_counters(cl, &c0);
@@ -184,8 +184,8 @@ static void test_parameters_stay_on_the_device(void **s) {
     ry_target_counters(cl, &c1);
     int64_t in = (c1.bytes_to_device - c0.bytes_to_device) / 5;
     int64_t out = (c1.bytes_to_host - c0.bytes_to_host) / 5;
-    fprintf(stderr, "opencl training step: %lld bytes to the device, %lld back (parameters: %zu bytes)\n",
-            (long long)in, (long long)out, ry_tensor_nbytes(ry_trainer_params(td)->slab));
+    fprintf(stderr, "%s training step: %lld bytes to the device, %lld back (parameters: %zu bytes)\n",
+            test_device_target(), (long long)in, (long long)out, ry_tensor_nbytes(ry_trainer_params(td)->slab));
     assert_int_equal(in, (16 * 4 + 16 * 3) * 4);  /* the batch, nothing else */
     assert_true(out < 16 * 4 + 4 * 16 * 4 + 64);    /* the loss, the scans' partial sums */
     assert_int_equal(c1.driver_allocs, c0.driver_allocs);
@@ -246,7 +246,7 @@ static int oom_child(const char *dir) {
     o.optim.momentum = 0.9;
     ry_trainer *tr = NULL;
     char path[512];
-    if (ry_target_find("opencl", &t, &err)) return 10;
+    if (ry_target_find(test_device_target(), &t, &err)) return 10;
     o.target = t;
     if (ry_trainer_new("mlp.relay", MLP, strlen(MLP), &o, &tr, &err)) {
         fprintf(stderr, "oom child: %s\n", err.msg);

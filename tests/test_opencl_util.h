@@ -1,6 +1,7 @@
 /*
- * test_opencl_util.h: what the OpenCL suites share (test_opencl,
- * test_opencl_ops): the device opened once per suite (every test skips
+ * test_opencl_util.h: what the device suites share (test_opencl,
+ * test_opencl_ops; on OpenCL in `make test`, on CUDA with
+ * RELAYC_TEST_TARGET=cuda, tests/gpu/run.sh): the device opened once per suite (every test skips
  * with a message without one), random values, and a program run on the
  * CPU and on OpenCL from the same optimized module with every result
  * compared (float32 rtol 1e-5 plus 1e-5 of the largest element, float64
@@ -23,7 +24,7 @@ static inline int setup(void **s) {
     setenv("RELAYC_DEVICE_MEMORY_LIMIT", "256M", 1);
     if (mkdtemp(cache_dir)) setenv("RELAYC_CACHE_DIR", cache_dir, 1);
     ry_error err = {0};
-    if (ry_target_find("opencl", &cl, &err) != RY_OK) {
+    if (ry_target_find(test_device_target(), &cl, &err) != RY_OK) {
         fprintf(stderr, "%s: skipping every test: %s\n", program_invocation_short_name, err.msg);
         cl = NULL;
     }

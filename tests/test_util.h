@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
 #include <unistd.h>
@@ -92,6 +93,13 @@ static inline void rm_dir(const char *dir) {
 static inline ry_kernel_fn cpu_kernel(const ry_op *op) {
     const ry_kernel *k = ry_target_kernel(ry_target_cpu(), op);
     return k ? k->fn : NULL;
+}
+
+/* The device target the device suites (test_opencl*, test_cuda) run on:
+ * RELAYC_TEST_TARGET (tests/gpu/run.sh sets cuda), default opencl. */
+static inline const char *test_device_target(void) {
+    const char *t = getenv("RELAYC_TEST_TARGET");
+    return t && *t ? t : "opencl";
 }
 
 #endif

@@ -14,11 +14,17 @@ extern const ry_target ry_cpu_target;
 #ifdef RY_HAVE_OPENCL
 extern const ry_target ry_opencl_target;
 #endif
+#ifdef RY_HAVE_CUDA
+extern const ry_target ry_cuda_target;
+#endif
 
 static const ry_target *const targets[] = {
     &ry_cpu_target,
 #ifdef RY_HAVE_OPENCL
     &ry_opencl_target,
+#endif
+#ifdef RY_HAVE_CUDA
+    &ry_cuda_target,
 #endif
 };
 #define NTARGETS (int)(sizeof targets / sizeof targets[0])

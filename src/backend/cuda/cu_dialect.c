@@ -6,7 +6,7 @@
  * Infinity and NaN are spelled through the bit-pattern intrinsics (NVRTC
  * sees no <math.h> macros).
  */
-#include "backend/cuda/cu_impl.h"
+#include "backend/cuda/cu_nvrtc.h"
 
 static const char *cu_type(ry_dtype dt) {
     switch (dt) {

@@ -12,7 +12,7 @@
 
 #include <nvrtc.h>
 
-#include "backend/cuda/cu_impl.h"
+#include "backend/cuda/cu_nvrtc.h"
 
 static struct {
     bool tried, ok;
@@ -26,6 +26,7 @@ static struct {
     nvrtcResult (*log_size)(nvrtcProgram, size_t *);
     nvrtcResult (*log)(nvrtcProgram, char *);
     nvrtcResult (*destroy)(nvrtcProgram *);
+    nvrtcResult (*version)(int *, int *);
 } nv;
 static pthread_mutex_t nv_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -47,9 +48,10 @@ static bool load(void) {
             SYM(log_size, "nvrtcGetProgramLogSize");
             SYM(log, "nvrtcGetProgramLog");
             SYM(destroy, "nvrtcDestroyProgram");
+            SYM(version, "nvrtcVersion");
 #undef SYM
             nv.ok = nv.error_string && nv.create && nv.compile && nv.ptx_size && nv.ptx &&
-                    nv.log_size && nv.log && nv.destroy;
+                    nv.log_size && nv.log && nv.destroy && nv.version;
             if (!nv.ok) snprintf(nv.why, sizeof nv.why, "libnvrtc lacks a function relayc needs");
         }
     }
@@ -83,4 +85,10 @@ ry_status ry_nvrtc_ptx(const char *source, int arch, char **ptx, size_t *len, ry
     }
     nv.destroy(&p);
     return st;
+}
+
+int ry_nvrtc_version(void) {
+    int major = 0, minor = 0;
+    if (!load() || nv.version(&major, &minor) != NVRTC_SUCCESS) return 0;
+    return major * 1000 + minor * 10;
 }

@@ -1,7 +1,9 @@
 /*
  * cl_device.c (opencl): the device layer's OpenCL device: finding and
  * opening it, its buffers (through the caching allocator), copies each
- * way, launching kernels, and the driver's errors as located ry_errors.
+ * way and fills, launching kernels (the device_kernels.h interface, with
+ * cl_cache.c's builds and cl_blas.c's GEMM), and the driver's errors as
+ * located ry_errors.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,6 +166,7 @@ ry_status ry_cl_open(int index, ry_error *err) {
             ry_device_heap_init(&ry_cl.heap, (ry_device){RY_DEVICE_OPENCL, index}, driver_alloc,
                                 driver_free);
             ry_cl.open = true;
+            ry_dk_register(&ry_cl_device);
             atexit(close_device);
         }
     }
@@ -225,34 +228,25 @@ void ry_cl_counters(ry_device_counters *out) {
 
 /* ---- kernels ---- */
 
-ry_status ry_cl_check_args(const ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
-                           ry_tensor *const *out) {
-    for (int i = 0; i < nin + nout; i++) {
-        const ry_tensor *t = i < nin ? in[i] : out[i - nin];
-        if (t->device.kind == RY_DEVICE_OPENCL && t->device.id == ry_cl.index) continue;
-        return ry_error_at(c->err, c->span, "%s: %s %d is on %s, but the kernel runs on opencl:%d",
-                           c->op->name, i < nin ? "argument" : "result", (i < nin ? i : i - nin) + 1,
-                           ry_device_name(t->device), ry_cl.index);
-    }
-    return RY_OK;
-}
-
-ry_status ry_cl_run(cl_kernel k, size_t global, int nargs, const cl_arg *args, ry_span span,
-                    ry_error *err) {
+static ry_status ry_cl_launch(ry_dk_kernel *kernel, size_t global, int nargs, const ry_karg *args,
+                       ry_span span, ry_error *err) {
     if (global == 0) return RY_OK;
+    cl_kernel k = (cl_kernel)kernel;
     size_t group = ry_cl.max_group < 256 ? ry_cl.max_group : 256;
     size_t padded = (global + group - 1) / group * group;
     pthread_mutex_lock(&ry_cl.lock);
     cl_int rc = CL_SUCCESS;
     const char *call = "clSetKernelArg";
     for (int i = 0; i < nargs && rc == CL_SUCCESS; i++) {
-        const cl_arg *a = &args[i];
+        const ry_karg *a = &args[i];
         float f = (float)a->d;
+        cl_long l = (cl_long)a->l;
+        cl_mem m = (cl_mem)a->buf;
         switch (a->kind) {
-        case CLA_MEM: rc = clSetKernelArg(k, (cl_uint)i, sizeof(cl_mem), &a->mem); break;
-        case CLA_LONG: rc = clSetKernelArg(k, (cl_uint)i, sizeof(cl_long), &a->l); break;
-        case CLA_DOUBLE: rc = clSetKernelArg(k, (cl_uint)i, sizeof(double), &a->d); break;
-        case CLA_FLOAT: rc = clSetKernelArg(k, (cl_uint)i, sizeof(float), &f); break;
+        case RY_KA_BUF: rc = clSetKernelArg(k, (cl_uint)i, sizeof(cl_mem), &m); break;
+        case RY_KA_I64: rc = clSetKernelArg(k, (cl_uint)i, sizeof(cl_long), &l); break;
+        case RY_KA_F64: rc = clSetKernelArg(k, (cl_uint)i, sizeof(double), &a->d); break;
+        case RY_KA_F32: rc = clSetKernelArg(k, (cl_uint)i, sizeof(float), &f); break;
         }
     }
     if (rc == CL_SUCCESS) {
@@ -263,6 +257,47 @@ ry_status ry_cl_run(cl_kernel k, size_t global, int nargs, const cl_arg *args, r
     pthread_mutex_unlock(&ry_cl.lock);
     return rc == CL_SUCCESS ? RY_OK : ry_cl_fail(err, span, call, rc);
 }
+
+static ry_status zero(ry_tensor *t, size_t at, size_t nbytes, ry_error *err) {
+    if (on_device(t, "device fill", err)) return RY_ERR;
+    if (nbytes == 0) return RY_OK;
+    /* the widest pattern that divides both the offset and the length */
+    size_t off = t->offset + at, pat = 8;
+    while (pat > 1 && (off % pat || nbytes % pat)) pat /= 2;
+    uint64_t z = 0;
+    cl_int rc = clEnqueueFillBuffer(ry_cl.queue, ry_cl_mem(t), &z, pat, off, nbytes, 0, NULL, NULL);
+    return rc == CL_SUCCESS ? RY_OK : ry_cl_fail(err, RY_NO_SPAN, "clEnqueueFillBuffer", rc);
+}
+
+static ry_status finish(ry_error *err) {
+    cl_int rc = clFinish(ry_cl.queue);
+    return rc == CL_SUCCESS ? RY_OK : ry_cl_fail(err, RY_NO_SPAN, "clFinish", rc);
+}
+
+static ry_dk_kernel *build(const char *source, const char *name, ry_span span, ry_error *err) {
+    return (ry_dk_kernel *)ry_cl_kernel(source, name, span, err);
+}
+
+extern const ry_dialect ry_cl_dialect;
+static ry_device dev(void) { return (ry_device){RY_DEVICE_OPENCL, ry_cl.index}; }
+static bool fp64(void) { return ry_cl.fp64; }
+static ry_allocator *allocator(void) { return &ry_cl.heap.alloc; }
+
+const ry_dk_device ry_cl_device = {
+    .kind = RY_DEVICE_OPENCL,
+    .dialect = &ry_cl_dialect,
+    .dev = dev,
+    .fp64 = fp64,
+    .build = build,
+    .launch = ry_cl_launch,
+    .upload = ry_cl_upload,
+    .download = ry_cl_download,
+    .copy = ry_cl_copy,
+    .zero = zero,
+    .allocator = allocator,
+    .gemm = ry_cl_gemm,
+    .finish = finish,
+};
 
 /* ---- profiling: every launch between begin and end records an event ---- */
 

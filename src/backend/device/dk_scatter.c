@@ -1,5 +1,5 @@
 /*
- * cl_scatter.c (opencl): gather_nd and scatter_nd (src/backend/cpu/
+ * dk_scatter.c (device): gather_nd and scatter_nd (src/backend/cpu/
  * scatter.c's semantics). scatter_nd runs one work-item per column of a
  * slice, each walking the index tuples in order, so "add" sums in the
  * CPU's order (the embedding gradient: the same bits) and "update" keeps
@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "backend/opencl/cl_nn.h"
+#include "backend/device/dk_ops.h"
 #include "op/scatter_dims.h"
 
 static int64_t prod(const int64_t *s, int lo, int hi) {
@@ -19,11 +19,11 @@ static int64_t prod(const int64_t *s, int lo, int hi) {
 }
 
 /* the first tuple of ind (M, K) outside dims, as the CPU reports it */
-static ry_status bad_index(ry_kernel_ctx *c, const ry_tensor *ind, int M, int64_t K,
+static ry_status bad_index(const ry_dk_device *d, ry_kernel_ctx *c, const ry_tensor *ind, int M, int64_t K,
                            const int64_t *dims) {
     ry_tensor *h = ry_tensor_new(ind->dtype, ind->ndim, ind->shape);
     if (!h) return ry_error_at(c->err, c->span, "%s: out of memory", c->op->name);
-    if (ry_cl_download(h->data, ind, ry_tensor_nbytes(ind), c->err)) {
+    if (d->download(h->data, ind, ry_tensor_nbytes(ind), c->err)) {
         ry_tensor_release(h);
         return RY_ERR;
     }
@@ -41,13 +41,13 @@ static ry_status bad_index(ry_kernel_ctx *c, const ry_tensor *ind, int M, int64_
 }
 
 /* The extents of the M indexed axes (a device buffer) and a zeroed flag. */
-static ry_status prepare(ry_kernel_ctx *c, int M, const int64_t *dims, ry_tensor **dev_dims,
+static ry_status prepare(const ry_dk_device *d, ry_kernel_ctx *c, int M, const int64_t *dims, ry_tensor **dev_dims,
                          ry_tensor **flag) {
-    *dev_dims = ry_cl_scratch(c, RY_INT64, 1, (int64_t[]){M > 0 ? M : 1});
-    *flag = *dev_dims ? ry_cl_scratch(c, RY_INT32, 1, (int64_t[]){1}) : NULL;
+    *dev_dims = ry_dk_scratch(d, c, RY_INT64, 1, (int64_t[]){M > 0 ? M : 1});
+    *flag = *dev_dims ? ry_dk_scratch(d, c, RY_INT32, 1, (int64_t[]){1}) : NULL;
     int32_t zero = 0;
-    if (!*flag || ry_cl_upload(*dev_dims, dims, sizeof(int64_t) * (size_t)M, c->err) ||
-        ry_cl_upload(*flag, &zero, sizeof zero, c->err)) {
+    if (!*flag || d->upload(*dev_dims, dims, sizeof(int64_t) * (size_t)M, c->err) ||
+        d->upload(*flag, &zero, sizeof zero, c->err)) {
         ry_tensor_release(*dev_dims);
         ry_tensor_release(*flag);
         return RY_ERR;
@@ -56,27 +56,27 @@ static ry_status prepare(ry_kernel_ctx *c, int M, const int64_t *dims, ry_tensor
 }
 
 /* runs src, then reads the flag (a wait for the queue) */
-static ry_status run_checked(ry_kernel_ctx *c, char *src, ry_dtype dt, size_t n, int nargs,
-                             const cl_arg *a, ry_tensor *flag, const ry_tensor *ind, int M,
+static ry_status run_checked(const ry_dk_device *d, ry_kernel_ctx *c, char *src, ry_dtype dt, size_t n, int nargs,
+                             const ry_karg *a, ry_tensor *flag, const ry_tensor *ind, int M,
                              int64_t K, const int64_t *dims) {
-    if (ry_cl_gen_run(c, src, dt, n, nargs, a)) return RY_ERR;
+    if (ry_dk_gen_run(d, c, src, dt, n, nargs, a)) return RY_ERR;
     int32_t bad = 0;
-    if (ry_cl_download(&bad, flag, sizeof bad, c->err)) return RY_ERR;
-    return bad ? bad_index(c, ind, M, K, dims) : RY_OK;
+    if (d->download(&bad, flag, sizeof bad, c->err)) return RY_ERR;
+    return bad ? bad_index(d, c, ind, M, K, dims) : RY_OK;
 }
 
-static ry_status index_type(ry_kernel_ctx *c, const ry_tensor *ind, ry_gen_types *t) {
-    t->X = ry_dtype_is_float(ind->dtype) ? NULL : ry_cl_type(ind->dtype);
+static ry_status index_type(const ry_dk_device *d, ry_kernel_ctx *c, const ry_tensor *ind, ry_gen_types *t) {
+    t->X = ry_dtype_is_float(ind->dtype) ? NULL : ry_dk_type(d, ind->dtype);
     if (!t->X)
-        return ry_error_at(c->err, c->span, "%s: %s indices have no kernel on opencl", c->op->name,
-                           ry_dtype_name(ind->dtype));
+        return ry_error_at(c->err, c->span, "%s: %s indices have no kernel on %s", c->op->name,
+                           ry_dtype_name(ind->dtype), d->dialect->name);
     return RY_OK;
 }
 
 /* data (B..., X...), indices (M, B..., Y...): out[b, y, :] = data[b, idx[:, b, y], :] */
-CL_KERNEL(ry_cl_gather_nd) {
+DK_KERNEL(ry_dk_gather_nd) {
     if (nin != 2 || nout != 1) return ry_error_at(c->err, c->span, "%s: expected two inputs", c->op->name);
-    if (ry_cl_check_args(c, nin, in, nout, out)) return RY_ERR;
+    DK_DEVICE(nin, in, nout, out);
     const ry_tensor *x = in[0], *ind = in[1];
     ry_tensor *y = out[0];
     int b = (int)ry_attr_int(c->op, c->attrs, "batch_dims");
@@ -87,14 +87,14 @@ CL_KERNEL(ry_cl_gather_nd) {
                                i, (long long)x->shape[i], (long long)ind->shape[1 + i]);
     int64_t BY = prod(ind->shape, 1, ind->ndim), Bn = prod(x->shape, 0, b);
     int64_t S = prod(x->shape, b + M, n), batch = prod(x->shape, b, n);
-    ry_gen_types t = {ry_cl_move_type(x->dtype), NULL, NULL};
-    if (index_type(c, ind, &t)) return RY_ERR;
+    ry_gen_types t = {ry_dk_move_type(d, x->dtype), NULL, NULL};
+    if (index_type(d, c, ind, &t)) return RY_ERR;
     if (BY == 0 || S == 0) return RY_OK;
     ry_tensor *dims, *flag;
-    if (prepare(c, M, x->shape + b, &dims, &flag)) return RY_ERR;
-    cl_arg a[] = {CLA_L(BY * S), MEM(y), MEM(x), MEM(ind), MEM(flag), MEM(dims), CLA_L(M), CLA_L(BY),
-                  CLA_L(S), CLA_L(BY / Bn), CLA_L(batch)};
-    ry_status s = run_checked(c, ry_gen_nn(&ry_cl_dialect, RY_GEN_GATHER_ND, 0, &t), x->dtype,
+    if (prepare(d, c, M, x->shape + b, &dims, &flag)) return RY_ERR;
+    ry_karg a[] = {KA_L(BY * S), KA_T(y), KA_T(x), KA_T(ind), KA_T(flag), KA_T(dims), KA_L(M), KA_L(BY),
+                  KA_L(S), KA_L(BY / Bn), KA_L(batch)};
+    ry_status s = run_checked(d, c, ry_gen_nn(d->dialect, RY_GEN_GATHER_ND, 0, &t), x->dtype,
                               (size_t)(BY * S), NARGS(a), a, flag, ind, M, BY, x->shape + b);
     ry_tensor_release(dims);
     ry_tensor_release(flag);
@@ -103,9 +103,9 @@ CL_KERNEL(ry_cl_gather_nd) {
 
 /* data (X...), indices (M, Y...), updates (Y..., S...): out = data, then
  * for each tuple y in order out[idx[:, y], :] (+)= updates[y, :] */
-CL_KERNEL(ry_cl_scatter_nd) {
+DK_KERNEL(ry_dk_scatter_nd) {
     if (nin != 3 || nout != 1) return ry_error_at(c->err, c->span, "%s: expected three inputs", c->op->name);
-    if (ry_cl_check_args(c, nin, in, nout, out)) return RY_ERR;
+    DK_DEVICE(nin, in, nout, out);
     const ry_tensor *x = in[0], *ind = in[1], *up = in[2];
     ry_tensor *y = out[0];
     bool add = strcmp(ry_attr_str(c->op, c->attrs, "mode"), "add") == 0;
@@ -115,16 +115,17 @@ CL_KERNEL(ry_cl_scatter_nd) {
     int64_t K = sd.K, S = sd.S;
     /* float16 overwrites move bits; its adds would need half arithmetic */
     if (add && x->dtype == RY_FLOAT16)
-        return ry_error_at(c->err, c->span, "%s: mode=\"add\" on float16 has no kernel on opencl", c->op->name);
-    ry_gen_types t = {ry_cl_move_type(x->dtype), NULL, NULL};
-    if (index_type(c, ind, &t)) return RY_ERR;
-    if (y != x && ry_cl_copy(y, x, ry_tensor_nbytes(x), c->err)) return RY_ERR;
+        return ry_error_at(c->err, c->span, "%s: mode=\"add\" on float16 has no kernel on %s", c->op->name,
+                           d->dialect->name);
+    ry_gen_types t = {ry_dk_move_type(d, x->dtype), NULL, NULL};
+    if (index_type(d, c, ind, &t)) return RY_ERR;
+    if (y != x && d->copy(y, x, ry_tensor_nbytes(x), c->err)) return RY_ERR;
     if (K == 0 || S == 0) return RY_OK;
     ry_tensor *dims, *flag;
-    if (prepare(c, M, x->shape, &dims, &flag)) return RY_ERR;
-    cl_arg a[] = {CLA_L(S), MEM(y), MEM(up), MEM(ind), MEM(flag), MEM(dims), CLA_L(M), CLA_L(K),
-                  CLA_L(add ? (x->dtype == RY_BOOL ? 2 : 1) : 0)};
-    ry_status s = run_checked(c, ry_gen_nn(&ry_cl_dialect, RY_GEN_SCATTER_ND, 0, &t), x->dtype,
+    if (prepare(d, c, M, x->shape, &dims, &flag)) return RY_ERR;
+    ry_karg a[] = {KA_L(S), KA_T(y), KA_T(up), KA_T(ind), KA_T(flag), KA_T(dims), KA_L(M), KA_L(K),
+                  KA_L(add ? (x->dtype == RY_BOOL ? 2 : 1) : 0)};
+    ry_status s = run_checked(d, c, ry_gen_nn(d->dialect, RY_GEN_SCATTER_ND, 0, &t), x->dtype,
                               (size_t)S, NARGS(a), a, flag, ind, M, K, x->shape);
     ry_tensor_release(dims);
     ry_tensor_release(flag);

@@ -1,5 +1,5 @@
 /*
- * cl_index.c (opencl): operators that pick elements by position: take
+ * dk_index.c (device): operators that pick elements by position: take
  * (clip and wrap modes; "fast" clips on the device, where the CPU reports
  * an index out of range), split and concatenate (block copies between a
  * tensor and a slice of another along an axis), nn.bias_add (the
@@ -9,20 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/opencl/cl_elemwise.h"
+#include "backend/device/dk_ops.h"
 
-extern const ry_dialect ry_cl_dialect;
 
-/* an unsigned type of the element's width: these kernels only move bytes */
-static const char *word(size_t es) {
-    return es == 1 ? "uchar" : es == 2 ? "ushort" : es == 4 ? "uint" : "ulong";
-}
-
-static cl_kernel build(ry_kernel_ctx *c, const char *fmt, size_t es, const char *idx_t) {
-    const ry_dialect *d = &ry_cl_dialect;
+/* these kernels only move bytes: elements as integers of their width */
+static ry_dk_kernel *build(const ry_dk_device *d, ry_kernel_ctx *c, const char *fmt, size_t es,
+                           const char *idx_t) {
+    const ry_dialect *dl = d->dialect;
     /* @0..@5: kernel qualifier, global, index, i64, element, index type */
-    const char *sub[6] = {d->kernel, d->global, d->index, d->i64, word(es), idx_t ? idx_t : "int"};
-    return ry_cl_template(fmt, sub, 6, c->span, c->err);
+    const char *sub[6] = {dl->kernel, dl->global, dl->index, dl->i64, ry_dk_word(d, es),
+                          idx_t ? idx_t : ry_dk_type(d, RY_INT32)};
+    return ry_dk_template(d, fmt, sub, 6, c->span, c->err);
 }
 
 /* ---- take: out[b, o, k, i] = x[b, o, index(ind[b, k]), i] ---- */
@@ -42,14 +39,15 @@ static int64_t prod(const int64_t *s, int lo, int hi) {
     return p;
 }
 
-CL_KERNEL(ry_cl_take) {
+DK_KERNEL(ry_dk_take) {
     if (nin != 2 || nout != 1) return ry_error_at(c->err, c->span, "take: expected two inputs");
-    if (ry_cl_check_args(c, nin, in, nout, out)) return RY_ERR;
+    DK_DEVICE(nin, in, nout, out);
     const ry_tensor *x = in[0], *ind = in[1];
     /* indices of any integer dtype (uint16 ones in TVM's int16 tests) */
-    const char *idx_t = ry_dtype_is_float(ind->dtype) || ind->dtype == RY_BOOL ? NULL : ry_cl_type(ind->dtype);
+    const char *idx_t = ry_dtype_is_float(ind->dtype) || ind->dtype == RY_BOOL ? NULL : ry_dk_type(d, ind->dtype);
     if (!idx_t)
-        return ry_error_at(c->err, c->span, "take: %s indices have no kernel on opencl", ry_dtype_name(ind->dtype));
+        return ry_error_at(c->err, c->span, "take: %s indices have no kernel on %s", ry_dtype_name(ind->dtype),
+                           d->dialect->name);
     const char *ms = ry_attr_str(c->op, c->attrs, "mode");
     int64_t B = 1, O = 1, N = x->size, I = 1, K = ind->size;
     if (!ry_attr_is_none(c->op, c->attrs, "axis")) {
@@ -67,13 +65,13 @@ CL_KERNEL(ry_cl_take) {
     if (N == 0) return ry_error_at(c->err, c->span, "take: cannot take from an axis of extent 0");
     (void)B;
     size_t es = ry_dtype_size(x->dtype);
-    cl_kernel k = build(c, take_src, es, idx_t);
+    ry_dk_kernel *k = build(d, c, take_src, es, idx_t);
     if (!k) return RY_ERR;
-    cl_arg a[] = {CLA_L(out[0]->size), CLA_T(out[0]), CLA_T(x), CLA_T(ind), CLA_L(O), CLA_L(N),
-                  CLA_L(K), CLA_L(I), CLA_L(strcmp(ms, "wrap") == 0)};
+    ry_karg a[] = {KA_L(out[0]->size), KA_T(out[0]), KA_T(x), KA_T(ind), KA_L(O), KA_L(N),
+                  KA_L(K), KA_L(I), KA_L(strcmp(ms, "wrap") == 0)};
     /* element offsets of the byte-moving types: the tensors' own dtypes
-     * have the same widths, so ry_cl_off holds */
-    return ry_cl_run(k, (size_t)out[0]->size, 12, a, c->span, c->err);
+     * have the same widths, so ry_dk_off holds */
+    return d->launch(k, (size_t)out[0]->size, 12, a, c->span, c->err);
 }
 
 /* ---- a block of rows between a tensor and a slice of a wider one ----
@@ -88,42 +86,42 @@ static const char *slice_src =
     "    else o[oo + i] = x[xo + r * W + off + c];\n"
     "}\n";
 
-static ry_status slice_copy(ry_kernel_ctx *c, ry_tensor *o, const ry_tensor *x, int64_t rows,
+static ry_status slice_copy(const ry_dk_device *d, ry_kernel_ctx *c, ry_tensor *o, const ry_tensor *x, int64_t rows,
                             int64_t w, int64_t W, int64_t off, bool to_wide) {
     if (rows * w == 0) return RY_OK;
-    cl_kernel k = build(c, slice_src, ry_dtype_size(x->dtype), NULL);
+    ry_dk_kernel *k = build(d, c, slice_src, ry_dtype_size(x->dtype), NULL);
     if (!k) return RY_ERR;
-    cl_arg a[] = {CLA_L(rows * w), CLA_T(o), CLA_T(x), CLA_L(w), CLA_L(W), CLA_L(off), CLA_L(to_wide)};
-    return ry_cl_run(k, (size_t)(rows * w), 9, a, c->span, c->err);
+    ry_karg a[] = {KA_L(rows * w), KA_T(o), KA_T(x), KA_L(w), KA_L(W), KA_L(off), KA_L(to_wide)};
+    return d->launch(k, (size_t)(rows * w), 9, a, c->span, c->err);
 }
 
 static int norm_axis(int64_t a, int nd) { return (int)(a < 0 ? a + nd : a); }
 
-CL_KERNEL(ry_cl_split) {
+DK_KERNEL(ry_dk_split) {
     if (nin != 1 || nout < 1) return ry_error_at(c->err, c->span, "split: expected one input");
-    if (ry_cl_check_args(c, nin, in, nout, out)) return RY_ERR;
+    DK_DEVICE(nin, in, nout, out);
     const ry_tensor *x = in[0];
     int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), x->ndim);
     int64_t rows = prod(x->shape, 0, axis), inner = prod(x->shape, axis + 1, x->ndim);
     int64_t W = x->shape[axis] * inner, off = 0;
     for (int k = 0; k < nout; k++) {
         int64_t w = out[k]->shape[axis] * inner;
-        if (slice_copy(c, out[k], x, rows, w, W, off, false)) return RY_ERR;
+        if (slice_copy(d, c, out[k], x, rows, w, W, off, false)) return RY_ERR;
         off += w;
     }
     return RY_OK;
 }
 
-CL_KERNEL(ry_cl_concatenate) {
+DK_KERNEL(ry_dk_concatenate) {
     if (nin < 1 || nout != 1) return ry_error_at(c->err, c->span, "concatenate: expected inputs");
-    if (ry_cl_check_args(c, nin, in, nout, out)) return RY_ERR;
+    DK_DEVICE(nin, in, nout, out);
     ry_tensor *y = out[0];
     int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), y->ndim);
     int64_t rows = prod(y->shape, 0, axis), inner = prod(y->shape, axis + 1, y->ndim);
     int64_t W = y->shape[axis] * inner, off = 0;
     for (int k = 0; k < nin; k++) {
         int64_t w = in[k]->shape[axis] * inner;
-        if (slice_copy(c, y, in[k], rows, w, W, off, true)) return RY_ERR;
+        if (slice_copy(d, c, y, in[k], rows, w, W, off, true)) return RY_ERR;
         off += w;
     }
     return RY_OK;
@@ -131,9 +129,9 @@ CL_KERNEL(ry_cl_concatenate) {
 
 /* ---- nn.bias_add: x + b along axis, as the generator's add over
  * (outer, C, inner) with b read at stride 1 along C only ---- */
-CL_KERNEL(ry_cl_bias_add) {
+DK_KERNEL(ry_dk_bias_add) {
     if (nin != 2 || nout != 1) return ry_error_at(c->err, c->span, "nn.bias_add: expected two inputs");
-    if (ry_cl_check_args(c, nin, in, nout, out)) return RY_ERR;
+    DK_DEVICE(nin, in, nout, out);
     const ry_tensor *x = in[0];
     int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), x->ndim);
     if (axis < 0 || axis >= x->ndim) return ry_error_at(c->err, c->span, "nn.bias_add: axis out of range");
@@ -143,5 +141,5 @@ CL_KERNEL(ry_cl_bias_add) {
     ry_dtype dts[2] = {x->dtype, in[1]->dtype};
     ry_fz_prog p;
     ry_gen_single(&p, RY_FZ_ADD, 2, dts, x->dtype, NULL);
-    return ry_cl_launch_prog(c, &p, 2, in, 1, out, acc, 3, dims, (const int64_t (*)[RY_MAX_RANK])strides);
+    return ry_dk_launch_prog(d, c, &p, 2, in, 1, out, acc, 3, dims, (const int64_t (*)[RY_MAX_RANK])strides);
 }

@@ -1,21 +1,21 @@
 /*
- * cl_layout.c (opencl): operators that move elements: reshape and its
+ * dk_layout.c (device): operators that move elements: reshape and its
  * kin (a copy of the same bytes) and transpose (the generator's copy
  * program reading through the permuted strides).
  */
-#include "backend/opencl/cl_elemwise.h"
+#include "backend/device/dk_ops.h"
 
 /* reshape, reshape_like, expand_dims, squeeze, nn.batch_flatten */
-CL_KERNEL(ry_cl_reshape) {
+DK_KERNEL(ry_dk_reshape) {
     if (nin < 1 || nout != 1) return ry_error_at(c->err, c->span, "%s: expected an input", c->op->name);
-    if (ry_cl_check_args(c, 1, in, nout, out)) return RY_ERR;
+    DK_DEVICE(1, in, nout, out);
     if (in[0] == out[0]) return RY_OK;
-    return ry_cl_copy(out[0], in[0], ry_tensor_nbytes(out[0]), c->err);
+    return d->copy(out[0], in[0], ry_tensor_nbytes(out[0]), c->err);
 }
 
-CL_KERNEL(ry_cl_transpose) {
+DK_KERNEL(ry_dk_transpose) {
     if (nin != 1 || nout != 1) return ry_error_at(c->err, c->span, "%s: expected one input", c->op->name);
-    if (ry_cl_check_args(c, nin, in, nout, out)) return RY_ERR;
+    DK_DEVICE(nin, in, nout, out);
     const ry_tensor *x = in[0];
     int n = x->ndim;
     int64_t axes[RY_MAX_RANK];
@@ -35,6 +35,6 @@ CL_KERNEL(ry_cl_transpose) {
     ry_dtype dt = x->dtype;
     ry_gen_single(&p, RY_FZ_COPY, 1, &dt, dt, NULL);
     ry_gen_access acc = RY_GEN_STRIDED;
-    return ry_cl_launch_prog(c, &p, 1, in, 1, out, &acc, n ? n : 1, dims,
+    return ry_dk_launch_prog(d, c, &p, 1, in, 1, out, &acc, n ? n : 1, dims,
                              (const int64_t (*)[RY_MAX_RANK])strides);
 }

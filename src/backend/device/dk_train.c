@@ -1,5 +1,5 @@
 /*
- * cl_train.c (opencl): the training kernels over the parameter, gradient
+ * dk_train.c (device): the training kernels over the parameter, gradient
  * and optimizer-state slabs (target.h), so that a training run keeps them
  * on the device: the four optimizers' updates, spelled as the CPU's rules
  * compute them (src/backend/cpu/update_*.c: the same operations in the
@@ -11,66 +11,71 @@
  * zero fills of the gradient slab.
  *
  * These kernels return no status (the CPU's cannot fail); a driver failure
- * is kept and reported by ry_cl_sync, which the trainer calls after each
- * update.
+ * is kept and reported by ry_dk_sync, which the trainer calls after each
+ * update. The device is the one the slabs are on.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/opencl/cl_elemwise.h"
+#include "backend/device/dk_ops.h"
 
-extern const ry_dialect ry_cl_dialect;
 
 static ry_error sticky;
 static bool failed;
+static pthread_mutex_t sticky_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void keep(const ry_error *e) {
-    pthread_mutex_lock(&ry_cl.lock);
+    pthread_mutex_lock(&sticky_lock);
     if (!failed) sticky = *e, failed = true;
-    pthread_mutex_unlock(&ry_cl.lock);
+    pthread_mutex_unlock(&sticky_lock);
 }
 
-ry_status ry_cl_sync(ry_error *err) {
-    cl_int rc = clFinish(ry_cl.queue);
-    pthread_mutex_lock(&ry_cl.lock);
+ry_status ry_dk_sync(const ry_dk_device *d, ry_error *err) {
+    ry_error fe = {0};
+    ry_status rc = d->finish(&fe);
+    pthread_mutex_lock(&sticky_lock);
     bool f = failed;
     ry_error e = sticky;
     failed = false;
-    pthread_mutex_unlock(&ry_cl.lock);
+    pthread_mutex_unlock(&sticky_lock);
     if (f) {
         *err = e;
         return RY_ERR;
     }
-    return rc == CL_SUCCESS ? RY_OK : ry_cl_fail(err, RY_NO_SPAN, "clFinish", rc);
+    if (rc != RY_OK) *err = fe;
+    return rc;
 }
+
+/* the device of t (registered: a device tensor's device was opened) */
+static const ry_dk_device *dev_of(const ry_tensor *t) { return ry_dk_for(t->device.kind); }
 
 /* kernel tmpl for the slab's dtype (@0 kernel, @1 global, @2 index, @3
  * i64, @4 the element type) */
-static cl_kernel kernel_for(const char *tmpl, ry_dtype dt) {
-    const ry_dialect *d = &ry_cl_dialect;
-    const char *sub[5] = {d->kernel, d->global, d->index, d->i64, d->type(dt)};
+static ry_dk_kernel *kernel_for(const ry_dk_device *d, const char *tmpl, ry_dtype dt) {
+    const ry_dialect *dl = d->dialect;
+    const char *sub[5] = {dl->kernel, dl->global, dl->index, dl->i64, dl->type(dt)};
     ry_error e = {0};
-    cl_kernel k = ry_cl_template(tmpl, sub, 5, RY_NO_SPAN, &e);
+    ry_dk_kernel *k = ry_dk_template(d, tmpl, sub, 5, RY_NO_SPAN, &e);
     if (!k) keep(&e);
     return k;
 }
 
-static void run(cl_kernel k, int64_t n, int nargs, const cl_arg *a) {
+static void run(const ry_dk_device *d, ry_dk_kernel *k, int64_t n, int nargs, const ry_karg *a) {
     if (!k) return;
     ry_error e = {0};
-    if (ry_cl_run(k, (size_t)n, nargs, a, RY_NO_SPAN, &e)) keep(&e);
+    if (d->launch(k, (size_t)n, nargs, a, RY_NO_SPAN, &e)) keep(&e);
 }
 
-static cl_arg real(ry_dtype dt, double v) {
-    return dt == RY_FLOAT32 ? CLA_F((float)v) : CLA_D(v);
+static ry_karg real(ry_dtype dt, double v) {
+    return dt == RY_FLOAT32 ? KA_F((float)v) : KA_D(v);
 }
 
 /* a slot's buffer and element offset, or a null buffer */
-#define SLOT(a, s) (cl_arg){CLA_MEM, (a)->tslot[s] ? ry_cl_mem((a)->tslot[s]) : NULL, 0, 0}, \
-                   CLA_L((a)->tslot[s] ? ry_cl_off((a)->tslot[s]) + (a)->off : 0)
-#define PARAM(a) (cl_arg){CLA_MEM, ry_cl_mem((a)->tparam), 0, 0}, CLA_L(ry_cl_off((a)->tparam) + (a)->off)
-#define GRAD(a) (cl_arg){CLA_MEM, ry_cl_mem((a)->tgrad), 0, 0}, CLA_L(ry_cl_off((a)->tgrad) + (a)->goff)
+#define SLOT(a, s) (ry_karg){RY_KA_BUF, (a)->tslot[s] ? ry_dk_buf((a)->tslot[s]) : NULL, 0, 0}, \
+                   KA_L((a)->tslot[s] ? ry_dk_off((a)->tslot[s]) + (a)->off : 0)
+#define PARAM(a) KA_B((a)->tparam), KA_L(ry_dk_off((a)->tparam) + (a)->off)
+#define GRAD(a) KA_B((a)->tgrad), KA_L(ry_dk_off((a)->tgrad) + (a)->goff)
 
 static const char *sgd_src =
     "@0 k(@3 n, @1@4 *p, @3 po, @1const @4 *g, @3 go, @1@4 *b, @3 bo, @3 has_b, @3 has_wd,\n"
@@ -137,40 +142,41 @@ static const char *rmsprop_src =
     "    else p[po + i] = p[po + i] + neg_lr * (d / avg);\n"
     "}\n";
 
-void ry_cl_update(const ry_optim_config *c, const ry_update_args *a) {
+void ry_dk_update(const ry_optim_config *c, const ry_update_args *a) {
     ry_dtype dt = a->dtype;
     if (a->n == 0) return;
+    const ry_dk_device *d = dev_of(a->tparam);
     if (c->kind == RY_OPTIM_SGD) {
-        cl_arg args[] = {CLA_L(a->n), PARAM(a), GRAD(a), SLOT(a, 0), CLA_L(a->tslot[0] != NULL),
-                         CLA_L((dt == RY_FLOAT32 ? (double)(float)a->weight_decay : a->weight_decay) != 0),
+        ry_karg args[] = {KA_L(a->n), PARAM(a), GRAD(a), SLOT(a, 0), KA_L(a->tslot[0] != NULL),
+                         KA_L((dt == RY_FLOAT32 ? (double)(float)a->weight_decay : a->weight_decay) != 0),
                          real(dt, a->weight_decay), real(dt, c->momentum), real(dt, a->scale),
-                         real(dt, 1 - c->dampening), real(dt, -a->lr), CLA_L(a->step == 1),
-                         CLA_L(c->nesterov)};
-        run(kernel_for(sgd_src, dt), a->n, (int)(sizeof args / sizeof *args), args);
+                         real(dt, 1 - c->dampening), real(dt, -a->lr), KA_L(a->step == 1),
+                         KA_L(c->nesterov)};
+        run(d, kernel_for(d, sgd_src, dt), a->n, (int)(sizeof args / sizeof *args), args);
     } else if (c->kind == RY_OPTIM_ADAGRAD) {
         double wd = dt == RY_FLOAT32 ? (double)(float)a->weight_decay : a->weight_decay;
-        cl_arg args[] = {CLA_L(a->n), PARAM(a), GRAD(a), SLOT(a, 0), CLA_L(wd != 0),
+        ry_karg args[] = {KA_L(a->n), PARAM(a), GRAD(a), SLOT(a, 0), KA_L(wd != 0),
                          real(dt, a->weight_decay), real(dt, c->eps), real(dt, a->scale),
                          real(dt, -(a->lr / (1 + (double)(a->step - 1) * c->lr_decay)))};
-        run(kernel_for(adagrad_src, dt), a->n, (int)(sizeof args / sizeof *args), args);
+        run(d, kernel_for(d, adagrad_src, dt), a->n, (int)(sizeof args / sizeof *args), args);
     } else if (c->kind == RY_OPTIM_RMSPROP) {
         double wd = dt == RY_FLOAT32 ? (double)(float)a->weight_decay : a->weight_decay;
-        cl_arg args[] = {CLA_L(a->n), PARAM(a), GRAD(a), SLOT(a, 0), SLOT(a, 1), SLOT(a, 2),
-                         CLA_L(a->tslot[1] != NULL), CLA_L(a->tslot[2] != NULL), CLA_L(wd != 0),
+        ry_karg args[] = {KA_L(a->n), PARAM(a), GRAD(a), SLOT(a, 0), SLOT(a, 1), SLOT(a, 2),
+                         KA_L(a->tslot[1] != NULL), KA_L(a->tslot[2] != NULL), KA_L(wd != 0),
                          real(dt, a->weight_decay), real(dt, c->eps), real(dt, -a->lr),
                          real(dt, c->alpha), real(dt, 1 - c->alpha), real(dt, c->momentum),
                          real(dt, a->scale)};
-        run(kernel_for(rmsprop_src, dt), a->n, (int)(sizeof args / sizeof *args), args);
+        run(d, kernel_for(d, rmsprop_src, dt), a->n, (int)(sizeof args / sizeof *args), args);
     } else { /* Adam, AdamW */
         double t = (double)a->step;
-        cl_arg args[] = {CLA_L(a->n), PARAM(a), GRAD(a), SLOT(a, 0), SLOT(a, 1), SLOT(a, 2),
-                         CLA_L(a->tslot[2] != NULL), CLA_L(a->weight_decay != 0),
-                         CLA_L(c->kind == RY_OPTIM_ADAMW), real(dt, a->weight_decay),
+        ry_karg args[] = {KA_L(a->n), PARAM(a), GRAD(a), SLOT(a, 0), SLOT(a, 1), SLOT(a, 2),
+                         KA_L(a->tslot[2] != NULL), KA_L(a->weight_decay != 0),
+                         KA_L(c->kind == RY_OPTIM_ADAMW), real(dt, a->weight_decay),
                          real(dt, 1 - a->lr * a->weight_decay), real(dt, 1 - c->beta1),
                          real(dt, c->beta2), real(dt, 1 - c->beta2),
                          real(dt, -(a->lr / (1 - pow(c->beta1, t)))),
                          real(dt, sqrt(1 - pow(c->beta2, t))), real(dt, c->eps), real(dt, a->scale)};
-        run(kernel_for(adam_src, dt), a->n, (int)(sizeof args / sizeof *args), args);
+        run(d, kernel_for(d, adam_src, dt), a->n, (int)(sizeof args / sizeof *args), args);
     }
 }
 
@@ -185,10 +191,11 @@ static const char *add_src =
 /* true: the sum may hold a NaN or Inf (the device does not say which
  * without a read back): the trainer then scans the gradient before the
  * update, which finds it */
-bool ry_cl_grad_add(ry_tensor *d, const ry_tensor *x, int64_t lo_d, int64_t lo_x, int64_t n, bool first) {
-    cl_arg a[] = {CLA_L(n), (cl_arg){CLA_MEM, ry_cl_mem(d), 0, 0}, CLA_L(ry_cl_off(d) + lo_d),
-                  (cl_arg){CLA_MEM, ry_cl_mem(x), 0, 0}, CLA_L(ry_cl_off(x) + lo_x), CLA_L(first)};
-    run(kernel_for(add_src, d->dtype), n, 6, a);
+bool ry_dk_grad_add(ry_tensor *dst, const ry_tensor *x, int64_t lo_d, int64_t lo_x, int64_t n, bool first) {
+    const ry_dk_device *d = dev_of(dst);
+    ry_karg a[] = {KA_L(n), KA_B(dst), KA_L(ry_dk_off(dst) + lo_d), KA_B(x), KA_L(ry_dk_off(x) + lo_x),
+                   KA_L(first)};
+    run(d, kernel_for(d, add_src, dst->dtype), n, 6, a);
     return true;
 }
 
@@ -201,12 +208,13 @@ static const char *clip_src =
 
 /* src over t's n elements from lo with the scalar c */
 static void with_scalar(const char *src, ry_tensor *t, int64_t lo, int64_t n, double c) {
-    cl_arg a[] = {CLA_L(n), (cl_arg){CLA_MEM, ry_cl_mem(t), 0, 0}, CLA_L(ry_cl_off(t) + lo),
+    const ry_dk_device *d = dev_of(t);
+    ry_karg a[] = {KA_L(n), KA_B(t), KA_L(ry_dk_off(t) + lo),
                   real(t->dtype, c)};
-    run(kernel_for(src, t->dtype), n, 4, a);
+    run(d, kernel_for(d, src, t->dtype), n, 4, a);
 }
 
-void ry_cl_grad_clip(ry_tensor *t, int64_t lo, int64_t n, double c) { with_scalar(clip_src, t, lo, n, c); }
+void ry_dk_grad_clip(ry_tensor *t, int64_t lo, int64_t n, double c) { with_scalar(clip_src, t, lo, n, c); }
 
 static const char *scale_src =
     "@0 k(@3 n, @1@4 *x, @3 xo, @4 c) {\n"
@@ -214,19 +222,13 @@ static const char *scale_src =
     "    x[xo + i] *= c;\n"
     "}\n";
 
-void ry_cl_grad_scale(ry_tensor *t, int64_t lo, int64_t n, double c) { with_scalar(scale_src, t, lo, n, c); }
+void ry_dk_grad_scale(ry_tensor *t, int64_t lo, int64_t n, double c) { with_scalar(scale_src, t, lo, n, c); }
 
-void ry_cl_grad_zero(ry_tensor *t, int64_t lo, int64_t n) {
+void ry_dk_grad_zero(ry_tensor *t, int64_t lo, int64_t n) {
     if (n <= 0) return;
     size_t es = ry_dtype_size(t->dtype);
-    uint64_t zero = 0;
-    cl_int rc = clEnqueueFillBuffer(ry_cl.queue, ry_cl_mem(t), &zero, es, t->offset + (size_t)lo * es,
-                                    (size_t)n * es, 0, NULL, NULL);
-    if (rc != CL_SUCCESS) {
-        ry_error e = {0};
-        ry_cl_fail(&e, RY_NO_SPAN, "clEnqueueFillBuffer", rc);
-        keep(&e);
-    }
+    ry_error e = {0};
+    if (dev_of(t)->zero(t, (size_t)lo * es, (size_t)n * es, &e)) keep(&e);
 }
 
 /* ---- the finiteness scan and norm: CHUNKS work-items, each over a
@@ -247,58 +249,40 @@ static const char *scan_src =
     "    bad[w] = first; sq[w] = acc;\n"
     "}\n";
 
-static cl_mem scan_buf; /* CHUNKS longs then CHUNKS doubles, made once */
-
+/* the chunks' first bad index and sum of squares, into scratch tensors of
+ * the device's heap (no driver allocation once warm) and read back */
 static int64_t scan_run(const ry_tensor *t, int64_t lo, int64_t n, double *acc) {
     if (n <= 0) return -1;
-    cl_int rc = CL_SUCCESS;
-    pthread_mutex_lock(&ry_cl.lock);
-    if (!scan_buf) scan_buf = clCreateBuffer(ry_cl.ctx, CL_MEM_READ_WRITE, CHUNKS * 16, NULL, &rc);
-    pthread_mutex_unlock(&ry_cl.lock);
-    if (rc != CL_SUCCESS) {
-        ry_error e = {0};
-        ry_cl_fail(&e, RY_NO_SPAN, "clCreateBuffer", rc);
-        keep(&e);
-        return -1;
-    }
+    const ry_dk_device *d = dev_of(t);
     int64_t nchunks = n < CHUNKS * 1024 ? (n + 1023) / 1024 : CHUNKS;
-    cl_kernel k = kernel_for(scan_src, t->dtype);
-    /* the two halves of scan_buf as sub-ranges: bad at 0, sq at CHUNKS * 8 */
-    cl_buffer_region r1 = {0, CHUNKS * 8}, r2 = {CHUNKS * 8, CHUNKS * 8};
-    cl_mem bad = clCreateSubBuffer(scan_buf, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r1, &rc);
-    cl_mem sq = rc == CL_SUCCESS ? clCreateSubBuffer(scan_buf, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r2, &rc) : NULL;
+    ry_tensor *bad = ry_tensor_new_on(d->allocator(), RY_INT64, 1, (int64_t[]){CHUNKS});
+    ry_tensor *sq = ry_tensor_new_on(d->allocator(), RY_FLOAT64, 1, (int64_t[]){CHUNKS});
+    ry_dk_kernel *k = kernel_for(d, scan_src, t->dtype);
     int64_t first = -1;
-    if (k && rc == CL_SUCCESS) {
-        cl_arg a[] = {CLA_L(nchunks), (cl_arg){CLA_MEM, ry_cl_mem(t), 0, 0}, CLA_L(ry_cl_off(t) + lo),
-                      CLA_L(n), (cl_arg){CLA_MEM, bad, 0, 0}, (cl_arg){CLA_MEM, sq, 0, 0}};
-        run(k, nchunks, 6, a);
+    ry_error e = {0};
+    if (!bad || !sq) {
+        ry_error_at(&e, RY_NO_SPAN, "the gradient scan: out of memory on %s", ry_device_name(d->dev()));
+        keep(&e);
+    } else if (k) {
+        ry_karg a[] = {KA_L(nchunks), KA_B(t), KA_L(ry_dk_off(t) + lo), KA_L(n), KA_B(bad), KA_B(sq)};
+        run(d, k, nchunks, 6, a);
         int64_t b[CHUNKS];
         double s[CHUNKS];
-        rc = clEnqueueReadBuffer(ry_cl.queue, scan_buf, CL_TRUE, 0, (size_t)nchunks * 8, b, 0, NULL, NULL);
-        if (rc == CL_SUCCESS)
-            rc = clEnqueueReadBuffer(ry_cl.queue, scan_buf, CL_TRUE, CHUNKS * 8, (size_t)nchunks * 8, s, 0, NULL, NULL);
-        if (rc == CL_SUCCESS) {
-            pthread_mutex_lock(&ry_cl.lock);
-            ry_cl.count.bytes_to_host += nchunks * 16;
-            ry_cl.count.copies_to_host += 2;
-            pthread_mutex_unlock(&ry_cl.lock);
+        if (d->download(b, bad, (size_t)nchunks * 8, &e) || d->download(s, sq, (size_t)nchunks * 8, &e)) {
+            keep(&e);
+        } else {
             for (int64_t w = 0; w < nchunks; w++) {
                 if (first < 0 && b[w] >= 0) first = lo + b[w];
                 *acc += s[w];
             }
         }
     }
-    if (rc != CL_SUCCESS) {
-        ry_error e = {0};
-        ry_cl_fail(&e, RY_NO_SPAN, "the gradient scan", rc);
-        keep(&e);
-    }
-    if (bad) clReleaseMemObject(bad);
-    if (sq) clReleaseMemObject(sq);
+    ry_tensor_release(bad);
+    ry_tensor_release(sq);
     return first;
 }
 
-int64_t ry_cl_grad_scan(const ry_tensor *t, const int64_t *rows, int64_t nrows, double *norm) {
+int64_t ry_dk_grad_scan(const ry_tensor *t, const int64_t *rows, int64_t nrows, double *norm) {
     int64_t row = !rows ? t->size : t->shape[0] ? t->size / t->shape[0] : 0;
     int64_t runs = rows ? nrows : 1, first = -1;
     double acc = 0;
