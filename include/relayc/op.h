@@ -28,6 +28,20 @@ typedef enum ry_op_pattern {
     RY_PAT_OPAQUE = 8
 } ry_op_pattern;
 
+/* Whether the calls of one call site in independent instances may run as
+ * one kernel over their arguments stacked along axis 0 (the VM's automatic
+ * batching, ry_vm_call_batch): row r of the result then depends only on
+ * row r of the stacked arguments and on the shared ones. An operator with
+ * an integer `axis` attribute is stacked only where that axis is not 0,
+ * one with `transpose_a` only where it is false. */
+typedef enum ry_op_batch {
+    RY_BATCH_NO = 0,  /* never stacked */
+    RY_BATCH_MAP,     /* elementwise with broadcasting: an argument of the result's rank is
+                       * stacked, one of lower rank (a bias) is shared */
+    RY_BATCH_GEMM     /* argument 0 (rows, k) stacked, argument 1 (the weight) shared, the
+                       * others as RY_BATCH_MAP against the product (an epilogue) */
+} ry_op_batch;
+
 /* ---- type relations ---------------------------------------------------
  * Called by the type checker (and at run time on concrete types) with the
  * argument types resolved as far as known. A relation returns RY_REL_DEFER
@@ -118,6 +132,7 @@ struct ry_op {
     const char *tvm_attrs_key; /* the attribute class TVM's parser cannot find from the
                                 * operator (scatter_nd, cumsum): printed for TVM as
                                 * attrs_type_key="..."; NULL for the others */
+    ry_op_batch batch;  /* how independent instances' calls stack (RY_BATCH_NO: not) */
 };
 
 /* Attribute-value shorthands for registry entries. */

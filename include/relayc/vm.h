@@ -150,6 +150,30 @@ ry_status ry_vm_call(ry_vm_program *prog, const char *entry, int nargs, ry_value
 ry_status ry_vm_apply(ry_vm_program *prog, ry_value *fn, int nargs, ry_value *const *args,
                       const ry_vm_opts *opts, ry_value **out, ry_error *err);
 
+/* Automatic batching: count calls of global `entry`, call j with
+ * args[j * nargs .. (j + 1) * nargs) (borrowed), run together; outs[j]
+ * (count entries) gets call j's result (a new reference), as ry_vm_call
+ * would give it, to float32 rounding (stacked kernels sum in another
+ * order). Each call runs as a machine of its own until it reaches an
+ * operator call that may be stacked (ry_op.batch: elementwise maps,
+ * dense/matmul against a weight every call shares, fused kernels of
+ * them) and waits there; when all wait or are done, the call site where
+ * most wait runs as one kernel over their arguments stacked along axis 0
+ * (B GEMVs against one weight become one GEMM) and those calls go on.
+ * A gradient program batches its backward pass the same way (the
+ * backpropagators' calls line up); row-sparse values are never stacked.
+ * Call j's dropout seed is opts->seed + j. count 0 does nothing; count 1,
+ * a device target, or opts->on_final run the calls one after another.
+ * An error in any call fails the batch (every outs[j] NULL), its message
+ * naming the call ("instance J of the batch"). */
+ry_status ry_vm_call_batch(ry_vm_program *prog, const char *entry, int count, int nargs,
+                           ry_value *const *args, const ry_vm_opts *opts, ry_value **outs,
+                           ry_error *err);
+/* ry_vm_call_batch of a closure value (as ry_vm_apply). */
+ry_status ry_vm_apply_batch(ry_vm_program *prog, ry_value *fn, int count, int nargs,
+                            ry_value *const *args, const ry_vm_opts *opts, ry_value **outs,
+                            ry_error *err);
+
 /* Frees the program (not the module). NULL is fine. */
 void ry_vm_free(ry_vm_program *prog);
 

@@ -376,6 +376,11 @@ static ry_status run(vm_machine *mc, ry_value **out) {
             if (make_closure(mc, I, R, &v)) return RY_ERR;
             break;
         case I_OP:
+            if (mc->batching && vm_batch_parks(mc, I, R)) { /* the agenda runs it */
+                fr->pc--;
+                mc->parked = true;
+                return RY_OK;
+            }
             if (mc->prog->profile ? vm_run_op_timed(mc, I, R, fr->S, &v)
                                   : vm_run_op(mc, I, R, fr->S, &v))
                 return RY_ERR;
@@ -519,6 +524,7 @@ static void machine_put(ry_vm_program *p, vm_machine *mc) {
         give_set(fr->fn, fr->S);
     }
     mc->err = NULL;
+    mc->batching = mc->parked = false;
     if (p->idle) machine_free(mc);
     else p->idle = mc;
 }
@@ -547,6 +553,34 @@ static ry_status start(vm_machine *mc, ry_value *fn, int nargs, ry_value *const 
         return RY_OK;
     }
     return run(mc, out);
+}
+
+/* ---- the batching agenda's access (vm_batch.c) ---- */
+
+vm_machine *vm_machine_get(ry_vm_program *p, const ry_vm_opts *opts, ry_error *err) {
+    return machine_get(p, opts, err);
+}
+
+void vm_machine_put(ry_vm_program *p, vm_machine *mc) { machine_put(p, mc); }
+
+ry_status vm_machine_start(vm_machine *mc, ry_value *fn, int nargs, ry_value *const *args,
+                           ry_value **out) {
+    return start(mc, fn, nargs, args, out);
+}
+
+ry_status vm_machine_resume(vm_machine *mc, ry_value **out) {
+    mc->parked = false;
+    return run(mc, out);
+}
+
+/* The parked I_OP's result, as the dispatch loop would store it. */
+void vm_machine_deliver(vm_machine *mc, ry_value *v) {
+    vframe *fr = &mc->fs[mc->nf - 1];
+    const insn *I = &fr->fn->code[fr->pc++];
+    ry_value **R = mc->regs + fr->base;
+    ry_value_release(R[I->dst]);
+    R[I->dst] = v;
+    kill(I, R);
 }
 
 /* On a device target: the arguments not on the device go there (copies
