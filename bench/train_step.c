@@ -13,7 +13,10 @@
  * OpenBLAS) and the trainer's workers (ry_train_opts.threads).
  * --profile prints the operator call sites that took the most time in the
  * timed steps (vm.h: ry_vm_print_profile; ~50 ns per call added).
+ * --no-autobatch: the trainer's calls one at a time (ry_train_opts.no_autobatch);
+ * --ab: batched and not side by side, steps interleaved (medians of each).
  *   train_step NAME [--threads N] [--seconds S] [--sst DIR] [--profile] [--target T]
+ *              [--no-autobatch] [--ab]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,11 +84,56 @@ out:
     return st;
 }
 
+/* --ab: two trainers of the same model and seed, one batching
+ * automatically and one not (--no-autobatch), stepped in turn on the
+ * same batches, so both see the same machine load; medians of each. */
+static ry_status run_ab(const bench_workload *w, int threads, double seconds, const char *sst,
+                        ry_error *err) {
+    static double t_on[MAX_STEPS], t_off[MAX_STEPS];
+    bench_model on, off;
+    double tc = 0;
+    bool have_on = false, have_off = false;
+    ry_status st = RY_ERR;
+    bench_model_no_autobatch = false;
+    if (bench_model_new(&on, w, threads, sst, &tc, err)) goto out;
+    have_on = true;
+    bench_model_no_autobatch = true;
+    if (bench_model_new(&off, w, threads, sst, &tc, err)) goto out;
+    have_off = true;
+    int64_t items = 0;
+    double loss_on = 0, loss_off = 0;
+    if (bench_model_step(&on, 0, &items, &loss_on, err) || bench_model_step(&off, 0, &items, &loss_off, err))
+        goto out;
+    int n = 0;
+    double start = bench_now();
+    while (n < MAX_STEPS && (n < 3 || bench_now() - start < seconds)) {
+        double t0 = bench_now();
+        if (bench_model_step(&on, n + 1, &items, &loss_on, err)) goto out;
+        double t1 = bench_now();
+        if (bench_model_step(&off, n + 1, &items, &loss_off, err)) goto out;
+        t_on[n] = t1 - t0;
+        t_off[n++] = bench_now() - t1;
+    }
+    double m_on = bench_median(t_on, n), m_off = bench_median(t_off, n);
+    printf("{\"bench\": \"train_step_ab\", \"name\": \"%s\", \"threads\": %d, \"batch\": %lld, "
+           "\"unit\": \"%s\", \"steps\": %d, \"autobatch_step_ms_median\": %.3f, "
+           "\"no_autobatch_step_ms_median\": %.3f, \"autobatch_throughput\": %.1f, "
+           "\"no_autobatch_throughput\": %.1f, \"speedup\": %.3f, \"last_loss_autobatch\": %.6g, "
+           "\"last_loss_no_autobatch\": %.6g}\n",
+           w->name, threads, (long long)w->batch, w->unit, n, 1e3 * m_on, 1e3 * m_off,
+           (double)items / m_on, (double)items / m_off, m_off / m_on, loss_on, loss_off);
+    st = RY_OK;
+out:
+    if (have_on) bench_model_free(&on);
+    if (have_off) bench_model_free(&off);
+    return st;
+}
+
 int main(int argc, char **argv) {
     int threads = 1;
     double seconds = 10;
     const char *sst = "/work/shared/data/sst", *name = NULL;
-    bool profile = false;
+    bool profile = false, ab = false;
     const char *target = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -94,13 +142,15 @@ int main(int argc, char **argv) {
         else if ((v = bench_opt(argc, argv, &i, "--sst"))) sst = v;
         else if ((v = bench_opt(argc, argv, &i, "--target"))) target = v;
         else if (!strcmp(argv[i], "--profile")) profile = true;
+        else if (!strcmp(argv[i], "--no-autobatch")) bench_model_no_autobatch = true;
+        else if (!strcmp(argv[i], "--ab")) ab = true;
         else if (argv[i][0] != '-' && !name) name = argv[i];
         else name = NULL, i = argc;
     }
     const bench_workload *w = bench_workload_find(name);
     if (!w || threads < 1 || !(seconds >= 0)) {
         fprintf(stderr, "usage: train_step mlp|lenet|charlstm|treelstm [--threads N] "
-                        "[--seconds S] [--sst DIR] [--profile] [--target T]\n");
+                        "[--seconds S] [--sst DIR] [--profile] [--target T] [--no-autobatch] [--ab]\n");
         return 2;
     }
     bench_set_threads(threads);
@@ -109,7 +159,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "train_step: %s\n", err.msg);
         return 1;
     }
-    if (run(w, threads, seconds, sst, profile, &err)) {
+    if (ab ? run_ab(w, threads, seconds, sst, &err) : run(w, threads, seconds, sst, profile, &err)) {
         ry_error_print(stderr, &err);
         return 1;
     }

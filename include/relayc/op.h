@@ -182,6 +182,12 @@ int ry_attr_ints(const ry_op *op, const ry_attrs *attrs, const char *name, int64
 ry_status ry_op_run(const ry_target *t, const ry_op *op, const ry_attrs *attrs, ry_arena *scratch,
                     int nargs, ry_type *const *arg_types, int nin, ry_tensor *const *in,
                     ry_kernel_ctx *kctx, ry_type **out_type, int *nout, ry_tensor ***out);
+/* ry_op_run with the results from allocator results (NULL: as ry_op_run;
+ * the VM's batched calls take its pool's). */
+ry_status ry_op_run_in(const ry_target *t, const ry_op *op, const ry_attrs *attrs, ry_arena *scratch,
+                       int nargs, ry_type *const *arg_types, int nin, ry_tensor *const *in,
+                       ry_kernel_ctx *kctx, ry_allocator *results, ry_type **out_type, int *nout,
+                       ry_tensor ***out);
 
 /* Helpers for relations: a tensor type from a tensor, and broadcasting. */
 ry_type *ry_type_of_tensor(ry_arena *a, const ry_tensor *t);

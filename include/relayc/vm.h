@@ -118,6 +118,14 @@ typedef struct ry_vm_opts {
      * error. Entries of any other shape report nothing. NULL: none. */
     void (*on_final)(void *ctx, int field, const ry_value *v);
     void *final_ctx;
+    /* Weight gradients as one GEMM: an accumulation `ref := ref + a^T c`
+     * (AD's weight gradient of a GEMV, one row of a and of c per call)
+     * does not run at once; its rows wait, and when the ref is read for
+     * anything but the next such accumulation, they run as one GEMM
+     * (K = all rows) into it. A Tree-LSTM's 750 x 300 outer product per
+     * node becomes one product per tree. The same values to float32
+     * rounding (the rows are summed in one kernel, not one by one). */
+    bool defer_accumulation;
 } ry_vm_opts;
 
 /* Compiles every global function of the type-checked module m for target t

@@ -27,6 +27,7 @@
 
 #define MAX_ARGS 8 /* the fused operators' most inputs */
 #define MAX_RES 8  /* results of one call (the fast path's most) */
+#define MAP_MAX_ELEMS 4096 /* per instance, copied for an elementwise map */
 
 /* ---- parking ---- */
 
@@ -49,6 +50,11 @@ bool vm_batch_parks(const vm_machine *mc, const insn *I, ry_value *const *R) {
 }
 
 /* ---- one group ---- */
+
+/* The program's pool of result buffers: batched results and stacked
+ * arguments come back to it, so a repeated step does not fault in fresh
+ * pages. */
+static ry_allocator *pool_of(ry_vm_program *p) { return p->target->pool_allocator(p->pool); }
 
 static ry_tensor *arg_of(vm_machine *mc, int i) {
     const vframe *fr = &mc->fs[mc->nf - 1];
@@ -100,7 +106,9 @@ static void roles_of(const insn *I, vm_machine **ms, int n, uint8_t *role) {
 
 /* Whether machine m fits the group of ms0 with these roles; *rows: its
  * stacked arguments' rows (all the same). */
-static bool fits(vm_machine *m, vm_machine *m0, int nargs, const uint8_t *role, int64_t *rows) {
+static bool fits(vm_machine *m, vm_machine *m0, const insn *I, const uint8_t *role, int64_t *rows) {
+    bool gemm = I->opcall->batch == RY_BATCH_GEMM;
+    int nargs = I->n;
     *rows = -1;
     for (int i = 0; i < nargs; i++) {
         const ry_tensor *x = arg_of(m, i), *x0 = arg_of(m0, i);
@@ -109,6 +117,9 @@ static bool fits(vm_machine *m, vm_machine *m0, int nargs, const uint8_t *role, 
             continue;
         }
         if (!same_rows(x, x0) || (*rows >= 0 && x->shape[0] != *rows)) return false;
+        /* an elementwise map gains only its call's overhead (~1 us): not
+         * worth copying a large argument for */
+        if (!gemm && x->size > MAP_MAX_ELEMS) return false;
         *rows = x->shape[0];
     }
     return *rows >= 1;
@@ -132,7 +143,7 @@ static ry_tensor *stack(vm_machine **ms, int n, int i, int64_t total) {
     if (adjacent)
         return ry_tensor_view(x0->base, (size_t)((const char *)x0->data - (const char *)x0->base->data),
                               x0->dtype, x0->ndim, shape);
-    ry_tensor *t = ry_tensor_new(x0->dtype, x0->ndim, shape);
+    ry_tensor *t = ry_tensor_new_on(pool_of(ms[0]->prog), x0->dtype, x0->ndim, shape);
     if (!t) return NULL;
     char *at = t->data;
     for (int b = 0; b < n; b++) {
@@ -193,8 +204,8 @@ static ry_status run_stacked(const insn *I, vm_machine **ms, int n, const uint8_
     int nres = 0;
     ry_tensor **res = NULL;
     if (st == RY_OK)
-        st = ry_op_run(m0->prog->target, oc->op, &oc->call->call.attrs, m0->scratch, I->n, types,
-                       I->n, in, &kc, &rt, &nres, &res);
+        st = ry_op_run_in(m0->prog->target, oc->op, &oc->call->call.attrs, m0->scratch, I->n, types,
+                          I->n, in, &kc, pool_of(m0->prog), &rt, &nres, &res);
     for (int i = 0; i < I->n; i++) ry_tensor_release(in[i]);
     if (st) return RY_ERR;
     bool ok = nres >= 1 && nres <= MAX_RES;
@@ -244,15 +255,16 @@ static ry_status run_site(const insn *I, vm_machine **ms, int n) {
     vm_opcall *oc = I->opcall;
     ry_status st = RY_OK;
     bool profile = ms[0]->prog->profile, stacked = false;
+    bool several = n > 1;
     while (n > 0 && st == RY_OK) {
         int k = 1;
         rows[0] = 0;
         vm_machine *m0 = ms[0];
         if (n > 1) roles_of(I, ms, n, role);
-        if (n > 1 && fits(m0, m0, I->n, role, &rows[0])) {
+        if (n > 1 && fits(m0, m0, I, role, &rows[0])) {
             for (int b = 1; b < n; b++) {
                 int64_t r;
-                if (!fits(ms[b], m0, I->n, role, &r)) continue;
+                if (!fits(ms[b], m0, I, role, &r)) continue;
                 vm_machine *t = ms[k];
                 ms[k] = ms[b];
                 ms[b] = t;
@@ -275,7 +287,7 @@ static ry_status run_site(const insn *I, vm_machine **ms, int n) {
         n -= k;
     }
     if (rows != inline_rows) ry_free(rows);
-    if (!stacked && ++oc->batch_misses >= 8) oc->batch = RY_BATCH_NO;
+    if (several && !stacked && ++oc->batch_misses >= 8) oc->batch = RY_BATCH_NO;
     if (stacked) oc->batch_misses = 0;
     return st;
 }
@@ -313,24 +325,32 @@ static int stretch_of(ry_vm_program *p, vm_fn *f, int pc) {
     return f->stretch[pc];
 }
 
-/* The next site to run: majority across straight-line stretches, the
- * laggards first within one. Of the stretches of code (a function's
- * instructions between jump targets: a match clause, a branch) where
- * live machines wait, the one where most wait, and in it the first
- * instruction where one waits. Machines behind the others in a stretch
- * catch up before those go on, so machines that walk trees or sequences
- * of different shapes move through a clause's calls together instead of
- * drifting apart (as taking the instruction where most wait lets them),
- * and a clause that few machines are in waits for the one most are in. */
+/* The next site to run. Phases first: only machines in the function
+ * compiled first among those where live machines wait (a gradient
+ * program's forward pass before its backpropagators, which are compiled
+ * as they are first made) are candidates, so machines that finish their
+ * forward pass early wait for the others instead of running their
+ * backward pass alone. Then majority across straight-line stretches of
+ * that function (its instructions between jump targets: a match clause,
+ * a branch): the stretch where most wait. Then the laggards first: its
+ * first instruction where one waits, so the machines behind catch up
+ * before the others go on and machines walking trees or sequences of
+ * different shapes move through a clause's calls together. */
 static const insn *next_site(const agenda *a) {
     enum { K = 64 };
     const vm_fn *fn[K];
-    int stretch[K], count[K], first[K], nk = 0, best = 0;
+    int stretch[K], count[K], first[K], nk = 0, best = 0, minid = -1;
+    for (int j = 0; j < a->nlive; j++) {
+        const vm_machine *m = a->mc[a->live[j]];
+        int id = m->fs[m->nf - 1].fn->id;
+        if (minid < 0 || id < minid) minid = id;
+    }
     for (int j = 0; j < a->nlive; j++) {
         const vm_machine *m = a->mc[a->live[j]];
         const vframe *fr = &m->fs[m->nf - 1];
+        if (fr->fn->id != minid) continue;
         int s0 = stretch_of(a->prog, fr->fn, fr->pc), s = 0;
-        while (s < nk && (fn[s] != fr->fn || stretch[s] != s0)) s++;
+        while (s < nk && stretch[s] != s0) s++;
         if (s == nk) {
             if (nk == K) continue;
             fn[nk] = fr->fn;

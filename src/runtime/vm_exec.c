@@ -455,6 +455,7 @@ static ry_status run(vm_machine *mc, ry_value **out) {
             if (x->kind != RY_VAL_REF)
                 return ry_error_at(mc->err, I->span, "ref_read of %s, not a reference",
                                    ry_value_kind_name(x));
+            if (mc->npend && !I->lazy_read && vm_defer_force(mc, x, I->span)) return RY_ERR;
             v = ry_value_retain(x->ref.value);
             break;
         case I_REFWRITE:
@@ -462,6 +463,7 @@ static ry_status run(vm_machine *mc, ry_value **out) {
             if (x->kind != RY_VAL_REF)
                 return ry_error_at(mc->err, I->span, "ref_write to %s, not a reference",
                                    ry_value_kind_name(x));
+            if (mc->npend) vm_defer_overwrite(mc, x, R[I->b]);
             ry_value_release(x->ref.value);
             x->ref.value = ry_value_retain(R[I->b]);
             if (!(v = ry_value_tuple(0, NULL))) return oom(mc, I->span);
@@ -503,6 +505,7 @@ static vm_machine *machine_get(ry_vm_program *p, const ry_vm_opts *opts, ry_erro
     mc->on_final = opts ? opts->on_final : NULL;
     mc->final_ctx = opts ? opts->final_ctx : NULL;
     mc->final_next = 0;
+    mc->defer = opts && opts->defer_accumulation;
     return mc;
 }
 
@@ -510,6 +513,7 @@ static void machine_free(vm_machine *mc) {
     ry_free(mc->regs);
     ry_free(mc->fs);
     ry_free(mc->argbuf);
+    ry_free(mc->pend);
     ry_arena_free(mc->scratch);
     ry_free(mc);
 }
@@ -517,6 +521,7 @@ static void machine_free(vm_machine *mc) {
 /* Releases what an error left in the registers and frames, then keeps the
  * machine for the program's next call. */
 static void machine_put(ry_vm_program *p, vm_machine *mc) {
+    vm_defer_drop(mc);
     for (long k = mc->nf - 1; k >= 0; k--) drop_borrowed(mc, &mc->fs[k]);
     release_regs(mc, 0);
     while (mc->nf > 0) {
@@ -532,6 +537,14 @@ static void machine_put(ry_vm_program *p, vm_machine *mc) {
 void vm_machine_drop(ry_vm_program *p) {
     if (p->idle) machine_free(p->idle);
     p->idle = NULL;
+}
+
+/* A run that is done runs the accumulations still pending (vm_defer.c). */
+static ry_status finish(vm_machine *mc, ry_status st, ry_value **out) {
+    if (st || mc->parked || mc->npend == 0 || vm_defer_flush(mc) == RY_OK) return st;
+    ry_value_release(*out);
+    *out = NULL;
+    return RY_ERR;
 }
 
 /* Retains the caller's arguments and applies fn (taken over) as the run's
@@ -552,7 +565,7 @@ static ry_status start(vm_machine *mc, ry_value *fn, int nargs, ry_value *const 
         *out = v;
         return RY_OK;
     }
-    return run(mc, out);
+    return finish(mc, run(mc, out), out);
 }
 
 /* ---- the batching agenda's access (vm_batch.c) ---- */
@@ -570,7 +583,7 @@ ry_status vm_machine_start(vm_machine *mc, ry_value *fn, int nargs, ry_value *co
 
 ry_status vm_machine_resume(vm_machine *mc, ry_value **out) {
     mc->parked = false;
-    return run(mc, out);
+    return finish(mc, run(mc, out), out);
 }
 
 /* The parked I_OP's result, as the dispatch loop would store it. */

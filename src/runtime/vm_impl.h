@@ -121,6 +121,12 @@ typedef struct insn {
     int slot;
     uint8_t inplace;
     int refacc;
+    /* deferred accumulation (vm_defer.c): for an I_OP `ref := ref + a^T c`
+     * (a fused.matmul with transpose_a whose epilogue adds the ref's
+     * value), the ref's register (-1: not such); for the I_REFREAD just
+     * before it, lazy_read: its value goes only into that accumulation */
+    int defer_ref;
+    bool lazy_read;
     union {
         ry_value *value;         /* I_LOADV (owned by the program) */
         vm_fn *fn;               /* I_CLOSURE, I_CALLG, I_TCALLG */
@@ -223,6 +229,12 @@ typedef struct vm_machine {
      * pc is at that I_OP) and the agenda runs it, with others like it */
     bool batching;
     bool parked;
+    /* ry_vm_opts.defer_accumulation: the rows of accumulations `ref :=
+     * ref + a^T c` wait in pend (one entry per ref) and run as one GEMM
+     * when the ref is read otherwise (vm_defer.c) */
+    bool defer;
+    struct vm_pend *pend;
+    int npend, cappend;
 } vm_machine;
 
 /* vm_profile.c: runs I (an I_OP) through vm_run_op, timing it. */
@@ -242,6 +254,19 @@ ry_status vm_machine_resume(vm_machine *mc, ry_value **out);
 void vm_machine_deliver(vm_machine *mc, ry_value *v);
 /* vm_batch.c: whether mc parks at I (registers R) */
 bool vm_batch_parks(const vm_machine *mc, const insn *I, ry_value *const *R);
+
+/* vm_defer.c: plan marks f's deferrable accumulations (defer_ref,
+ * lazy_read); take defers I's call when it may (*taken; *out: the
+ * ref's unchanged value); force runs the rows pending on ref (a ref
+ * value) into its value; flush forces all; drop releases all unrun
+ * (after an error). */
+void vm_defer_plan(vm_fn *f);
+ry_status vm_defer_take(vm_machine *mc, const insn *I, ry_value **R, ry_value **out, bool *taken);
+ry_status vm_defer_force(vm_machine *mc, ry_value *ref, ry_span span);
+ry_status vm_defer_flush(vm_machine *mc);
+/* ref_write(ref, v): a value other than the ref's own replaces what is pending */
+void vm_defer_overwrite(vm_machine *mc, const ry_value *ref, const ry_value *v);
+void vm_defer_drop(vm_machine *mc);
 
 /* vm_ops.c */
 ry_status vm_run_op(vm_machine *mc, const insn *I, ry_value **R, ry_value **S, ry_value **out);

@@ -52,7 +52,7 @@ ry_status train_accumulate_batched(ry_trainer *tr, int k, int ndata, ry_value *c
     /* call j's dropout seed is train_seed(tr, naccum + j): the batch's seed + j */
     ry_vm_opts vo = {.training = tr->opts.training, .seed = train_seed(tr, tr->naccum),
                      .max_resident = tr->opts.max_resident,
-                     .sparse_rows = !tr->opts.dense_grads};
+                     .sparse_rows = !tr->opts.dense_grads, .defer_accumulation = true};
     ry_status st = ry_vm_call_batch(tr->vm, tr->grad_name, k, nargs, a, &vo, outs, err);
     for (int j = 0; st == RY_OK && j < k; j++) {
         double l = NAN;
