@@ -115,13 +115,34 @@ static ry_status run_ab(const bench_workload *w, int threads, double seconds, co
         t_off[n++] = bench_now() - t1;
     }
     double m_on = bench_median(t_on, n), m_off = bench_median(t_off, n);
+    /* evaluation (@loss and @predict of each tree: ry_train_evaluate, 25
+     * trees per batch) of the first 250 trees, in turn, 5 rounds */
+    double e_on[5] = {0}, e_off[5] = {0}, acc_on = 0, acc_off = 0, el;
+    int64_t ne = 0;
+    if (on.tb) {
+        ry_train_data d_on = on.td, d_off = off.td;
+        d_on.n = d_off.n = ne = on.td.n < 250 ? on.td.n : 250;
+        for (int r = 0; r < 5; r++) {
+            double t0 = bench_now();
+            if (ry_train_evaluate(on.tr, &d_on, 25, &el, &acc_on, err)) goto out;
+            double t1 = bench_now();
+            if (ry_train_evaluate(off.tr, &d_off, 25, &el, &acc_off, err)) goto out;
+            e_on[r] = t1 - t0;
+            e_off[r] = bench_now() - t1;
+        }
+    }
+    double me_on = bench_median(e_on, 5), me_off = bench_median(e_off, 5);
     printf("{\"bench\": \"train_step_ab\", \"name\": \"%s\", \"threads\": %d, \"batch\": %lld, "
            "\"unit\": \"%s\", \"steps\": %d, \"autobatch_step_ms_median\": %.3f, "
            "\"no_autobatch_step_ms_median\": %.3f, \"autobatch_throughput\": %.1f, "
            "\"no_autobatch_throughput\": %.1f, \"speedup\": %.3f, \"last_loss_autobatch\": %.6g, "
-           "\"last_loss_no_autobatch\": %.6g}\n",
+           "\"last_loss_no_autobatch\": %.6g, \"eval_trees\": %lld, \"eval_autobatch_trees_per_s\": %.1f, "
+           "\"eval_no_autobatch_trees_per_s\": %.1f, \"eval_speedup\": %.3f, "
+           "\"eval_acc_autobatch\": %.4f, \"eval_acc_no_autobatch\": %.4f}\n",
            w->name, threads, (long long)w->batch, w->unit, n, 1e3 * m_on, 1e3 * m_off,
-           (double)items / m_on, (double)items / m_off, m_off / m_on, loss_on, loss_off);
+           (double)items / m_on, (double)items / m_off, m_off / m_on, loss_on, loss_off,
+           (long long)ne, me_on > 0 ? (double)ne / me_on : 0, me_off > 0 ? (double)ne / me_off : 0,
+           me_on > 0 ? me_off / me_on : 0, acc_on, acc_off);
     st = RY_OK;
 out:
     if (have_on) bench_model_free(&on);
