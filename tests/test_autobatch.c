@@ -8,7 +8,8 @@
  * 1 to 200 in one batch), to float32 rounding; a batch of one bitwise; an
  * empty batch; errors naming the instance; the Tree-LSTM of models/ on
  * SST trees, its embedding gradient still row-sparse; and 100 training
- * updates of a small Tree-LSTM batched and not, equal to rounding. Each
+ * updates of a small Tree-LSTM batched and not, equal to rounding; the
+ * few-rows GEMM that small stacked groups run as, row by row bitwise. Each
  * case also checks that calls were stacked (the profile's kernels).
  */
 #include <math.h>
@@ -18,6 +19,7 @@
 #include "relayc/ad.h"
 #include "relayc/pass.h"
 #include "relayc/vm.h"
+#include "backend/cpu/blas.h"
 #include "runtime/vm_impl.h"
 
 /* ---- helpers ---- */
@@ -410,11 +412,47 @@ static void trainer_100_updates(void **state) {
     free(text);
 }
 
+/* ---- a GEMM of a few rows: the bits of its one-row products (blas.h) ---- */
+
+static void few_rows_gemm(void **state) {
+    (void)state;
+    ry_rng rng;
+    ry_rng_seed(&rng, 13);
+    enum { K = 300, N = 750 };
+    float *a = malloc(sizeof(float) * 8 * K), *b = malloc(sizeof(float) * K * N),
+          *c = malloc(sizeof(float) * 8 * N), *r = malloc(sizeof(float) * N);
+    for (int i = 0; i < 8 * K; i++) a[i] = (float)(2 * ry_rng_uniform(&rng) - 1);
+    for (int i = 0; i < K * N; i++) b[i] = (float)(2 * ry_rng_uniform(&rng) - 1);
+    for (int tb = 0; tb < 2; tb++)
+        for (int M = 2; M <= RY_GEMM_FEW_ROWS + 1; M++)
+            for (int beta = 0; beta < 2; beta++) {
+                for (int i = 0; i < M * N; i++) c[i] = 0.5f;
+                /* B as (K, N), or as (N, K) with tb */
+                ry_cpu_gemm(false, false, tb, M, N, K, 1.5, a, K, b, tb ? K : N, beta, c, N);
+                for (int m = 0; m < M; m++) {
+                    for (int n = 0; n < N; n++) r[n] = 0.5f;
+                    ry_cpu_gemm(false, false, tb, 1, N, K, 1.5, a + m * K, K, b, tb ? K : N, beta, r, N);
+                    for (int n = 0; n < N; n++) {
+                        if (M <= RY_GEMM_FEW_ROWS && c[m * N + n] != r[n])
+                            fail_msg("M %d tb %d: C[%d, %d] = %.9g, its row alone %.9g", M, tb, m,
+                                     n, c[m * N + n], r[n]);
+                        if (!(fabs(c[m * N + n] - r[n]) <= 1e-4 * (1 + fabs(r[n]))))
+                            fail_msg("M %d tb %d: C[%d, %d] = %.9g, want %.9g", M, tb, m, n,
+                                     c[m * N + n], r[n]);
+                    }
+                }
+            }
+    free(a);
+    free(b);
+    free(c);
+    free(r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(corpus_treelstm),     cmocka_unit_test(one_empty_and_errors),
         cmocka_unit_test(lstm_sequences),      cmocka_unit_test(models_treelstm_sst),
-        cmocka_unit_test(trainer_100_updates),
+        cmocka_unit_test(trainer_100_updates), cmocka_unit_test(few_rows_gemm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

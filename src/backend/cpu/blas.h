@@ -32,6 +32,14 @@ void ry_cpu_gemm(bool f64, bool ta, bool tb, int64_t M, int64_t N, int64_t K, do
                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
                  int64_t ldc);
 
+/* A GEMM with at most RY_GEMM_FEW_ROWS rows of C (and op(A) = A) runs as
+ * one GEMV per row: measured here for the Tree-LSTM's (M x 300)(300 x 750)
+ * and (M x 750)(750 x 300), M GEMVs take 30 / 46 us at M = 2 and 92 / 67
+ * at M = 4 where sgemm, packing all of B, takes 100-130 (at M = 8, 150
+ * against 160-190). Each row then has the bits of its one-row product,
+ * so automatic batching's small groups give the one-by-one results. */
+#define RY_GEMM_FEW_ROWS 4
+
 /* OpenBLAS sends GEMMs of at most 100^3 multiply-adds to its small-matrix
  * kernels (sgemm_small_kernel_permit), which round differently from its
  * blocked ones: a split keeps the bits when every block stays above that
