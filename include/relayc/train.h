@@ -68,10 +68,14 @@ typedef struct ry_train_opts {
      * compiled engine on the CPU runs ry_trainer_accumulate_n's calls of a
      * model without carried state together (their matching operator calls
      * as one kernel: the B trees of a Tree-LSTM update), and evaluates
-     * per-example data a batch at a time; results equal the one-by-one
      * run's to float32 rounding. true: one call at a time (on the
      * threads above). */
     bool no_autobatch;
+    /* Evaluation of per-example data batched as well (@loss and @predict
+     * of a batch's examples together). Off by default: measured slower
+     * than one by one for the SST Tree-LSTM on this project's machine
+     * (README, Automatic batching). */
+    bool autobatch_eval;
     /* The engines' memory guard of deep recursion (ry_vm_opts.max_resident):
      * a tree or sequence too deep for the machine is a located error. */
     size_t max_resident;

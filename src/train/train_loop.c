@@ -117,8 +117,8 @@ ry_status train_evaluate_part(ry_trainer *tr, const ry_train_data *d, int64_t ba
         return ry_error_at(err, RY_NO_SPAN, "the data gives %d values, the model takes %d",
                            d->nargs, ry_trainer_ndata(tr));
     ry_loader *l;
-    /* per-example data: one call per example, or a batch of them batched */
-    bool batched = d->per_example && train_batches(tr) && batch > 1;
+    /* per-example data: one call per example, or (autobatch_eval) a batch of them batched */
+    bool batched = d->per_example && train_batches(tr) && tr->opts.autobatch_eval && batch > 1;
     ry_loader_opts lo = {.batch = d->per_example && !batched ? 1 : (batch > 0 ? batch : 32),
                          .drop_last = d->drop_last};
     if (ry_loader_new(d->n, &lo, &l, err)) return RY_ERR;
