@@ -67,9 +67,10 @@ typedef struct ry_train_opts {
     /* Automatic batching off (ry_vm_call_batch, vm.h): by default the
      * compiled engine on the CPU runs ry_trainer_accumulate_n's calls of a
      * model without carried state together (their matching operator calls
-     * as one kernel: the B trees of a Tree-LSTM update), and evaluates
-     * run's to float32 rounding. true: one call at a time (on the
-     * threads above). */
+     * as one kernel: the B trees of a Tree-LSTM update), its weight
+     * gradients deferred into one GEMM per call (ry_vm_opts.
+     * defer_accumulation); results equal the one-by-one run's to float32
+     * rounding. true: one call at a time (on the threads above). */
     bool no_autobatch;
     /* Evaluation of per-example data batched as well (@loss and @predict
      * of a batch's examples together). Off by default: measured slower
