@@ -467,13 +467,7 @@ ry_status ry_vm_call_batch(ry_vm_program *prog, const char *entry, int count, in
                            ry_value *const *args, const ry_vm_opts *opts, ry_value **outs,
                            ry_error *err) {
     for (int j = 0; j < count; j++) outs[j] = NULL;
-    const ry_module *m = prog->m;
-    for (int i = 0; i < prog->nglobals && i < m->nglobals; i++) {
-        if (strcmp(m->globals[i]->name, entry) != 0) continue;
-        if (prog->gfns[i]->nparams != nargs)
-            return ry_error_at(err, m->globals[i]->span, "@%s takes %d arguments, not %d", entry,
-                               prog->gfns[i]->nparams, nargs);
-        return ry_vm_apply_batch(prog, prog->gvals[i], count, nargs, args, opts, outs, err);
-    }
-    return ry_error_at(err, RY_NO_SPAN, "no global function @%s", entry);
+    ry_value *fn;
+    if (vm_entry(prog, entry, nargs, &fn, err)) return RY_ERR;
+    return ry_vm_apply_batch(prog, fn, count, nargs, args, opts, outs, err);
 }

@@ -646,16 +646,24 @@ ry_status ry_vm_apply(ry_vm_program *prog, ry_value *fn, int nargs, ry_value *co
     return st;
 }
 
-ry_status ry_vm_call(ry_vm_program *prog, const char *entry, int nargs, ry_value *const *args,
-                     const ry_vm_opts *opts, ry_value **out, ry_error *err) {
-    *out = NULL;
+ry_status vm_entry(const ry_vm_program *prog, const char *entry, int nargs, ry_value **fn,
+                   ry_error *err) {
     const ry_module *m = prog->m;
     for (int i = 0; i < prog->nglobals && i < m->nglobals; i++) {
         if (strcmp(m->globals[i]->name, entry) != 0) continue;
         if (prog->gfns[i]->nparams != nargs)
             return ry_error_at(err, m->globals[i]->span, "@%s takes %d arguments, not %d", entry,
                                prog->gfns[i]->nparams, nargs);
-        return ry_vm_apply(prog, prog->gvals[i], nargs, args, opts, out, err);
+        *fn = prog->gvals[i];
+        return RY_OK;
     }
     return ry_error_at(err, RY_NO_SPAN, "no global function @%s", entry);
+}
+
+ry_status ry_vm_call(ry_vm_program *prog, const char *entry, int nargs, ry_value *const *args,
+                     const ry_vm_opts *opts, ry_value **out, ry_error *err) {
+    *out = NULL;
+    ry_value *fn;
+    if (vm_entry(prog, entry, nargs, &fn, err)) return RY_ERR;
+    return ry_vm_apply(prog, fn, nargs, args, opts, out, err);
 }

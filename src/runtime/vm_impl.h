@@ -252,6 +252,9 @@ ry_status vm_machine_start(vm_machine *mc, ry_value *fn, int nargs, ry_value *co
                            ry_value **out);
 ry_status vm_machine_resume(vm_machine *mc, ry_value **out);
 void vm_machine_deliver(vm_machine *mc, ry_value *v);
+/* The closure of global entry (borrowed), which must take nargs. */
+ry_status vm_entry(const ry_vm_program *prog, const char *entry, int nargs, ry_value **fn,
+                   ry_error *err);
 /* vm_batch.c: whether mc parks at I (registers R) */
 bool vm_batch_parks(const vm_machine *mc, const insn *I, ry_value *const *R);
 
