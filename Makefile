@@ -139,7 +139,7 @@ $(BUILD)/models/%: models/%.c $(STATIC)
 # Benchmarks (JSON lines), each beside its PyTorch mirror (bench/README.md).
 BENCH_THREADS ?= 1
 BENCH_SECONDS ?= 10
-BENCH_BINS := $(addprefix $(BUILD)/bench/,grad_ratio train_step kernels vm_steps grad_sparse gemm device_gemm export_infer soak)
+BENCH_BINS := $(addprefix $(BUILD)/bench/,grad_ratio train_step kernels vm_steps grad_sparse gemm device_gemm export_infer soak autobatch_cost)
 BENCH_SHARED := bench/bench_util.c bench/bench_models.c
 $(BUILD)/bench/%: bench/%.c $(BENCH_SHARED) bench/bench_util.h bench/bench_models.h $(STATIC)
 	@mkdir -p $(dir $@)

@@ -154,12 +154,15 @@ void bench_model_free(bench_model *b) {
 }
 
 const ry_target *bench_model_target;
+bool bench_model_no_autobatch;
 
 ry_status bench_model_new(bench_model *b, const bench_workload *w, int threads, const char *sst,
                           double *compile_s, ry_error *err) {
     *b = (bench_model){.w = w, .opts = options_for(w)};
     b->opts.threads = threads; /* the Tree-LSTM's trees run on this many workers */
     b->opts.target = bench_model_target;
+    b->opts.no_autobatch = bench_model_no_autobatch;
+    b->opts.autobatch_eval = !bench_model_no_autobatch; /* measured by train_step --ab */
     /* ry_trainer_new parses, type-checks, initializes, differentiates and
      * optimizes (ry_optimize level 2): the compile time of the model. */
     double t = bench_now();

@@ -56,6 +56,8 @@ ry_status bench_model_new(bench_model *b, const bench_workload *w, int threads, 
 /* Where bench_model_new's trainers run (NULL: the CPU; train_step's
  * --target). */
 extern const ry_target *bench_model_target;
+/* the trainer's ry_train_opts.no_autobatch (train_step --no-autobatch) */
+extern bool bench_model_no_autobatch;
 /* One optimizer step (k picks the batch of the pool); *items gets the
  * samples, sequences or trees it used, *loss their mean loss. */
 ry_status bench_model_step(bench_model *b, int64_t k, int64_t *items, double *loss,

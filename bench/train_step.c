@@ -14,7 +14,10 @@
  * --profile prints the operator call sites that took the most time in the
  * timed steps (vm.h: ry_vm_print_profile; ~50 ns per call added).
  * --batch B replaces the workload's batch (the MLP at 64 and 1024 on a GPU).
- *   train_step NAME [--threads N] [--seconds S] [--sst DIR] [--profile] [--target T] [--batch B]
+ * --no-autobatch: the trainer's calls one at a time (ry_train_opts.no_autobatch);
+ * --ab: batched and not side by side, steps interleaved (medians of each).
+ *   train_step NAME [--threads N] [--seconds S] [--sst DIR] [--profile] [--target T]
+ *              [--batch B] [--no-autobatch] [--ab]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,11 +85,77 @@ out:
     return st;
 }
 
+/* --ab: two trainers of the same model and seed, one batching
+ * automatically and one not (--no-autobatch), stepped in turn on the
+ * same batches, so both see the same machine load; medians of each. */
+static ry_status run_ab(const bench_workload *w, int threads, double seconds, const char *sst,
+                        ry_error *err) {
+    static double t_on[MAX_STEPS], t_off[MAX_STEPS];
+    bench_model on, off;
+    double tc = 0;
+    bool have_on = false, have_off = false;
+    ry_status st = RY_ERR;
+    bench_model_no_autobatch = false;
+    if (bench_model_new(&on, w, threads, sst, &tc, err)) goto out;
+    have_on = true;
+    bench_model_no_autobatch = true;
+    if (bench_model_new(&off, w, threads, sst, &tc, err)) goto out;
+    have_off = true;
+    int64_t items = 0;
+    double loss_on = 0, loss_off = 0;
+    if (bench_model_step(&on, 0, &items, &loss_on, err) || bench_model_step(&off, 0, &items, &loss_off, err))
+        goto out;
+    int n = 0;
+    double start = bench_now();
+    while (n < MAX_STEPS && (n < 3 || bench_now() - start < seconds)) {
+        double t0 = bench_now();
+        if (bench_model_step(&on, n + 1, &items, &loss_on, err)) goto out;
+        double t1 = bench_now();
+        if (bench_model_step(&off, n + 1, &items, &loss_off, err)) goto out;
+        t_on[n] = t1 - t0;
+        t_off[n++] = bench_now() - t1;
+    }
+    double m_on = bench_median(t_on, n), m_off = bench_median(t_off, n);
+    /* evaluation (@loss and @predict of each tree: ry_train_evaluate, 25
+     * trees per batch) of the first 250 trees, in turn, 5 rounds */
+    double e_on[5] = {0}, e_off[5] = {0}, acc_on = 0, acc_off = 0, el;
+    int64_t ne = 0;
+    if (on.tb) {
+        ry_train_data d_on = on.td, d_off = off.td;
+        d_on.n = d_off.n = ne = on.td.n < 250 ? on.td.n : 250;
+        for (int r = 0; r < 5; r++) {
+            double t0 = bench_now();
+            if (ry_train_evaluate(on.tr, &d_on, 25, &el, &acc_on, err)) goto out;
+            double t1 = bench_now();
+            if (ry_train_evaluate(off.tr, &d_off, 25, &el, &acc_off, err)) goto out;
+            e_on[r] = t1 - t0;
+            e_off[r] = bench_now() - t1;
+        }
+    }
+    double me_on = bench_median(e_on, 5), me_off = bench_median(e_off, 5);
+    printf("{\"bench\": \"train_step_ab\", \"name\": \"%s\", \"threads\": %d, \"batch\": %lld, "
+           "\"unit\": \"%s\", \"steps\": %d, \"autobatch_step_ms_median\": %.3f, "
+           "\"no_autobatch_step_ms_median\": %.3f, \"autobatch_throughput\": %.1f, "
+           "\"no_autobatch_throughput\": %.1f, \"speedup\": %.3f, \"last_loss_autobatch\": %.6g, "
+           "\"last_loss_no_autobatch\": %.6g, \"eval_trees\": %lld, \"eval_autobatch_trees_per_s\": %.1f, "
+           "\"eval_no_autobatch_trees_per_s\": %.1f, \"eval_speedup\": %.3f, "
+           "\"eval_acc_autobatch\": %.4f, \"eval_acc_no_autobatch\": %.4f}\n",
+           w->name, threads, (long long)w->batch, w->unit, n, 1e3 * m_on, 1e3 * m_off,
+           (double)items / m_on, (double)items / m_off, m_off / m_on, loss_on, loss_off,
+           (long long)ne, me_on > 0 ? (double)ne / me_on : 0, me_off > 0 ? (double)ne / me_off : 0,
+           me_on > 0 ? me_off / me_on : 0, acc_on, acc_off);
+    st = RY_OK;
+out:
+    if (have_on) bench_model_free(&on);
+    if (have_off) bench_model_free(&off);
+    return st;
+}
+
 int main(int argc, char **argv) {
     int threads = 1;
     double seconds = 10;
     const char *sst = "/work/shared/data/sst", *name = NULL;
-    bool profile = false;
+    bool profile = false, ab = false;
     const char *target = NULL;
     int batch = 0;
     for (int i = 1; i < argc; i++) {
@@ -97,13 +166,16 @@ int main(int argc, char **argv) {
         else if ((v = bench_opt(argc, argv, &i, "--target"))) target = v;
         else if ((v = bench_opt(argc, argv, &i, "--batch"))) batch = atoi(v);
         else if (!strcmp(argv[i], "--profile")) profile = true;
+        else if (!strcmp(argv[i], "--no-autobatch")) bench_model_no_autobatch = true;
+        else if (!strcmp(argv[i], "--ab")) ab = true;
         else if (argv[i][0] != '-' && !name) name = argv[i];
         else name = NULL, i = argc;
     }
     const bench_workload *found = bench_workload_find(name);
     if (!found || threads < 1 || !(seconds >= 0) || batch < 0) {
         fprintf(stderr, "usage: train_step mlp|lenet|charlstm|treelstm [--threads N] "
-                        "[--seconds S] [--sst DIR] [--profile] [--target T] [--batch B]\n");
+                        "[--seconds S] [--sst DIR] [--profile] [--target T] [--batch B]\n"
+                        "       [--no-autobatch] [--ab]\n");
         return 2;
     }
     bench_workload wb = *found;
@@ -115,7 +187,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "train_step: %s\n", err.msg);
         return 1;
     }
-    if (run(w, threads, seconds, sst, profile, &err)) {
+    if (ab ? run_ab(w, threads, seconds, sst, &err) : run(w, threads, seconds, sst, profile, &err)) {
         ry_error_print(stderr, &err);
         return 1;
     }

@@ -501,6 +501,9 @@ static void tree_steps(int threads, ry_param_set *out, double *losses) {
     o.optim.lr = 0.2;
     o.seed = 2;
     o.threads = threads > 0 ? threads : 1;
+    /* the workers' bit-for-bit contract; batched calls match to rounding
+     * (test_autobatch.c) */
+    o.no_autobatch = true;
     ry_trainer *tr = make(TREE, &o);
     ry_tree_source src;
     ry_train_data d;

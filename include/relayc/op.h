@@ -28,6 +28,20 @@ typedef enum ry_op_pattern {
     RY_PAT_OPAQUE = 8
 } ry_op_pattern;
 
+/* Whether the calls of one call site in independent instances may run as
+ * one kernel over their arguments stacked along axis 0 (the VM's automatic
+ * batching, ry_vm_call_batch): row r of the result then depends only on
+ * row r of the stacked arguments and on the shared ones. An operator with
+ * an integer `axis` attribute is stacked only where that axis is not 0,
+ * one with `transpose_a` only where it is false. */
+typedef enum ry_op_batch {
+    RY_BATCH_NO = 0,  /* never stacked */
+    RY_BATCH_MAP,     /* elementwise with broadcasting: an argument of the result's rank is
+                       * stacked, one of lower rank (a bias) is shared */
+    RY_BATCH_GEMM     /* argument 0 (rows, k) stacked, argument 1 (the weight) shared, the
+                       * others as RY_BATCH_MAP against the product (an epilogue) */
+} ry_op_batch;
+
 /* ---- type relations ---------------------------------------------------
  * Called by the type checker (and at run time on concrete types) with the
  * argument types resolved as far as known. A relation returns RY_REL_DEFER
@@ -118,6 +132,7 @@ struct ry_op {
     const char *tvm_attrs_key; /* the attribute class TVM's parser cannot find from the
                                 * operator (scatter_nd, cumsum): printed for TVM as
                                 * attrs_type_key="..."; NULL for the others */
+    ry_op_batch batch;  /* how independent instances' calls stack (RY_BATCH_NO: not) */
 };
 
 /* Attribute-value shorthands for registry entries. */
@@ -167,6 +182,12 @@ int ry_attr_ints(const ry_op *op, const ry_attrs *attrs, const char *name, int64
 ry_status ry_op_run(const ry_target *t, const ry_op *op, const ry_attrs *attrs, ry_arena *scratch,
                     int nargs, ry_type *const *arg_types, int nin, ry_tensor *const *in,
                     ry_kernel_ctx *kctx, ry_type **out_type, int *nout, ry_tensor ***out);
+/* ry_op_run with the results from allocator results (NULL: as ry_op_run;
+ * the VM's batched calls take its pool's). */
+ry_status ry_op_run_in(const ry_target *t, const ry_op *op, const ry_attrs *attrs, ry_arena *scratch,
+                       int nargs, ry_type *const *arg_types, int nin, ry_tensor *const *in,
+                       ry_kernel_ctx *kctx, ry_allocator *results, ry_type **out_type, int *nout,
+                       ry_tensor ***out);
 
 /* Helpers for relations: a tensor type from a tensor, and broadcasting. */
 ry_type *ry_type_of_tensor(ry_arena *a, const ry_tensor *t);

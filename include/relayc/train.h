@@ -64,6 +64,19 @@ typedef struct ry_train_opts {
      * 0: ry_get_num_threads() (threads.h). The kernels' own threads are
      * threads.h's. */
     int threads;
+    /* Automatic batching off (ry_vm_call_batch, vm.h): by default the
+     * compiled engine on the CPU runs ry_trainer_accumulate_n's calls of a
+     * model without carried state together (their matching operator calls
+     * as one kernel: the B trees of a Tree-LSTM update), its weight
+     * gradients deferred into one GEMM per call (ry_vm_opts.
+     * defer_accumulation); results equal the one-by-one run's to float32
+     * rounding. true: one call at a time (on the threads above). */
+    bool no_autobatch;
+    /* Evaluation of per-example data batched as well (@loss and @predict
+     * of a batch's examples together). Off by default: measured slower
+     * than one by one for the SST Tree-LSTM on this project's machine
+     * (README, Automatic batching). */
+    bool autobatch_eval;
     /* The engines' memory guard of deep recursion (ry_vm_opts.max_resident):
      * a tree or sequence too deep for the machine is a located error. */
     size_t max_resident;
@@ -131,6 +144,9 @@ ry_status ry_trainer_apply(ry_trainer *tr, ry_error *err);
  * failing call's, in call order) the step is dropped, as for accumulate. */
 ry_status ry_trainer_accumulate_n(ry_trainer *tr, int k, int ndata, ry_value *const *data,
                                   double *losses, ry_error *err);
+/* (With automatic batching, opts.no_autobatch unset, the k calls run as
+ * one batch on the calling thread instead: the same sum order, the
+ * stacked kernels' rounding.) */
 /* How parameter i's gradient of the current (or last) step is held: the
  * number of rows along axis 0 that row-sparse gradients touched (only
  * they are checked, clipped and, when the optimizer allows it exactly,

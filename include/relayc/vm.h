@@ -118,6 +118,14 @@ typedef struct ry_vm_opts {
      * error. Entries of any other shape report nothing. NULL: none. */
     void (*on_final)(void *ctx, int field, const ry_value *v);
     void *final_ctx;
+    /* Weight gradients as one GEMM: an accumulation `ref := ref + a^T c`
+     * (AD's weight gradient of a GEMV, one row of a and of c per call)
+     * does not run at once; its rows wait, and when the ref is read for
+     * anything but the next such accumulation, they run as one GEMM
+     * (K = all rows) into it. A Tree-LSTM's 750 x 300 outer product per
+     * node becomes one product per tree. The same values to float32
+     * rounding (the rows are summed in one kernel, not one by one). */
+    bool defer_accumulation;
 } ry_vm_opts;
 
 /* Compiles every global function of the type-checked module m for target t
@@ -149,6 +157,30 @@ ry_status ry_vm_call(ry_vm_program *prog, const char *entry, int nargs, ry_value
  * module, or a constructor) to args (borrowed). */
 ry_status ry_vm_apply(ry_vm_program *prog, ry_value *fn, int nargs, ry_value *const *args,
                       const ry_vm_opts *opts, ry_value **out, ry_error *err);
+
+/* Automatic batching: count calls of global `entry`, call j with
+ * args[j * nargs .. (j + 1) * nargs) (borrowed), run together; outs[j]
+ * (count entries) gets call j's result (a new reference), as ry_vm_call
+ * would give it, to float32 rounding (stacked kernels sum in another
+ * order). Each call runs as a machine of its own until it reaches an
+ * operator call that may be stacked (ry_op.batch: elementwise maps,
+ * dense/matmul against a weight every call shares, fused kernels of
+ * them) and waits there; when all wait or are done, the call site where
+ * most wait runs as one kernel over their arguments stacked along axis 0
+ * (B GEMVs against one weight become one GEMM) and those calls go on.
+ * A gradient program batches its backward pass the same way (the
+ * backpropagators' calls line up); row-sparse values are never stacked.
+ * Call j's dropout seed is opts->seed + j. count 0 does nothing; count 1,
+ * a device target, or opts->on_final run the calls one after another.
+ * An error in any call fails the batch (every outs[j] NULL), its message
+ * naming the call ("instance J of the batch"). */
+ry_status ry_vm_call_batch(ry_vm_program *prog, const char *entry, int count, int nargs,
+                           ry_value *const *args, const ry_vm_opts *opts, ry_value **outs,
+                           ry_error *err);
+/* ry_vm_call_batch of a closure value (as ry_vm_apply). */
+ry_status ry_vm_apply_batch(ry_vm_program *prog, ry_value *fn, int count, int nargs,
+                            ry_value *const *args, const ry_vm_opts *opts, ry_value **outs,
+                            ry_error *err);
 
 /* Frees the program (not the module). NULL is fine. */
 void ry_vm_free(ry_vm_program *prog);

@@ -61,6 +61,9 @@ const char *const train_help =
     "                              identity, batch norm on moving statistics);\n"
     "                              default: training mode\n"
     "  --seed N                    initialization and shuffling (default 0)\n"
+    "  --no-autobatch              run the trees (examples) of a batch one at a time;\n"
+    "                              default: together, their matching operator calls as\n"
+    "                              one kernel (same results to float32 rounding)\n"
     "\n"
     "checkpoints and output:\n"
     "  --checkpoint-dir DIR        write DIR/ckpt-<step>.h5 (created if missing)\n"
@@ -126,6 +129,7 @@ static const flag_opt flags[] = {
     {"--force", AT(force)},             {"--drop-last", AT(drop_last)},
     {"--quiet", AT(quiet)},             {"--profile", AT(profile)},
     {"--inference-gradients", AT(inference_grads)},
+    {"--no-autobatch", AT(no_autobatch)},
     {"--nesterov", AT(nesterov)},       {"--amsgrad", AT(amsgrad)},
     {"--centered", AT(centered)},       {"--deterministic", AT(deterministic)},
     {"--shard-optimizer", AT(shard_optimizer)}, {"--no-overlap", AT(no_overlap)},
@@ -429,6 +433,7 @@ int train_args_opts(const train_args *a, ry_train_opts *o) {
     o->engine = a->engine;
     o->target = a->target;
     o->training = !a->inference_grads; /* dropout and batch norm as in training */
+    o->no_autobatch = a->no_autobatch;
     /* kernels and OpenBLAS (threads.h), and the trainer's workers */
     if (a->threads > 0) ry_set_num_threads((int)a->threads);
     o->threads = (int)a->threads;

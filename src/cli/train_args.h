@@ -22,6 +22,7 @@ typedef struct train_args {
     int64_t max_memory_mib; /* --max-memory: ry_train_opts.max_resident in MiB */
     uint64_t seed;
     bool resume, resume_anyway, force, quiet, drop_last, profile, inference_grads;
+    bool no_autobatch; /* ry_train_opts.no_autobatch */
     bool nesterov, amsgrad, centered, deterministic, shard_optimizer, no_overlap;
     ry_schedule schedule;
     int nsyms;                                /* --dim NAME=VALUE */

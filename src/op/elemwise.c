@@ -339,14 +339,14 @@ static ry_rel_status rel_collapse_sum_like(ry_rel_ctx *c, int n, ry_type *const 
 
 #define BIN(NAME, REL, DOC, GRAD)                                                        \
     {.name = NAME, .nargs = 2, .pattern = RY_PAT_BROADCAST, .rel = REL, .doc = DOC, \
-     .grad = GRAD}
+     .batch = RY_BATCH_MAP, .grad = GRAD}
 /* comparisons and logic: bool results, zero adjoints */
 #define CMP(NAME, REL, DOC)                                                        \
     {.name = NAME, .nargs = 2, .pattern = RY_PAT_BROADCAST, .rel = REL, .doc = DOC, \
-     .no_grad = true}
+     .batch = RY_BATCH_MAP, .no_grad = true}
 #define UN(NAME, REL, DOC, GRAD)                                                        \
     {.name = NAME, .nargs = 1, .pattern = RY_PAT_ELEMWISE, .rel = REL, .doc = DOC, \
-     .grad = GRAD}
+     .batch = RY_BATCH_MAP, .grad = GRAD}
 /* a gradient rule, and the fact that the op may run before a loop instead
  * of in it (ry_op.movable) */
 #define MOVABLE(GRAD) GRAD, .movable = true
@@ -390,11 +390,11 @@ const ry_op ry_ops_elemwise[] = {
         MOVABLE(ry_grad_sigmoid)),
     UN("abs", rel_num, "abs: (s, d) -> (s, d)", ry_grad_abs),
     UN("nn.relu", rel_num, "nn.relu: (s, d) -> (s, d): max(x, 0)", ry_grad_relu),
-    {.name = "nn.leaky_relu", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .nattrs = 1,
+    {.name = "nn.leaky_relu", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .batch = RY_BATCH_MAP, .nattrs = 1,
      .attrs = {{"alpha", RY_AFLOAT(0.25)}}, .rel = rel_leaky_relu,
      .doc = "nn.leaky_relu: (s, f) -> (s, f): x > 0 ? x : alpha * x",
      .grad = ry_grad_leaky_relu},
-    {.name = "clip", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .nattrs = 2,
+    {.name = "clip", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .batch = RY_BATCH_MAP, .nattrs = 2,
      .attrs = {{"a_min", RY_AREQUIRED}, {"a_max", RY_AREQUIRED}}, .rel = rel_clip,
      .doc = "clip: (s, d) -> (s, d): max(min(x, a_max), a_min), bounds cast to d",
      .grad = ry_grad_clip},
@@ -402,10 +402,12 @@ const ry_op ry_ops_elemwise[] = {
      .doc = "logical_not: (s, bool) -> (s, bool)", .no_grad = true},
     {.name = "where", .nargs = 3, .pattern = RY_PAT_BROADCAST, .rel = rel_where,
      .doc = "where: (s1, bool) x (s2, d) x (s3, d) -> (broadcast(s1, s2, s3), d)",
+     .batch = RY_BATCH_MAP,
      .grad = ry_grad_where},
     {.name = "cast", .nargs = 1, .pattern = RY_PAT_ELEMWISE, .nattrs = 1,
      .attrs = {{"dtype", RY_AREQUIRED}}, .rel = rel_cast,
      .doc = "cast: (s, d) -> (s, dtype); float to int truncates and saturates",
+     .batch = RY_BATCH_MAP,
      .grad = ry_grad_cast},
     {.name = "zeros", .nargs = 0, .pattern = RY_PAT_ELEMWISE, INIT_ATTRS, .rel = rel_init,
      .doc = "zeros: () -> (shape, dtype)",

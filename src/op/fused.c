@@ -105,14 +105,14 @@ static ry_status no_gradient(ry_grad_ctx *c, ry_expr *const *args, ry_expr *y, r
     {.name = "fused.elemwise" #N, .nargs = N, .pattern = RY_PAT_OPAQUE, .nattrs = 1,        \
      .attrs = {{"code", RY_ASTR("")}}, .rel = rel_elemwise,                                \
      .doc = "fused.elemwise" #N ": (s1, d1) x ... -> (broadcast, program dtype): code",    \
-     .grad = no_gradient}
+     .batch = RY_BATCH_MAP, .grad = no_gradient}
 #define MM(N)                                                                              \
     {.name = "fused.matmul" #N, .nargs = N, .pattern = RY_PAT_OPAQUE, .nattrs = 3,          \
      .attrs = {{"code", RY_ASTR("")}, {"transpose_a", RY_ABOOL(false)},                    \
                {"transpose_b", RY_ABOOL(false)}},                                          \
      .rel = rel_matmul,                                                                 \
      .doc = "fused.matmul" #N ": a x b x ... -> epilogue(matmul(a, b), ...): code",        \
-     .grad = no_gradient}
+     .batch = RY_BATCH_GEMM, .grad = no_gradient}
 
 const ry_op ry_ops_fused[] = {
     EW(1), EW(2), EW(3), EW(4), EW(5), EW(6), EW(7), EW(8),

@@ -255,6 +255,14 @@ static ry_status alloc_results(const ry_type *t, ry_allocator *a, ry_tensor **ou
 ry_status ry_op_run(const ry_target *target, const ry_op *op, const ry_attrs *attrs,
                     ry_arena *scratch, int nargs, ry_type *const *arg_types, int nin, ry_tensor *const *in, ry_kernel_ctx *kctx,
                     ry_type **out_type, int *nout, ry_tensor ***out) {
+    return ry_op_run_in(target, op, attrs, scratch, nargs, arg_types, nin, in, kctx, NULL, out_type,
+                        nout, out);
+}
+
+ry_status ry_op_run_in(const ry_target *target, const ry_op *op, const ry_attrs *attrs,
+                       ry_arena *scratch, int nargs, ry_type *const *arg_types, int nin,
+                       ry_tensor *const *in, ry_kernel_ctx *kctx, ry_allocator *results,
+                       ry_type **out_type, int *nout, ry_tensor ***out) {
     kctx->op = op;
     kctx->attrs = attrs;
     ry_rel_ctx rc = {scratch, op, attrs, kctx->span, kctx->err};
@@ -272,7 +280,7 @@ ry_status ry_op_run(const ry_target *target, const ry_op *op, const ry_attrs *at
     ry_tensor **res = ry_calloc((size_t)(n ? n : 1), sizeof *res);
     if (!res) return ry_error_at(kctx->err, kctx->span, "out of memory");
     /* the results on the target's device (its allocator), or host memory */
-    ry_allocator *a = target->dev ? target->allocator() : ry_cpu_allocator();
+    ry_allocator *a = results ? results : target->dev ? target->allocator() : ry_cpu_allocator();
     if (alloc_results(t, a, res, &k, kctx) || kernel->fn(kctx, nin, in, n, res)) {
         for (int i = 0; i < n; i++) ry_tensor_release(res[i]);
         ry_free(res);

@@ -163,12 +163,12 @@ const ry_op ry_ops_scatter[] = {
      1, {{"mode", RY_ASTR("update")}},
      rel_scatter_nd,
      "scatter_nd: (X) x (M, Y) x (Y, X[M:]) -> (X): out[idx[:, y]] (+)= updates[y]",
-     grad_scatter_nd, false, false, false, false, "relay.attrs.ScatterNDAttrs"},
+     grad_scatter_nd, false, false, false, false, "relay.attrs.ScatterNDAttrs", RY_BATCH_NO},
     {"gather_nd", 2, RY_PAT_INJECTIVE,
      2, {{"batch_dims", RY_AINT(0)}, {"index_rank", RY_ANONE}},
      rel_gather_nd,
      "gather_nd: (B, X) x (M, B, Y) -> (B, Y, X[M:]): out[b, y] = data[b, idx[:, b, y]]",
-     grad_gather_nd, false, false, false, false, NULL},
+     grad_gather_nd, false, false, false, false, NULL, RY_BATCH_NO},
 };
 /* clang-format on */
 const int ry_ops_scatter_count = (int)(sizeof ry_ops_scatter / sizeof ry_ops_scatter[0]);

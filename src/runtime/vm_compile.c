@@ -129,6 +129,7 @@ static vm_fn *add_fn(ry_vm_program *p, const ry_expr *fn, const char *name) {
     f->nparams = fn->func.nparams;
     for (int i = 0; i < fn->func.nparams; i++)
         if (open_dims(fn->func.params[i]->annot, false)) f->check = true;
+    f->id = p->nfns;
     p->fns[p->nfns++] = f;
     ry_ptrmap_put(p->arena, &p->fnmap, fn, (intptr_t)f);
     return f;
@@ -143,6 +144,23 @@ static void flatten_types(const ry_type *t, const ry_type **out, int *k) {
     }
     if (out) out[*k] = t;
     (*k)++;
+}
+
+/* What automatic batching needs of the call (vm_batch.c): the op's
+ * ry_op_batch unless transpose_a is set, and its integer axis. */
+static void batch_facts(vm_opcall *oc, const ry_expr *e) {
+    const ry_op *op = oc->op;
+    oc->batch = (uint8_t)op->batch;
+    oc->batch_axis = VM_NO_AXIS;
+    for (int i = 0; i < op->nattrs; i++) {
+        const char *n = op->attrs[i].name;
+        const ry_attr_value *v = ry_attr_get(op, &e->call.attrs, n);
+        if (strcmp(n, "transpose_a") == 0 && v->kind == RY_AV_BOOL && v->b) oc->batch = RY_BATCH_NO;
+        if (strcmp(n, "axis") == 0) {
+            if (v->kind == RY_AV_INT) oc->batch_axis = (int)v->i;
+            else oc->batch = RY_BATCH_NO;
+        }
+    }
 }
 
 /* Fixes the result type at compile time when every argument's type is a
@@ -162,6 +180,7 @@ static vm_opcall *make_opcall(cc *c, const ry_expr *e) {
     }
     oc->rows_rule = (oc->kernel->flags & RY_KERNEL_ROWS) != 0;
     oc->zeros_like = oc->rows_rule && op->zeros && op->nargs == 1;
+    batch_facts(oc, e);
     p->stats.nops++;
     if (e->call.nargs != op->nargs) return oc; /* the general path reports it */
     ry_type **in = RY_NEW_ARRAY(p->arena, ry_type *, e->call.nargs ? e->call.nargs : 1);

@@ -376,6 +376,11 @@ static ry_status run(vm_machine *mc, ry_value **out) {
             if (make_closure(mc, I, R, &v)) return RY_ERR;
             break;
         case I_OP:
+            if (mc->batching && vm_batch_parks(mc, I, R)) { /* the agenda runs it */
+                fr->pc--;
+                mc->parked = true;
+                return RY_OK;
+            }
             if (mc->prog->profile ? vm_run_op_timed(mc, I, R, fr->S, &v)
                                   : vm_run_op(mc, I, R, fr->S, &v))
                 return RY_ERR;
@@ -450,6 +455,7 @@ static ry_status run(vm_machine *mc, ry_value **out) {
             if (x->kind != RY_VAL_REF)
                 return ry_error_at(mc->err, I->span, "ref_read of %s, not a reference",
                                    ry_value_kind_name(x));
+            if (mc->npend && !I->lazy_read && vm_defer_force(mc, x, I->span)) return RY_ERR;
             v = ry_value_retain(x->ref.value);
             break;
         case I_REFWRITE:
@@ -457,6 +463,7 @@ static ry_status run(vm_machine *mc, ry_value **out) {
             if (x->kind != RY_VAL_REF)
                 return ry_error_at(mc->err, I->span, "ref_write to %s, not a reference",
                                    ry_value_kind_name(x));
+            if (mc->npend) vm_defer_overwrite(mc, x, R[I->b]);
             ry_value_release(x->ref.value);
             x->ref.value = ry_value_retain(R[I->b]);
             if (!(v = ry_value_tuple(0, NULL))) return oom(mc, I->span);
@@ -498,6 +505,7 @@ static vm_machine *machine_get(ry_vm_program *p, const ry_vm_opts *opts, ry_erro
     mc->on_final = opts ? opts->on_final : NULL;
     mc->final_ctx = opts ? opts->final_ctx : NULL;
     mc->final_next = 0;
+    mc->defer = opts && opts->defer_accumulation;
     return mc;
 }
 
@@ -505,6 +513,7 @@ static void machine_free(vm_machine *mc) {
     ry_free(mc->regs);
     ry_free(mc->fs);
     ry_free(mc->argbuf);
+    ry_free(mc->pend);
     ry_arena_free(mc->scratch);
     ry_free(mc);
 }
@@ -512,6 +521,7 @@ static void machine_free(vm_machine *mc) {
 /* Releases what an error left in the registers and frames, then keeps the
  * machine for the program's next call. */
 static void machine_put(ry_vm_program *p, vm_machine *mc) {
+    vm_defer_drop(mc);
     for (long k = mc->nf - 1; k >= 0; k--) drop_borrowed(mc, &mc->fs[k]);
     release_regs(mc, 0);
     while (mc->nf > 0) {
@@ -519,6 +529,7 @@ static void machine_put(ry_vm_program *p, vm_machine *mc) {
         give_set(fr->fn, fr->S);
     }
     mc->err = NULL;
+    mc->batching = mc->parked = false;
     if (p->idle) machine_free(mc);
     else p->idle = mc;
 }
@@ -526,6 +537,14 @@ static void machine_put(ry_vm_program *p, vm_machine *mc) {
 void vm_machine_drop(ry_vm_program *p) {
     if (p->idle) machine_free(p->idle);
     p->idle = NULL;
+}
+
+/* A run that is done runs the accumulations still pending (vm_defer.c). */
+static ry_status finish(vm_machine *mc, ry_status st, ry_value **out) {
+    if (st || mc->parked || mc->npend == 0 || vm_defer_flush(mc) == RY_OK) return st;
+    ry_value_release(*out);
+    *out = NULL;
+    return RY_ERR;
 }
 
 /* Retains the caller's arguments and applies fn (taken over) as the run's
@@ -546,7 +565,35 @@ static ry_status start(vm_machine *mc, ry_value *fn, int nargs, ry_value *const 
         *out = v;
         return RY_OK;
     }
-    return run(mc, out);
+    return finish(mc, run(mc, out), out);
+}
+
+/* ---- the batching agenda's access (vm_batch.c) ---- */
+
+vm_machine *vm_machine_get(ry_vm_program *p, const ry_vm_opts *opts, ry_error *err) {
+    return machine_get(p, opts, err);
+}
+
+void vm_machine_put(ry_vm_program *p, vm_machine *mc) { machine_put(p, mc); }
+
+ry_status vm_machine_start(vm_machine *mc, ry_value *fn, int nargs, ry_value *const *args,
+                           ry_value **out) {
+    return start(mc, fn, nargs, args, out);
+}
+
+ry_status vm_machine_resume(vm_machine *mc, ry_value **out) {
+    mc->parked = false;
+    return finish(mc, run(mc, out), out);
+}
+
+/* The parked I_OP's result, as the dispatch loop would store it. */
+void vm_machine_deliver(vm_machine *mc, ry_value *v) {
+    vframe *fr = &mc->fs[mc->nf - 1];
+    const insn *I = &fr->fn->code[fr->pc++];
+    ry_value **R = mc->regs + fr->base;
+    ry_value_release(R[I->dst]);
+    R[I->dst] = v;
+    kill(I, R);
 }
 
 /* On a device target: the arguments not on the device go there (copies
@@ -599,16 +646,24 @@ ry_status ry_vm_apply(ry_vm_program *prog, ry_value *fn, int nargs, ry_value *co
     return st;
 }
 
-ry_status ry_vm_call(ry_vm_program *prog, const char *entry, int nargs, ry_value *const *args,
-                     const ry_vm_opts *opts, ry_value **out, ry_error *err) {
-    *out = NULL;
+ry_status vm_entry(const ry_vm_program *prog, const char *entry, int nargs, ry_value **fn,
+                   ry_error *err) {
     const ry_module *m = prog->m;
     for (int i = 0; i < prog->nglobals && i < m->nglobals; i++) {
         if (strcmp(m->globals[i]->name, entry) != 0) continue;
         if (prog->gfns[i]->nparams != nargs)
             return ry_error_at(err, m->globals[i]->span, "@%s takes %d arguments, not %d", entry,
                                prog->gfns[i]->nparams, nargs);
-        return ry_vm_apply(prog, prog->gvals[i], nargs, args, opts, out, err);
+        *fn = prog->gvals[i];
+        return RY_OK;
     }
     return ry_error_at(err, RY_NO_SPAN, "no global function @%s", entry);
+}
+
+ry_status ry_vm_call(ry_vm_program *prog, const char *entry, int nargs, ry_value *const *args,
+                     const ry_vm_opts *opts, ry_value **out, ry_error *err) {
+    *out = NULL;
+    ry_value *fn;
+    if (vm_entry(prog, entry, nargs, &fn, err)) return RY_ERR;
+    return ry_vm_apply(prog, fn, nargs, args, opts, out, err);
 }

@@ -75,6 +75,7 @@ typedef struct vm_sig {
  * turn; each learned one owns its memory, so learning never stops and
  * never grows the program: a Tree-LSTM's every sentence length stays). */
 #define VM_SIGS 64
+#define VM_NO_AXIS (-1000)
 
 typedef struct vm_opcall {
     const ry_expr *call;
@@ -90,6 +91,11 @@ typedef struct vm_opcall {
     vm_sig *sig;
     ry_value *zero;            /* zeros_like: the known zero it gave last (owned) */
     int64_t prof_ns, prof_calls; /* time in the call and calls, while profiling */
+    int64_t prof_kernels;      /* ... and the kernels they ran: a batched group of
+                                  calls is one (vm_batch.c) */
+    uint8_t batch;             /* ry_op_batch, RY_BATCH_NO where the attributes forbid it */
+    int batch_axis;            /* the op's integer `axis` attribute; VM_NO_AXIS: none */
+    int batch_misses;          /* the agenda's runs of it in a row that stacked nothing */
     int64_t prof_dev_ns;       /* ... and the device's time in its kernels (device targets) */
     ry_value *results;         /* a call with several results: the tuple it gave last,
                                   whose buffers the next call reuses when nothing
@@ -115,6 +121,12 @@ typedef struct insn {
     int slot;
     uint8_t inplace;
     int refacc;
+    /* deferred accumulation (vm_defer.c): for an I_OP `ref := ref + a^T c`
+     * (a fused.matmul with transpose_a whose epilogue adds the ref's
+     * value), the ref's register (-1: not such); for the I_REFREAD just
+     * before it, lazy_read: its value goes only into that accumulation */
+    int defer_ref;
+    bool lazy_read;
     union {
         ry_value *value;         /* I_LOADV (owned by the program) */
         vm_fn *fn;               /* I_CLOSURE, I_CALLG, I_TCALLG */
@@ -131,6 +143,9 @@ typedef struct insn {
 struct vm_fn {
     const ry_expr *func;   /* the ANF function expression closures point to */
     const char *name;      /* the global's name, or NULL */
+    int id;                /* its index in the program's fns */
+    int *stretch;          /* per instruction: the last jump target at or before it
+                              (vm_batch.c's agenda; in the program's arena; NULL: not yet) */
     int nfree;
     const ry_var **free;
     int nparams;
@@ -209,11 +224,52 @@ typedef struct vm_machine {
     void (*on_final)(void *ctx, int field, const ry_value *v);
     void *final_ctx;
     int final_next;
+    /* automatic batching (vm_batch.c): with batching set, the machine
+     * stops before an operator call that may be stacked (parked: its frame's
+     * pc is at that I_OP) and the agenda runs it, with others like it */
+    bool batching;
+    bool parked;
+    /* ry_vm_opts.defer_accumulation: the rows of accumulations `ref :=
+     * ref + a^T c` wait in pend (one entry per ref) and run as one GEMM
+     * when the ref is read otherwise (vm_defer.c) */
+    bool defer;
+    struct vm_pend *pend;
+    int npend, cappend;
 } vm_machine;
 
 /* vm_profile.c: runs I (an I_OP) through vm_run_op, timing it. */
 ry_status vm_run_op_timed(vm_machine *mc, const insn *I, ry_value **R, ry_value **S,
                           ry_value **out);
+
+/* vm_exec.c, for the batching agenda (vm_batch.c): a machine for one
+ * call (get), given back when done (put); start enters fn (taken over)
+ * with args (borrowed) and runs until done (*out set) or parked;
+ * resume continues a parked machine the same way once deliver has
+ * put v (taken over) into the parked call's register. */
+vm_machine *vm_machine_get(ry_vm_program *p, const ry_vm_opts *opts, ry_error *err);
+void vm_machine_put(ry_vm_program *p, vm_machine *mc);
+ry_status vm_machine_start(vm_machine *mc, ry_value *fn, int nargs, ry_value *const *args,
+                           ry_value **out);
+ry_status vm_machine_resume(vm_machine *mc, ry_value **out);
+void vm_machine_deliver(vm_machine *mc, ry_value *v);
+/* The closure of global entry (borrowed), which must take nargs. */
+ry_status vm_entry(const ry_vm_program *prog, const char *entry, int nargs, ry_value **fn,
+                   ry_error *err);
+/* vm_batch.c: whether mc parks at I (registers R) */
+bool vm_batch_parks(const vm_machine *mc, const insn *I, ry_value *const *R);
+
+/* vm_defer.c: plan marks f's deferrable accumulations (defer_ref,
+ * lazy_read); take defers I's call when it may (*taken; *out: the
+ * ref's unchanged value); force runs the rows pending on ref (a ref
+ * value) into its value; flush forces all; drop releases all unrun
+ * (after an error). */
+void vm_defer_plan(vm_fn *f);
+ry_status vm_defer_take(vm_machine *mc, const insn *I, ry_value **R, ry_value **out, bool *taken);
+ry_status vm_defer_force(vm_machine *mc, ry_value *ref, ry_span span);
+ry_status vm_defer_flush(vm_machine *mc);
+/* ref_write(ref, v): a value other than the ref's own replaces what is pending */
+void vm_defer_overwrite(vm_machine *mc, const ry_value *ref, const ry_value *v);
+void vm_defer_drop(vm_machine *mc);
 
 /* vm_ops.c */
 ry_status vm_run_op(vm_machine *mc, const insn *I, ry_value **R, ry_value **S, ry_value **out);

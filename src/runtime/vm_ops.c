@@ -479,6 +479,11 @@ static bool known_zero(vm_machine *mc, const insn *I, const ry_value *x, ry_valu
 
 ry_status vm_run_op(vm_machine *mc, const insn *I, ry_value **R, ry_value **S, ry_value **out) {
     const vm_opcall *oc = I->opcall;
+    if (mc->defer && I->defer_ref >= 0) { /* a weight gradient's rows, kept (vm_defer.c) */
+        bool taken = false;
+        if (vm_defer_take(mc, I, R, out, &taken)) return RY_ERR;
+        if (taken) return RY_OK;
+    }
     ry_value *inline_args[8], **args = inline_args;
     if (I->n > 8 && !(args = ry_malloc(sizeof *args * (size_t)I->n)))
         return ry_error_at(mc->err, I->span, "out of memory");

@@ -154,6 +154,7 @@ void vm_plan_fn(ry_vm_program *p, vm_fn *f, const uint64_t *live_in, int words) 
         if (f->code[pc].op == I_TUPLE && f->code[pc].slot >= 0) f->tupslots[k++] = f->code[pc].slot;
     p->stats.nslots += ns;
     ry_arena_free(a);
+    vm_defer_plan(f);
 }
 
 /* ---- printing the plan ---- */

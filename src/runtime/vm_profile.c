@@ -26,6 +26,7 @@ ry_status vm_run_op_timed(vm_machine *mc, const insn *I, ry_value **R, ry_value 
     if (t->prof_end) I->opcall->prof_dev_ns += t->prof_end();
     I->opcall->prof_ns += now_ns() - t0;
     I->opcall->prof_calls++;
+    I->opcall->prof_kernels++;
     return st;
 }
 
@@ -38,7 +39,7 @@ static void each_opcall(const ry_vm_program *p, void (*fn)(vm_opcall *, void *),
 
 static void clear(vm_opcall *oc, void *ctx) {
     (void)ctx;
-    oc->prof_ns = oc->prof_calls = oc->prof_dev_ns = 0;
+    oc->prof_ns = oc->prof_calls = oc->prof_dev_ns = oc->prof_kernels = 0;
 }
 
 void ry_vm_set_profile(ry_vm_program *p, bool on) {
@@ -102,6 +103,10 @@ void ry_vm_print_profile(const ry_vm_program *p, FILE *out, int top) {
     each_opcall(p, collect, &s);
     qsort(s.at, (size_t)s.n, sizeof *s.at, by_time);
     bool dev = p->target->prof_end != NULL;
+    /* with automatic batching: how many calls each kernel covered */
+    bool batched = false;
+    for (int i = 0; i < s.n; i++) batched |= s.at[i]->prof_kernels < s.at[i]->prof_calls;
+    if (batched) fprintf(out, "%9s ", "per kernel");
     if (dev)
         fprintf(out, "%7s %10s %10s %9s %10s  %s\n", "share", "total ms", "device ms", "calls",
                 "us/call", "location: operator call");
@@ -112,6 +117,8 @@ void ry_vm_print_profile(const ry_vm_program *p, FILE *out, int top) {
     for (int i = 0; i < shown; i++) {
         const vm_opcall *oc = s.at[i];
         ry_span sp = oc->call->span;
+        if (batched)
+            fprintf(out, "%9.1f ", (double)oc->prof_calls / (double)(oc->prof_kernels ? oc->prof_kernels : 1));
         fprintf(out, "%6.2f%% %10.3f ", 100.0 * (double)oc->prof_ns / (double)s.ns,
                 (double)oc->prof_ns / 1e6);
         if (dev) fprintf(out, "%10.3f ", (double)oc->prof_dev_ns / 1e6);

@@ -204,6 +204,17 @@ ry_status train_take_result(ry_trainer *tr, ry_value *out, double *loss, ry_erro
 /* The dropout seed of the step's call number call (train_step.c). */
 uint64_t train_seed(const ry_trainer *tr, int64_t call);
 
+/* train_batch.c: whether the trainer batches independent calls (the VM
+ * on the CPU, no carried state, ry_train_opts.no_autobatch unset);
+ * ry_trainer_accumulate_n's k calls as one batch; and k examples' losses
+ * (losses[j]) and, with preds, @predict's results (preds[j], new) as
+ * batches. */
+bool train_batches(const ry_trainer *tr);
+ry_status train_accumulate_batched(ry_trainer *tr, int k, int ndata, ry_value *const *data,
+                                   double *losses, ry_error *err);
+ry_status train_eval_batched(ry_trainer *tr, int k, int ndata, ry_value *const *data,
+                             double *losses, ry_value **preds, ry_error *err);
+
 /* train_par.c: the worker pool. */
 void train_pool_free(struct train_pool *p);
 

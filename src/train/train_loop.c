@@ -56,21 +56,58 @@ static const ry_tensor *labels_of(const ry_value *v) {
     return v->kind == RY_VAL_TENSOR ? v->tensor : NULL;
 }
 
-static ry_status eval_call(ry_trainer *tr, const ry_train_data *d, ry_value **args, double *loss,
-                           int64_t *correct, int64_t *total, ry_error *err) {
-    if (ry_trainer_loss(tr, d->nargs, args, loss, err)) return RY_ERR;
-    if (d->label_arg < 0 || tr->npred_data < 0) return RY_OK;
-    ry_value *out;
-    if (ry_trainer_predict(tr, d->nargs, args, &out, err)) return RY_ERR;
+/* Adds the correct rows and the labelled rows of @predict's result out for
+ * the example args. */
+static ry_status count_correct(const ry_train_data *d, ry_value *const *args, const ry_value *out,
+                               int64_t *correct, int64_t *total, ry_error *err) {
     const ry_value *s = out->kind == RY_VAL_TUPLE && out->tuple.n > 0 ? out->tuple.fields[0] : out;
     const ry_tensor *lab = labels_of(args[d->label_arg]);
     int64_t c = 0, t = 0;
     ry_status st = s->kind == RY_VAL_TENSOR && lab
                        ? ry_accuracy_count(s->tensor, lab, &c, &t, err)
                        : ry_error_at(err, RY_NO_SPAN, "@predict gave no scores to compare");
-    ry_value_release(out);
     *correct += c;
     *total += t;
+    return st;
+}
+
+static ry_status eval_call(ry_trainer *tr, const ry_train_data *d, ry_value **args, double *loss,
+                           int64_t *correct, int64_t *total, ry_error *err) {
+    if (ry_trainer_loss(tr, d->nargs, args, loss, err)) return RY_ERR;
+    if (d->label_arg < 0 || tr->npred_data < 0) return RY_OK;
+    ry_value *out;
+    if (ry_trainer_predict(tr, d->nargs, args, &out, err)) return RY_ERR;
+    ry_status st = count_correct(d, args, out, correct, total, err);
+    ry_value_release(out);
+    return st;
+}
+
+/* The examples idx[0..k) of per-example data fetched one by one and
+ * evaluated as one batch (train_batch.c): *sum += their losses. */
+static ry_status eval_batch(ry_trainer *tr, const ry_train_data *d, const int64_t *idx, int64_t k,
+                            double *sum, int64_t *correct, int64_t *total, ry_error *err) {
+    if (k > INT32_MAX / RY_TRAIN_MAX_DATA)
+        return ry_error_at(err, RY_NO_SPAN, "a batch of %lld examples is too large", (long long)k);
+    ry_value **args = ry_calloc((size_t)k * (size_t)d->nargs + 1, sizeof *args);
+    ry_value **preds = ry_calloc((size_t)k, sizeof *preds);
+    double *losses = ry_calloc((size_t)k, sizeof *losses);
+    ry_status st = args && preds && losses ? RY_OK : ry_error_at(err, RY_NO_SPAN, "out of memory");
+    int64_t got = 0;
+    for (; st == RY_OK && got < k; got++)
+        if (d->fetch(d, &idx[got], 1, args + got * d->nargs, err)) st = RY_ERR;
+    if (st) got--; /* a failed fetch holds nothing */
+    bool acc = d->label_arg >= 0 && tr->npred_data >= 0;
+    if (st == RY_OK)
+        st = train_eval_batched(tr, (int)k, d->nargs, args, losses, acc ? preds : NULL, err);
+    for (int64_t j = 0; st == RY_OK && j < k; j++) {
+        *sum += losses[j];
+        if (acc) st = count_correct(d, args + j * d->nargs, preds[j], correct, total, err);
+    }
+    for (int64_t j = 0; preds && j < k; j++) ry_value_release(preds[j]);
+    if (args) release_n((int)(got * d->nargs), args);
+    ry_free(args);
+    ry_free(preds);
+    ry_free(losses);
     return st;
 }
 
@@ -80,7 +117,9 @@ ry_status train_evaluate_part(ry_trainer *tr, const ry_train_data *d, int64_t ba
         return ry_error_at(err, RY_NO_SPAN, "the data gives %d values, the model takes %d",
                            d->nargs, ry_trainer_ndata(tr));
     ry_loader *l;
-    ry_loader_opts lo = {.batch = d->per_example ? 1 : (batch > 0 ? batch : 32),
+    /* per-example data: one call per example, or (autobatch_eval) a batch of them batched */
+    bool batched = d->per_example && train_batches(tr) && tr->opts.autobatch_eval && batch > 1;
+    ry_loader_opts lo = {.batch = d->per_example && !batched ? 1 : (batch > 0 ? batch : 32),
                          .drop_last = d->drop_last};
     if (ry_loader_new(d->n, &lo, &l, err)) return RY_ERR;
     double sum = 0;
@@ -89,6 +128,11 @@ ry_status train_evaluate_part(ry_trainer *tr, const ry_train_data *d, int64_t ba
     ry_status st = RY_OK;
     for (int64_t k, b = 0; st == RY_OK && (k = ry_loader_next(l, &idx)) > 0; b++) {
         if (b % nparts != part) continue;
+        if (batched) {
+            st = eval_batch(tr, d, idx, k, &sum, &correct, &total, err);
+            seen += k;
+            continue;
+        }
         ry_value *args[RY_TRAIN_MAX_DATA];
         double bl = 0;
         if ((st = d->fetch(d, idx, k, args, err))) break;

@@ -257,6 +257,7 @@ ry_status ry_trainer_accumulate_n(ry_trainer *tr, int k, int ndata, ry_value *co
     if (ndata != tr->nloss_data - tr->nstate)
         return ry_error_at(err, RY_NO_SPAN, "@%s takes %d data values, %d given", tr->loss_name,
                            tr->nloss_data - tr->nstate, ndata);
+    if (k > 1 && train_batches(tr)) return train_accumulate_batched(tr, k, ndata, data, losses, err);
     int nthreads = tr->opts.threads > 0 ? tr->opts.threads : ry_get_num_threads();
     if (nthreads > MAX_WORKERS) nthreads = MAX_WORKERS;
     if (nthreads > k) nthreads = k;

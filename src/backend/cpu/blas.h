@@ -43,6 +43,13 @@ ry_status ry_cpu_blas_ready(ry_kernel_ctx *c);
 /* Tests: leave out relayc's own check of the address space, so that a
  * shortage reaches OpenBLAS and only the deadline catches it. */
 void ry_cpu_blas_skip_probe(bool skip);
+/* A GEMM with at most RY_GEMM_FEW_ROWS rows of C (and op(A) = A) runs as
+ * one GEMV per row: measured here for the Tree-LSTM's (M x 300)(300 x 750)
+ * and (M x 750)(750 x 300), M GEMVs take 30 / 46 us at M = 2 and 92 / 67
+ * at M = 4 where sgemm, packing all of B, takes 100-130 (at M = 8, 150
+ * against 160-190). Each row then has the bits of its one-row product,
+ * so automatic batching's small groups give the one-by-one results. */
+#define RY_GEMM_FEW_ROWS 4
 
 /* OpenBLAS sends GEMMs of at most 100^3 multiply-adds to its small-matrix
  * kernels (sgemm_small_kernel_permit), which round differently from its

@@ -271,6 +271,14 @@ void ry_cpu_gemm(bool f64, bool ta, bool tb, int64_t M, int64_t N, int64_t K, do
         gemv(f64, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
+    /* a few rows (automatic batching's small groups): one GEMV each (blas.h) */
+    if (!ta && M <= RY_GEMM_FEW_ROWS) {
+        size_t es = f64 ? sizeof(double) : sizeof(float);
+        for (int64_t m = 0; m < M; m++)
+            gemv(f64, ta, tb, 1, N, K, alpha, (const char *)A + (size_t)(m * lda) * es, lda, B, ldb,
+                 beta, (char *)C + (size_t)(m * ldc) * es, ldc);
+        return;
+    }
     gemm_split s = {f64, ta, tb, false, M, N, K, lda, ldb, ldc, 0, 1, alpha, beta, A, B, C};
     s.parts = plan_split(f64, ta, tb, M, N, K, &s.by_n);
     s.D = s.by_n ? N : M;
