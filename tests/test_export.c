@@ -728,6 +728,51 @@ static void test_treelstm(void **s) {
     assert_log_contains("has 100000 bytes, the model needs");
 }
 
+/* The char-LSTM's @predict (recursion over the time step, if, a
+ * concatenation that grows by a step each level, so the scores' time
+ * dim is one only run time knows): exported with random weights and
+ * compared with relayc run at two batch and window sizes, its scores an
+ * array the call fills. A window longer than the recursion limit is a
+ * located error. */
+static void test_charlstm(void **s) {
+    char ckpt[512], dir[512];
+    snprintf(ckpt, sizeof ckpt, "%s/cl.h5", tmpdir);
+    snprintf(dir, sizeof dir, "%s/cl_c", tmpdir);
+    random_checkpoint("models/charlstm.relay", "predict", ckpt, 9);
+    must(sh("%s export models/charlstm.relay --checkpoint %s -o %s", relayc(), ckpt, dir), "relayc export charlstm");
+    build_with(dir, true);
+    const int64_t sizes[][2] = {{1, 1}, {3, 7}};
+    for (int k = 0; k < 2; k++) {
+        int64_t n = sizes[k][0], t = sizes[k][1];
+        ry_tensor *x = ry_tensor_new(RY_INT32, 2, (int64_t[]){n, t});
+        for (int64_t i = 0; i < x->size; i++) ((int32_t *)x->data)[i] = (int32_t)((i * 17 + k) % 65);
+        char path[600];
+        snprintf(path, sizeof path, "%s/x.npy", tmpdir);
+        ry_error err;
+        assert_int_equal(ry_npy_write(path, x, &err), RY_OK);
+        ry_tensor_release(x);
+        random_npy("h0", 2, (int64_t[]){n, 256}, 3 + (uint64_t)k);
+        random_npy("c0", 2, (int64_t[]){n, 256}, 5 + (uint64_t)k);
+        const char *names[] = {"x", "h0", "c0"};
+        compare_inputs("models/charlstm.relay", dir, ckpt, names, 3, 3);
+    }
+    /* a window of 2500 steps: deeper than CHARLSTM_MAX_DEPTH */
+    ry_tensor *x = ry_tensor_new(RY_INT32, 2, (int64_t[]){1, 2500});
+    memset(x->data, 0, ry_tensor_nbytes(x));
+    char path[600];
+    snprintf(path, sizeof path, "%s/x.npy", tmpdir);
+    ry_error err;
+    assert_int_equal(ry_npy_write(path, x, &err), RY_OK);
+    ry_tensor_release(x);
+    random_npy("h0", 2, (int64_t[]){1, 256}, 3);
+    random_npy("c0", 2, (int64_t[]){1, 256}, 5);
+    assert_int_equal(sh("%s/example %s/x.npy %s/h0.npy %s/c0.npy %s/o0.npy %s/o1.npy %s/o2.npy", dir, tmpdir, tmpdir, tmpdir,
+                        tmpdir, tmpdir, tmpdir),
+                     6);
+    assert_log_contains("models/charlstm.relay:");
+    assert_log_contains(": the recursion is deeper than 2000 calls (CHARLSTM_MAX_DEPTH)");
+}
+
 static int setup(void **s) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/relayc_export_XXXXXX");
     return mkdtemp(tmpdir) ? 0 : -1;
@@ -748,7 +793,7 @@ int main(void) {
         cmocka_unit_test(test_corpus_programs),
         cmocka_unit_test(test_weights_checked), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_run_checkpoint_shapes), cmocka_unit_test(test_train_export),
-        cmocka_unit_test(test_treelstm),
+        cmocka_unit_test(test_treelstm),      cmocka_unit_test(test_charlstm),
     };
     const char *filter = getenv("RY_TEST_FILTER"); /* e.g. RY_TEST_FILTER=test_treelstm */
     if (filter) cmocka_set_test_filter(filter);

@@ -127,11 +127,37 @@ static const char *ori(cemit *c, const cval *x, int a0, int a1) {
                     ry_c_dims_count(c, x, none ? a0 : a1 + 1, x->ndim));
 }
 
+/* sum/max/min of int32 or int64 (a length counted from a tensor): a loop
+ * accumulating in int64 in index order, as the CPU target does; the sum
+ * wraps to the dtype. */
+static ry_status int_reduce(cemit *c, const ry_expr *call, const cval *x, int a0, int a1, cval **out) {
+    const char *name = ry_c_op(call)->name;
+    int kind = strcmp(name, "sum") == 0 ? 0 : strcmp(name, "max") == 0 ? 2 : strcmp(name, "min") == 0 ? 3 : -1;
+    if (kind < 0) return ry_c_fail(c, call->span, "%s of integers has no C kernel in the export yet", name);
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    bool none = a0 == x->ndim;
+    const char *O = ry_c_dims_count(c, x, 0, a0), *R = ry_c_dims_count(c, x, a0, none ? a0 : a1 + 1);
+    const char *I = ry_c_dims_count(c, x, none ? a0 : a1 + 1, x->ndim);
+    const char *init = kind == 0 ? "0" : kind == 2 ? "INT64_MIN" : "INT64_MAX";
+    const char *step = kind == 0 ? "acc += v" : kind == 2 ? "acc = v > acc ? v : acc" : "acc = v < acc ? v : acc";
+    ry_sb_printf(&c->body, "    for (int64_t o = 0; o < %s; o++)\n        for (int64_t i = 0; i < %s; i++) {\n"
+                           "            int64_t acc = %s;\n"
+                           "            for (int64_t r = 0; r < %s; r++) {\n                const int64_t v = %s[(o * %s + r) * %s + i];\n"
+                           "                %s;\n            }\n"
+                           "            %s[o * %s + i] = (%s)acc;\n        }\n",
+                 O, I, init, R, x->c, R, I, step, (*out)->c, I, ry_c_ctype((*out)->dtype));
+    return RY_OK;
+}
+
 /* sum/mean/max/min; keepdims is only in the type. */
 static ry_status emit_reduce(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
     const cval *x = args[0];
     int a0, a1;
+    if (!x->tuple && (x->dtype == RY_INT32 || x->dtype == RY_INT64)) {
+        if (reduced_run(c, call, x, &a0, &a1)) return RY_ERR;
+        return int_reduce(c, call, x, a0, a1, out);
+    }
     if (ry_c_need_f32(c, call, x) || reduced_run(c, call, x, &a0, &a1)) return RY_ERR;
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const char *names[] = {"sum", "mean", "max", "min"};

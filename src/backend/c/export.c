@@ -141,12 +141,40 @@ static bool has_sym(const cmodel *md, const char *s) {
     return false;
 }
 
+/* The tensor types of t depth-first into ts[*n..cap). */
+static void flat_types(const ry_type *t, const ry_type **ts, int *n, int cap) {
+    if (t && t->kind == RY_TYPE_TUPLE) {
+        for (int i = 0; i < t->tuple.n; i++) flat_types(t->tuple.fields[i], ts, n, cap);
+    } else if (*n < cap) {
+        ts[(*n)++] = t;
+    }
+}
+
+static bool entry_dim(const cmodel *md, const ry_dim *d) {
+    return d->kind == RY_DIM_CONST || (d->kind == RY_DIM_SYM && has_sym(md, d->name));
+}
+
 /* Every symbolic dim of each output is one of the entry's; with control
- * flow over data, an output with another is filled by the call (out_dyn). */
-static ry_status check_syms(cemit *c, cmodel *md, ry_span span) {
+ * flow over data, a dim held in a local that the entry's type gives as a
+ * constant or an input's dim is checked equal to it when the call ends
+ * (the type guarantees it) and becomes it, and an output with another
+ * dim still is filled by the call (out_dyn). */
+static ry_status check_syms(cemit *c, cmodel *md, const ry_type *ret, ry_span span) {
     md->out_dyn = RY_NEW_ARRAY(c->a, bool, md->nouts + 1);
+    const ry_type **ts = RY_NEW_ARRAY(c->a, const ry_type *, md->nouts + 1);
+    int nts = 0;
+    flat_types(ret, ts, &nts, md->nouts);
     for (int k = 0; k < md->nouts; k++) {
-        const cval *v = md->outs[k];
+        cval *v = (cval *)md->outs[k];
+        const ry_type *t = nts == md->nouts ? ts[k] : NULL;
+        for (int i = 0; md->dyn && !v->boxed && t && t->kind == RY_TYPE_TENSOR && t->tensor.ndim == v->ndim && i < v->ndim; i++) {
+            const ry_dim *d = &t->tensor.dims[i];
+            if (entry_dim(md, &v->dims[i]) || !entry_dim(md, d)) continue;
+            const char *msg = ry_c_fmt(c, "%s: result %d: dimension %d differs from the entry's type", ry_c_where(c, span), k, i);
+            ry_sb_printf(&c->body, "    if (%s != %s) %s\n", ry_c_dim(c, &v->dims[i]), ry_c_dim(c, d),
+                         ry_c_fail_stmt(c, "RT_E_DIM", msg));
+            v->dims[i] = *d;
+        }
         if (v->boxed) {
             char buf[128];
             return ry_c_fail(c, span, "the result holds a value of type %s (the entry's results must be tensors)",
@@ -341,7 +369,7 @@ ry_status ry_export_c(ry_module *m, const char *entry, const ry_param_set *weigh
         int n = count_tensors(res);
         md.outs = RY_NEW_ARRAY(c.a, const cval *, n + 1);
         flatten(&c, res, &md, n);
-        st = check_syms(&c, &md, fn->span);
+        st = check_syms(&c, &md, fn->func.body->type, fn->span);
     }
     if (st == RY_OK) {
         ry_c_collect_adts(&c, &md);
