@@ -187,6 +187,8 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
                       "            s = t;\n        }\n        s[len++] = (char)ch;\n    }\n"
                       "    fclose(f);\n    if (!s && !(s = malloc(1))) return NULL;\n    s[len] = 0;\n    return s;\n}\n");
     ry_sb_printf(b, "\nstatic const int npy_codes[] = {%s_FLOAT32, %s_FLOAT64, %s_INT32, %s_INT64, %s_BOOL};\n\n", N, N, N, N, N);
+    ry_sb_puts(b, "static int cmp_double(const void *x, const void *y) {\n"
+                  "    double a = *(const double *)x, b = *(const double *)y;\n    return (a > b) - (a < b);\n}\n\n");
     ry_sb_printf(b, "int main(int argc, char **argv) {\n    char wpath[4096], msg[512];\n    int a = 1;\n");
     if (md->embed) {
         ry_sb_puts(b, "    const char *weights = NULL;\n    (void)wpath;\n");
@@ -235,16 +237,23 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
     if (!md->nadts) ry_sb_puts(b, open_ctx);
     ry_sb_printf(b, "    if (rc == 0 && (rc = %s_%s_run(ctx, in, out)) != %s_OK) fprintf(stderr, \"%%s\\n\", %s_error(ctx));\n",
                  n, e, N, n);
-    /* -r N: N more calls timed (the first, which sizes the scratch, is not) */
+    /* -r N: N more calls timed one by one (the first, which sizes the scratch, is not): mean and median */
     ry_sb_printf(b, "    if (rc == 0 && repeat > 0) {\n"
-                    "        struct timespec t0, t1;\n        timespec_get(&t0, TIME_UTC);\n"
+                    "        double *us = malloc(sizeof *us * (size_t)repeat), sum = 0;\n"
+                    "        if (!us) rc = %s_ERR_MEMORY;\n"
                     "        for (long r = 0; r < repeat && rc == 0; r++) {\n"
+                    "            struct timespec t0, t1;\n"
                     "            for (int i = 0; i < %s_%s_NOUT; i++) free(out[i].data);\n"
-                    "            rc = %s_%s_run(ctx, in, out);\n        }\n"
-                    "        timespec_get(&t1, TIME_UTC);\n"
-                    "        double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3 / (double)repeat;\n"
-                    "        fprintf(stderr, \"%%ld calls: %%.2f us per call\\n\", repeat, us);\n    }\n",
-                 N, e, n, e);
+                    "            timespec_get(&t0, TIME_UTC);\n"
+                    "            rc = %s_%s_run(ctx, in, out);\n"
+                    "            timespec_get(&t1, TIME_UTC);\n"
+                    "            us[r] = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3;\n"
+                    "            sum += us[r];\n        }\n"
+                    "        if (rc == 0) {\n"
+                    "            qsort(us, (size_t)repeat, sizeof *us, cmp_double);\n"
+                    "            fprintf(stderr, \"%%ld calls: %%.2f us per call, median %%.2f us\\n\", repeat, sum / (double)repeat, us[repeat / 2]);\n"
+                    "        }\n        free(us);\n    }\n",
+                 N, N, e, n, e);
     ry_sb_printf(b, "    for (int i = 0; i < %s_%s_NOUT && rc == 0; i++) {\n"
                     "        npy_array t = {0, out[i].ndim, {0}, out[i].data};\n"
                     "        for (int k = 0; k < 5; k++)\n            if (npy_codes[k] == out[i].dtype) t.dtype = k;\n"
