@@ -89,8 +89,10 @@ typedef struct cemit {
     const char **spec_key, **spec_name;
     int spec_cap;
     /* in a function being emitted: a parameter's dim symbol -> the local holding it */
-    int nsymmap;
-    const char *sym_from[64], *sym_to[64];
+    struct ry_c_symmap {
+        int n;
+        const char *from[64], *to[64];
+    } syms_of_params;
     const char *name;  /* the model's C prefix (NAME_ctx) */
 } cemit;
 
@@ -195,6 +197,8 @@ typedef struct ry_c_env {
 
 /* The value of expression e (emitting its code), or NULL after a located error. */
 cval *ry_c_value(cemit *c, ry_c_env *en, const ry_expr *e);
+/* A tuple value of n fields (all NULL until set). */
+cval *ry_c_tuple_val(cemit *c, int n);
 /* A tensor value of type t over the data expression expr. */
 cval *ry_c_tensor_val(cemit *c, const char *expr, const ry_type *t);
 /* The pointers (and run-time dims) an if's or a match's branches all set,

@@ -94,11 +94,7 @@ static cval *boxed(cemit *c, const char *expr, const ry_type *t) {
 /* params: a function's parameters, whose equal dim symbols share one local */
 cval *ry_c_unbox(cemit *c, const char *box, const ry_type *t, bool params) {
     if (t && t->kind == RY_TYPE_TUPLE) {
-        cval *v = RY_NEW(c->a, cval);
-        v->tuple = true;
-        v->n = t->tuple.n;
-        v->weight = -1;
-        v->fields = RY_NEW_ARRAY(c->a, cval *, v->n + 1);
+        cval *v = ry_c_tuple_val(c, t->tuple.n);
         for (int i = 0; i < v->n; i++)
             if (!(v->fields[i] = ry_c_unbox(c, ry_c_fmt(c, "%s->f[%d]", box, i), t->tuple.fields[i], params))) return NULL;
         return v;
@@ -117,17 +113,18 @@ cval *ry_c_unbox(cemit *c, const char *box, const ry_type *t, bool params) {
     for (int i = 0; i < u->tensor.ndim; i++) {
         ry_dim *d = &u->tensor.dims[i];
         if (d->kind == RY_DIM_CONST) continue;
+        struct ry_c_symmap *sm = &c->syms_of_params;
         int k = 0;
-        while (params && d->kind == RY_DIM_SYM && k < c->nsymmap && strcmp(c->sym_from[k], d->name) != 0) k++;
-        if (params && d->kind == RY_DIM_SYM && k < c->nsymmap) {
-            *d = (ry_dim){.kind = RY_DIM_SYM, .name = c->sym_to[k]};
+        while (params && d->kind == RY_DIM_SYM && k < sm->n && strcmp(sm->from[k], d->name) != 0) k++;
+        if (params && d->kind == RY_DIM_SYM && k < sm->n) {
+            *d = (ry_dim){.kind = RY_DIM_SYM, .name = sm->to[k]};
             continue;
         }
         const char *name = ry_c_tmp(c, "_d");
         ry_sb_printf(&c->body, "    const int64_t %s = %s->shape[%d];\n    (void)%s;\n", name, box, i, name);
-        if (params && d->kind == RY_DIM_SYM && c->nsymmap < 64) {
-            c->sym_from[c->nsymmap] = d->name;
-            c->sym_to[c->nsymmap++] = name;
+        if (params && d->kind == RY_DIM_SYM && sm->n < 64) {
+            sm->from[sm->n] = d->name;
+            sm->to[sm->n++] = name;
         }
         *d = (ry_dim){.kind = RY_DIM_SYM, .name = name};
     }
@@ -141,8 +138,7 @@ cval *ry_c_unbox(cemit *c, const char *box, const ry_type *t, bool params) {
 typedef struct fnstate {
     strbuf body;
     int cur, nested;
-    int nsymmap;
-    const char *sym_from[64], *sym_to[64];
+    struct ry_c_symmap syms;
 } fnstate;
 
 /* Starts a C function: statements now go to its body. */
@@ -150,11 +146,9 @@ static void fn_begin(cemit *c, fnstate *s, const char *name, const char *what, r
     s->body = c->body;
     s->cur = c->cur;
     s->nested = c->nested;
-    s->nsymmap = c->nsymmap;
-    memcpy(s->sym_from, c->sym_from, sizeof s->sym_from);
-    memcpy(s->sym_to, c->sym_to, sizeof s->sym_to);
+    s->syms = c->syms_of_params;
     memset(&c->body, 0, sizeof c->body);
-    c->nsymmap = 0;
+    c->syms_of_params.n = 0;
     c->cur = 0;
     c->nested = 0;
     ry_sb_printf(&c->protos, "static int %s(void *vctx, rt_val **res, rt_val *self, rt_val *const *args);\n", name);
@@ -176,9 +170,7 @@ static ry_status fn_end(cemit *c, fnstate *s, const cval *v, ry_span span) {
     c->body = s->body;
     c->cur = s->cur;
     c->nested = s->nested;
-    c->nsymmap = s->nsymmap;
-    memcpy(c->sym_from, s->sym_from, sizeof s->sym_from);
-    memcpy(c->sym_to, s->sym_to, sizeof s->sym_to);
+    c->syms_of_params = s->syms;
     return b && !c->failed ? RY_OK : RY_ERR;
 }
 
@@ -401,11 +393,7 @@ cval *ry_c_ref(cemit *c, ry_c_env *en, const ry_expr *e) {
     const char *b = x ? ry_c_box(c, x, e->span) : NULL;
     if (!b) return NULL;
     ry_sb_printf(&c->body, "    %s->f[0] = %s;\n", r->c, b);
-    cval *unit = RY_NEW(c->a, cval);
-    unit->tuple = true;
-    unit->weight = -1;
-    unit->fields = RY_NEW_ARRAY(c->a, cval *, 1);
-    return unit;
+    return ry_c_tuple_val(c, 0); /* () */
 }
 
 /* ---- match ---- */

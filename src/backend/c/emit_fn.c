@@ -138,14 +138,19 @@ ry_status ry_c_need_f32(cemit *c, const ry_expr *call, const cval *v) {
                      v->tuple ? "a tuple" : ry_dtype_name(v->dtype));
 }
 
+cval *ry_c_tuple_val(cemit *c, int n) {
+    cval *v = RY_NEW(c->a, cval);
+    v->tuple = true;
+    v->n = n;
+    v->weight = -1;
+    v->fields = RY_NEW_ARRAY(c->a, cval *, n + 1);
+    return v;
+}
+
 /* v of type t: a tuple of the values leaf gives for its tensors. */
 static cval *per_tensor(cemit *c, const ry_type *t, ry_span span, cval *(*leaf)(cemit *, const ry_type *, ry_span)) {
     if (!t || t->kind != RY_TYPE_TUPLE) return leaf(c, t, span);
-    cval *v = RY_NEW(c->a, cval);
-    v->tuple = true;
-    v->n = t->tuple.n;
-    v->weight = -1;
-    v->fields = RY_NEW_ARRAY(c->a, cval *, v->n + 1);
+    cval *v = ry_c_tuple_val(c, t->tuple.n);
     for (int i = 0; i < v->n; i++)
         if (!(v->fields[i] = per_tensor(c, t->tuple.fields[i], span, leaf))) return NULL;
     return v;
@@ -370,11 +375,7 @@ cval *ry_c_value(cemit *c, env *en, const ry_expr *e) {
     case RY_EXPR_CONST: return constant(c, e);
     case RY_EXPR_CALL: return call(c, en, e);
     case RY_EXPR_TUPLE: {
-        cval *t = RY_NEW(c->a, cval);
-        t->tuple = true;
-        t->n = e->tuple.n;
-        t->fields = RY_NEW_ARRAY(c->a, cval *, t->n + 1);
-        t->weight = -1;
+        cval *t = ry_c_tuple_val(c, e->tuple.n);
         for (int i = 0; i < t->n; i++)
             if (!(t->fields[i] = ry_c_value(c, en, e->tuple.fields[i]))) return NULL;
         return t;
