@@ -805,6 +805,12 @@ static void test_charlstm(void **s) {
                      6);
     assert_log_contains("models/charlstm.relay:");
     assert_log_contains(": the recursion is deeper than 2000 calls (CHARLSTM_MAX_DEPTH)");
+    /* a state of another batch than the window's: the dimension's error code, not a crash */
+    random_npy("h0", 2, (int64_t[]){2, 256}, 3);
+    assert_int_equal(sh("%s/example %s/x.npy %s/h0.npy %s/c0.npy %s/o0.npy %s/o1.npy %s/o2.npy", dir, tmpdir, tmpdir, tmpdir,
+                        tmpdir, tmpdir, tmpdir),
+                     4);
+    assert_log_contains("charlstm_predict: input h0: dimension 0 is 2, the model needs 1");
 }
 
 static int setup(void **s) {

@@ -157,9 +157,12 @@ void ry_c_write_readme(strbuf *b, const cmodel *md) {
     ry_sb_printf(b, "    make                  # example and lib%s.a: cc -std=c11 -O2, libm%s\n", n,
                  md->blas ? " and CBLAS (--blas)" : " only");
     ry_sb_puts(b, "    ./example");
-    for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, " %s.npy", md->arg_c[i]);
+    for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, " %s.%s", md->arg_c[i], ry_c_is_value_arg(md->args[i]) ? "txt" : "npy");
     for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, " out%d.npy", i);
     ry_sb_puts(b, "\n\n");
+    if (md->tree)
+        ry_sb_printf(b, "A %s argument is a text file holding the tree in PTB brackets, e.g.\n"
+                        "(3 (2 It) (4 (2 works) (2 .))); words are numbered by first appearance.\n\n", md->tree->name);
     ry_sb_printf(b, "From C: #include \"%s.h\" (the API is documented there) and link %s.o or\n"
                     "lib%s.a with -lm. ", n, n, n);
     if (md->embed) ry_sb_printf(b, "The weights are built into %s.c.\n", n);
@@ -203,7 +206,7 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
                     "        else repeat = strtol(argv[a + 1], NULL, 10);\n    }\n"
                     "    if (argc - a != %s_%s_NIN + %s_%s_NOUT || repeat < 0) {\n"
                     "        fprintf(stderr, \"usage: %%s [-w WEIGHTS] [-r REPEAT]", N, e, N, e);
-    for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, " %s.npy", md->arg_c[i]);
+    for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, " %s.%s", md->arg_c[i], ry_c_is_value_arg(md->args[i]) ? "txt" : "npy");
     for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, " OUT%d.npy", i);
     ry_sb_printf(b, "\\n\", argv[0]);\n        return 10;\n    }\n");
     ry_sb_printf(b, "    %s_array in[%s_%s_NIN + 1], out[%s_%s_NOUT + 1];\n", n, N, e, N, e);
