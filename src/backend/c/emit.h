@@ -79,6 +79,7 @@ typedef struct cemit {
      * C functions over rt_val (rt/value.c), buffers come from the context's
      * arena, and dims known only at run time are C locals (_d<k>) */
     bool dyn;
+    bool keep_all;     /* the program has refs: a frame's values may outlive it through one, so none is dropped */
     ry_module *m;
     const char *NAME;  /* the model's macro prefix (NAME_MAX_DEPTH) */
     strbuf funcs;      /* the C functions of globals and closures */
@@ -218,6 +219,8 @@ const char *ry_c_where(cemit *c, ry_span span);
 /* Whether the entry fn needs it: a call of a global, match, constructors,
  * closures, refs, a parameter that is not a tensor. */
 bool ry_c_needs_dyn(const ry_expr *fn);
+/* Whether any global of m makes or writes a ref. */
+bool ry_c_module_has_refs(const ry_module *m);
 cval *ry_c_match(cemit *c, ry_c_env *en, const ry_expr *e);
 cval *ry_c_call_value(cemit *c, ry_c_env *en, const ry_expr *e); /* a global, closure or constructor call */
 cval *ry_c_closure(cemit *c, ry_c_env *en, const ry_expr *fn, const ry_var *self);

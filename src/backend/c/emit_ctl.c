@@ -42,6 +42,21 @@ static bool dyn_expr(const ry_expr *e) {
     return false;
 }
 
+static bool has_refs(const ry_expr *e) {
+    if (e->kind == RY_EXPR_REF || e->kind == RY_EXPR_REF_WRITE) return true;
+    int slot;
+    const ry_expr *k;
+    for (int j = 0; (k = ry_expr_child(e, j, &slot)); j++)
+        if (has_refs(k)) return true;
+    return false;
+}
+
+bool ry_c_module_has_refs(const ry_module *m) {
+    for (int i = 0; i < m->nglobals; i++)
+        if (has_refs(m->globals[i]->func)) return true;
+    return false;
+}
+
 bool ry_c_needs_dyn(const ry_expr *fn) {
     for (int i = 0; i < fn->func.nparams; i++) {
         const ry_type *t = fn->func.params[i]->type;
@@ -77,7 +92,8 @@ const char *ry_c_box(cemit *c, const cval *v, ry_span span) {
         }
         return b;
     }
-    ry_sb_printf(&c->body, "    rt_val *%s = rt_tensor(&ctx->arena, (void *)%s, %d);\n    if (!%s) %s\n", b, v->c, v->ndim, b, oom(c));
+    ry_sb_printf(&c->body, "    rt_val *%s = rt_tensor(&ctx->arena, (void *)%s, %d, sizeof(%s));\n    if (!%s) %s\n", b, v->c, v->ndim,
+                 ry_c_ctype(v->dtype), b, oom(c));
     for (int i = 0; i < v->ndim; i++) ry_sb_printf(&c->body, "    %s->shape[%d] = %s;\n", b, i, ry_c_dim(c, &v->dims[i]));
     return b;
 }
@@ -159,11 +175,22 @@ static void fn_begin(cemit *c, fnstate *s, const char *name, const char *what, r
                            "        snprintf(ctx->msg, sizeof ctx->msg, \"%s: %s: the recursion is deeper than %%d calls (%s_MAX_DEPTH)\", %s_MAX_DEPTH);\n"
                            "        return RT_E_DEPTH;\n    }\n",
                  c->NAME, ry_c_where(c, span), what, c->NAME, c->NAME);
+    ry_sb_puts(&c->body, "    const rt_mark mark = rt_arena_mark(&ctx->arena);\n    (void)mark;\n");
+}
+
+/* Whether v holds only tensors and tuples (a result rt_keep can move). */
+static bool plain(const cval *v) {
+    if (v->boxed) return false;
+    for (int i = 0; v->tuple && i < v->n; i++)
+        if (!plain(v->fields[i])) return false;
+    return true;
 }
 
 /* Ends it with result v: boxed into *res. */
 static ry_status fn_end(cemit *c, fnstate *s, const cval *v, ry_span span) {
     const char *b = v ? ry_c_box(c, v, span) : NULL;
+    if (b && !c->keep_all && plain(v)) /* the frame's other values dropped */
+        ry_sb_printf(&c->body, "    rt_val *kept = %s;\n    if (rt_keep(&ctx->arena, mark, &kept, &ctx->keep) != RT_OK) %s\n", b, oom(c)), b = "kept";
     if (b) ry_sb_printf(&c->body, "    *res = %s;\n    ctx->depth--;\n    return RT_OK;\n}\n\n", b);
     if (c->body.data) ry_sb_puts(&c->funcs, c->body.data);
     ry_free(c->body.data);

@@ -37,7 +37,8 @@ static void emit_context(strbuf *b, const cemit *c, const cmodel *md, const ry_c
                     "    rt_scratch scratch;\n    char msg[512];\n",
                  n, w->n ? w->n : 1, c->npack ? c->npack : 1);
     if (md->dyn) ry_sb_puts(b, "    rt_arena arena;  /* a call's values and buffers, reset when it starts */\n"
-                               "    rt_arena values; /* the caller's ADT values */\n    int depth;\n");
+                               "    rt_arena values; /* the caller's ADT values */\n    int depth;\n"
+                               "    rt_scratch keep; /* a function's result while its frame is dropped */\n");
     ry_sb_puts(b, "};\n\n");
     if (!md->embed) {
         ry_sb_puts(b, "static const char manifest[] =\n    ");
@@ -53,7 +54,7 @@ static void emit_context(strbuf *b, const cemit *c, const cmodel *md, const ry_c
     ry_sb_printf(b, "void %s_close(%s_ctx *ctx) {\n    if (!ctx) return;\n"
                     "    for (int i = 0; i < %d; i++) free(ctx->pack[i]);\n"
                     "%s    free(ctx->scratch.p);\n    free(ctx->blob);\n    free(ctx);\n}\n\n",
-                 n, n, c->npack, md->dyn ? "    rt_arena_free(&ctx->arena);\n    rt_arena_free(&ctx->values);\n" : "");
+                 n, n, c->npack, md->dyn ? "    rt_arena_free(&ctx->arena);\n    rt_arena_free(&ctx->values);\n    free(ctx->keep.p);\n" : "");
     ry_sb_printf(b, "int %s_open(%s_ctx **out, const char *weights_path, char *msg, size_t n) {\n"
                     "    char dummy[8];\n    if (!msg) msg = dummy, n = sizeof dummy;\n    msg[0] = 0;\n"
                     "    if (!out) {\n        snprintf(msg, n, \"%s_open: out is NULL\");\n        return RT_E_ARG;\n    }\n"
@@ -118,7 +119,9 @@ static ry_status emit_entry(strbuf *b, cemit *c, const cmodel *md) {
     const char *n = md->name, *N = md->NAME, *e = md->entry;
     ry_c_entry_signature(b, md);
     ry_sb_puts(b, " {\n    if (!ctx) return RT_E_ARG;\n    ctx->msg[0] = 0;\n");
-    if (md->dyn) ry_sb_puts(b, "    rt_arena_reset(&ctx->arena);\n    ctx->depth = 0;\n    int rc = RT_OK;\n    (void)rc;\n");
+    if (md->dyn) /* (void): the runtime's frame functions, which a program with refs does not call */
+        ry_sb_puts(b, "    rt_arena_reset(&ctx->arena);\n    ctx->depth = 0;\n    int rc = RT_OK;\n    (void)rc;\n"
+                      "    (void)rt_keep;\n    (void)rt_arena_mark;\n");
     wsym_constants(b, md);
     for (int i = 0; i < md->nargs; i++)
         ry_sb_printf(b, "    if (!%s) return fail(ctx, RT_E_ARG, \"%s_%s: input %s is NULL\");\n", md->arg_c[i], n, e, md->arg_c[i]);

@@ -117,10 +117,10 @@ void ry_c_write_values(strbuf *b, const cmodel *md) {
                 if (scalar_field(k->fields[f])) {
                     const char *ct = ry_c_ctype(k->fields[f]->tensor.dtype);
                     ry_sb_printf(b, "    %s *d%d = rt_alloc(&ctx->values, sizeof *d%d);\n"
-                                    "    if (!d%d || !(v->f[%d] = rt_tensor(&ctx->values, d%d, 0))) {\n"
+                                    "    if (!d%d || !(v->f[%d] = rt_tensor(&ctx->values, d%d, 0, sizeof *d%d))) {\n"
                                     "        fail(ctx, RT_E_MEMORY, \"out of memory\");\n        return NULL;\n    }\n"
                                     "    *d%d = f%d;\n",
-                                 ct, f, f, f, f, f, f, f);
+                                 ct, f, f, f, f, f, f, f, f);
                 } else {
                     ry_sb_printf(b, "    if (!f%d || f%d->v.kind != RT_V_ADT) {\n"
                                     "        fail(ctx, RT_E_ARG, \"%s_%s: field %d is not a value\");\n        return NULL;\n    }\n"

@@ -360,6 +360,7 @@ ry_status ry_export_c(ry_module *m, const char *entry, const ry_param_set *weigh
     cval *res = NULL;
     /* recursion, match, ADTs, closures, refs: emit_ctl.c's */
     md.dyn = c.dyn = ry_c_needs_dyn(fn);
+    c.keep_all = ry_c_module_has_refs(m);
     c.m = m;
     c.name = md.name;
     c.NAME = md.NAME;

@@ -27,6 +27,7 @@ struct rt_val {
     int32_t tag;  /* RT_V_ADT: the constructor's index in its type */
     int32_t n;    /* fields (tuple, ADT, captures; a ref has one); a tensor's rank */
     int64_t shape[RT_VMAX_RANK];
+    int64_t esize; /* a tensor's bytes per element */
     void *data;   /* a tensor's elements, row-major */
     rt_val **f;
     rt_fn fn;
@@ -70,7 +71,12 @@ static void *rt_alloc(rt_arena *a, size_t n) {
             return p;
         }
     }
-    size_t cap = n > ((size_t)1 << 16) ? n : ((size_t)1 << 16);
+    /* at least all the chunks so far hold: the total doubles, so a call that
+     * needs ever larger buffers makes few chunks, and a later one reuses them */
+    size_t cap = (size_t)1 << 16, total = 0;
+    for (rt_chunk *c = a->head; c; c = c->next) total += c->cap;
+    if (cap < total) cap = total;
+    if (cap < n) cap = n;
     if (cap > SIZE_MAX - RT_CHUNK_HDR) return NULL;
     rt_chunk *k = aligned_alloc(64, ((RT_CHUNK_HDR + cap) + 63) & ~(size_t)63);
     if (!k) return NULL;
@@ -100,11 +106,106 @@ static rt_val *rt_new(rt_arena *a, int kind, int n) {
     return v;
 }
 
-/* A tensor value over data (not copied) of rank ndim; the caller fills shape. */
-static rt_val *rt_tensor(rt_arena *a, void *data, int ndim) {
+/* A tensor value over data (not copied) of rank ndim, esize bytes an
+ * element; the caller fills shape. */
+static rt_val *rt_tensor(rt_arena *a, void *data, int ndim, int64_t esize) {
     rt_val *v = rt_new(a, RT_V_TENSOR, 0);
     if (!v) return NULL;
     v->n = ndim;
+    v->esize = esize;
     v->data = data;
     return v;
+}
+
+/* ---- a frame's garbage ----
+ * A function of a program without refs returns its result's tensors and
+ * tuples and drops what else it made: the result is saved aside, the
+ * arena rewound to where the function started, and the result made again
+ * there (what lies below the mark, an argument's or a weight's data, is
+ * kept in place). So a recursion holds its live values, not every step's
+ * temporaries. */
+typedef struct rt_mark {
+    rt_chunk *k;
+    size_t used;
+} rt_mark;
+
+static rt_mark rt_arena_mark(const rt_arena *a) { return (rt_mark){a->cur, a->cur ? a->cur->used : 0}; }
+
+/* Whether p was allocated from a after mark m. */
+static int rt_above(const rt_arena *a, rt_mark m, const void *p) {
+    const char *q = p;
+    for (rt_chunk *k = m.k ? m.k : a->head; k; k = k->next) {
+        const char *base = (const char *)k + RT_CHUNK_HDR;
+        size_t from = k == m.k ? m.used : 0;
+        if (q >= base + from && q < base + k->used) return 1;
+    }
+    return 0;
+}
+
+static void rt_arena_rewind(rt_arena *a, rt_mark m) {
+    for (rt_chunk *k = m.k ? m.k->next : a->head; k; k = k->next) k->used = 0;
+    if (m.k) m.k->used = m.used;
+    a->cur = m.k ? m.k : a->head;
+}
+
+/* The bytes v's saved form takes: each node, and the data above m. */
+static size_t rt_saved_size(const rt_arena *a, rt_mark m, const rt_val *v) {
+    size_t n = sizeof *v + sizeof(rt_val *) * (size_t)(v->kind == RT_V_TUPLE ? v->n : 0);
+    if (v->kind == RT_V_TUPLE)
+        for (int i = 0; i < v->n; i++) n += rt_saved_size(a, m, v->f[i]);
+    else if (rt_above(a, m, v->data)) {
+        int64_t c = v->esize;
+        for (int i = 0; i < v->n; i++) c *= v->shape[i];
+        n += ((size_t)c + 7) & ~(size_t)7; /* the next node stays aligned */
+    }
+    return n;
+}
+
+static char *rt_save(const rt_arena *a, rt_mark m, const rt_val *v, char *p) {
+    memcpy(p, v, sizeof *v);
+    rt_val *saved = (rt_val *)p;
+    p += sizeof *v;
+    if (v->kind == RT_V_TUPLE) {
+        for (int i = 0; i < v->n; i++) p = rt_save(a, m, v->f[i], p);
+        return p;
+    }
+    saved->tag = rt_above(a, m, v->data); /* a tensor's tag: its data follows */
+    if (saved->tag) {
+        int64_t c = v->esize;
+        for (int i = 0; i < v->n; i++) c *= v->shape[i];
+        memcpy(p, v->data, (size_t)c);
+        p += ((size_t)c + 7) & ~(size_t)7;
+    }
+    return p;
+}
+
+static const char *rt_load(rt_arena *a, const char *p, rt_val **out) {
+    const rt_val *s = (const rt_val *)p;
+    p += sizeof *s;
+    rt_val *v = rt_new(a, s->kind, s->kind == RT_V_TUPLE ? s->n : 0);
+    if (!v) return NULL;
+    memcpy(v->shape, s->shape, sizeof v->shape);
+    v->n = s->n, v->esize = s->esize, v->data = s->data;
+    *out = v;
+    if (s->kind == RT_V_TUPLE) {
+        for (int i = 0; i < s->n && p; i++) p = rt_load(a, p, &v->f[i]);
+        return p;
+    }
+    if (s->tag) {
+        int64_t c = s->esize;
+        for (int i = 0; i < s->n; i++) c *= s->shape[i];
+        if (!(v->data = rt_alloc(a, (size_t)c))) return NULL;
+        memcpy(v->data, p, (size_t)c);
+        p += ((size_t)c + 7) & ~(size_t)7;
+    }
+    return p;
+}
+
+/* *res (tensors and tuples) kept, the rest since m dropped; tmp: the
+ * context's buffer for the saved form (grown, kept). */
+static int rt_keep(rt_arena *a, rt_mark m, rt_val **res, rt_scratch *tmp) {
+    if (rt_reserve(tmp, rt_saved_size(a, m, *res)) != RT_OK) return RT_E_MEMORY;
+    rt_save(a, m, *res, tmp->p);
+    rt_arena_rewind(a, m);
+    return rt_load(a, tmp->p, res) ? RT_OK : RT_E_MEMORY;
 }
