@@ -149,10 +149,12 @@ static ry_status emit_entry(strbuf *b, cemit *c, const cmodel *md) {
         /* its shape is known now: a new buffer of it */
         ry_sb_printf(b, "    out%d->dtype = %s;\n    out%d->ndim = %d;\n", i, ry_c_dtype_code(md, o->dtype), i, o->ndim);
         for (int k = 0; k < o->ndim; k++) ry_sb_printf(b, "    out%d->shape[%d] = %s;\n", i, k, ry_c_dim(c, &o->dims[k]));
-        ry_sb_printf(b, "    out%d->data = malloc(sizeof(%s) * (size_t)(%s) + 1);\n"
-                        "    if (!out%d->data) return fail(ctx, RT_E_MEMORY, \"out of memory for the outputs\");\n"
+        ry_sb_printf(b, "    out%d->data = malloc(sizeof(%s) * (size_t)(%s) + 1);\n    if (!out%d->data) {\n", i, ct, count, i);
+        for (int k = 0; k < i; k++) /* the outputs filled before it: released, so a failure leaves none */
+            if (md->out_dyn[k]) ry_sb_printf(b, "        free(out%d->data);\n        out%d->data = NULL;\n", k, k);
+        ry_sb_printf(b, "        return fail(ctx, RT_E_MEMORY, \"out of memory for the outputs\");\n    }\n"
                         "    memcpy(out%d->data, %s, sizeof(%s) * (size_t)(%s));\n",
-                     i, ct, count, i, i, o->c, ct, count);
+                     i, o->c, ct, count);
     }
     ry_sb_puts(b, "    return RT_OK;\n}\n\n");
     return RY_OK;
