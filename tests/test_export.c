@@ -16,7 +16,14 @@
  * under valgrind), a damaged or another model's weights file (CRC, size),
  * a checkpoint of another model (refused by export and run). --blas
  * builds against OpenBLAS where it is installed; relayc train --export
- * exports what the run's last checkpoint holds.
+ * exports what the run's last checkpoint holds. Control flow over data:
+ * the Tree-LSTM on PTB strings and the char-LSTM against relayc run, the
+ * tree constructors from a C driver (tests/export_c/tree_driver.c), the
+ * programs of tests/export/ with ADTs, match, recursion, closures and
+ * refs against the VM, malformed trees, too deep a recursion, a wrong
+ * batch and a wrong-size weights file as error codes with their
+ * messages, a long window in bounded memory, and the generated
+ * recursion under valgrind. RY_TEST_FILTER=test_NAME runs one test.
  */
 #include <dirent.h>
 #include <stdlib.h>
