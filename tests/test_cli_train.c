@@ -62,14 +62,7 @@ static void assert_out_contains(const char *what) {
     if (!strstr(out, what)) fail_msg("output lacks '%s':\n%s", what, out);
 }
 
-static void write_text(const char *name, const char *text) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
+static void write_text(const char *name, const char *text) { write_text_in(dir, name, text); }
 
 /* A least-squares model of x (n, 4) -> y (n, 2), its input through
  * dropout or not. */

@@ -89,6 +89,16 @@ static inline void rm_dir(const char *dir) {
     rmdir(dir);
 }
 
+/* dir/name := text (a test's input file). */
+static inline void write_text_in(const char *dir, const char *name, const char *text) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
 /* op's kernel on the CPU target (src/backend/target.h), or NULL. */
 static inline ry_kernel_fn cpu_kernel(const ry_op *op) {
     const ry_kernel *k = ry_target_kernel(ry_target_cpu(), op);

@@ -32,6 +32,9 @@ struct cval {
     ry_dim dims[RY_MAX_RANK];
     int weight; /* the weight it is (index in the weights table), or -1 */
     bool scratch; /* its data is a scratch buffer of the entry's (or a view of one) */
+    bool boxed;   /* an ADT, closure or ref (or a value of a type variable): c is its rt_val * */
+    const ry_type *type; /* boxed: its type */
+    ry_dim *seen; /* a join's dims (c->dyn): what every branch so far gave, a constant or ? */
 };
 
 /* The export runtime's files (rt/NAME.c) an artifact needs, by bit. */
@@ -72,6 +75,26 @@ typedef struct cemit {
     int nested;       /* inside an if's branches: nothing is computed in place */
     int njoin;        /* an if's results: r<k> */
     int *pack_of;     /* [2 w + t]: weight w's pack as a GEMM's b, read transposed (t = 1) or not; -1: none */
+    /* control flow over data (emit_ctl.c): the globals the entry calls become
+     * C functions over rt_val (rt/value.c), buffers come from the context's
+     * arena, and dims known only at run time are C locals (_d<k>) */
+    bool dyn;
+    bool keep_all;     /* the program has refs: a frame's values may outlive it through one, so none is dropped */
+    ry_module *m;
+    const char *NAME;  /* the model's macro prefix (NAME_MAX_DEPTH) */
+    strbuf funcs;      /* the C functions of globals and closures */
+    strbuf protos;     /* their prototypes */
+    int ntmp;          /* fresh locals */
+    int nfn;           /* functions made */
+    int nspec;         /* the globals' specializations made so far: key -> C name */
+    const char **spec_key, **spec_name;
+    int spec_cap;
+    /* in a function being emitted: a parameter's dim symbol -> the local holding it */
+    struct ry_c_symmap {
+        int n;
+        const char *from[64], *to[64];
+    } syms_of_params;
+    const char *name;  /* the model's C prefix (NAME_ctx) */
 } cemit;
 
 /* What the files of an artifact are made from (export.c fills it). */
@@ -92,7 +115,17 @@ typedef struct cmodel {
     const cval **outs;
     bool embed;
     bool blas;               /* GEMMs through CBLAS */
+    bool dyn;                /* control flow over data (emit_ctl.c) */
+    bool *out_dyn;           /* [nouts]: a dim only run time knows: the output is a NAME_array the call fills */
+    int nadts;               /* the ADTs the inputs hold: constructors in the header */
+    const ry_typedef **adts;
+    const ry_typedef *tree;  /* one of them that NAME_parse_tree reads, or NULL */
 } cmodel;
+
+/* Whether parameter p of the entry is an ADT value (NAME_value *), not a tensor. */
+bool ry_c_is_value_arg(const ry_var *p);
+/* Whether constructor k can be built from C: scalar fields and ADTs. */
+bool ry_c_ctor_buildable(const ry_ctor *k);
 
 /* The weights: tensors (borrowed) and names in the table's order, each
  * one's offset in the weights file, the file's size. */
@@ -104,6 +137,11 @@ typedef struct ry_c_weights {
     size_t size;
 } ry_c_weights;
 
+/* ---- emit_values.c: the ADT values the entry takes ---- */
+void ry_c_collect_adts(cemit *c, cmodel *md);
+void ry_c_write_value_decls(strbuf *b, const cmodel *md); /* NAME.h */
+void ry_c_write_values(strbuf *b, const cmodel *md);      /* NAME.c: after fail() */
+
 /* ---- emit_model.c: NAME.c (man: the weights file's manifest) ---- */
 ry_status ry_c_write_model(strbuf *b, cemit *c, const cmodel *md, const ry_c_weights *w, const char *man);
 
@@ -112,6 +150,8 @@ void ry_c_write_header(strbuf *b, const cmodel *md);
 void ry_c_write_makefile(strbuf *b, const cmodel *md);
 void ry_c_write_readme(strbuf *b, const cmodel *md);
 void ry_c_write_example(strbuf *b, const cmodel *md);
+/* "int mlp_predict(mlp_ctx *ctx, int64_t n, const float *x, float *out0)" */
+void ry_c_entry_signature(strbuf *b, const cmodel *md);
 /* The C of a dtype code of the generated header ("MLP_FLOAT32"). */
 const char *ry_c_dtype_code(const cmodel *md, ry_dtype d);
 
@@ -150,6 +190,56 @@ ry_status ry_c_need_f32(cemit *c, const ry_expr *call, const cval *v);
 cval *ry_c_result(cemit *c, const ry_type *t, ry_span span);
 /* The product of v's dims [from, to) as a C expression. */
 const char *ry_c_dims_count(cemit *c, const cval *v, int from, int to);
+
+/* The environment of the code being emitted: ry_var* -> cval*. */
+typedef struct ry_c_env {
+    ry_ptrmap vars;
+} ry_c_env;
+
+/* The value of expression e (emitting its code), or NULL after a located error. */
+cval *ry_c_value(cemit *c, ry_c_env *en, const ry_expr *e);
+/* A tuple value of n fields (all NULL until set). */
+cval *ry_c_tuple_val(cemit *c, int n);
+/* A tensor value of type t over the data expression expr. */
+cval *ry_c_tensor_val(cemit *c, const char *expr, const ry_type *t);
+/* The pointers (and run-time dims) an if's or a match's branches all set,
+ * declared before the branches; assign sets them from one branch's value. */
+cval *ry_c_join(cemit *c, const ry_type *t, ry_span span);
+void ry_c_assign(cemit *c, cval *join, const cval *v);
+/* After every branch: a join's dims that each branch gave as one constant are that constant. */
+void ry_c_join_settle(cemit *c, cval *join);
+/* Liveness over a function body's let chain (in-place results). */
+void ry_c_liveness(cemit *c, const ry_expr *body);
+/* A fresh local's name: prefix and a number ("_v12"). */
+const char *ry_c_tmp(cemit *c, const char *prefix);
+/* "FILE:LINE:COL" of span, for the generated code's messages. */
+const char *ry_c_where(cemit *c, ry_span span);
+
+/* ---- emit_ctl.c: control flow over data (c->dyn) ---- */
+/* Whether the entry fn needs it: a call of a global, match, constructors,
+ * closures, refs, a parameter that is not a tensor. */
+bool ry_c_needs_dyn(const ry_expr *fn);
+/* Whether any global of m makes or writes a ref. */
+bool ry_c_module_has_refs(const ry_module *m);
+cval *ry_c_match(cemit *c, ry_c_env *en, const ry_expr *e);
+cval *ry_c_call_value(cemit *c, ry_c_env *en, const ry_expr *e); /* a global, closure or constructor call */
+cval *ry_c_closure(cemit *c, ry_c_env *en, const ry_expr *fn, const ry_var *self);
+cval *ry_c_global_value(cemit *c, const ry_expr *e);
+cval *ry_c_ctor_value(cemit *c, ry_c_env *en, const ry_expr *ctor, int nargs, ry_expr *const *args, ry_span span);
+cval *ry_c_ref(cemit *c, ry_c_env *en, const ry_expr *e);
+/* An rt_val * expression holding v (boxing tensors and tuples into the arena). */
+const char *ry_c_box(cemit *c, const cval *v, ry_span span);
+/* The value of type t held by the rt_val * expression box. */
+cval *ry_c_unbox(cemit *c, const char *box, const ry_type *t, bool params);
+/* The statement that fails the call with rc and a message (a C string literal's text). */
+const char *ry_c_fail_stmt(cemit *c, const char *rc, const char *msg);
+
+/* ---- emit_dims.c ---- */
+/* The type of op call e on arguments args with their dims as the code
+ * knows them (C expressions where only run time knows them): the op's type
+ * relation, then a concatenation's sum and a broadcast's run-time check
+ * for dims it cannot name. NULL after a located error. */
+ry_type *ry_c_call_type(cemit *c, const ry_expr *e, cval *const *args);
 
 /* ---- emit_ops.c ---- */
 /* The C for one operator call (call's callee an operator), its arguments

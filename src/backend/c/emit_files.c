@@ -10,7 +10,7 @@
 #include "backend/c/emit.h"
 #include "backend/c/rt_text.h"
 
-static const char *dtypes[] = {"FLOAT32", "FLOAT64", "INT32", "INT64", "BOOL"};
+static const char *dtypes[] = {"FLOAT32", "FLOAT64", "INT32", "INT64", "BOOL", "VALUE"};
 
 static int dtype_index(ry_dtype d) {
     switch (d) {
@@ -39,13 +39,17 @@ static void dims_text(strbuf *b, int ndim, const ry_dim *dims) {
     ry_sb_puts(b, "]");
 }
 
-/* "int mlp_predict(mlp_ctx *ctx, int64_t n, const float *x, float *out0)" */
-static void entry_signature(strbuf *b, const cmodel *md) {
+void ry_c_entry_signature(strbuf *b, const cmodel *md) {
     ry_sb_printf(b, "int %s_%s(%s_ctx *ctx", md->name, md->entry, md->name);
     for (int i = 0; i < md->nsyms; i++) ry_sb_printf(b, ", int64_t %s", md->syms[i]);
-    for (int i = 0; i < md->nargs; i++)
-        ry_sb_printf(b, ", const %s *%s", ry_c_ctype(md->args[i]->type->tensor.dtype), md->arg_c[i]);
-    for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, ", %s *out%d", ry_c_ctype(md->outs[i]->dtype), i);
+    for (int i = 0; i < md->nargs; i++) {
+        if (ry_c_is_value_arg(md->args[i])) ry_sb_printf(b, ", const %s_value *%s", md->name, md->arg_c[i]);
+        else ry_sb_printf(b, ", const %s *%s", ry_c_ctype(md->args[i]->type->tensor.dtype), md->arg_c[i]);
+    }
+    for (int i = 0; i < md->nouts; i++) {
+        if (md->out_dyn && md->out_dyn[i]) ry_sb_printf(b, ", %s_array *out%d", md->name, i);
+        else ry_sb_printf(b, ", %s *out%d", ry_c_ctype(md->outs[i]->dtype), i);
+    }
     ry_sb_puts(b, ")");
 }
 
@@ -63,12 +67,25 @@ void ry_c_write_header(strbuf *b, const cmodel *md) {
     ry_sb_printf(b, "enum {\n    %s_OK = 0,\n    %s_ERR_IO = 1,      /* the weights file cannot be read */\n"
                     "    %s_ERR_WEIGHTS = 2, /* the weights file is another model's or damaged (size, CRC) */\n"
                     "    %s_ERR_MEMORY = 3,\n    %s_ERR_DIM = 4,     /* a dimension is out of range or does not match */\n"
-                    "    %s_ERR_ARG = 5      /* a NULL pointer, a wrong dtype or rank */\n};\n\n",
-                 N, N, N, N, N, N);
+                    "    %s_ERR_ARG = 5,     /* a NULL pointer, a wrong dtype or rank */\n"
+                    "    %s_ERR_DEPTH = 6,   /* the recursion is deeper than %s_MAX_DEPTH calls */\n"
+                    "    %s_ERR_MATCH = 7,   /* no clause of a match matches the value */\n"
+                    "    %s_ERR_PARSE = 8    /* a malformed tree string */\n};\n\n",
+                 N, N, N, N, N, N, N, N, N, N);
     ry_sb_printf(b, "/* dtypes of %s_array */\nenum { ", n);
-    for (int i = 0; i < 5; i++) ry_sb_printf(b, "%s_%s = %d%s", N, dtypes[i], i, i < 4 ? ", " : " };\n\n");
+    for (int i = 0; i < 6; i++) ry_sb_printf(b, "%s_%s = %d%s", N, dtypes[i], i, i < 5 ? ", " : " };\n\n");
     ry_sb_printf(b, "/* The largest value a symbolic dimension may take. */\n#define %s_MAX_DIM ((int64_t)1 << 30)\n\n", N);
+    if (md->dyn)
+        ry_sb_printf(b, "/* The deepest recursion a call may reach (a tree's depth, a sequence's\n"
+                        " * length) before it fails with %s_ERR_DEPTH; each level takes a C\n"
+                        " * stack frame of a few hundred bytes. Define it when compiling %s.c. */\n"
+                        "#ifndef %s_MAX_DEPTH\n#define %s_MAX_DEPTH 2000\n#endif\n\n", N, n, N, N);
     ry_sb_printf(b, "typedef struct %s_ctx %s_ctx;\n\n", n, n);
+    ry_sb_printf(b, "/* A tensor with its dtype and shape (the _run form's; an output whose\n"
+                    " * dims only run time knows). An ADT input of _run: dtype %s_VALUE,\n"
+                    " * data its %s_value. */\n"
+                    "typedef struct %s_array {\n    int dtype;\n    int ndim;\n    int64_t shape[8];\n    void *data;\n} %s_array;\n\n",
+                 N, n, n, n);
     if (md->embed)
         ry_sb_printf(b, "/* Opens a context over the weights built into %s.c (weights_path must be\n"
                         " * NULL). On failure *out is NULL and msg (n bytes) says why. */\n", n);
@@ -79,25 +96,32 @@ void ry_c_write_header(strbuf *b, const cmodel *md) {
     ry_sb_printf(b, "int %s_open(%s_ctx **out, const char *weights_path, char *msg, size_t n);\n", n, n);
     ry_sb_printf(b, "void %s_close(%s_ctx *ctx); /* NULL is fine */\n", n, n);
     ry_sb_printf(b, "/* The last error's message (\"\" after a success). */\nconst char *%s_error(const %s_ctx *ctx);\n\n", n, n);
+    ry_c_write_value_decls(b, md);
     ry_sb_printf(b, "/* @%s:\n", e);
     for (int i = 0; i < md->nargs; i++) {
         const ry_type *t = md->args[i]->type;
+        if (ry_c_is_value_arg(md->args[i])) {
+            ry_sb_printf(b, " *   %s: a %s value (input)\n", md->arg_c[i], t->call.adt->name);
+            continue;
+        }
         ry_sb_printf(b, " *   %s: %s", md->arg_c[i], ry_c_ctype(t->tensor.dtype));
         dims_text(b, t->tensor.ndim, t->tensor.dims);
         ry_sb_puts(b, " (input)\n");
     }
     for (int i = 0; i < md->nouts; i++) {
         ry_sb_printf(b, " *   out%d: %s", i, ry_c_ctype(md->outs[i]->dtype));
+        if (md->out_dyn && md->out_dyn[i]) {
+            ry_sb_printf(b, " of rank %d, a dim known only when it runs (output: an array the call fills,\n"
+                            " *         its data a new buffer to free())\n", md->outs[i]->ndim);
+            continue;
+        }
         dims_text(b, md->outs[i]->ndim, md->outs[i]->dims);
         ry_sb_puts(b, " (output, written)\n");
     }
     ry_sb_printf(b, " * Symbolic dimensions are 0 .. %s_MAX_DIM (else %s_ERR_DIM); the arrays\n"
                     " * must have the sizes they imply. */\n", N, N);
-    entry_signature(b, md);
+    ry_c_entry_signature(b, md);
     ry_sb_puts(b, ";\n\n");
-    ry_sb_printf(b, "/* The same with shapes checked: a tensor with its dtype and shape. */\n"
-                    "typedef struct %s_array {\n    int dtype;\n    int ndim;\n    int64_t shape[8];\n    void *data;\n} %s_array;\n\n",
-                 n, n);
     ry_sb_printf(b, "#define %s_%s_NIN %d\n#define %s_%s_NOUT %d\n", N, e, md->nargs, N, e, md->nouts);
     ry_sb_printf(b, "extern const char *const %s_%s_input_names[%s_%s_NIN + 1];\n", n, e, N, e);
     ry_sb_printf(b, "/* in[%s_%s_NIN] are checked against the entry's types (dtype, rank,\n"
@@ -133,9 +157,12 @@ void ry_c_write_readme(strbuf *b, const cmodel *md) {
     ry_sb_printf(b, "    make                  # example and lib%s.a: cc -std=c11 -O2, libm%s\n", n,
                  md->blas ? " and CBLAS (--blas)" : " only");
     ry_sb_puts(b, "    ./example");
-    for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, " %s.npy", md->arg_c[i]);
+    for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, " %s.%s", md->arg_c[i], ry_c_is_value_arg(md->args[i]) ? "txt" : "npy");
     for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, " out%d.npy", i);
     ry_sb_puts(b, "\n\n");
+    if (md->tree)
+        ry_sb_printf(b, "A %s argument is a text file holding the tree in PTB brackets, e.g.\n"
+                        "(3 (2 It) (4 (2 works) (2 .))); words are numbered by first appearance.\n\n", md->tree->name);
     ry_sb_printf(b, "From C: #include \"%s.h\" (the API is documented there) and link %s.o or\n"
                     "lib%s.a with -lm. ", n, n, n);
     if (md->embed) ry_sb_printf(b, "The weights are built into %s.c.\n", n);
@@ -152,7 +179,19 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
                     " * 0, or the model's error code, or 10 for a bad command line or .npy file.\n */\n", n);
     ry_sb_printf(b, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n\n#include \"%s.h\"\n\n", n);
     ry_sb_puts(b, ry_c_rt_text("npy"));
+    if (md->tree)
+        ry_sb_puts(b, "\n/* The whole file as a string, or NULL with msg set. */\n"
+                      "static char *read_text(const char *path, char *msg, size_t n) {\n"
+                      "    FILE *f = fopen(path, \"rb\");\n    char *s = NULL;\n    size_t len = 0, cap = 0;\n"
+                      "    if (!f) {\n        snprintf(msg, n, \"%s: cannot open\", path);\n        return NULL;\n    }\n"
+                      "    for (int ch; (ch = fgetc(f)) != EOF;) {\n"
+                      "        if (len + 2 > cap) {\n            char *t = realloc(s, cap = cap ? 2 * cap : 256);\n"
+                      "            if (!t) {\n                free(s);\n                fclose(f);\n                snprintf(msg, n, \"out of memory\");\n                return NULL;\n            }\n"
+                      "            s = t;\n        }\n        s[len++] = (char)ch;\n    }\n"
+                      "    fclose(f);\n    if (!s && !(s = malloc(1))) return NULL;\n    s[len] = 0;\n    return s;\n}\n");
     ry_sb_printf(b, "\nstatic const int npy_codes[] = {%s_FLOAT32, %s_FLOAT64, %s_INT32, %s_INT64, %s_BOOL};\n\n", N, N, N, N, N);
+    ry_sb_puts(b, "static int cmp_double(const void *x, const void *y) {\n"
+                  "    double a = *(const double *)x, b = *(const double *)y;\n    return (a > b) - (a < b);\n}\n\n");
     ry_sb_printf(b, "int main(int argc, char **argv) {\n    char wpath[4096], msg[512];\n    int a = 1;\n");
     if (md->embed) {
         ry_sb_puts(b, "    const char *weights = NULL;\n    (void)wpath;\n");
@@ -167,33 +206,57 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
                     "        else repeat = strtol(argv[a + 1], NULL, 10);\n    }\n"
                     "    if (argc - a != %s_%s_NIN + %s_%s_NOUT || repeat < 0) {\n"
                     "        fprintf(stderr, \"usage: %%s [-w WEIGHTS] [-r REPEAT]", N, e, N, e);
-    for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, " %s.npy", md->arg_c[i]);
+    for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, " %s.%s", md->arg_c[i], ry_c_is_value_arg(md->args[i]) ? "txt" : "npy");
     for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, " OUT%d.npy", i);
     ry_sb_printf(b, "\\n\", argv[0]);\n        return 10;\n    }\n");
     ry_sb_printf(b, "    %s_array in[%s_%s_NIN + 1], out[%s_%s_NOUT + 1];\n", n, N, e, N, e);
     ry_sb_printf(b, "    memset(in, 0, sizeof in);\n    memset(out, 0, sizeof out);\n    int rc = 0;\n");
-    ry_sb_printf(b, "    for (int i = 0; i < %s_%s_NIN && rc == 0; i++) {\n"
-                    "        npy_array t;\n"
+    /* an ADT input is a text file: the tree in PTB's brackets, parsed in the context */
+    ry_sb_puts(b, "    static const int is_value[] = {");
+    for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, "%d, ", ry_c_is_value_arg(md->args[i]));
+    ry_sb_puts(b, "0};\n");
+    ry_sb_printf(b, "    %s_ctx *ctx = NULL;\n", n);
+    char open_ctx[512];
+    snprintf(open_ctx, sizeof open_ctx, "    if (rc == 0 && (rc = %s_open(&ctx, weights, msg, sizeof msg)) != %s_OK) fprintf(stderr, \"%%s\\n\", msg);\n", n, N);
+    if (md->nadts) ry_sb_puts(b, open_ctx);
+    ry_sb_printf(b, "    for (int i = 0; i < %s_%s_NIN && rc == 0; i++) {\n", N, e);
+    if (md->tree)
+        ry_sb_printf(b, "        if (is_value[i]) {\n"
+                        "            char *text = read_text(argv[a + i], msg, sizeof msg);\n"
+                        "            %s_value *v = NULL;\n"
+                        "            if (!text) {\n                fprintf(stderr, \"%%s\\n\", msg);\n                rc = 10;\n                break;\n            }\n"
+                        "            rc = %s_parse_tree(ctx, text, NULL, NULL, &v);\n            free(text);\n"
+                        "            if (rc != %s_OK) {\n                fprintf(stderr, \"%%s: %%s\\n\", argv[a + i], %s_error(ctx));\n                break;\n            }\n"
+                        "            in[i].dtype = %s_VALUE;\n            in[i].data = v;\n            continue;\n        }\n",
+                     n, n, N, n, N);
+    else if (md->nadts)
+        ry_sb_printf(b, "        if (is_value[i]) {\n            fprintf(stderr, \"%%s: this example reads no values of that type\\n\", argv[a + i]);\n"
+                        "            rc = 10;\n            break;\n        }\n");
+    ry_sb_printf(b, "        npy_array t;\n"
                     "        if (npy_read(argv[a + i], &t, msg, sizeof msg) != 0) {\n"
                     "            fprintf(stderr, \"%%s\\n\", msg);\n            rc = 10;\n            break;\n        }\n"
                     "        in[i].dtype = npy_codes[t.dtype];\n        in[i].ndim = t.ndim;\n"
-                    "        memcpy(in[i].shape, t.shape, sizeof t.shape);\n        in[i].data = t.data;\n    }\n",
-                 N, e);
-    ry_sb_printf(b, "    %s_ctx *ctx = NULL;\n"
-                    "    if (rc == 0 && (rc = %s_open(&ctx, weights, msg, sizeof msg)) != %s_OK) fprintf(stderr, \"%%s\\n\", msg);\n",
-                 n, n, N);
+                    "        memcpy(in[i].shape, t.shape, sizeof t.shape);\n        in[i].data = t.data;\n    }\n");
+    if (!md->nadts) ry_sb_puts(b, open_ctx);
     ry_sb_printf(b, "    if (rc == 0 && (rc = %s_%s_run(ctx, in, out)) != %s_OK) fprintf(stderr, \"%%s\\n\", %s_error(ctx));\n",
                  n, e, N, n);
-    /* -r N: N more calls timed (the first, which sizes the scratch, is not) */
+    /* -r N: N more calls timed one by one (the first, which sizes the scratch, is not): mean and median */
     ry_sb_printf(b, "    if (rc == 0 && repeat > 0) {\n"
-                    "        struct timespec t0, t1;\n        timespec_get(&t0, TIME_UTC);\n"
+                    "        double *us = malloc(sizeof *us * (size_t)repeat), sum = 0;\n"
+                    "        if (!us) rc = %s_ERR_MEMORY;\n"
                     "        for (long r = 0; r < repeat && rc == 0; r++) {\n"
+                    "            struct timespec t0, t1;\n"
                     "            for (int i = 0; i < %s_%s_NOUT; i++) free(out[i].data);\n"
-                    "            rc = %s_%s_run(ctx, in, out);\n        }\n"
-                    "        timespec_get(&t1, TIME_UTC);\n"
-                    "        double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3 / (double)repeat;\n"
-                    "        fprintf(stderr, \"%%ld calls: %%.2f us per call\\n\", repeat, us);\n    }\n",
-                 N, e, n, e);
+                    "            timespec_get(&t0, TIME_UTC);\n"
+                    "            rc = %s_%s_run(ctx, in, out);\n"
+                    "            timespec_get(&t1, TIME_UTC);\n"
+                    "            us[r] = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3;\n"
+                    "            sum += us[r];\n        }\n"
+                    "        if (rc == 0) {\n"
+                    "            qsort(us, (size_t)repeat, sizeof *us, cmp_double);\n"
+                    "            fprintf(stderr, \"%%ld calls: %%.2f us per call, median %%.2f us\\n\", repeat, sum / (double)repeat, us[repeat / 2]);\n"
+                    "        }\n        free(us);\n    }\n",
+                 N, N, e, n, e);
     ry_sb_printf(b, "    for (int i = 0; i < %s_%s_NOUT && rc == 0; i++) {\n"
                     "        npy_array t = {0, out[i].ndim, {0}, out[i].data};\n"
                     "        for (int k = 0; k < 5; k++)\n            if (npy_codes[k] == out[i].dtype) t.dtype = k;\n"
@@ -201,7 +264,7 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
                     "        if (npy_write(argv[a + %s_%s_NIN + i], &t, msg, sizeof msg) != 0) {\n"
                     "            fprintf(stderr, \"%%s\\n\", msg);\n            rc = 10;\n        }\n    }\n",
                  N, e, N, e);
-    ry_sb_printf(b, "    for (int i = 0; i < %s_%s_NIN; i++) free(in[i].data);\n"
+    ry_sb_printf(b, "    for (int i = 0; i < %s_%s_NIN; i++)\n        if (!is_value[i]) free(in[i].data);\n"
                     "    for (int i = 0; i < %s_%s_NOUT; i++) free(out[i].data);\n"
                     "    %s_close(ctx);\n    return rc;\n}\n",
                  N, e, N, e, n);

@@ -5,9 +5,10 @@
  * projections are resolved at export time, an if becomes C's if (both
  * branches' buffers in the scratch block, the taken one's results through
  * pointers declared before it). Match, calls of other globals, closures,
- * ADTs and refs are not exported yet: each is an error located at the
- * construct. Scratch buffers are declared here: their
- * sizes are C expressions of the symbolic dims (NAME.c's scratch_layout).
+ * ADTs and refs are emit_ctl.c's (c->dyn: buffers then come from the
+ * context's arena, and dims known only at run time are C locals). Scratch
+ * buffers are declared here: their sizes are C expressions of the
+ * symbolic dims (NAME.c's scratch_layout).
  */
 #include <stdarg.h>
 #include <string.h>
@@ -72,7 +73,7 @@ static ry_status check_tensor_type(cemit *c, const ry_type *t, ry_span span) {
         if (d->kind == RY_DIM_ANY)
             return ry_c_fail(c, span, "%s has a dimension known only at run time (?): not exported yet",
                              ry_type_str(t, buf, sizeof buf));
-        bool known = d->kind != RY_DIM_SYM;
+        bool known = d->kind != RY_DIM_SYM || c->dyn; /* dyn: a sym is the C expression of a local */
         for (int k = 0; !known && k < c->nsyms; k++) known = strcmp(c->syms[k], d->name) == 0;
         if (!known)
             return ry_c_fail(c, span, "%s has the dimension %s, which no input or weight fixes",
@@ -81,7 +82,7 @@ static ry_status check_tensor_type(cemit *c, const ry_type *t, ry_span span) {
     return RY_OK;
 }
 
-static cval *tensor_val(cemit *c, const char *expr, const ry_type *t) {
+cval *ry_c_tensor_val(cemit *c, const char *expr, const ry_type *t) {
     cval *v = RY_NEW(c->a, cval);
     v->c = expr;
     v->dtype = t->tensor.dtype;
@@ -91,7 +92,20 @@ static cval *tensor_val(cemit *c, const char *expr, const ry_type *t) {
     return v;
 }
 
+const char *ry_c_tmp(cemit *c, const char *prefix) { return ry_c_fmt(c, "%s%d", prefix, c->ntmp++); }
+
+const char *ry_c_where(cemit *c, ry_span span) {
+    if (!span.src) return "(made by a pass)";
+    return ry_c_fmt(c, "%s:%d:%d", span.src->name, span.line, span.col);
+}
+
 const char *ry_c_scratch(cemit *c, const char *ct, const char *count) {
+    if (c->dyn) { /* from the arena, where the code needs it: its size may be known only here */
+        const char *b = ry_c_fmt(c, "b%d", c->nbuf++);
+        ry_sb_printf(&c->body, "    %s *%s = (%s *)rt_alloc(&ctx->arena, sizeof(%s) * (size_t)(%s));\n"
+                               "    if (!%s) %s\n", ct, b, ct, ct, count, b, ry_c_fail_stmt(c, "RT_E_MEMORY", "out of memory"));
+        return b;
+    }
     int k = c->nbuf++;
     ry_sb_printf(&c->sizes, "    o[%d] = need;\n    need += RT_ALIGN(sizeof(%s) * (size_t)(%s));\n", k, ct, count);
     ry_sb_printf(&c->ptrs, "    %s *b%d = (%s *)(sp + o[%d]);\n", ct, k, ct, k);
@@ -100,7 +114,7 @@ const char *ry_c_scratch(cemit *c, const char *ct, const char *count) {
 
 cval *ry_c_buffer(cemit *c, const ry_type *t, ry_span span) {
     if (check_tensor_type(c, t, span)) return NULL;
-    cval *v = tensor_val(c, NULL, t);
+    cval *v = ry_c_tensor_val(c, NULL, t);
     v->c = ry_c_scratch(c, ry_c_ctype(t->tensor.dtype), ry_c_count(c, v->ndim, v->dims));
     v->scratch = true;
     return v;
@@ -108,7 +122,7 @@ cval *ry_c_buffer(cemit *c, const ry_type *t, ry_span span) {
 
 cval *ry_c_view(cemit *c, const cval *v, const ry_type *t) {
     if (check_tensor_type(c, t, RY_NO_SPAN)) return NULL;
-    cval *r = tensor_val(c, v->c, t);
+    cval *r = ry_c_tensor_val(c, v->c, t);
     r->weight = v->weight;
     r->scratch = v->scratch;
     return r;
@@ -124,14 +138,19 @@ ry_status ry_c_need_f32(cemit *c, const ry_expr *call, const cval *v) {
                      v->tuple ? "a tuple" : ry_dtype_name(v->dtype));
 }
 
+cval *ry_c_tuple_val(cemit *c, int n) {
+    cval *v = RY_NEW(c->a, cval);
+    v->tuple = true;
+    v->n = n;
+    v->weight = -1;
+    v->fields = RY_NEW_ARRAY(c->a, cval *, n + 1);
+    return v;
+}
+
 /* v of type t: a tuple of the values leaf gives for its tensors. */
 static cval *per_tensor(cemit *c, const ry_type *t, ry_span span, cval *(*leaf)(cemit *, const ry_type *, ry_span)) {
     if (!t || t->kind != RY_TYPE_TUPLE) return leaf(c, t, span);
-    cval *v = RY_NEW(c->a, cval);
-    v->tuple = true;
-    v->n = t->tuple.n;
-    v->weight = -1;
-    v->fields = RY_NEW_ARRAY(c->a, cval *, v->n + 1);
+    cval *v = ry_c_tuple_val(c, t->tuple.n);
     for (int i = 0; i < v->n; i++)
         if (!(v->fields[i] = per_tensor(c, t->tuple.fields[i], span, leaf))) return NULL;
     return v;
@@ -164,7 +183,7 @@ static cval *constant(cemit *c, const ry_expr *e) {
     }
     if (!t->size) ry_sb_puts(&c->file, "0");
     ry_sb_puts(&c->file, "\n};\n");
-    return tensor_val(c, ry_c_fmt(c, "k%d", k), e->type);
+    return ry_c_tensor_val(c, ry_c_fmt(c, "k%d", k), e->type);
 }
 
 /* ---- liveness over the entry's let chain ---- */
@@ -181,7 +200,7 @@ static void reads(cemit *c, const ry_expr *e, int i) {
     for (int j = 0; (k = ry_expr_child(e, j, &slot)); j++) reads(c, k, i);
 }
 
-static void liveness(cemit *c, const ry_expr *body) {
+void ry_c_liveness(cemit *c, const ry_expr *body) {
     int i = 0;
     for (; body->kind == RY_EXPR_LET; body = body->let.body, i++) reads(c, body->let.value, i);
     reads(c, body, i);
@@ -203,11 +222,7 @@ bool ry_c_dies_here(cemit *c, const cval *v) {
     return !ry_ptrmap_get(&c->owner, v->c, &last) || last <= c->cur;
 }
 
-typedef struct env {
-    ry_ptrmap vars; /* ry_var* -> cval* */
-} env;
-
-static cval *value(cemit *c, env *en, const ry_expr *e);
+typedef ry_c_env env;
 
 static cval *lookup(cemit *c, env *en, const ry_expr *e) {
     intptr_t got;
@@ -232,6 +247,7 @@ static const char *kind_name(ry_expr_kind k) {
 
 static cval *call(cemit *c, env *en, const ry_expr *e) {
     const ry_expr *f = e->call.callee;
+    if (c->dyn && f->kind != RY_EXPR_OP) return ry_c_call_value(c, en, e);
     if (f->kind == RY_EXPR_GLOBAL) {
         ry_c_fail(c, e->span, "a call of @%s (calls of globals the optimizer did not inline are not exported yet)",
                   f->global.name);
@@ -243,8 +259,14 @@ static cval *call(cemit *c, env *en, const ry_expr *e) {
     }
     cval **args = RY_NEW_ARRAY(c->a, cval *, e->call.nargs + 1);
     for (int i = 0; i < e->call.nargs; i++)
-        if (!(args[i] = value(c, en, e->call.args[i]))) return NULL;
+        if (!(args[i] = ry_c_value(c, en, e->call.args[i]))) return NULL;
     cval *out = NULL;
+    if (c->dyn) { /* the call with its type on the dims the code knows */
+        ry_expr *k = RY_NEW(c->a, ry_expr);
+        *k = *e;
+        if (!(k->type = ry_c_call_type(c, e, args))) return NULL;
+        e = k;
+    }
     if (ry_c_emit_op(c, e, args, &out) != RY_OK) return NULL;
     return out;
 }
@@ -252,61 +274,114 @@ static cval *call(cemit *c, env *en, const ry_expr *e) {
 /* The values an if's branches both give: a C pointer r<k> per tensor of
  * type t, declared before the if and set in each branch. */
 static cval *join_leaf(cemit *c, const ry_type *t, ry_span span) {
+    if (c->dyn && t && t->kind != RY_TYPE_TENSOR) { /* an rt_val */
+        cval *v = RY_NEW(c->a, cval);
+        v->boxed = true;
+        v->type = t;
+        v->weight = -1;
+        v->c = ry_c_fmt(c, "r%d", c->njoin++);
+        ry_sb_printf(&c->body, "    rt_val *%s = NULL;\n", v->c);
+        return v;
+    }
+    if (c->dyn && t) { /* every dim a run-time local set by the branch taken (the checker may
+                        * give a branch's 1 where the other's is ?); ry_c_join_settle keeps
+                        * the constants all branches agree on */
+        ry_type *u = ry_type_tensor_arena(c->a, t->tensor.dtype, t->tensor.ndim, t->tensor.dims);
+        for (int i = 0; i < u->tensor.ndim; i++) {
+            const char *d = ry_c_tmp(c, "_d");
+            ry_sb_printf(&c->body, "    int64_t %s = 0;\n    (void)%s;\n", d, d);
+            u->tensor.dims[i] = (ry_dim){.kind = RY_DIM_SYM, .name = d};
+        }
+        t = u;
+    }
     if (check_tensor_type(c, t, span)) return NULL;
-    cval *v = tensor_val(c, ry_c_fmt(c, "r%d", c->njoin++), t);
+    cval *v = ry_c_tensor_val(c, ry_c_fmt(c, "r%d", c->njoin++), t);
     ry_sb_printf(&c->body, "    const %s *%s = NULL;\n", ry_c_ctype(v->dtype), v->c);
     return v;
 }
 
-static void assign(cemit *c, const cval *join, const cval *v) {
+cval *ry_c_join(cemit *c, const ry_type *t, ry_span span) { return per_tensor(c, t, span, join_leaf); }
+
+void ry_c_join_settle(cemit *c, cval *join) {
     if (join->tuple) {
-        for (int i = 0; i < join->n && v->tuple && i < v->n; i++) assign(c, join->fields[i], v->fields[i]);
+        for (int i = 0; i < join->n; i++) ry_c_join_settle(c, join->fields[i]);
+        return;
+    }
+    for (int i = 0; join->seen && i < join->ndim; i++)
+        if (join->seen[i].kind == RY_DIM_CONST) join->dims[i] = join->seen[i];
+}
+
+void ry_c_assign(cemit *c, cval *join, const cval *v) {
+    if (join->tuple) {
+        for (int i = 0; i < join->n && v->tuple && i < v->n; i++) ry_c_assign(c, join->fields[i], v->fields[i]);
+        return;
+    }
+    if (join->boxed) {
+        const char *b = ry_c_box(c, v, RY_NO_SPAN);
+        if (b) ry_sb_printf(&c->body, "    %s = %s;\n", join->c, b);
         return;
     }
     ry_sb_printf(&c->body, "    %s = %s;\n", join->c, v->c);
+    if (!c->dyn) return;
+    bool first = !join->seen;
+    if (first) join->seen = RY_NEW_ARRAY(c->a, ry_dim, join->ndim + 1);
+    for (int i = 0; i < join->ndim && i < v->ndim; i++) {
+        if (join->dims[i].kind == RY_DIM_SYM) ry_sb_printf(&c->body, "    %s = %s;\n", join->dims[i].name, ry_c_dim(c, &v->dims[i]));
+        const ry_dim *d = &v->dims[i];
+        bool same = d->kind == RY_DIM_CONST && join->seen[i].kind == RY_DIM_CONST && join->seen[i].value == d->value;
+        join->seen[i] = first && d->kind == RY_DIM_CONST ? *d : same ? join->seen[i] : (ry_dim){.kind = RY_DIM_ANY};
+    }
 }
+#define assign ry_c_assign
 
 /* if (c) { t } else { f }: C's if over a bool scalar; each branch's code
  * runs only when taken, its results set the join's pointers. */
 static cval *if_(cemit *c, env *en, const ry_expr *e) {
-    cval *cond = value(c, en, e->if_.cond);
+    cval *cond = ry_c_value(c, en, e->if_.cond);
     if (!cond) return NULL;
     if (cond->tuple || cond->ndim != 0 || cond->dtype != RY_BOOL) {
         ry_c_fail(c, e->if_.cond->span, "an if whose condition is not a bool scalar");
         return NULL;
     }
-    cval *join = per_tensor(c, e->type, e->span, join_leaf);
+    cval *join = ry_c_join(c, e->type, e->span);
     if (!join) return NULL;
     c->nested++;
     ry_sb_printf(&c->body, "    if (%s[0]) {\n", cond->c);
-    cval *t = value(c, en, e->if_.then_);
+    cval *t = ry_c_value(c, en, e->if_.then_);
     if (t) assign(c, join, t);
     ry_sb_puts(&c->body, "    } else {\n");
-    cval *f = t ? value(c, en, e->if_.else_) : NULL;
+    cval *f = t ? ry_c_value(c, en, e->if_.else_) : NULL;
     if (f) assign(c, join, f);
     ry_sb_puts(&c->body, "    }\n");
     c->nested--;
+    ry_c_join_settle(c, join);
     return t && f ? join : NULL;
 }
 
-static cval *value(cemit *c, env *en, const ry_expr *e) {
+cval *ry_c_value(cemit *c, env *en, const ry_expr *e) {
+    if (c->dyn) switch (e->kind) {
+        case RY_EXPR_MATCH: return ry_c_match(c, en, e);
+        case RY_EXPR_FUNC: return ry_c_closure(c, en, e, NULL);
+        case RY_EXPR_GLOBAL: return ry_c_global_value(c, e);
+        case RY_EXPR_CTOR: return ry_c_ctor_value(c, en, e, 0, NULL, e->span);
+        case RY_EXPR_REF:
+        case RY_EXPR_REF_READ:
+        case RY_EXPR_REF_WRITE: return ry_c_ref(c, en, e);
+        default: break;
+        }
     switch (e->kind) {
     case RY_EXPR_IF: return if_(c, en, e);
     case RY_EXPR_VAR: return lookup(c, en, e);
     case RY_EXPR_CONST: return constant(c, e);
     case RY_EXPR_CALL: return call(c, en, e);
     case RY_EXPR_TUPLE: {
-        cval *t = RY_NEW(c->a, cval);
-        t->tuple = true;
-        t->n = e->tuple.n;
-        t->fields = RY_NEW_ARRAY(c->a, cval *, t->n + 1);
-        t->weight = -1;
+        cval *t = ry_c_tuple_val(c, e->tuple.n);
         for (int i = 0; i < t->n; i++)
-            if (!(t->fields[i] = value(c, en, e->tuple.fields[i]))) return NULL;
+            if (!(t->fields[i] = ry_c_value(c, en, e->tuple.fields[i]))) return NULL;
         return t;
     }
     case RY_EXPR_PROJ: {
-        cval *t = value(c, en, e->proj.tuple);
+        cval *t = ry_c_value(c, en, e->proj.tuple);
         if (t && (!t->tuple || e->proj.index >= t->n)) {
             ry_c_fail(c, e->span, "projection .%d of a value that is not such a tuple", e->proj.index);
             return NULL;
@@ -316,14 +391,16 @@ static cval *value(cemit *c, env *en, const ry_expr *e) {
     case RY_EXPR_LET: {
         int base = c->cur;
         for (; e->kind == RY_EXPR_LET; e = e->let.body, c->cur++) {
-            cval *v = value(c, en, e->let.value);
+            /* a function bound by let may call itself: the closure is its own capture */
+            const ry_expr *x = e->let.value;
+            cval *v = c->dyn && x->kind == RY_EXPR_FUNC ? ry_c_closure(c, en, x, e->let.var) : ry_c_value(c, en, x);
             if (!v) return NULL;
             ry_ptrmap_put(c->a, &en->vars, e->let.var, (intptr_t)v);
             intptr_t last = -1;
             ry_ptrmap_get(&c->last, e->let.var, &last);
             note_owner(c, v, (int)last);
         }
-        cval *r = value(c, en, e);
+        cval *r = ry_c_value(c, en, e);
         c->cur = base;
         return r;
     }
@@ -338,8 +415,8 @@ ry_status ry_c_emit_body(cemit *c, const ry_expr *fn, cval *const *params, cval 
     env en;
     memset(&en, 0, sizeof en);
     for (int i = 0; i < fn->func.nparams; i++) ry_ptrmap_put(c->a, &en.vars, fn->func.params[i], (intptr_t)params[i]);
-    liveness(c, fn->func.body);
+    ry_c_liveness(c, fn->func.body);
     c->cur = 0;
-    *out = value(c, &en, fn->func.body);
+    *out = ry_c_value(c, &en, fn->func.body);
     return *out && !c->failed ? RY_OK : RY_ERR;
 }

@@ -153,7 +153,7 @@ ry_status ry_c_emit_fused(cemit *c, const ry_fz_prog *p, cval *const *ins, int n
     }
     for (int k = 0; k < nin; k++) {
         const char *ix = !flat ? index_of(c, ins[k], o) : single(ins[k]) ? "0" : "i";
-        ry_sb_printf(b, "            const %s a%d = %s[%s];\n", ry_c_ctype(val_dt(p, k)), k, ins[k]->c, ix);
+        ry_sb_printf(b, "            const %s a%d = %s[%s];\n            (void)a%d; /* zeros_like reads none */\n", ry_c_ctype(val_dt(p, k)), k, ins[k]->c, ix, k);
     }
     for (int i = 0; i < p->nins; i++) {
         const ry_fz_ins *in = &p->ins[i];

@@ -34,8 +34,12 @@ static const struct {
 static void emit_context(strbuf *b, const cemit *c, const cmodel *md, const ry_c_weights *w, const char *man) {
     const char *n = md->name;
     ry_sb_printf(b, "struct %s_ctx {\n    void *blob;\n    const float *w[%d];\n    float *pack[%d];\n"
-                    "    rt_scratch scratch;\n    char msg[512];\n};\n\n",
+                    "    rt_scratch scratch;\n    char msg[512];\n",
                  n, w->n ? w->n : 1, c->npack ? c->npack : 1);
+    if (md->dyn) ry_sb_puts(b, "    rt_arena arena;  /* a call's values and buffers, reset when it starts */\n"
+                               "    rt_arena values; /* the caller's ADT values */\n    int depth;\n"
+                               "    rt_scratch keep; /* a function's result while its frame is dropped */\n");
+    ry_sb_puts(b, "};\n\n");
     if (!md->embed) {
         ry_sb_puts(b, "static const char manifest[] =\n    ");
         c_string(b, man);
@@ -49,8 +53,8 @@ static void emit_context(strbuf *b, const cemit *c, const cmodel *md, const ry_c
     ry_sb_printf(b, "const char *%s_error(const %s_ctx *ctx) { return ctx ? ctx->msg : \"no context\"; }\n\n", n, n);
     ry_sb_printf(b, "void %s_close(%s_ctx *ctx) {\n    if (!ctx) return;\n"
                     "    for (int i = 0; i < %d; i++) free(ctx->pack[i]);\n"
-                    "    free(ctx->scratch.p);\n    free(ctx->blob);\n    free(ctx);\n}\n\n",
-                 n, n, c->npack);
+                    "%s    free(ctx->scratch.p);\n    free(ctx->blob);\n    free(ctx);\n}\n\n",
+                 n, n, c->npack, md->dyn ? "    rt_arena_free(&ctx->arena);\n    rt_arena_free(&ctx->values);\n    free(ctx->keep.p);\n" : "");
     ry_sb_printf(b, "int %s_open(%s_ctx **out, const char *weights_path, char *msg, size_t n) {\n"
                     "    char dummy[8];\n    if (!msg) msg = dummy, n = sizeof dummy;\n    msg[0] = 0;\n"
                     "    if (!out) {\n        snprintf(msg, n, \"%s_open: out is NULL\");\n        return RT_E_ARG;\n    }\n"
@@ -113,12 +117,11 @@ static void emit_layout(strbuf *b, const cemit *c, const cmodel *md) {
 
 static ry_status emit_entry(strbuf *b, cemit *c, const cmodel *md) {
     const char *n = md->name, *N = md->NAME, *e = md->entry;
-    ry_sb_printf(b, "int %s_%s(%s_ctx *ctx", n, e, n);
-    for (int i = 0; i < md->nsyms; i++) ry_sb_printf(b, ", int64_t %s", md->syms[i]);
-    for (int i = 0; i < md->nargs; i++)
-        ry_sb_printf(b, ", const %s *%s", ry_c_ctype(md->args[i]->type->tensor.dtype), md->arg_c[i]);
-    for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, ", %s *out%d", ry_c_ctype(md->outs[i]->dtype), i);
-    ry_sb_puts(b, ") {\n    if (!ctx) return RT_E_ARG;\n    ctx->msg[0] = 0;\n");
+    ry_c_entry_signature(b, md);
+    ry_sb_puts(b, " {\n    if (!ctx) return RT_E_ARG;\n    ctx->msg[0] = 0;\n");
+    if (md->dyn) /* (void): the runtime's frame functions, which a program with refs does not call */
+        ry_sb_puts(b, "    rt_arena_reset(&ctx->arena);\n    ctx->depth = 0;\n    int rc = RT_OK;\n    (void)rc;\n"
+                      "    (void)rt_keep;\n    (void)rt_arena_mark;\n");
     wsym_constants(b, md);
     for (int i = 0; i < md->nargs; i++)
         ry_sb_printf(b, "    if (!%s) return fail(ctx, RT_E_ARG, \"%s_%s: input %s is NULL\");\n", md->arg_c[i], n, e, md->arg_c[i]);
@@ -136,9 +139,23 @@ static ry_status emit_entry(strbuf *b, cemit *c, const cmodel *md) {
     ry_sb_puts(b, "    char *sp = ctx->scratch.p;\n    (void)sp;\n");
     ry_sb_puts(b, c->ptrs.data ? c->ptrs.data : "");
     ry_sb_puts(b, c->body.data ? c->body.data : "");
-    for (int i = 0; i < md->nouts; i++)
-        ry_sb_printf(b, "    memcpy(out%d, %s, sizeof(%s) * (size_t)(%s));\n", i, md->outs[i]->c,
-                     ry_c_ctype(md->outs[i]->dtype), ry_c_count(c, md->outs[i]->ndim, md->outs[i]->dims));
+    for (int i = 0; i < md->nouts; i++) {
+        const cval *o = md->outs[i];
+        const char *count = ry_c_count(c, o->ndim, o->dims), *ct = ry_c_ctype(o->dtype);
+        if (!md->out_dyn[i]) {
+            ry_sb_printf(b, "    memcpy(out%d, %s, sizeof(%s) * (size_t)(%s));\n", i, o->c, ct, count);
+            continue;
+        }
+        /* its shape is known now: a new buffer of it */
+        ry_sb_printf(b, "    out%d->dtype = %s;\n    out%d->ndim = %d;\n", i, ry_c_dtype_code(md, o->dtype), i, o->ndim);
+        for (int k = 0; k < o->ndim; k++) ry_sb_printf(b, "    out%d->shape[%d] = %s;\n", i, k, ry_c_dim(c, &o->dims[k]));
+        ry_sb_printf(b, "    out%d->data = malloc(sizeof(%s) * (size_t)(%s) + 1);\n    if (!out%d->data) {\n", i, ct, count, i);
+        for (int k = 0; k < i; k++) /* the outputs filled before it: released, so a failure leaves none */
+            if (md->out_dyn[k]) ry_sb_printf(b, "        free(out%d->data);\n        out%d->data = NULL;\n", k, k);
+        ry_sb_printf(b, "        return fail(ctx, RT_E_MEMORY, \"out of memory for the outputs\");\n    }\n"
+                        "    memcpy(out%d->data, %s, sizeof(%s) * (size_t)(%s));\n",
+                     i, o->c, ct, count);
+    }
     ry_sb_puts(b, "    return RT_OK;\n}\n\n");
     return RY_OK;
 }
@@ -160,6 +177,11 @@ static void emit_run(strbuf *b, cemit *c, const cmodel *md) {
     for (int i = 0; i < md->nargs; i++) {
         const ry_type *t = md->args[i]->type;
         const char *an = md->arg_c[i];
+        if (ry_c_is_value_arg(md->args[i])) {
+            ry_sb_printf(b, "    if (in[%d].dtype != %s_VALUE || !in[%d].data) return fail(ctx, RT_E_ARG, \"%s_%s_run: input %s must be a %s value\");\n",
+                         i, N, i, n, e, an, t->call.adt->name);
+            continue;
+        }
         ry_sb_printf(b, "    if (in[%d].dtype != %s || !in[%d].data) return fail(ctx, RT_E_ARG, \"%s_%s_run: input %s must be %s data\");\n",
                      i, ry_c_dtype_code(md, t->tensor.dtype), i, n, e, an, ry_dtype_name(t->tensor.dtype));
         ry_sb_printf(b, "    if (in[%d].ndim != %d) return fail(ctx, RT_E_DIM, \"%s_%s_run: input %s must have %d dimensions\");\n",
@@ -183,16 +205,21 @@ static void emit_run(strbuf *b, cemit *c, const cmodel *md) {
                      md->syms[i], md->syms[i], N, n, e, md->syms[i]);
     for (int i = 0; i < md->nouts; i++) {
         const cval *o = md->outs[i];
+        if (md->out_dyn[i]) { /* the entry fills it */
+            ry_sb_printf(b, "    out[%d].data = NULL;\n", i);
+            continue;
+        }
         ry_sb_printf(b, "    out[%d].dtype = %s;\n    out[%d].ndim = %d;\n", i, ry_c_dtype_code(md, o->dtype), i, o->ndim);
         for (int k = 0; k < o->ndim; k++) ry_sb_printf(b, "    out[%d].shape[%d] = %s;\n", i, k, ry_c_dim(c, &o->dims[k]));
         ry_sb_printf(b, "    out[%d].data = malloc(sizeof(%s) * (size_t)(%s) + 1);\n", i, ry_c_ctype(o->dtype), ry_c_count(c, o->ndim, o->dims));
     }
     ry_sb_puts(b, "    int rc = ");
-    for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, "!out[%d].data || ", i);
+    for (int i = 0; i < md->nouts; i++)
+        if (!md->out_dyn[i]) ry_sb_printf(b, "!out[%d].data || ", i);
     ry_sb_printf(b, "0 ? fail(ctx, RT_E_MEMORY, \"out of memory for the outputs\")\n        : %s_%s(ctx", n, e);
     for (int i = 0; i < md->nsyms; i++) ry_sb_printf(b, ", %s", md->syms[i]);
     for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, ", in[%d].data", i);
-    for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, ", out[%d].data", i);
+    for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, md->out_dyn[i] ? ", &out[%d]" : ", out[%d].data", i);
     ry_sb_puts(b, ");\n    if (rc != RT_OK)\n");
     ry_sb_printf(b, "        for (int i = 0; i < %d; i++) {\n            free(out[i].data);\n            out[i].data = NULL;\n        }\n", md->nouts);
     ry_sb_puts(b, "    return rc;\n}\n");
@@ -227,6 +254,14 @@ ry_status ry_c_write_model(strbuf *b, cemit *c, const cmodel *md, const ry_c_wei
         ry_sb_puts(b, "\n");
         ry_sb_puts(b, ry_c_rt_text("weights"));
     }
+    if (md->dyn) {
+        ry_sb_puts(b, "\n");
+        ry_sb_puts(b, ry_c_rt_text("value"));
+    }
+    if (md->tree) {
+        ry_sb_puts(b, "\n");
+        ry_sb_puts(b, ry_c_rt_text("ptb"));
+    }
     /* the GEMM's files first: --blas replaces both by cblas_sgemm */
     const char *gemm[2] = {c->rt & RT_GEMM_KERNEL ? "gemm_kernel" : NULL, c->rt & RT_GEMM ? "gemm" : NULL};
     if (md->blas && (gemm[0] || gemm[1])) gemm[0] = "gemm_blas", gemm[1] = NULL;
@@ -245,6 +280,13 @@ ry_status ry_c_write_model(strbuf *b, cemit *c, const cmodel *md, const ry_c_wei
     ry_sb_puts(b, c->file.data ? c->file.data : "");
     emit_layout(b, c, md);
     emit_context(b, c, md, w, man);
+    ry_c_write_values(b, md);
+    if (c->protos.data) {
+        ry_sb_puts(b, "/* the globals and closures the entry reaches (emit_ctl.c) */\n");
+        ry_sb_puts(b, c->protos.data);
+        ry_sb_puts(b, "\n");
+        ry_sb_puts(b, c->funcs.data ? c->funcs.data : "");
+    }
     if (emit_entry(b, c, md)) return RY_ERR;
     emit_run(b, c, md);
     return RY_OK;

@@ -127,11 +127,43 @@ static const char *ori(cemit *c, const cval *x, int a0, int a1) {
                     ry_c_dims_count(c, x, none ? a0 : a1 + 1, x->ndim));
 }
 
+/* sum/max/min of int32 or int64 (a length counted from a tensor),
+ * accumulated in int64 (the sum wraps to the dtype), and sum/mean/max/min
+ * of float64, accumulated in double with NaN winning a max or min: a loop
+ * in index order, as the CPU target does (it adds a long float64 row in
+ * four partial sums, so sums agree to double rounding). */
+static ry_status wide_reduce(cemit *c, const ry_expr *call, const cval *x, int a0, int a1, cval **out) {
+    const char *name = ry_c_op(call)->name;
+    bool f64 = x->dtype == RY_FLOAT64;
+    int kind = strcmp(name, "sum") == 0 ? 0 : strcmp(name, "mean") == 0 && f64 ? 1 : strcmp(name, "max") == 0 ? 2
+               : strcmp(name, "min") == 0 ? 3 : -1;
+    if (kind < 0) return ry_c_fail(c, call->span, "%s of %s has no C kernel in the export yet", name, ry_dtype_name(x->dtype));
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    bool none = a0 == x->ndim;
+    const char *O = ry_c_dims_count(c, x, 0, a0), *R = ry_c_dims_count(c, x, a0, none ? a0 : a1 + 1);
+    const char *I = ry_c_dims_count(c, x, none ? a0 : a1 + 1, x->ndim), *T = f64 ? "double" : "int64_t";
+    const char *init = kind <= 1 ? "0" : f64 ? (kind == 2 ? "-INFINITY" : "INFINITY") : kind == 2 ? "INT64_MIN" : "INT64_MAX";
+    const char *step = kind <= 1 ? "acc += v" : kind == 2 ? (f64 ? "acc = (v > acc || v != v) ? v : acc" : "acc = v > acc ? v : acc")
+                                                       : (f64 ? "acc = (v < acc || v != v) ? v : acc" : "acc = v < acc ? v : acc");
+    ry_sb_printf(&c->body, "    for (int64_t o = 0; o < %s; o++)\n        for (int64_t i = 0; i < %s; i++) {\n"
+                           "            %s acc = %s;\n"
+                           "            for (int64_t r = 0; r < %s; r++) {\n                const %s v = %s[(o * %s + r) * %s + i];\n"
+                           "                %s;\n            }\n"
+                           "            %s[o * %s + i] = (%s)(acc%s);\n        }\n",
+                 O, I, T, init, R, T, x->c, R, I, step, (*out)->c, I, ry_c_ctype((*out)->dtype),
+                 kind == 1 ? ry_c_fmt(c, " / (double)(%s)", R) : "");
+    return RY_OK;
+}
+
 /* sum/mean/max/min; keepdims is only in the type. */
 static ry_status emit_reduce(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
     const cval *x = args[0];
     int a0, a1;
+    if (!x->tuple && (x->dtype == RY_INT32 || x->dtype == RY_INT64 || x->dtype == RY_FLOAT64)) {
+        if (reduced_run(c, call, x, &a0, &a1)) return RY_ERR;
+        return wide_reduce(c, call, x, a0, a1, out);
+    }
     if (ry_c_need_f32(c, call, x) || reduced_run(c, call, x, &a0, &a1)) return RY_ERR;
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const char *names[] = {"sum", "mean", "max", "min"};

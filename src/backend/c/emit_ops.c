@@ -163,6 +163,22 @@ static bool is_int(ry_dtype d) { return d == RY_INT32 || d == RY_INT64; }
  * the CPU target's does. */
 static ry_status emit_int_elemwise(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
+    if (strcmp(op->name, "cast") == 0 && !args[0]->tuple) { /* C's conversion; to bool: nonzero */
+        if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+        if ((*out)->tuple) return ry_c_fail(c, call->span, "cast: a tuple result");
+        bool to_bool = (*out)->dtype == RY_BOOL;
+        ry_sb_printf(&c->body, "    for (int64_t i = 0; i < %s; i++) %s[i] = (%s)(%s[i]%s);\n", ry_c_count(c, (*out)->ndim, (*out)->dims),
+                     (*out)->c, ry_c_ctype((*out)->dtype), args[0]->c, to_bool ? " != 0" : "");
+        return RY_OK;
+    }
+    bool ones = strcmp(op->name, "ones_like") == 0;
+    if (ones || strcmp(op->name, "zeros_like") == 0) { /* a constant of the argument's shape (a length's count) */
+        if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+        if ((*out)->tuple) return ry_c_fail(c, call->span, "%s: a tuple result", op->name);
+        ry_sb_printf(&c->body, "    for (int64_t i = 0; i < %s; i++) %s[i] = %d;\n", ry_c_count(c, (*out)->ndim, (*out)->dims),
+                     (*out)->c, ones);
+        return RY_OK;
+    }
     int opc = ry_fz_opcode_of(op->name), n = call->call.nargs;
     bool cmp = opc >= RY_FZ_EQ && opc <= RY_FZ_GE;
     bool ok = n <= 2 && op->nattrs == 0 &&

@@ -121,7 +121,7 @@ static void weights_image(strbuf *img, const char *man, int n, const ry_tensor *
 /* ---- the driver ---- */
 
 static void flatten(cemit *c, const cval *v, cmodel *md, int cap) {
-    if (v->tuple) {
+    if (v->tuple && !v->boxed) {
         for (int i = 0; i < v->n; i++) flatten(c, v->fields[i], md, cap);
     } else if (md->nouts < cap) {
         md->outs[md->nouts++] = v;
@@ -129,7 +129,7 @@ static void flatten(cemit *c, const cval *v, cmodel *md, int cap) {
 }
 
 static int count_tensors(const cval *v) {
-    if (!v->tuple) return 1;
+    if (!v->tuple || v->boxed) return 1;
     int n = 0;
     for (int i = 0; i < v->n; i++) n += count_tensors(v->fields[i]);
     return n;
@@ -141,16 +141,52 @@ static bool has_sym(const cmodel *md, const char *s) {
     return false;
 }
 
-/* Every symbolic dim of v is one of the entry's. */
-static ry_status check_syms(cemit *c, const cmodel *md, const cval *v, ry_span span) {
-    if (v->tuple) {
-        for (int i = 0; i < v->n; i++)
-            if (check_syms(c, md, v->fields[i], span)) return RY_ERR;
-        return RY_OK;
+/* The tensor types of t depth-first into ts[*n..cap). */
+static void flat_types(const ry_type *t, const ry_type **ts, int *n, int cap) {
+    if (t && t->kind == RY_TYPE_TUPLE) {
+        for (int i = 0; i < t->tuple.n; i++) flat_types(t->tuple.fields[i], ts, n, cap);
+    } else if (*n < cap) {
+        ts[(*n)++] = t;
     }
-    for (int i = 0; i < v->ndim; i++)
-        if (v->dims[i].kind == RY_DIM_SYM && !has_sym(md, v->dims[i].name))
-            return ry_c_fail(c, span, "the result's dimension %s is not a dimension of the inputs", v->dims[i].name);
+}
+
+static bool entry_dim(const cmodel *md, const ry_dim *d) {
+    return d->kind == RY_DIM_CONST || (d->kind == RY_DIM_SYM && has_sym(md, d->name));
+}
+
+/* Every symbolic dim of each output is one of the entry's; with control
+ * flow over data, a dim held in a local that the entry's type gives as a
+ * constant or an input's dim is checked equal to it when the call ends
+ * (the type guarantees it) and becomes it, and an output with another
+ * dim still is filled by the call (out_dyn). */
+static ry_status check_syms(cemit *c, cmodel *md, const ry_type *ret, ry_span span) {
+    md->out_dyn = RY_NEW_ARRAY(c->a, bool, md->nouts + 1);
+    const ry_type **ts = RY_NEW_ARRAY(c->a, const ry_type *, md->nouts + 1);
+    int nts = 0;
+    flat_types(ret, ts, &nts, md->nouts);
+    for (int k = 0; k < md->nouts; k++) {
+        cval *v = (cval *)md->outs[k];
+        const ry_type *t = nts == md->nouts ? ts[k] : NULL;
+        for (int i = 0; md->dyn && !v->boxed && t && t->kind == RY_TYPE_TENSOR && t->tensor.ndim == v->ndim && i < v->ndim; i++) {
+            const ry_dim *d = &t->tensor.dims[i];
+            if (entry_dim(md, &v->dims[i]) || !entry_dim(md, d)) continue;
+            const char *msg = ry_c_fmt(c, "%s: result %d: dimension %d differs from the entry's type", ry_c_where(c, span), k, i);
+            ry_sb_printf(&c->body, "    if (%s != %s) %s\n", ry_c_dim(c, &v->dims[i]), ry_c_dim(c, d),
+                         ry_c_fail_stmt(c, "RT_E_DIM", msg));
+            v->dims[i] = *d;
+        }
+        if (v->boxed) {
+            char buf[128];
+            return ry_c_fail(c, span, "the result holds a value of type %s (the entry's results must be tensors)",
+                             ry_type_str(v->type, buf, sizeof buf));
+        }
+        for (int i = 0; i < v->ndim; i++)
+            if (v->dims[i].kind == RY_DIM_SYM && !has_sym(md, v->dims[i].name)) {
+                if (!md->dyn)
+                    return ry_c_fail(c, span, "the result's dimension %s is not a dimension of the inputs", v->dims[i].name);
+                md->out_dyn[k] = true;
+            }
+    }
     return RY_OK;
 }
 
@@ -194,8 +230,19 @@ static ry_status classify(cemit *c, const ry_module *m, const ry_expr *fn, const
     for (int i = 0; i < np; i++) {
         const ry_var *p = fn->func.params[i];
         const ry_type *t = p->type;
+        if (c->dyn && ry_c_is_value_arg(p)) { /* an ADT: a NAME_value * of the caller's */
+            cval *v = RY_NEW(c->a, cval);
+            v->boxed = true;
+            v->type = t;
+            v->weight = -1;
+            md->args[md->nargs] = p;
+            md->arg_c[md->nargs] = c_name(c, p->name, "arg_");
+            v->c = ry_c_fmt(c, "((rt_val *)&%s->v)", md->arg_c[md->nargs++]);
+            params[i] = v;
+            continue;
+        }
         if (!t || t->kind != RY_TYPE_TENSOR)
-            return ry_c_fail(c, p->span, "parameter %%%s has type %s (the export takes tensor parameters so far)", p->name,
+            return ry_c_fail(c, p->span, "parameter %%%s has type %s (the export takes tensors and ADT values)", p->name,
                              t ? ry_type_str(t, buf, sizeof buf) : "unknown");
         int k = set ? ry_params_find(set, p->name) : -1;
         cval *v = RY_NEW(c->a, cval);
@@ -311,16 +358,25 @@ ry_status ry_export_c(ry_module *m, const char *entry, const ry_param_set *weigh
     const ry_expr *fn = ry_anf(m, g->func);
     cval **params = RY_NEW_ARRAY(c.a, cval *, fn->func.nparams + 1);
     cval *res = NULL;
+    /* recursion, match, ADTs, closures, refs: emit_ctl.c's */
+    md.dyn = c.dyn = ry_c_needs_dyn(fn);
+    c.keep_all = ry_c_module_has_refs(m);
+    c.m = m;
+    c.name = md.name;
+    c.NAME = md.NAME;
     ry_status st = classify(&c, m, fn, weights, &md, &w, params);
     if (st == RY_OK) st = ry_c_emit_body(&c, fn, params, &res);
-    if (st == RY_OK) st = check_syms(&c, &md, res, fn->span);
     if (st == RY_OK) {
         int n = count_tensors(res);
         md.outs = RY_NEW_ARRAY(c.a, const cval *, n + 1);
         flatten(&c, res, &md, n);
+        st = check_syms(&c, &md, fn->func.body->type, fn->span);
+    }
+    if (st == RY_OK) {
+        ry_c_collect_adts(&c, &md);
         st = write_all(dir, &c, &md, &w, err);
     }
-    strbuf *bufs[] = {&c.body, &c.sizes, &c.ptrs, &c.file, &c.open};
+    strbuf *bufs[] = {&c.body, &c.sizes, &c.ptrs, &c.file, &c.open, &c.funcs, &c.protos};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ry_free(bufs[i]->data);
     ry_arena_free(c.a);
     return st;

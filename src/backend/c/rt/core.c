@@ -11,7 +11,12 @@
 #include <string.h>
 
 /* The model header's error codes, shared by every export. */
-enum { RT_OK = 0, RT_E_IO = 1, RT_E_WEIGHTS = 2, RT_E_MEMORY = 3, RT_E_DIM = 4, RT_E_ARG = 5 };
+enum {
+    RT_OK = 0, RT_E_IO = 1, RT_E_WEIGHTS = 2, RT_E_MEMORY = 3, RT_E_DIM = 4, RT_E_ARG = 5,
+    RT_E_DEPTH = 6, /* recursion deeper than NAME_MAX_DEPTH */
+    RT_E_MATCH = 7, /* no clause of a match matches the value */
+    RT_E_PARSE = 8  /* a malformed tree (NAME_parse_tree) */
+};
 
 #define RT_ALIGN(n) (((size_t)(n) + 63) & ~(size_t)63)
 
