@@ -34,4 +34,37 @@ static inline ry_status ry_scatter_nd_dims(const ry_kernel_ctx *c, const ry_tens
                        ry_tensor_describe(ind, si, sizeof si));
 }
 
+/* gather_nd's operands: data (B..., X...), indices (M, B..., Y...), out
+ * (B..., Y..., S...) with b = batch_dims leading dims shared, BY =
+ * prod(B, Y) index tuples over Bn = prod(B) batches, each slice S =
+ * prod(X[M:]) elements and each batch of data `batch` elements. */
+typedef struct ry_gather_dims {
+    int b, M;
+    int64_t BY, Bn, S, batch;
+} ry_gather_dims;
+
+static inline int64_t ry_dims_prod(const int64_t *s, int from, int to) {
+    int64_t p = 1;
+    for (int i = from; i < to; i++) p *= s[i];
+    return p;
+}
+
+/* d of (x, ind), or a located error when their batch dims differ */
+static inline ry_status ry_gather_nd_dims(const ry_kernel_ctx *c, const ry_tensor *x,
+                                          const ry_tensor *ind, ry_gather_dims *d) {
+    int b = (int)ry_attr_int(c->op, c->attrs, "batch_dims");
+    int M = (int)ind->shape[0], n = x->ndim;
+    for (int i = 0; i < b; i++)
+        if (ind->shape[1 + i] != x->shape[i])
+            return ry_error_at(c->err, c->span, "gather_nd: batch dim %d is %lld in data, %lld in indices",
+                               i, (long long)x->shape[i], (long long)ind->shape[1 + i]);
+    d->b = b;
+    d->M = M;
+    d->BY = ry_dims_prod(ind->shape, 1, ind->ndim);
+    d->Bn = ry_dims_prod(x->shape, 0, b);
+    d->S = ry_dims_prod(x->shape, b + M, n);
+    d->batch = ry_dims_prod(x->shape, b, n);
+    return RY_OK;
+}
+
 #endif

@@ -25,12 +25,6 @@ RY_SIMD_NO_CONTRACT
 RY_SIMD_ACCUMULATE(add_f32, float, float)
 RY_SIMD_ACCUMULATE(add_f64, double, double)
 
-static int64_t prod(const int64_t *s, int from, int to) {
-    int64_t p = 1;
-    for (int i = from; i < to; i++) p *= s[i];
-    return p;
-}
-
 int64_t ry_scatter_read_index(const ry_tensor *t, int64_t i) {
     switch (t->dtype) {
     case RY_INT8: return ((const int8_t *)t->data)[i];
@@ -117,14 +111,10 @@ ry_status ry_cpu_gather_nd(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int 
     assert(nin == 2 && nout == 1);
     const ry_tensor *x = in[0], *ind = in[1];
     ry_tensor *y = out[0];
-    int b = (int)ry_attr_int(c->op, c->attrs, "batch_dims");
-    int M = (int)ind->shape[0], n = x->ndim;
-    for (int i = 0; i < b; i++)
-        if (ind->shape[1 + i] != x->shape[i])
-            return ry_error_at(c->err, c->span, "gather_nd: batch dim %d is %lld in data, %lld in indices",
-                               i, (long long)x->shape[i], (long long)ind->shape[1 + i]);
-    int64_t BY = prod(ind->shape, 1, ind->ndim), Bn = prod(x->shape, 0, b);
-    int64_t S = prod(x->shape, b + M, n), batch = prod(x->shape, b, n);
+    ry_gather_dims gd = {0};
+    if (ry_gather_nd_dims(c, x, ind, &gd)) return RY_ERR;
+    int b = gd.b, M = gd.M;
+    int64_t BY = gd.BY, Bn = gd.Bn, S = gd.S, batch = gd.batch;
     if (BY == 0 || S == 0) return RY_OK;
     int64_t Yn = BY / Bn;
     size_t es = ry_dtype_size(x->dtype), row = (size_t)S * es;

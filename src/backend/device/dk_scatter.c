@@ -12,12 +12,6 @@
 #include "backend/device/dk_ops.h"
 #include "op/scatter_dims.h"
 
-static int64_t prod(const int64_t *s, int lo, int hi) {
-    int64_t p = 1;
-    for (int i = lo; i < hi; i++) p *= s[i];
-    return p;
-}
-
 /* the first tuple of ind (M, K) outside dims, as the CPU reports it */
 static ry_status bad_index(const ry_dk_device *d, ry_kernel_ctx *c, const ry_tensor *ind, int M, int64_t K,
                            const int64_t *dims) {
@@ -79,14 +73,10 @@ DK_KERNEL(ry_dk_gather_nd) {
     DK_DEVICE(nin, in, nout, out);
     const ry_tensor *x = in[0], *ind = in[1];
     ry_tensor *y = out[0];
-    int b = (int)ry_attr_int(c->op, c->attrs, "batch_dims");
-    int M = (int)ind->shape[0], n = x->ndim;
-    for (int i = 0; i < b; i++)
-        if (ind->shape[1 + i] != x->shape[i])
-            return ry_error_at(c->err, c->span, "gather_nd: batch dim %d is %lld in data, %lld in indices",
-                               i, (long long)x->shape[i], (long long)ind->shape[1 + i]);
-    int64_t BY = prod(ind->shape, 1, ind->ndim), Bn = prod(x->shape, 0, b);
-    int64_t S = prod(x->shape, b + M, n), batch = prod(x->shape, b, n);
+    ry_gather_dims gd = {0};
+    if (ry_gather_nd_dims(c, x, ind, &gd)) return RY_ERR;
+    int b = gd.b, M = gd.M;
+    int64_t BY = gd.BY, Bn = gd.Bn, S = gd.S, batch = gd.batch;
     ry_gen_types t = {ry_dk_move_type(d, x->dtype), NULL, NULL};
     if (index_type(d, c, ind, &t)) return RY_ERR;
     if (BY == 0 || S == 0) return RY_OK;
