@@ -338,8 +338,10 @@ static int stretch_of(ry_vm_program *p, vm_fn *f, int pc) {
  * different shapes move through a clause's calls together. */
 static const insn *next_site(const agenda *a) {
     enum { K = 64 };
-    const vm_fn *fn[K];
-    int stretch[K], count[K], first[K], nk = 0, best = 0, minid = -1;
+    /* nk >= 1 at the end (the machine of the lowest id is a candidate);
+     * zeroed so that gcc -O1 sees fn[best] and first[best] set */
+    const vm_fn *fn[K] = {0};
+    int stretch[K], count[K], first[K] = {0}, nk = 0, best = 0, minid = -1;
     for (int j = 0; j < a->nlive; j++) {
         const vm_machine *m = a->mc[a->live[j]];
         int id = m->fs[m->nf - 1].fn->id;
