@@ -329,6 +329,7 @@ static ry_status dist_step(ry_trainer *tr, train_dist *d, const ry_train_data *d
         if (all[r * nh + 1] > want_stop) want_stop = all[r * nh + 1];
         for (int j = 0; j < per; j++) sum += all[r * nh + 2 + j]; /* shard order */
     }
+    bool rows = !failed && train_rows_plan(tr, d, all, nh, overlap); /* all is head's */
     ry_free(head);
     if (failed) {
         tr->naccum = 0;
@@ -337,7 +338,6 @@ static ry_status dist_step(ry_trainer *tr, train_dist *d, const ry_train_data *d
             ry_error_at(err, RY_NO_SPAN, "step %lld: a rank failed", (long long)step);
         return RY_ERR;
     }
-    bool rows = train_rows_plan(tr, d, all, nh, overlap);
     if (overlap)
         count_bytes(d, tr->grads->slab->size * (int64_t)ry_dtype_size(tr->grads->dtype));
     else if (reduce(tr, d, rows, err))
