@@ -46,7 +46,7 @@ ry_status ry_comm_bcast(void *buf, int64_t nbytes, int root, const char *what, i
  * alltoallv: rank p's send[sdispls[q] .. + scounts[q]) lands in rank q's
  * recv[rdispls[p] .. + rcounts[p]).
  * allgatherv: buf[displs[q] .. + counts[q]) of rank q to every rank, in
- * place. gatherv: the same onto root only, send being this rank's block
+ * place (dtype int64 too: row ids). gatherv: the same onto root only, send being this rank's block
  * (recv is read only on root). */
 ry_status ry_comm_reduce_scatter_sum(const void *send, void *recv, const int *counts,
                                      ry_dtype dtype, const char *what, int64_t step,

@@ -134,7 +134,9 @@ void ry_dist_finalize(void) {
     nreq = capreq = 0;
 }
 
-static MPI_Datatype mpi_type(ry_dtype dt) { return dt == RY_FLOAT64 ? MPI_DOUBLE : MPI_FLOAT; }
+static MPI_Datatype mpi_type(ry_dtype dt) {
+    return dt == RY_FLOAT64 ? MPI_DOUBLE : dt == RY_INT64 ? MPI_INT64_T : MPI_FLOAT;
+}
 
 ry_status ry_comm_allreduce_sum(void *buf, int64_t n, ry_dtype dtype, const char *what,
                                 int64_t step, ry_error *err) {

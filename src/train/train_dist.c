@@ -31,8 +31,10 @@
  * Each step first exchanges, per rank, whether it failed, its stop
  * request and its shards' loss sums, so an error on one rank stops all of
  * them at that step with its message, and a stop request anywhere stops
- * all after it. Row-sparse gradients are densified in the slab (the rows
- * of N ranks overlap unpredictably; the all-reduce is over one buffer).
+ * all after it. The exchange also carries each shard's count of touched
+ * rows per parameter: row-sparse gradients (embeddings) go as rows where
+ * that is smaller (train_rows.c, its size rule), and the dense reduction
+ * above covers the runs of the slab between them.
  */
 #include <math.h>
 #include <string.h>
@@ -90,6 +92,10 @@ ry_status train_dist_begin(ry_trainer *tr, const ry_fit_opts *fo, train_dist *d,
         }
         d->reduce_bytes = per * n * es; /* each rank's shards, gathered everywhere */
     }
+    if (train_rows_begin(tr, d, err)) {
+        train_dist_end(tr, d, false);
+        return RY_ERR;
+    }
     d->ov = fo->no_overlap ? NULL : train_overlap_new(tr, d);
     return RY_OK;
 }
@@ -98,6 +104,7 @@ void train_dist_end(ry_trainer *tr, train_dist *d, bool whole) {
     if (d->zero) train_zero_end(tr, d, whole);
     train_overlap_free(d->ov);
     d->ov = NULL;
+    train_rows_end(d);
     ry_tensor_release(d->local);
     ry_tensor_release(d->gather);
     d->local = d->gather = NULL;
@@ -178,12 +185,14 @@ static void sum_bucket(ry_trainer *tr, const train_dist *d, int64_t lo, int64_t 
     }
 }
 
-static ry_status reduce_det(ry_trainer *tr, const train_dist *d, ry_error *err) {
+/* The slab's elements [from, to) reduced (det, or the all-reduce). */
+static ry_status reduce_det(ry_trainer *tr, const train_dist *d, int64_t from, int64_t to,
+                            ry_error *err) {
     ry_tensor *g = tr->grads->slab;
     int64_t len = g->size, es = (int64_t)ry_dtype_size(g->dtype), step = step_of(tr);
     int per = d->shards / d->size;
-    for (int64_t lo = 0; lo < len; lo += d->bucket) {
-        int64_t n = len - lo < d->bucket ? len - lo : d->bucket;
+    for (int64_t lo = from; lo < to; lo += d->bucket) {
+        int64_t n = to - lo < d->bucket ? to - lo : d->bucket;
         if (d->on) {
             const char *src = d->local ? (const char *)d->local->data : (const char *)g->data;
             if (ry_comm_allgather_runs(src + lo * es, per, n, len, g->dtype, d->gather->data,
@@ -195,11 +204,12 @@ static ry_status reduce_det(ry_trainer *tr, const train_dist *d, ry_error *err) 
     return RY_OK;
 }
 
-static ry_status reduce_sum(ry_trainer *tr, const train_dist *d, ry_error *err) {
+static ry_status reduce_sum(ry_trainer *tr, const train_dist *d, int64_t from, int64_t to,
+                            ry_error *err) {
     ry_tensor *g = tr->grads->slab;
-    int64_t len = g->size, es = (int64_t)ry_dtype_size(g->dtype);
-    for (int64_t lo = 0; lo < len; lo += d->bucket) {
-        int64_t n = len - lo < d->bucket ? len - lo : d->bucket;
+    int64_t es = (int64_t)ry_dtype_size(g->dtype);
+    for (int64_t lo = from; lo < to; lo += d->bucket) {
+        int64_t n = to - lo < d->bucket ? to - lo : d->bucket;
         if (ry_comm_allreduce_sum((char *)g->data + lo * es, n, g->dtype, "the gradient all-reduce",
                                   step_of(tr), err))
             return RY_ERR;
@@ -208,13 +218,16 @@ static ry_status reduce_sum(ry_trainer *tr, const train_dist *d, ry_error *err) 
 }
 
 /* This rank's shards, each kept (det, several) in the local buffer;
- * head[2 + j] gets shard j's loss sum. */
-static ry_status local_shards(ry_trainer *tr, const train_dist *d, const ry_train_data *data,
+ * head[2 + j] gets shard j's loss sum, head[2 + per + j * params ..] its
+ * row counts (train_rows.c). */
+static ry_status local_shards(ry_trainer *tr, train_dist *d, const ry_train_data *data,
                               const int64_t *idx, int64_t k, double *head, ry_error *err) {
-    int per = d->shards / d->size;
+    int per = d->shards / d->size, np = train_rows_head(tr);
     ry_tensor *g = tr->grads->slab;
     for (int j = 0; j < per; j++) {
-        if (shard_grad(tr, d, data, idx, k, d->rank * per + j, &head[2 + j], err)) return RY_ERR;
+        if (shard_grad(tr, d, data, idx, k, d->rank * per + j, &head[2 + j], err) ||
+            train_rows_note(tr, d, j, &head[2 + per + j * np], err))
+            return RY_ERR;
         if (d->local) tr->target->grad_add(d->local, g, j * g->size, 0, g->size, true);
     }
     return RY_OK;
@@ -233,21 +246,52 @@ ry_status train_dist_step(ry_trainer *tr, train_dist *d, const ry_train_data *da
     return st;
 }
 
-/* The step's reduction once its gradient is in the slab, timed. */
-static ry_status reduce(ry_trainer *tr, train_dist *d, ry_error *err) {
+static ry_status reduce_dense(ry_trainer *tr, train_dist *d, int64_t from, int64_t to,
+                              ry_error *err) {
+    return d->det ? reduce_det(tr, d, from, to, err) : d->on ? reduce_sum(tr, d, from, to, err) : RY_OK;
+}
+
+/* The bytes this rank handed to a step's reduction, averaged per step. */
+static void count_bytes(train_dist *d, int64_t bytes) {
+    d->bytes_sum += bytes;
+    d->steps_reduced++;
+    d->reduce_bytes = d->bytes_sum / d->steps_reduced;
+}
+
+/* The step's reduction once its gradient is in the slab, timed: the runs
+ * of dense parameters (with the padding after each), then the rows of
+ * the others (rows: some parameter goes so, d->as_rows). */
+static ry_status reduce(ry_trainer *tr, train_dist *d, bool rows, ry_error *err) {
     double t0 = seconds();
-    ry_status st = d->zero  ? train_zero_reduce(tr, d, err)
-                   : d->det ? reduce_det(tr, d, err)
-                   : d->on  ? reduce_sum(tr, d, err)
-                            : RY_OK;
+    const ry_param_set *g = tr->grads;
+    int64_t es = (int64_t)ry_dtype_size(g->dtype), bytes = 0, from = -1;
+    int copies = d->det && d->on ? d->shards / d->size : 1; /* shards this rank hands over */
+    ry_status st = RY_OK;
+    if (d->zero) {
+        st = train_zero_reduce(tr, d, err);
+        bytes = g->slab->size * es;
+    } else
+        for (int i = 0; i <= g->n && st == RY_OK; i++) {
+            bool dense = i < g->n && !(rows && d->as_rows[i]);
+            int64_t at = i < g->n ? train_view_offset(g, i) : g->slab->size;
+            if (dense && from < 0) from = i == 0 ? 0 : at;
+            if (!dense && from >= 0) {
+                st = reduce_dense(tr, d, from, at, err);
+                bytes += (at - from) * es * copies;
+                from = -1;
+            }
+        }
+    int64_t b = 0;
+    if (st == RY_OK && rows) st = train_rows_reduce(tr, d, &b, err);
     d->t_reduce += seconds() - t0;
+    count_bytes(d, bytes + b);
     return st;
 }
 
 static ry_status dist_step(ry_trainer *tr, train_dist *d, const ry_train_data *data,
                            const int64_t *idx, int64_t k, int local_stop, double *loss, int *stop,
                            ry_error *err) {
-    int per = d->shards / d->size, nh = 2 + per;
+    int per = d->shards / d->size, nh = 2 + per + per * train_rows_head(tr);
     int64_t step = step_of(tr);
     double *head = ry_calloc((size_t)nh * (size_t)(d->size + 1), sizeof *head);
     if (!head) return ry_error_at(err, RY_NO_SPAN, "out of memory");
@@ -285,6 +329,7 @@ static ry_status dist_step(ry_trainer *tr, train_dist *d, const ry_train_data *d
         if (all[r * nh + 1] > want_stop) want_stop = all[r * nh + 1];
         for (int j = 0; j < per; j++) sum += all[r * nh + 2 + j]; /* shard order */
     }
+    bool rows = !failed && train_rows_plan(tr, d, all, nh, overlap); /* all is head's */
     ry_free(head);
     if (failed) {
         tr->naccum = 0;
@@ -293,8 +338,11 @@ static ry_status dist_step(ry_trainer *tr, train_dist *d, const ry_train_data *d
             ry_error_at(err, RY_NO_SPAN, "step %lld: a rank failed", (long long)step);
         return RY_ERR;
     }
-    if (!overlap && reduce(tr, d, err)) return RY_ERR;
-    train_grad_reduced(tr);
+    if (overlap)
+        count_bytes(d, tr->grads->slab->size * (int64_t)ry_dtype_size(tr->grads->dtype));
+    else if (reduce(tr, d, rows, err))
+        return RY_ERR;
+    train_grad_reduced(tr, rows ? d->as_rows : NULL);
     tr->naccum = 1;
     tr->dist_scale = !data->per_example && k % d->shards == 0 ? 1.0 / d->shards : 1.0;
     *loss = sum / (double)k;

@@ -73,9 +73,11 @@ static void add_dense(ry_trainer *tr, int i, const ry_tensor *x) {
     g->state[i] = TRAIN_G_DENSE;
 }
 
-/* grads[i] += v, a RY_VAL_ROWS of the parameter's shape: slice k added to
- * row index[k], in order; rows touched in a ZERO or ROWS slab are listed. */
-static ry_status add_rows(ry_trainer *tr, int i, const ry_value *v, ry_error *err) {
+/* grads[i]'s rows ids[0..n) += src's rows from element src_off on, one
+ * row of the parameter after another, in order; rows touched in a ZERO
+ * or ROWS slab are listed. */
+static ry_status add_row_run(ry_trainer *tr, int i, const ry_tensor *src, int64_t src_off,
+                             const int64_t *ids, int64_t n, ry_error *err) {
     train_grad_state *g = &tr->g;
     ry_tensor *d = tr->grads->views[i];
     train_rows *r = &g->rows[i];
@@ -90,17 +92,23 @@ static ry_status add_rows(ry_trainer *tr, int i, const ry_value *v, ry_error *er
         r->list = ry_calloc((size_t)rows, sizeof *r->list);
         if (!r->mark || !r->list) return ry_error_at(err, RY_NO_SPAN, "out of memory");
     }
-    for (int64_t k = 0; k < v->rows.n; k++) {
-        int64_t row = v->rows.index[k];
+    for (int64_t k = 0; k < n; k++) {
+        int64_t row = ids[k];
         if (track && !r->mark[row]) {
             r->mark[row] = 1;
             r->list[r->n++] = row;
         }
         /* a ZERO slab's rows are zeros: adding into them is 0 + x */
-        g->bad[i] |= tr->target->grad_add(d, v->rows.values, row * len, k * len, len, false);
+        g->bad[i] |= tr->target->grad_add(d, src, row * len, src_off + k * len, len, false);
     }
     if (track) g->state[i] = TRAIN_G_ROWS;
     return RY_OK;
+}
+
+/* grads[i] += v, a RY_VAL_ROWS of the parameter's shape: slice k added to
+ * row index[k]. */
+static ry_status add_rows(ry_trainer *tr, int i, const ry_value *v, ry_error *err) {
+    return add_row_run(tr, i, v->rows.values, 0, v->rows.index, v->rows.n, err);
 }
 
 /* Whether the optimizer may read x where it is: the set's dtype, and not
@@ -144,6 +152,24 @@ void train_grad_dense(ry_trainer *tr) {
         }
 }
 
+const int64_t *train_grad_row_list(const ry_trainer *tr, int i, int64_t *n) {
+    uint8_t st = tr->g.state[i];
+    *n = st == TRAIN_G_ROWS ? tr->g.rows[i].n : st == TRAIN_G_ZERO ? 0 : -1;
+    return *n > 0 ? tr->g.rows[i].list : NULL;
+}
+
+void train_grad_rows_clear(ry_trainer *tr, int i) {
+    train_grad_state *g = &tr->g;
+    if (g->state[i] == TRAIN_G_ROWS) zero_rows(tr, tr->grads->views[i], g->rows[i].list, g->rows[i].n);
+    if (g->rows[i].mark) forget_rows(&g->rows[i]);
+    g->state[i] = TRAIN_G_ZERO;
+}
+
+ry_status train_grad_rows_add(ry_trainer *tr, int i, const ry_tensor *src, int64_t src_off,
+                              const int64_t *ids, int64_t n, ry_error *err) {
+    return add_row_run(tr, i, src, src_off, ids, n, err);
+}
+
 void train_grad_zero_all(ry_trainer *tr) {
     train_grad_begin(tr);
     for (int i = 0; i < tr->params->n; i++) {
@@ -153,9 +179,14 @@ void train_grad_zero_all(ry_trainer *tr) {
     }
 }
 
-void train_grad_reduced(ry_trainer *tr) {
+void train_grad_reduced(ry_trainer *tr, const bool *as_rows) {
     train_grad_state *g = &tr->g;
     for (int i = 0; i < tr->params->n; i++) {
+        if (as_rows && as_rows[i]) { /* train_rows.c left it ZERO or ROWS */
+            g->direct[i] = false;
+            g->bad[i] = true;
+            continue;
+        }
         if (g->rows[i].mark) forget_rows(&g->rows[i]);
         g->state[i] = TRAIN_G_DENSE;
         g->direct[i] = false;

@@ -104,7 +104,17 @@ ry_status train_grad_take(ry_trainer *tr, ry_value *grads, ry_error *err);
  * the step's reduced gradient, dense and to be scanned. */
 void train_grad_dense(ry_trainer *tr);
 void train_grad_zero_all(ry_trainer *tr);
-void train_grad_reduced(ry_trainer *tr);
+void train_grad_reduced(ry_trainer *tr, const bool *as_rows);
+/* For the row-sparse reduction (train_rows.c), after dense: parameter
+ * i's touched rows (*n of them; *n = 0: none, a zero gradient; *n = -1:
+ * dense); rows_clear zeroes them again (the parameter's gradient is then
+ * zero); rows_add adds n rows of src, row k from src_off + k * the row's
+ * length on, into rows ids[k], listing them. as_rows[i] of reduced: the
+ * parameter's rows were reduced so and it stays row-sparse. */
+const int64_t *train_grad_row_list(const ry_trainer *tr, int i, int64_t *n);
+void train_grad_rows_clear(ry_trainer *tr, int i);
+ry_status train_grad_rows_add(ry_trainer *tr, int i, const ry_tensor *src, int64_t src_off,
+                              const int64_t *ids, int64_t n, ry_error *err);
 
 /* train_loop.c: the gradient of the batch idx[0..k) added into the
  * trainer's (one call, or one per example); *mean: the batch's mean
@@ -147,7 +157,20 @@ typedef struct train_dist {
      * losses and failures (where a faster rank waits for a slower); the
      * gradient bytes each rank hands to the reduction per step */
     double t_step, t_reduce, t_sync;
-    int64_t reduce_bytes;
+    int64_t reduce_bytes;       /* per step: bytes_sum / steps_reduced */
+    int64_t bytes_sum, steps_reduced;
+    /* row-sparse gradients reduced as rows (train_rows.c): NULL rows_ok
+     * where they cannot be (one shard, a sharded optimizer) */
+    bool rows_ok;
+    bool *as_rows;              /* per parameter, this step */
+    int64_t *shard_ids;         /* d->local: each local shard's touched rows */
+    int64_t *shard_nids;        /* per local shard: ids used */
+    int64_t shard_cap;          /* ids each local shard has room for */
+    int64_t *ids, ids_cap;      /* every shard's rows' ids, shard order */
+    ry_tensor *rows_buf;        /* every shard's rows, the same order */
+    int *rcounts;               /* 2 * size: the all-gathers' counts, displacements */
+    int64_t *roff;              /* 2 * (shards + 1): where shard s begins in ids, rows_buf */
+    int64_t *scount;            /* shards * params: this step's row counts */
     int64_t buckets, buckets_early; /* overlapped: started, and started during
                                        the backward pass */
 } train_dist;
@@ -172,6 +195,28 @@ ry_status train_dist_barrier(const train_dist *d, int64_t step, ry_error *err);
 /* ry_train_evaluate sharded over the ranks, the sums reduced. */
 ry_status train_dist_evaluate(ry_trainer *tr, const train_dist *d, const ry_train_data *data,
                               int64_t batch, double *loss, double *acc, ry_error *err);
+
+/* Where view i of s begins in its slab, in elements. */
+static inline int64_t train_view_offset(const ry_param_set *s, int i) {
+    return (int64_t)(((const char *)s->views[i]->data - (const char *)s->slab->data) /
+                     (ptrdiff_t)ry_dtype_size(s->dtype));
+}
+
+/* train_rows.c: row-sparse gradients reduced as rows. The head of each
+ * rank's exchange (train_dist.c) carries, after its shards' losses,
+ * train_rows_head doubles per local shard: that shard's count of touched
+ * rows per parameter (-1: dense). begin/end: its buffers; note: after
+ * local shard j, its counts into head (and its ids kept); plan: from
+ * every rank's heads (all, nh doubles each), which parameters go as rows
+ * this step (d->as_rows; false for all when overlap or !rows_ok);
+ * reduce: those parameters' rows gathered and summed in shard order into
+ * the slab, which keeps them row-sparse; *bytes: what this rank handed. */
+int train_rows_head(const ry_trainer *tr);
+ry_status train_rows_begin(ry_trainer *tr, train_dist *d, ry_error *err);
+void train_rows_end(train_dist *d);
+ry_status train_rows_note(ry_trainer *tr, train_dist *d, int j, double *head, ry_error *err);
+bool train_rows_plan(ry_trainer *tr, train_dist *d, const double *all, int nh, bool overlap);
+ry_status train_rows_reduce(ry_trainer *tr, train_dist *d, int64_t *bytes, ry_error *err);
 
 /* train_zero.c: the sharded optimizer (ZeRO-1) of a fit across ranks.
  * begin shards the optimizer; end frees (whole: all-gathers the state

@@ -35,15 +35,10 @@ typedef struct train_overlap {
     ry_error err;
 } train_overlap;
 
-static int64_t offset_of(const ry_param_set *s, int i) {
-    return (int64_t)(((const char *)s->views[i]->data - (const char *)s->slab->data) /
-                     (ptrdiff_t)ry_dtype_size(s->dtype));
-}
-
 /* The buckets parameter i lies in: [*b0, *b1]. */
 static void buckets_of(const train_overlap *ov, int i, int64_t *b0, int64_t *b1) {
     const ry_param_set *g = ov->tr->grads;
-    int64_t off = offset_of(g, i), n = g->views[i]->size, B = ov->d->bucket;
+    int64_t off = train_view_offset(g, i), n = g->views[i]->size, B = ov->d->bucket;
     *b0 = off / B;
     *b1 = n > 0 ? (off + n - 1) / B : *b0 - 1;
 }

@@ -328,11 +328,17 @@ static char *read_model(const char *path, const char *from, const char *to) {
     return substitute(buf, from, to);
 }
 
-static ry_trainer *make_text(const char *name, const char *text, bool adam) {
+/* The optimizers of these tests: SGD with momentum, Adam, and plain SGD,
+ * whose update of a zero gradient row is the identity (so the optimizer
+ * updates the touched rows only). */
+enum { OPT_MOMENTUM, OPT_ADAM, OPT_SGD };
+
+static ry_trainer *make_text(const char *name, const char *text, int opt) {
+    bool adam = opt == OPT_ADAM;
     ry_train_opts o = ry_train_defaults();
     o.optim = ry_optim_defaults(adam ? RY_OPTIM_ADAM : RY_OPTIM_SGD);
     o.optim.lr = adam ? 1e-3 : 0.05;
-    o.optim.momentum = adam ? 0 : 0.9;
+    o.optim.momentum = opt == OPT_MOMENTUM ? 0.9 : 0;
     o.threads = 1;
     ry_trainer *tr = NULL;
     ry_error err;
@@ -344,16 +350,17 @@ static ry_trainer *make_text(const char *name, const char *text, bool adam) {
 typedef void (*data_fn)(ry_trainer *tr, void *ctx, ry_train_data *out, ry_tree_source *src);
 
 /* One process, the job, and the job with the optimizer sharded, with the
- * same shards: the same bits. */
-static void model_bitwise(const char *name, const char *text, bool adam, data_fn data_of,
-                          void *ctx, int64_t steps, int64_t batch) {
+ * same shards: the same bits. *bytes (if not NULL): the bytes per step
+ * the job's rank handed to the reduction. */
+static void model_bitwise(const char *name, const char *text, int opt, data_fn data_of,
+                          void *ctx, int64_t steps, int64_t batch, int64_t *bytes) {
     ry_trainer *tr[3];
     ry_train_data d[3];
     ry_tree_source src[3];
     ry_fit_result r[3];
     ry_error err;
     for (int i = 0; i < 3; i++) {
-        tr[i] = make_text(name, text, adam);
+        tr[i] = make_text(name, text, opt);
         data_of(tr[i], ctx, &d[i], &src[i]);
     }
     ry_fit_opts fo = fit_opts(steps, batch);
@@ -369,6 +376,7 @@ static void model_bitwise(const char *name, const char *text, bool adam, data_fn
         assert_same_bits(tr[i], tr[2]);
         assert_true(r[i].last_loss == r[2].last_loss);
     }
+    if (bytes) *bytes = r[0].dist_bytes;
     for (int i = 0; i < 3; i++) ry_trainer_free(tr[i]);
 }
 
@@ -387,7 +395,7 @@ static void test_lenet_bitwise(void **state) {
     for (int64_t i = 0; i < y->size; i++) ry_tensor_set(y, i, (double)ry_rng_below(&rng, 10));
     ry_tensor *a[2] = {x, y};
     char *text = read_model("models/lenet.relay", NULL, NULL);
-    model_bitwise("lenet.relay", text, false, tensors_of, a, 3, 12);
+    model_bitwise("lenet.relay", text, OPT_MOMENTUM, tensors_of, a, 3, 12, NULL);
     ry_free(text);
     ry_tensor_release(x);
     ry_tensor_release(y);
@@ -398,13 +406,9 @@ static void trees_of(ry_trainer *tr, void *ctx, ry_train_data *out, ry_tree_sour
     if (ry_train_data_trees(tr, ctx, src, out, &err)) fail_msg("%s", err.msg);
 }
 
-/* models/treelstm.relay with its embedding table cut to the test
- * vocabulary (the gates as in the file: 150 memory, 300 inputs), on 7
- * small trees; 2 Adam steps of 6 trees, one a shard (gradients summed
- * per tree). */
-static void test_treelstm_bitwise(void **state) {
+/* The 7 small trees of the Tree-LSTM tests and their vocabulary. */
+static ry_treebank *small_trees(ry_vocab *v) {
     ry_error err;
-    ry_vocab *v = ry_vocab_new();
     ry_treebank *tb = NULL;
     static const char *trees[] = {"(3 (2 It) (4 (2 's) (3 (2 a) (4 lovely))))",
                                   "(1 (2 (2 a) (3 film)) (0 (1 not) (2 lovely)))", "(4 lovely)",
@@ -414,10 +418,87 @@ static void test_treelstm_bitwise(void **state) {
     for (size_t i = 0; i < sizeof trees / sizeof *trees; i++)
         snprintf(text + strlen(text), sizeof text - strlen(text), "%s\n", trees[i]);
     if (ry_treebank_parse("trees", text, strlen(text), v, true, &tb, &err)) fail_msg("%s", err.msg);
-    char rows[32];
-    snprintf(rows, sizeof rows, "(%d, 300)", (int)ry_vocab_size(v));
-    char *model = read_model("models/treelstm.relay", "(18281, 300)", rows);
-    model_bitwise("treelstm.relay", model, true, trees_of, tb, 2, 6);
+    return tb;
+}
+
+/* models/treelstm.relay with an embedding table of `rows` rows (0: the
+ * test vocabulary's size); the gates as in the file: 150 memory, 300
+ * inputs (ry_free). */
+static char *treelstm(const ry_vocab *v, int rows) {
+    char shape[32];
+    snprintf(shape, sizeof shape, "(%d, 300)", rows > 0 ? rows : (int)ry_vocab_size(v));
+    return read_model("models/treelstm.relay", "(18281, 300)", shape);
+}
+
+/* The Tree-LSTM with its embedding cut to the test vocabulary, on 7
+ * small trees; 2 Adam steps of 6 trees, one a shard (gradients summed
+ * per tree). The table has 7 rows: train_rows.c's rule sends the
+ * embedding densely in the first step (the shards touch 14 rows) and as
+ * rows in the second (4). */
+static void test_treelstm_bitwise(void **state) {
+    ry_vocab *v = ry_vocab_new();
+    ry_treebank *tb = small_trees(v);
+    char *model = treelstm(v, 0);
+    model_bitwise("treelstm.relay", model, OPT_ADAM, trees_of, tb, 2, 6, NULL);
+    ry_free(model);
+    ry_treebank_free(tb);
+    ry_vocab_free(v);
+}
+
+/* Bytes of every gradient of a Tree-LSTM with `rows` embedding rows. */
+static int64_t treelstm_slab_bytes(const ry_vocab *v, int rows) {
+    char *model = treelstm(v, rows);
+    ry_trainer *tr = make_text("treelstm.relay", model, OPT_ADAM);
+    int64_t n = (int64_t)ry_tensor_nbytes(ry_trainer_params(tr)->slab);
+    ry_trainer_free(tr);
+    ry_free(model);
+    return n;
+}
+
+/* A 3000-row embedding of which the trees touch at most 8 rows: reduced
+ * as rows (gathered, summed in shard order), the same bits as one
+ * process and as the sharded optimizer's dense reduce-scatter, with
+ * Adam (every row updated) and plain SGD (the touched rows only). The
+ * job's rank hands over its shards' slabs less the embedding, and the
+ * rows (the dense path: its shards' whole slabs). */
+static void test_treelstm_rows_bitwise(void **state) {
+    ry_vocab *v = ry_vocab_new();
+    ry_treebank *tb = small_trees(v);
+    char *model = treelstm(v, 3000);
+    int64_t dense = treelstm_slab_bytes(v, 3000) * (SHARDS / ry_dist_size()), emb = 3000 * 300 * 4;
+    for (int opt = OPT_ADAM; opt <= OPT_SGD; opt++) {
+        int64_t bytes = 0;
+        model_bitwise("treelstm.relay", model, opt, trees_of, tb, 3, 6, &bytes);
+        assert_true(bytes > 0 && bytes <= dense - (SHARDS / ry_dist_size()) * emb + dense / 100);
+    }
+    ry_free(model);
+    ry_treebank_free(tb);
+    ry_vocab_free(v);
+}
+
+/* Without --deterministic the rows are gathered and summed in rank
+ * order: one process to rounding, the embedding not sent densely. */
+static void test_treelstm_rows_allreduce(void **state) {
+    ry_vocab *v = ry_vocab_new();
+    ry_treebank *tb = small_trees(v);
+    char *model = treelstm(v, 3000);
+    ry_trainer *tr[2];
+    ry_train_data d[2];
+    ry_tree_source src[2];
+    ry_fit_result r[2];
+    ry_error err;
+    ry_fit_opts fo = fit_opts(3, 6);
+    for (int i = 0; i < 2; i++) {
+        tr[i] = make_text("treelstm.relay", model, OPT_ADAM);
+        trees_of(tr[i], tb, &d[i], &src[i]);
+        fo.local = i == 1;
+        if (ry_train_fit(tr[i], &d[i], NULL, &fo, &r[i], &err)) fail_msg("%s", err.msg);
+    }
+    assert_close(tr[0], tr[1]);
+    assert_true(fabs(r[0].last_loss - r[1].last_loss) < 1e-5);
+    int64_t slab = (int64_t)ry_tensor_nbytes(ry_trainer_params(tr[0])->slab);
+    assert_true(r[0].dist_bytes > 0 && r[0].dist_bytes < slab - 3000 * 300 * 4 + slab / 100);
+    for (int i = 0; i < 2; i++) ry_trainer_free(tr[i]);
     ry_free(model);
     ry_treebank_free(tb);
     ry_vocab_free(v);
@@ -580,6 +661,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_zero_checkpoint_resume),
         cmocka_unit_test(test_lenet_bitwise),
         cmocka_unit_test(test_treelstm_bitwise),
+        cmocka_unit_test(test_treelstm_rows_bitwise),
+        cmocka_unit_test(test_treelstm_rows_allreduce),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     ry_tensor_release(arrays[0]);
