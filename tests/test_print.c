@@ -319,6 +319,73 @@ static void test_localize_polymorphic_for_tvm(void **state) {
     ry_module_free(m);
 }
 
+/* TVM's let is monomorphic: a polymorphic global taking refs used at two
+ * types (after type checking) prints once per type: @app for int32 (met
+ * first, in @main) and @app_1 for float32, which @twice's copy at float32
+ * calls twice (a use at a type seen before shares its copy). */
+static void test_monomorphize_for_tvm(void **state) {
+    (void)state;
+    const char *text = V "def @app[A](%r: ref(A), %f: fn (A) -> A) -> () {\n"
+                         "  let %v: A = ref_read(%r);\n"
+                         "  ref_write(%r, %f(%v))\n"
+                         "}\n"
+                         "def @twice[B](%r: ref(B), %f: fn (B) -> B) -> () {\n"
+                         "  let %u = @app(%r, %f);\n"
+                         "  @app(%r, %f)\n"
+                         "}\n"
+                         "def @main(%x: float32, %n: int32) -> (float32, int32) {\n"
+                         "  let %r = ref(%x);\n"
+                         "  let %u = @twice(%r, fn (%y: float32) -> float32 { negative(%y) });\n"
+                         "  let %s = ref(%n);\n"
+                         "  let %w = @app(%s, fn (%k: int32) -> int32 { add(%k, 1) });\n"
+                         "  (ref_read(%r), ref_read(%s))\n"
+                         "}\n";
+    ry_module *m = parse_text(text);
+    ry_error err;
+    assert_int_equal(ry_module_typecheck(m, &err), RY_OK);
+    ry_print_report rep = {0};
+    ry_module_localize_for_tvm(m, &rep);
+    char *s = ry_module_print_ex(m, &(ry_print_opts){.tvm = true, .report = &rep});
+    assert_string_equal(s, V "def @main(%x: float32, %n: int32) -> (float32, int32) {\n"
+                             "  let %app = fn (%r, %f) -> () {\n"
+                             "    let %v = ref_read(%r);\n"
+                             "    %0 = %f(%v);\n"
+                             "    ref_write(%r, %0)\n"
+                             "  };\n"
+                             "  let %app_1 = fn (%r1, %f1) -> () {\n"
+                             "    let %v1 = ref_read(%r1);\n"
+                             "    %1 = %f1(%v1);\n"
+                             "    ref_write(%r1, %1)\n"
+                             "  };\n"
+                             "  let %twice = fn (%r2, %f2) -> () {\n"
+                             "    let %u: () = %app_1(%r2, %f2);\n"
+                             "    %app_1(%r2, %f2)\n"
+                             "  };\n"
+                             "  let %r3 = ref(%x);\n"
+                             "  %2 = fn (%y: float32) -> float32 {\n"
+                             "    negative(%y)\n"
+                             "  };\n"
+                             "  let %u1: () = %twice(%r3, %2);\n"
+                             "  let %s = ref(%n);\n"
+                             "  %3 = fn (%k: int32) -> int32 {\n"
+                             "    add(%k, 1)\n"
+                             "  };\n"
+                             "  let %w: () = %app(%s, %3);\n"
+                             "  %4 = ref_read(%r3);\n"
+                             "  %5 = ref_read(%s);\n"
+                             "  (%4, %5)\n"
+                             "}\n");
+    assert_int_equal(rep.monomorphized, 1);
+    assert_int_equal(rep.localized, 3);
+    assert_int_equal(rep.unsupported, 0);
+    /* what TVM reads, relayc reads and checks too */
+    ry_module *back = parse_text(s);
+    assert_int_equal(ry_module_typecheck(back, &err), RY_OK);
+    ry_module_free(back);
+    ry_free(s);
+    ry_module_free(m);
+}
+
 /* An ADT whose fields hold refs (TVM's parser cannot write them) prints
  * generic in them, its self-references and the ADTs naming it given the
  * arguments; an annotation naming it is dropped. */
@@ -723,6 +790,7 @@ int main(void) {
         cmocka_unit_test(test_localize_for_tvm),
         cmocka_unit_test(test_generic_ref_adts_for_tvm),
         cmocka_unit_test(test_localize_polymorphic_for_tvm),
+        cmocka_unit_test(test_monomorphize_for_tvm),
         cmocka_unit_test(test_tvm_annotates_checked_types),
         cmocka_unit_test(test_layout_let_if_fn),
         cmocka_unit_test(test_layout_adt_match),
