@@ -384,6 +384,25 @@ static void test_monomorphize_for_tvm(void **state) {
     ry_module_free(back);
     ry_free(s);
     ry_module_free(m);
+    /* polymorphic recursion (@p at A calls itself at (A,)) would need
+     * copies without end: they stop at 32, the last calling the first, and
+     * the cycle stays globals (counted) */
+    m = parse_text(V "def @p[A](%r: ref(A), %n: int32) -> () {\n"
+                     "  if (greater(%n, 0)) { @p(ref((ref_read(%r),)), subtract(%n, 1)) } else { () }\n"
+                     "}\n"
+                     "def @main(%x: float32) -> () { @p(ref(%x), 3) }\n");
+    assert_int_equal(ry_module_typecheck(m, &err), RY_OK);
+    memset(&rep, 0, sizeof rep);
+    ry_module_localize_for_tvm(m, &rep);
+    assert_int_equal(rep.monomorphized, 31);
+    assert_int_equal(rep.unsupported, 1 + 32); /* the cap, and the 32 globals of the cycle */
+    assert_int_equal(m->nglobals, 33);
+    assert_non_null(ry_module_find_global(m, "p_31"));
+    s = ry_module_print_ex(m, &(ry_print_opts){.tvm = true});
+    assert_non_null(strstr(s, "def @p_31[A](%r, %n: int32) -> () {"));
+    assert_non_null(strstr(s, "    @p(%159, %160)\n")); /* the 32nd copy calls the first */
+    ry_free(s);
+    ry_module_free(m);
 }
 
 /* An ADT whose fields hold refs (TVM's parser cannot write them) prints

@@ -33,7 +33,7 @@ typedef struct mono {
     int norig;
     inst *insts;
     int n, cap;
-    int capped;       /* globals that hit MAX_INSTANCES */
+    bool *capped;     /* per original global: it hit MAX_INSTANCES */
 } mono;
 
 /* ---- types ---- */
@@ -129,7 +129,7 @@ static ry_global *instance(mono *s, int k, ry_type **targs) {
         if (same) return in->copy;
     }
     if (seen == MAX_INSTANCES) {
-        s->capped++;
+        s->capped[k] = true;
         return first->copy;
     }
     if (s->n == s->cap) {
@@ -347,9 +347,11 @@ void ry_tvm_monomorphize(ry_module *m, bool (*takes_refs)(const ry_global *), ry
     mono s = {.m = m, .a = ry_arena_new(), .norig = n};
     s.cand = RY_NEW_ARRAY(s.a, bool, n);
     s.orig = RY_NEW_ARRAY(s.a, ry_expr *, n);
+    s.capped = RY_NEW_ARRAY(s.a, bool, n);
     for (int i = 0; i < n; i++) {
         s.orig[i] = m->globals[i]->func;
         s.cand[i] = s.orig[i]->func.ntparams > 0 && takes_refs(m->globals[i]);
+        s.capped[i] = false;
         ncand += s.cand[i];
     }
     if (ncand == 0) {
@@ -366,7 +368,7 @@ void ry_tvm_monomorphize(ry_module *m, bool (*takes_refs)(const ry_global *), ry
         if (!s.insts[i].built) build(&s, i);
     if (rep) {
         rep->monomorphized += m->nglobals - n;
-        rep->unsupported += s.capped;
+        for (int i = 0; i < n; i++) rep->unsupported += s.capped[i];
     }
     ry_arena_free(s.a);
 }
