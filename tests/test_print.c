@@ -197,6 +197,13 @@ static void test_print_for_tvm(void **state) {
     ry_module_free(m);
 }
 
+/* What `relayc fmt --tvm` and `grad --tvm` print of m (rewritten for TVM
+ * first), the rewrite's and the printer's counts in *rep. */
+static char *print_localized(ry_module *m, ry_print_report *rep) {
+    ry_module_localize_for_tvm(m, rep);
+    return ry_module_print_ex(m, &(ry_print_opts){.tvm = true, .report = rep});
+}
+
 /* Printing for TVM, which cannot infer a global's ref-typed parameters:
  * such globals become local functions of their callers, callees first
  * (@acc, which recurses, before @twice, which calls it); one nobody calls
@@ -299,8 +306,7 @@ static void test_localize_polymorphic_for_tvm(void **state) {
                                 "  ref_read(%r)\n"
                                 "}\n");
     ry_print_report rep = {0};
-    ry_module_localize_for_tvm(m, &rep);
-    char *s = ry_module_print_ex(m, &(ry_print_opts){.tvm = true, .report = &rep});
+    char *s = print_localized(m, &rep);
     assert_string_equal(s, V "def @main(%x: float32) -> float32 {\n"
                              "  let %app = fn (%r, %f) -> () {\n"
                              "    let %v = ref_read(%r);\n"
@@ -344,8 +350,7 @@ static void test_monomorphize_for_tvm(void **state) {
     ry_error err;
     assert_int_equal(ry_module_typecheck(m, &err), RY_OK);
     ry_print_report rep = {0};
-    ry_module_localize_for_tvm(m, &rep);
-    char *s = ry_module_print_ex(m, &(ry_print_opts){.tvm = true, .report = &rep});
+    char *s = print_localized(m, &rep);
     assert_string_equal(s, V "def @main(%x: float32, %n: int32) -> (float32, int32) {\n"
                              "  let %app = fn (%r, %f) -> () {\n"
                              "    let %v = ref_read(%r);\n"
@@ -417,8 +422,7 @@ static void test_generic_ref_adts_for_tvm(void **state) {
                                 "  Grove(%t, ref(1))\n"
                                 "}\n");
     ry_print_report rep = {0};
-    ry_module_localize_for_tvm(m, &rep);
-    char *s = ry_module_print_ex(m, &(ry_print_opts){.tvm = true, .report = &rep});
+    char *s = print_localized(m, &rep);
     assert_string_equal(s, V "type T[R0] {\n"
                              "  Leaf((float32, R0)),\n"
                              "  Node(T[R0], T[R0]),\n"
