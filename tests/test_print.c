@@ -389,6 +389,25 @@ static void test_monomorphize_for_tvm(void **state) {
     ry_module_free(back);
     ry_free(s);
     ry_module_free(m);
+    /* a use as a value (not called) takes its type from the checker's
+     * instantiation of it */
+    m = parse_text(V "def @app[A](%r: ref(A), %f: fn (A) -> A) -> () { ref_write(%r, %f(ref_read(%r))) }\n"
+                     "def @main(%x: float32, %n: int32) -> (float32, int32) {\n"
+                     "  let %r = ref(%x);\n"
+                     "  let %g = @app;\n"
+                     "  let %u = %g(%r, fn (%y: float32) -> float32 { negative(%y) });\n"
+                     "  let %s = ref(%n);\n"
+                     "  let %w = @app(%s, fn (%k: int32) -> int32 { add(%k, 1) });\n"
+                     "  (ref_read(%r), ref_read(%s))\n"
+                     "}\n");
+    assert_int_equal(ry_module_typecheck(m, &err), RY_OK);
+    memset(&rep, 0, sizeof rep);
+    s = print_localized(m, &rep);
+    assert_int_equal(rep.monomorphized, 1);
+    assert_non_null(strstr(s, "  let %g = %app;\n"));
+    assert_non_null(strstr(s, "  let %w: () = %app_1(%s, "));
+    ry_free(s);
+    ry_module_free(m);
     /* polymorphic recursion (@p at A calls itself at (A,)) would need
      * copies without end: they stop at 32, the last calling the first, and
      * the cycle stays globals (counted) */
