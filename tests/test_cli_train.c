@@ -534,6 +534,46 @@ static void test_vocab_and_dims(void **s) {
     assert_out_contains("steps 2");
 }
 
+/* --data sst fills the `// vocab:` dimension with the treebank's
+ * vocabulary: tests/data/sst_small.txt has 7 distinct words, so the
+ * embedding gets 8 rows with <unk>. */
+static void test_vocab_from_sst(void **s) {
+    char sst[512], bank[512];
+    snprintf(sst, sizeof sst, "%s/sst", dir);
+    assert_int_equal(mkdir(sst, 0700), 0);
+    FILE *f = fopen("tests/data/sst_small.txt", "r");
+    assert_non_null(f);
+    size_t n = fread(bank, 1, sizeof bank - 1, f);
+    fclose(f);
+    bank[n] = '\0';
+    write_text_in(sst, "train.txt", bank);
+    write_text_in(sst, "dev.txt", bank);
+    write_text("tree.relay",
+               "#[version = \"0.0.5\"]\n// data: t\n// vocab: v\n// metrics: loss\n"
+               "// init: e=uniform(-0.1,0.1)\n"
+               "type Tree { Leaf(int32, int32), Node(Tree, Tree, int32) }\n"
+               "def @h(%t: Tree, %e: Tensor[(v, 2), float32]) -> Tensor[(2), float32] {\n"
+               "  match (%t) { Leaf(%w, _) => take(%e, %w, axis=0), Node(%l, %r, _) => tanh(add(@h(%l, %e), "
+               "@h(%r, %e))) }\n"
+               "}\n"
+               "def @loss(%t: Tree, %e: Tensor[(v, 2), float32]) -> float32 { sum(multiply(@h(%t, %e), "
+               "@h(%t, %e))) }\n");
+    expect(0, "%s/tree.relay --data sst:%s/sst --batch 1 --steps 2 --quiet --checkpoint-dir %s/ck");
+    const char *names[] = {"e"};
+    int ndims[] = {2};
+    int64_t shape[] = {8, 2};
+    const int64_t *shapes[] = {shape};
+    ry_param_set *p = ry_params_new(RY_FLOAT32, 1, names, ndims, shapes);
+    char path[512], latest[512];
+    snprintf(path, sizeof path, "%s/ck", dir);
+    ry_error err;
+    bool found = false;
+    assert_int_equal(ry_checkpoint_latest(path, latest, sizeof latest, &found, &err), RY_OK);
+    assert_true(found);
+    if (ry_checkpoint_load(latest, p, NULL, NULL, &err)) fail_msg("%s", err.msg);
+    ry_params_free(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_training_mode_default, setup, teardown),
@@ -546,6 +586,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_integer_labels_cast, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vocab_and_dims, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vocab_from_sst, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -467,6 +467,38 @@ static const bad_case bad[] = {
  * parameters): 700 parameters, a 1500-field tuple, 300 constructors with
  * 300 clauses matching them, 300 type parameters; each parses, type-checks
  * and prints back to the same text. */
+/* TVM prints attributes on a call of a closure (`%f(%x,
+ * attrs_type_key="...", ...)`): they parse, mean nothing to the type or
+ * the value, and print back as written. */
+static void test_closure_call_attrs(void **state) {
+    (void)state;
+    const char *text = V "def @main(%x: float32) -> float32 {\n"
+                         "  let %f = fn (%y: float32) -> float32 {\n"
+                         "    negative(%y)\n"
+                         "  };\n"
+                         "  %f(%x, attrs_type_key=\"relay.attrs.FooAttrs\", units=3)\n"
+                         "}\n";
+    ry_module *m = parse_ok(text);
+    const ry_expr *call = body_of(m, "main")->let.body;
+    assert_int_equal(call->kind, RY_EXPR_CALL);
+    assert_int_equal(call->call.nargs, 1);
+    assert_int_equal(call->call.attrs.n, 2);
+    assert_string_equal(call->call.attrs.items[0].name, "attrs_type_key");
+    assert_int_equal(call->call.attrs.items[1].value.i, 3);
+    ry_error err;
+    assert_int_equal(ry_module_typecheck(m, &err), RY_OK);
+    char *s = ry_module_print(m);
+    assert_string_equal(s, text);
+    ry_free(s);
+    ry_value *x = ry_value_tensor(ry_tensor_scalar(RY_FLOAT32, 2.5));
+    ry_value *out = NULL;
+    assert_int_equal(ry_interp_call(m, "main", 1, &x, NULL, &out, &err), RY_OK);
+    assert_true(ry_tensor_get(out->tensor, 0) == -2.5);
+    ry_value_release(out);
+    ry_value_release(x);
+    ry_module_free(m);
+}
+
 static void test_no_fixed_limits(void **state) {
     (void)state;
     strbuf b = {0};
@@ -676,6 +708,7 @@ int main(void) {
         cmocka_unit_test(test_infix_precedence),
         cmocka_unit_test(test_metadata_constants),
         cmocka_unit_test(test_no_fixed_limits),
+        cmocka_unit_test(test_closure_call_attrs),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_too_deep),
         cmocka_unit_test(test_truncated_files),

@@ -197,6 +197,13 @@ static void test_print_for_tvm(void **state) {
     ry_module_free(m);
 }
 
+/* What `relayc fmt --tvm` and `grad --tvm` print of m (rewritten for TVM
+ * first), the rewrite's and the printer's counts in *rep. */
+static char *print_localized(ry_module *m, ry_print_report *rep) {
+    ry_module_localize_for_tvm(m, rep);
+    return ry_module_print_ex(m, &(ry_print_opts){.tvm = true, .report = rep});
+}
+
 /* Printing for TVM, which cannot infer a global's ref-typed parameters:
  * such globals become local functions of their callers, callees first
  * (@acc, which recurses, before @twice, which calls it); one nobody calls
@@ -299,8 +306,7 @@ static void test_localize_polymorphic_for_tvm(void **state) {
                                 "  ref_read(%r)\n"
                                 "}\n");
     ry_print_report rep = {0};
-    ry_module_localize_for_tvm(m, &rep);
-    char *s = ry_module_print_ex(m, &(ry_print_opts){.tvm = true, .report = &rep});
+    char *s = print_localized(m, &rep);
     assert_string_equal(s, V "def @main(%x: float32) -> float32 {\n"
                              "  let %app = fn (%r, %f) -> () {\n"
                              "    let %v = ref_read(%r);\n"
@@ -319,6 +325,110 @@ static void test_localize_polymorphic_for_tvm(void **state) {
     ry_module_free(m);
 }
 
+/* TVM's let is monomorphic: a polymorphic global taking refs used at two
+ * types (after type checking) prints once per type: @app for int32 (met
+ * first, in @main) and @app_1 for float32, which @twice's copy at float32
+ * calls twice (a use at a type seen before shares its copy). */
+static void test_monomorphize_for_tvm(void **state) {
+    (void)state;
+    const char *text = V "def @app[A](%r: ref(A), %f: fn (A) -> A) -> () {\n"
+                         "  let %v: A = ref_read(%r);\n"
+                         "  ref_write(%r, %f(%v))\n"
+                         "}\n"
+                         "def @twice[B](%r: ref(B), %f: fn (B) -> B) -> () {\n"
+                         "  let %u = @app(%r, %f);\n"
+                         "  @app(%r, %f)\n"
+                         "}\n"
+                         "def @main(%x: float32, %n: int32) -> (float32, int32) {\n"
+                         "  let %r = ref(%x);\n"
+                         "  let %u = @twice(%r, fn (%y: float32) -> float32 { negative(%y) });\n"
+                         "  let %s = ref(%n);\n"
+                         "  let %w = @app(%s, fn (%k: int32) -> int32 { add(%k, 1) });\n"
+                         "  (ref_read(%r), ref_read(%s))\n"
+                         "}\n";
+    ry_module *m = parse_text(text);
+    ry_error err;
+    assert_int_equal(ry_module_typecheck(m, &err), RY_OK);
+    ry_print_report rep = {0};
+    char *s = print_localized(m, &rep);
+    assert_string_equal(s, V "def @main(%x: float32, %n: int32) -> (float32, int32) {\n"
+                             "  let %app = fn (%r, %f) -> () {\n"
+                             "    let %v = ref_read(%r);\n"
+                             "    %0 = %f(%v);\n"
+                             "    ref_write(%r, %0)\n"
+                             "  };\n"
+                             "  let %app_1 = fn (%r1, %f1) -> () {\n"
+                             "    let %v1 = ref_read(%r1);\n"
+                             "    %1 = %f1(%v1);\n"
+                             "    ref_write(%r1, %1)\n"
+                             "  };\n"
+                             "  let %twice = fn (%r2, %f2) -> () {\n"
+                             "    let %u: () = %app_1(%r2, %f2);\n"
+                             "    %app_1(%r2, %f2)\n"
+                             "  };\n"
+                             "  let %r3 = ref(%x);\n"
+                             "  %2 = fn (%y: float32) -> float32 {\n"
+                             "    negative(%y)\n"
+                             "  };\n"
+                             "  let %u1: () = %twice(%r3, %2);\n"
+                             "  let %s = ref(%n);\n"
+                             "  %3 = fn (%k: int32) -> int32 {\n"
+                             "    add(%k, 1)\n"
+                             "  };\n"
+                             "  let %w: () = %app(%s, %3);\n"
+                             "  %4 = ref_read(%r3);\n"
+                             "  %5 = ref_read(%s);\n"
+                             "  (%4, %5)\n"
+                             "}\n");
+    assert_int_equal(rep.monomorphized, 1);
+    assert_int_equal(rep.localized, 3);
+    assert_int_equal(rep.unsupported, 0);
+    /* what TVM reads, relayc reads and checks too */
+    ry_module *back = parse_text(s);
+    assert_int_equal(ry_module_typecheck(back, &err), RY_OK);
+    ry_module_free(back);
+    ry_free(s);
+    ry_module_free(m);
+    /* a use as a value (not called) takes its type from the checker's
+     * instantiation of it */
+    m = parse_text(V "def @app[A](%r: ref(A), %f: fn (A) -> A) -> () { ref_write(%r, %f(ref_read(%r))) }\n"
+                     "def @main(%x: float32, %n: int32) -> (float32, int32) {\n"
+                     "  let %r = ref(%x);\n"
+                     "  let %g = @app;\n"
+                     "  let %u = %g(%r, fn (%y: float32) -> float32 { negative(%y) });\n"
+                     "  let %s = ref(%n);\n"
+                     "  let %w = @app(%s, fn (%k: int32) -> int32 { add(%k, 1) });\n"
+                     "  (ref_read(%r), ref_read(%s))\n"
+                     "}\n");
+    assert_int_equal(ry_module_typecheck(m, &err), RY_OK);
+    memset(&rep, 0, sizeof rep);
+    s = print_localized(m, &rep);
+    assert_int_equal(rep.monomorphized, 1);
+    assert_non_null(strstr(s, "  let %g = %app;\n"));
+    assert_non_null(strstr(s, "  let %w: () = %app_1(%s, "));
+    ry_free(s);
+    ry_module_free(m);
+    /* polymorphic recursion (@p at A calls itself at (A,)) would need
+     * copies without end: they stop at 32, the last calling the first, and
+     * the cycle stays globals (counted) */
+    m = parse_text(V "def @p[A](%r: ref(A), %n: int32) -> () {\n"
+                     "  if (greater(%n, 0)) { @p(ref((ref_read(%r),)), subtract(%n, 1)) } else { () }\n"
+                     "}\n"
+                     "def @main(%x: float32) -> () { @p(ref(%x), 3) }\n");
+    assert_int_equal(ry_module_typecheck(m, &err), RY_OK);
+    memset(&rep, 0, sizeof rep);
+    ry_module_localize_for_tvm(m, &rep);
+    assert_int_equal(rep.monomorphized, 31);
+    assert_int_equal(rep.unsupported, 1 + 32); /* the cap, and the 32 globals of the cycle */
+    assert_int_equal(m->nglobals, 33);
+    assert_non_null(ry_module_find_global(m, "p_31"));
+    s = ry_module_print_ex(m, &(ry_print_opts){.tvm = true});
+    assert_non_null(strstr(s, "def @p_31[A](%r, %n: int32) -> () {"));
+    assert_non_null(strstr(s, "    @p(%159, %160)\n")); /* the 32nd copy calls the first */
+    ry_free(s);
+    ry_module_free(m);
+}
+
 /* An ADT whose fields hold refs (TVM's parser cannot write them) prints
  * generic in them, its self-references and the ADTs naming it given the
  * arguments; an annotation naming it is dropped. */
@@ -331,8 +441,7 @@ static void test_generic_ref_adts_for_tvm(void **state) {
                                 "  Grove(%t, ref(1))\n"
                                 "}\n");
     ry_print_report rep = {0};
-    ry_module_localize_for_tvm(m, &rep);
-    char *s = ry_module_print_ex(m, &(ry_print_opts){.tvm = true, .report = &rep});
+    char *s = print_localized(m, &rep);
     assert_string_equal(s, V "type T[R0] {\n"
                              "  Leaf((float32, R0)),\n"
                              "  Node(T[R0], T[R0]),\n"
@@ -723,6 +832,7 @@ int main(void) {
         cmocka_unit_test(test_localize_for_tvm),
         cmocka_unit_test(test_generic_ref_adts_for_tvm),
         cmocka_unit_test(test_localize_polymorphic_for_tvm),
+        cmocka_unit_test(test_monomorphize_for_tvm),
         cmocka_unit_test(test_tvm_annotates_checked_types),
         cmocka_unit_test(test_layout_let_if_fn),
         cmocka_unit_test(test_layout_adt_match),

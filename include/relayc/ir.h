@@ -346,6 +346,8 @@ struct ry_print_report {
     int localized;        /* globals printed as local functions (below) */
     int dropped_globals;  /* such globals no other global calls: not printed */
     int generic_adts;     /* ADTs whose fields hold refs, made generic in them */
+    int monomorphized;    /* further copies of polymorphic globals taking refs,
+                           * one per other type they are used at */
 };
 char *ry_module_print_ex(const ry_module *m, const ry_print_opts *opts);
 /* Before printing for TVM: TVM type-checks one global at a time and cannot
@@ -354,7 +356,8 @@ char *ry_module_print_ex(const ry_module *m, const ry_print_opts *opts);
  * function `let %f_grad = fn (...) {...};` at the top of every other global
  * that reaches it (callees first), where TVM infers its parameters from the
  * calls, and leaves the module; mutually recursive ones stay (counted in
- * unsupported). First, an ADT whose constructor fields hold refs (the
+ * unsupported). A polymorphic one is copied once per type it is used at
+ * (after type checking: TVM's let is monomorphic), @f_grad, @f_grad_1, ... First, an ADT whose constructor fields hold refs (the
  * gradient twin of a tree) becomes generic in those refs (`type
  * Tree_grad[R0] {...}`), which TVM infers where it is built and matched.
  * Mutates m in place: print it, then free it. Counts go to rep when not

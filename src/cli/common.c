@@ -65,6 +65,10 @@ char *cli_print(const char *cmd, ry_module *m, bool tvm) {
         fprintf(stderr, "relayc %s: --tvm: %d global%s taking refs printed as local functions of %s callers "
                 "(TVM infers their parameters only from calls in the same body)\n", cmd, rep.localized,
                 rep.localized == 1 ? "" : "s", rep.localized == 1 ? "its" : "their");
+    if (rep.monomorphized)
+        fprintf(stderr, "relayc %s: --tvm: %d cop%s of polymorphic globals taking refs, one per further type "
+                "they are used at (TVM's local functions are monomorphic)\n", cmd, rep.monomorphized,
+                rep.monomorphized == 1 ? "y" : "ies");
     if (rep.generic_adts)
         fprintf(stderr, "relayc %s: --tvm: %d ADT%s whose fields hold refs made generic in them (type "
                 "parameters R0, ...: TVM infers them)\n", cmd, rep.generic_adts, rep.generic_adts == 1 ? "" : "s");

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/parse.h"
 #include "relayc/ir.h"
 #include "tensor/alloc_exempt.h"
 
@@ -58,6 +59,12 @@ ry_ctor *ry_module_find_ctor(const ry_module *m, const char *name) {
         for (int j = 0; j < m->typedefs[i]->nctors; j++)
             if (strcmp(m->typedefs[i]->ctors[j]->name, name) == 0) return m->typedefs[i]->ctors[j];
     return NULL;
+}
+
+int ry_module_global_index(const ry_module *m, const char *name) {
+    for (int i = 0; i < m->nglobals; i++)
+        if (strcmp(m->globals[i]->name, name) == 0) return i;
+    return -1;
 }
 
 ry_global *ry_module_add_global(ry_module *m, const char *name, ry_expr *fn) {

@@ -159,6 +159,13 @@ bool ry_type_has_ref(const ry_type *t); /* a ref type anywhere inside t (ADTs' f
 bool ry_type_tvm_writable(const ry_type *t); /* no ref, nothing left to infer */
 /* tvm_adt.c: ADTs whose fields hold refs made generic in them (for TVM). */
 void ry_tvm_generalize_ref_adts(ry_module *m, ry_print_report *rep);
+/* tvm_mono.c: each polymorphic global takes_refs holds copied once per
+ * type it is used at (TVM's local functions are monomorphic). */
+void ry_tvm_monomorphize(ry_module *m, bool (*takes_refs)(const ry_global *), ry_print_report *rep);
+/* tvm_local.c: whether t mentions one of the n type variables tv. */
+bool ry_type_mentions(const ry_type *t, ry_type *const *tv, int n);
+/* module.c: the index of global @name in m->globals, or -1. */
+int ry_module_global_index(const ry_module *m, const char *name);
 void ry_print_attr_value(strbuf *b, const ry_attr_value *v);
 /* `, name=value` for each attribute (no leading comma before the first when first) */
 void ry_print_attrs(strbuf *b, const ry_attrs *a, bool first);

@@ -25,12 +25,6 @@ typedef struct loc {
     ry_var **vars; /* per local global: the var that replaces it */
 } loc;
 
-static int global_index(const ry_module *m, const char *name) {
-    for (int i = 0; i < m->nglobals; i++)
-        if (strcmp(m->globals[i]->name, name) == 0) return i;
-    return -1;
-}
-
 /* Whether TVM must infer a parameter of this type: it holds a ref, which
  * its text format cannot write. Without an annotation only the checker's
  * type tells (relayc fmt does not check: a user's unannotated parameter
@@ -98,7 +92,7 @@ static int *callees_of(loc *l, const ry_global *g) {
     walk_push(&w, g->func);
     for (ry_expr *e; (e = walk_next(&w)); walk_children(&w, e)) {
         intptr_t dummy;
-        int k = e->kind == RY_EXPR_GLOBAL ? global_index(l->m, e->global.name) : -1;
+        int k = e->kind == RY_EXPR_GLOBAL ? ry_module_global_index(l->m, e->global.name) : -1;
         if (k < 0 || ry_ptrmap_get(&named, l->m->globals[k], &dummy)) continue;
         ry_ptrmap_put(l->a, &named, l->m->globals[k], 1);
         if (nout + 1 >= capout) {
@@ -163,8 +157,8 @@ static void bind_locals(loc *l, int ri, bool *reached) {
     f->func.body = body;
 }
 
-/* Whether t mentions one of the n type variables tv. */
-static bool mentions(const ry_type *t, ry_type *const *tv, int n) {
+/* Whether t mentions one of the n type variables tv (parse.h). */
+bool ry_type_mentions(const ry_type *t, ry_type *const *tv, int n) {
     if (!t) return false;
     switch (t->kind) {
     case RY_TYPE_VAR:
@@ -173,24 +167,24 @@ static bool mentions(const ry_type *t, ry_type *const *tv, int n) {
         return false;
     case RY_TYPE_TUPLE:
         for (int i = 0; i < t->tuple.n; i++)
-            if (mentions(t->tuple.fields[i], tv, n)) return true;
+            if (ry_type_mentions(t->tuple.fields[i], tv, n)) return true;
         return false;
     case RY_TYPE_FUNC:
         for (int i = 0; i < t->func.nargs; i++)
-            if (mentions(t->func.args[i], tv, n)) return true;
-        return mentions(t->func.ret, tv, n);
+            if (ry_type_mentions(t->func.args[i], tv, n)) return true;
+        return ry_type_mentions(t->func.ret, tv, n);
     case RY_TYPE_CALL:
         for (int i = 0; i < t->call.nargs; i++)
-            if (mentions(t->call.args[i], tv, n)) return true;
+            if (ry_type_mentions(t->call.args[i], tv, n)) return true;
         return false;
-    case RY_TYPE_REF: return mentions(t->ref.inner, tv, n);
+    case RY_TYPE_REF: return ry_type_mentions(t->ref.inner, tv, n);
     default: return false;
     }
 }
 
 static void forget_var(ry_var *v, ry_type *const *tv, int n) {
-    if (mentions(v->annot, tv, n)) v->annot = NULL;
-    if (mentions(v->type, tv, n)) v->type = NULL;
+    if (ry_type_mentions(v->annot, tv, n)) v->annot = NULL;
+    if (ry_type_mentions(v->type, tv, n)) v->type = NULL;
 }
 
 static void forget_pattern(ry_pattern *p, ry_type *const *tv, int n) {
@@ -203,8 +197,7 @@ static void forget_pattern(ry_pattern *p, ry_type *const *tv, int n) {
  * annotation inside it that names them: TVM instantiates a function's type
  * parameters at a call before it has solved the types of its unannotated
  * parameters, so the twin of @compose[A, B, C] fails there; monomorphic,
- * TVM infers it from its one use (two uses at different types stay beyond
- * TVM). */
+ * TVM infers it from its uses (tvm_mono.c made one copy per type). */
 static void forget_tparams(loc *l, ry_expr *fn) {
     ry_type **tv = fn->func.tparams;
     int n = fn->func.ntparams;
@@ -215,7 +208,7 @@ static void forget_tparams(loc *l, ry_expr *fn) {
         if (e->kind == RY_EXPR_LET) forget_var(e->let.var, tv, n);
         if (e->kind == RY_EXPR_FUNC) {
             for (int i = 0; i < e->func.nparams; i++) forget_var(e->func.params[i], tv, n);
-            if (mentions(e->func.ret_annot, tv, n)) e->func.ret_annot = NULL;
+            if (ry_type_mentions(e->func.ret_annot, tv, n)) e->func.ret_annot = NULL;
         }
         for (int i = 0; e->kind == RY_EXPR_MATCH && i < e->match.nclauses; i++)
             forget_pattern(e->match.clauses[i].pat, tv, n);
@@ -229,7 +222,7 @@ static void retarget_uses(loc *l) {
         dag_walk w = {.a = l->a};
         walk_push(&w, l->m->globals[i]->func);
         for (ry_expr *e; (e = walk_next(&w)); walk_children(&w, e)) {
-            int k = e->kind == RY_EXPR_GLOBAL ? global_index(l->m, e->global.name) : -1;
+            int k = e->kind == RY_EXPR_GLOBAL ? ry_module_global_index(l->m, e->global.name) : -1;
             if (k >= 0 && l->local[k]) {
                 e->kind = RY_EXPR_VAR; /* a leaf: walk_children finds nothing */
                 e->var.var = l->vars[k];
@@ -240,6 +233,7 @@ static void retarget_uses(loc *l) {
 
 void ry_module_localize_for_tvm(ry_module *m, ry_print_report *rep) {
     ry_tvm_generalize_ref_adts(m, rep);
+    ry_tvm_monomorphize(m, needs_local, rep);
     int n = m->nglobals;
     if (n == 0) return;
     loc l = {.m = m, .a = ry_arena_new(), .n = n};
