@@ -319,6 +319,14 @@ static void test_gradcheck_adt(void **s) {
     assert_int_equal(run(args), 0);
     read_tmp("out.txt", buf, sizeof buf);
     assert_non_null(strstr(buf, "12  ok")); /* 6 rows of 2 */
+    /* the Tree-LSTM's real embedding (18281 x 300): without --samples,
+     * 64 elements of each tensor, half of them in the tree's rows */
+    assert_int_equal(run("gradcheck models/treelstm.relay --entry loss --input tree=sst:tests/data/sst_small.txt:1"), 0);
+    assert_err_contains("%emb has 5484300 elements: checking 64 of each tensor");
+    read_tmp("out.txt", buf, sizeof buf);
+    assert_non_null(strstr(buf, "gradcheck @loss: ok"));
+    assert_non_null(strstr(buf, "64  ok"));
+    assert_non_null(strstr(buf, "5  ok")); /* %bs: all of its 5 */
     /* errors */
     assert_int_equal(run("gradcheck tests/corpus/gradcheck_tree.relay"), 1);
     assert_err_contains("--input t=sst:PATH:LINE");

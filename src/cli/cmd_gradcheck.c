@@ -38,7 +38,8 @@ static const char *help =
     "  --dim NAME=N                a symbolic dimension of the random parameters\n"
     "  --samples K                 check at most K elements of each tensor: half of\n"
     "                              them among those of nonzero gradient, the rest at\n"
-    "                              random (seeded); default every element\n"
+    "                              random (seeded); default every element, or 64\n"
+    "                              when a tensor has more than 65536 (an embedding)\n"
     "  --eps E                     finite-difference step, relative (default 1e-6)\n"
     "  --rtol R                    relative tolerance (default 1e-5)\n"
     "  --atol A                    absolute tolerance (default 1e-7)\n"
@@ -59,6 +60,28 @@ static int number(const char *opt, const char *v, double *out) {
     if (errno || *end || !*v || !(d >= 0)) return cli_fail("gradcheck", "%s needs a non-negative number, got '%s'", opt, v);
     *out = d;
     return 0;
+}
+
+/* Finite differences cost two runs of the model per element: an
+ * embedding of a real vocabulary (the Tree-LSTM's 18281 x 300) would take
+ * hours. Without --samples, a model with a tensor this large is checked
+ * on a sample of each tensor, half of it where the gradient is nonzero
+ * (the rows the input's words touch), and stderr says so. */
+enum { AUTO_SAMPLE_ABOVE = 1 << 16, AUTO_SAMPLES = 64 };
+
+static void auto_samples(int n, ry_value *const *args, const ry_expr *f, ry_gradcheck_opts *o) {
+    if (o->max_elements) return;
+    int big = -1;
+    for (int i = 0; i < n; i++)
+        if (args[i]->kind == RY_VAL_TENSOR && ry_dtype_is_float(args[i]->tensor->dtype) &&
+            args[i]->tensor->size > AUTO_SAMPLE_ABOVE && (big < 0 || args[i]->tensor->size > args[big]->tensor->size))
+            big = i;
+    if (big < 0) return;
+    o->max_elements = AUTO_SAMPLES;
+    fprintf(stderr,
+            "gradcheck: %%%s has %lld elements: checking %d of each tensor, half where the gradient is "
+            "nonzero (--samples K to choose)\n",
+            f->func.params[big]->name, (long long)args[big]->tensor->size, AUTO_SAMPLES);
 }
 
 static void print_rows(const char *title, const ry_gradcheck_param *ps, int n) {
@@ -165,7 +188,7 @@ int cmd_gradcheck(int argc, char **argv) {
         rc = 1;
     } else if ((rc = vocab_dim(path, m, in, &spec)) != 0) {
     } else if ((rc = cli_bind_params("gradcheck", entry, in, m, g->func, &rng, true, args)) != 0) {
-    } else if (ry_gradcheck(m, entry, n, args, &opts, rep, &err) != RY_OK) {
+    } else if ((auto_samples(n, args, g->func, &opts), ry_gradcheck(m, entry, n, args, &opts, rep, &err)) != RY_OK) {
         ry_error_print(stderr, &err);
         rc = 1;
     } else {
