@@ -477,6 +477,13 @@ static void test_metrics(void **s) {
                            "--quiet");
     assert_out_contains("held-out loss");
     assert_null(strstr(slurp("out.txt"), "accuracy")); /* a regression: no 0.00%% */
+    /* no label at all (an autoencoder's data: x alone): the loss only */
+    write_text("ae.relay", "#[version = \"0.0.5\"]\n// data: x\n"
+               "def @loss(%x: Tensor[(n, 4), float32], %w: Tensor[(4, 4), float32]) -> float32 {\n"
+               "  %0 = subtract(nn.dense(%x, %w, units=4), %x);\n  mean(multiply(%0, %0))\n}\n");
+    expect(0, "%s/ae.relay --data npy:%s/x.npy --val 4 --steps 3 --batch 4 --quiet");
+    assert_out_contains("held-out loss");
+    assert_null(strstr(slurp("out.txt"), "accuracy"));
     write_classes("cls.relay", "// metrics: loss\n");
     write_labels(12, RY_INT32, 0);
     expect(0, "%s/cls.relay --data npy:%s/x.npy,%s/labels.npy --val 4 --steps 3 "
