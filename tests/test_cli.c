@@ -131,6 +131,38 @@ static void test_help(void **s) {
     assert_err_contains("unknown command 'frobnicate'");
 }
 
+/* Every option a command's help names is one the command takes: each is
+ * given (with a stand-in value) and must not be "unknown". Options named
+ * after another command (`as relayc run --plan`) are that command's. */
+static void test_help_names_real_options(void **s) {
+    static const char *cmds[] = {"check", "fmt", "run", "grad", "gradcheck", "opt", "train", "export", "checkpoint"};
+    static char help[65536], err[8192];
+    int checked = 0;
+    for (size_t c = 0; c < sizeof cmds / sizeof *cmds; c++) {
+        char args[256];
+        snprintf(args, sizeof args, "help %s", cmds[c]);
+        assert_int_equal(run(args), 0);
+        read_out(help, sizeof help);
+        for (const char *p = strstr(help, "--"); p; p = strstr(p + 2, "--")) {
+            size_t n = 2;
+            while (p[n] == '-' || (p[n] >= 'a' && p[n] <= 'z') || (p[n] >= '0' && p[n] <= '9')) n++;
+            const char *back = p - help >= 11 ? p - 11 : help;
+            if (n == 2 || !(p[2] >= 'a' && p[2] <= 'z') || (p > help && p[-1] != ' ' && p[-1] != '[' &&
+                p[-1] != '`' && p[-1] != '(' && p[-1] != '\n') || memmem(back, (size_t)(p - back), "relayc ", 7))
+                continue;
+            char opt[64], want[96];
+            snprintf(opt, sizeof opt, "%.*s", (int)(n < 60 ? n : 60), p);
+            snprintf(args, sizeof args, "%s /nonexistent.relay %s 1", cmds[c], opt);
+            run(args);
+            read_err(err, sizeof err);
+            snprintf(want, sizeof want, "unknown option '%s'", opt);
+            if (strstr(err, want)) fail_msg("relayc help %s names %s, which relayc %s refuses", cmds[c], opt, cmds[c]);
+            checked++;
+        }
+    }
+    assert_true(checked > 100);
+}
+
 static void test_bad_command_lines(void **s) {
     assert_int_equal(run("run"), 1);
     assert_err_contains("missing FILE");
@@ -420,6 +452,7 @@ int main(void) {
         cmocka_unit_test(test_run_grad),    cmocka_unit_test(test_grad_and_opt),
         cmocka_unit_test(test_gradcheck),
         cmocka_unit_test(test_gradcheck_adt),
+        cmocka_unit_test(test_help_names_real_options),
         cmocka_unit_test(test_planted_links_not_followed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
