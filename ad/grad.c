@@ -360,6 +360,25 @@ static ry_expr *xif_widened(gx *s, gx_block *b, const ry_expr *e, ry_expr *r, ry
     return cell;
 }
 
+/* t names only tensors of static shape and tuples of them: an annotation
+ * that means the same wherever it is written. */
+static bool closed_type(const ry_type *t) {
+    if (!t) return false;
+    if (t->kind == RY_TYPE_TENSOR) {
+        for (int i = 0; i < t->tensor.ndim; i++)
+            if (t->tensor.dims[i].kind != RY_DIM_CONST) return false;
+        return true;
+    }
+    if (t->kind != RY_TYPE_TUPLE) return false;
+    for (int i = 0; i < t->tuple.n; i++)
+        if (!closed_type(t->tuple.fields[i])) return false;
+    return true;
+}
+
+static bool ctor_value(const ry_expr *e) {
+    return e->kind == RY_EXPR_CTOR || (e->kind == RY_EXPR_CALL && e->call.callee->kind == RY_EXPR_CTOR);
+}
+
 /* value'(e): the transformed value of e; may add bindings to b.
  *   let x = v; body  =>  [x' = value'(v)] value'(body)   (x' known inside v
  *                                                        for recursive fns) */
@@ -424,7 +443,20 @@ static ry_expr *xval(gx *s, gx_block *b, const ry_expr *e, ry_var *bp) {
             r->match.clauses[i].pat = xpat(s, e->match.clauses[i].pat);
             r->match.clauses[i].body = xscope(s, e->match.clauses[i].body, bp);
         }
-        break;
+        r->type = NULL;
+        /* A match over a constructor value alone (`@head(Nil)` inlined)
+         * leaves its field types to inference, and nothing constrains
+         * them: the result is annotated where its type is closed (the
+         * annotation names a ref, which only relayc's text can write;
+         * printing for TVM leaves it out). */
+        if (ctor_value(e->match.data) && closed_type(e->type)) {
+            ry_type *t = gx_type(s, (ry_type *)e->type);
+            ry_var *v = ry_var_new(s->m, "m", t, RY_NO_SPAN);
+            v->type = t;
+            gx_push(s, b, v, r);
+            return gx_use(s, v);
+        }
+        return r;
     case RY_EXPR_FUNC: return gx_func(s, e);
     case RY_EXPR_TUPLE: {
         ry_expr **f = RY_NEW_ARRAY(s->scratch, ry_expr *, e->tuple.n + 1);

@@ -310,6 +310,12 @@ static void test_gradcheck(void **s) {
     assert_non_null(strstr(buf, "MISMATCH"));
     assert_int_equal(run("gradcheck tests/run/lstm_list.relay --eps -1"), 1);
     assert_err_contains("--eps needs a non-negative number");
+    /* a match over a bare constructor (@head(Nil) inlined): its result's
+     * type comes from nothing in the gradient program but an annotation;
+     * the gradient builds, and running it fails where the program does */
+    assert_int_equal(run("grad tests/run_errors/match_fail.relay"), 0);
+    assert_int_equal(run("gradcheck tests/run_errors/match_fail.relay"), 1);
+    assert_err_contains("match_fail.relay:9:3: error: match failed: no clause matches Nil");
 }
 
 /* gradcheck with ADT arguments: a list of tensors, a tuple and an option
