@@ -11,16 +11,15 @@
  *   weight:   dw_g (Og x K) (+)= dyT_g (Og x J) * col_g^T, summed over
  *             the chunks by the GEMM (beta 1).
  * With one image in a chunk the swaps are the identity and are skipped.
- * Chunks keep the column matrix under COL_CAP elements. float32 and
+ * Chunks keep the column matrix under ry_dk_conv_col_cap elements. float32 and
  * float64 (the device's BLAS); dk_conv.c decides which convolutions come
  * here (ry_dk_conv_gemm_pays) and runs the others as direct kernels.
  */
 #include "backend/device/dk_ops.h"
 
 ry_dk_conv_path ry_dk_conv_force = RY_DK_CONV_AUTO;
-
-/* scratch bound: 2^24 elements (64 MB of float32) of column matrix */
-#define COL_CAP ((int64_t)1 << 24)
+/* 2^24 elements (64 MB of float32) of column matrix */
+int64_t ry_dk_conv_col_cap = (int64_t)1 << 24;
 
 /* the geometry of dk_conv.c (kernel_gen_nn.h's legend) by name */
 enum { C_, H_, W_, O_, OH_, OW_, KH_, KW_, CG_, OG_ };
@@ -30,10 +29,17 @@ bool ry_dk_conv_gemm_pays(ry_gen_conv kind, const int64_t *g, int64_t N) {
     /* an empty sum or result: the direct kernel writes its zeros */
     if (N == 0 || K == 0 || g[OG_] == 0 || g[OH_] * g[OW_] == 0 || g[H_] * g[W_] == 0) return false;
     if (ry_dk_conv_force != RY_DK_CONV_AUTO) return ry_dk_conv_force == RY_DK_CONV_GEMM;
-    /* measured with bench/device_conv (README, The OpenCL target): the
-     * GEMMs lose where a group's product is a sliver (depthwise: one
-     * channel in and out per group) */
-    return g[CG_] * g[OG_] > 1 && K > 1;
+    /* Set from bench/device_conv on PoCL (README, The OpenCL target). The
+     * three GEMMs of a group share one size, a group's filter, Og*Cg*KH*KW
+     * multiply-adds per pixel: below 64 (depthwise 3x3: 9, a 2-channel
+     * 3x3: 36) the launches and copies cost more than the direct loops
+     * (1.5x to 9x slower); from LeNet's conv1 (150) up the forward and the
+     * data gradient gain (to 0.1x). The weight gradient's GEMM reduces
+     * over the whole batch into few outputs and gains later: LeNet's
+     * conv1 (150) ran 1.05-1.2x slower, a grouped 3x3 (576) even, LeNet's
+     * conv2 (2400) 0.6x. */
+    int64_t filter = g[OG_] * K;
+    return filter >= (kind == RY_GEN_CONV_DW ? 512 : 64);
 }
 
 /* one copy kernel (kernel_gen_im2col.c) of dtype dt over n elements */
@@ -77,7 +83,7 @@ static ry_status gemm(const ry_dk_device *d, ry_kernel_ctx *c, ry_dk_gemm gm) {
 /* the images of a chunk: the column matrix of one image holds per_image
  * elements */
 static int64_t chunk_of(int64_t N, int64_t per_image) {
-    int64_t nb = per_image > 0 ? COL_CAP / per_image : N;
+    int64_t nb = per_image > 0 ? ry_dk_conv_col_cap / per_image : N;
     return nb < 1 ? 1 : nb < N ? nb : N;
 }
 
