@@ -75,6 +75,14 @@ static ry_status col_copy(const ry_dk_device *d, ry_kernel_ctx *c, ry_gen_conv_c
     return copy_run(d, c, kind, dst->dtype, n, k, a);
 }
 
+/* col (G, K, nb*OH*OW) of images [n0, n0 + nb) of x (N, C, H, W): a row
+ * of OW per (channel, tap, image, output row) */
+static ry_status im2col(const ry_dk_device *d, ry_kernel_ctx *c, ry_tensor *col, const ry_tensor *x,
+                        const int64_t *g, int64_t n0, int64_t nb) {
+    int64_t rows = g[C_] * g[KH_] * g[KW_] * nb * g[OH_];
+    return col_copy(d, c, RY_GEN_IM2COL, col, 0, x, n0 * g[C_] * g[H_] * g[W_], nb, g, rows);
+}
+
 static ry_status gemm(const ry_dk_device *d, ry_kernel_ctx *c, ry_dk_gemm gm) {
     if (gm.m == 0 || gm.n == 0 || gm.k == 0) return RY_OK;
     return d->gemm(c, &gm);
@@ -94,8 +102,7 @@ static ry_status fwd(const ry_dk_device *d, ry_kernel_ctx *c, ry_tensor *y, cons
     int64_t G = g[C_] / g[CG_], K = g[CG_] * g[KH_] * g[KW_], P = g[OH_] * g[OW_], Og = g[OG_];
     for (int64_t n0 = 0; n0 < N; n0 += NB) {
         int64_t nb = n0 + NB <= N ? NB : N - n0, J = nb * P;
-        if (col_copy(d, c, RY_GEN_IM2COL, col, 0, x, n0 * g[C_] * g[H_] * g[W_], nb, g, G * K * nb * g[OH_]))
-            return RY_ERR;
+        if (im2col(d, c, col, x, g, n0, nb)) return RY_ERR;
         for (int64_t gi = 0; gi < G; gi++) {
             ry_dk_gemm gm = {.m = Og, .n = J, .k = K, .a = w, .aoff = gi * Og * K, .lda = K, .b = col,
                              .boff = gi * K * J, .ldb = J, .ldc = J};
@@ -136,8 +143,7 @@ static ry_status dw(const ry_dk_device *d, ry_kernel_ctx *c, ry_tensor *y, const
     int64_t G = g[C_] / g[CG_], K = g[CG_] * g[KH_] * g[KW_], P = g[OH_] * g[OW_], Og = g[OG_];
     for (int64_t n0 = 0; n0 < N; n0 += NB) {
         int64_t nb = n0 + NB <= N ? NB : N - n0, J = nb * P;
-        if (col_copy(d, c, RY_GEN_IM2COL, col, 0, x, n0 * g[C_] * g[H_] * g[W_], nb, g, G * K * nb * g[OH_]))
-            return RY_ERR;
+        if (im2col(d, c, col, x, g, n0, nb)) return RY_ERR;
         if (nb > 1 && swap01(d, c, dyT, 0, dy, n0 * g[O_] * P, g[O_], nb, P)) return RY_ERR;
         for (int64_t gi = 0; gi < G; gi++) {
             ry_dk_gemm gm = {.tb = true, .m = Og, .n = K, .k = J, .lda = J, .b = col,
