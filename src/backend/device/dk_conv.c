@@ -34,7 +34,8 @@ static ry_status conv(ry_kernel_ctx *c, ry_gen_conv kind, ry_tensor *y, const ry
         return ry_error_at(c->err, c->span, "%s: operands of %s and %s on %s (one dtype expected)",
                            c->op->name, ry_dtype_name(a->dtype), ry_dtype_name(b->dtype), d->dialect->name);
     if (y->size == 0) return RY_OK;
-    if (ry_dtype_is_float(y->dtype) && y->dtype == a->dtype && ry_dk_conv_gemm_pays(kind, g, N))
+    if ((y->dtype == RY_FLOAT32 || y->dtype == RY_FLOAT64) && y->dtype == a->dtype &&
+        ry_dk_conv_gemm_pays(kind, g, N))
         return ry_dk_conv_gemm(d, c, kind, y, a, b, g, N);
     /* integers sum in 64 bits and narrow by wrapping, as the CPU's; the
      * operands are read in the result's compute type (out_dtype) */

@@ -18,8 +18,11 @@
 #include "backend/device/dk_ops.h"
 
 ry_dk_conv_path ry_dk_conv_force = RY_DK_CONV_AUTO;
-/* 2^24 elements (64 MB of float32) of column matrix */
-int64_t ry_dk_conv_col_cap = (int64_t)1 << 24;
+/* 2^22 elements (16 MB of float32) of column matrix: LeNet's batch of 64
+ * is one chunk; a 64-channel 3x3 at 56x56 gets two images a GEMM, whose
+ * 6272 columns still fill it, and scratch stays small beside a device's
+ * memory (RELAYC_DEVICE_MEMORY_LIMIT) */
+int64_t ry_dk_conv_col_cap = (int64_t)1 << 22;
 
 /* the geometry of dk_conv.c (kernel_gen_nn.h's legend) by name */
 enum { C_, H_, W_, O_, OH_, OW_, KH_, KW_, CG_, OG_ };
