@@ -98,6 +98,14 @@ static int64_t chunk_of(int64_t N, int64_t per_image) {
     return nb < 1 ? 1 : nb < N ? nb : N;
 }
 
+/* Where group gi's rows (rows channels of ch, P elements each) of images
+ * [n0, n0 + nb) start: in the swapped scratch (ch, nb, P) when nb > 1 (a
+ * GEMM operand of leading dimension nb*P), else in the NCHW tensor itself
+ * (one image: leading dimension P, the same) */
+static int64_t group_at(int64_t nb, int64_t n0, int64_t gi, int64_t rows, int64_t ch, int64_t P) {
+    return nb > 1 ? gi * rows * nb * P : n0 * ch * P + gi * rows * P;
+}
+
 /* forward: a = x (N, C, H, W), b = w (O, Cg, KH, KW), y (N, O, OH, OW) */
 static ry_status fwd(const ry_dk_device *d, ry_kernel_ctx *c, ry_tensor *y, const ry_tensor *x,
                      const ry_tensor *w, const int64_t *g, int64_t N, ry_tensor *col, ry_tensor *yT,
@@ -110,7 +118,7 @@ static ry_status fwd(const ry_dk_device *d, ry_kernel_ctx *c, ry_tensor *y, cons
             ry_dk_gemm gm = {.m = Og, .n = J, .k = K, .a = w, .aoff = gi * Og * K, .lda = K, .b = col,
                              .boff = gi * K * J, .ldb = J, .ldc = J};
             gm.c = nb > 1 ? yT : y;
-            gm.coff = nb > 1 ? gi * Og * J : n0 * g[O_] * P + gi * Og * P;
+            gm.coff = group_at(nb, n0, gi, Og, g[O_], P);
             if (gemm(d, c, gm)) return RY_ERR;
         }
         if (nb > 1 && swap01(d, c, y, n0 * g[O_] * P, yT, 0, nb, g[O_], P)) return RY_ERR;
@@ -131,7 +139,7 @@ static ry_status dx(const ry_dk_device *d, ry_kernel_ctx *c, ry_tensor *y, const
             ry_dk_gemm gm = {.ta = true, .m = M, .n = J, .k = Cg, .a = w, .aoff = gi * Cg * M,
                              .lda = M, .ldb = J, .c = col, .coff = gi * M * J, .ldc = J};
             gm.b = nb > 1 ? dyT : dy;
-            gm.boff = nb > 1 ? gi * Cg * J : n0 * g[C_] * HW + gi * Cg * HW;
+            gm.boff = group_at(nb, n0, gi, Cg, g[C_], HW);
             if (gemm(d, c, gm)) return RY_ERR;
         }
         if (col_copy(d, c, RY_GEN_COL2IM, y, n0 * Y, col, 0, nb, g, nb * g[O_] * g[OH_])) return RY_ERR;
@@ -153,7 +161,7 @@ static ry_status dw(const ry_dk_device *d, ry_kernel_ctx *c, ry_tensor *y, const
                              .boff = gi * K * J, .ldb = J, .c = y, .coff = gi * Og * K, .ldc = K,
                              .acc = n0 > 0};
             gm.a = nb > 1 ? dyT : dy;
-            gm.aoff = nb > 1 ? gi * Og * J : n0 * g[O_] * P + gi * Og * P;
+            gm.aoff = group_at(nb, n0, gi, Og, g[O_], P);
             if (gemm(d, c, gm)) return RY_ERR;
         }
     }
