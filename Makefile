@@ -139,7 +139,7 @@ $(BUILD)/models/%: models/%.c $(STATIC)
 # Benchmarks (JSON lines), each beside its PyTorch mirror (bench/README.md).
 BENCH_THREADS ?= 1
 BENCH_SECONDS ?= 10
-BENCH_BINS := $(addprefix $(BUILD)/bench/,grad_ratio train_step kernels vm_steps grad_sparse gemm device_gemm export_infer soak autobatch_cost)
+BENCH_BINS := $(addprefix $(BUILD)/bench/,grad_ratio train_step kernels vm_steps grad_sparse gemm device_gemm device_conv export_infer soak autobatch_cost)
 BENCH_SHARED := bench/bench_util.c bench/bench_models.c
 $(BUILD)/bench/%: bench/%.c $(BENCH_SHARED) bench/bench_util.h bench/bench_models.h $(STATIC)
 	@mkdir -p $(dir $@)
@@ -266,7 +266,7 @@ VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-
 # (minutes each under valgrind); the OpenCL suites run PoCL's LLVM
 # compiler for every kernel, and test_cuda_gen NVRTC's: all run under
 # ASan instead.
-VG_SKIP := test_memory test_oom_libc test_deep test_oom test_opencl test_opencl_ops test_opencl_train test_cuda_gen test_cuda
+VG_SKIP := test_memory test_oom_libc test_deep test_oom test_opencl test_opencl_ops test_opencl_conv test_opencl_train test_cuda_gen test_cuda
 test-valgrind:
 	$(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" TEST_MPI=0 \
 	  TEST_SKIP="$(VG_SKIP:%=build-vg/tests/%)" test

@@ -203,6 +203,13 @@ static void test_nn_kernels_in_cuda(void **s) {
             build(src = ry_gen_conv2d(d, (ry_gen_conv)k, conv_types[t]), "a convolution");
             free(src);
         }
+    /* the GEMM path's copies (kernel_gen_im2col.c), float32 and float64 */
+    const ry_gen_types cf = {"float", NULL, NULL}, cd = {"double", NULL, NULL};
+    for (int k = RY_GEN_IM2COL; k <= RY_GEN_SWAP01; k++)
+        for (int t = 0; t < 2; t++) {
+            build(src = ry_gen_conv_copy(d, (ry_gen_conv_copy_kind)k, t ? &cd : &cf), "a convolution's copy");
+            free(src);
+        }
     const ry_gen_types pf = {"float", "float", NULL}, pi = {"signed char", "long long", NULL};
     for (int k = RY_GEN_POOL_MAX; k <= RY_GEN_POOL_ADAPTIVE_AVG; k++)
         for (int integer = 0; integer < 2; integer++) {

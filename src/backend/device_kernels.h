@@ -34,15 +34,16 @@ typedef struct ry_karg {
     double d;
 } ry_karg;
 
-/* A GEMM in row-major terms: C[m, n] = op(A) op(B), op transposing where
- * ta / tb, each operand at an element offset from its tensor's own, with
- * its leading dimension; all of one float dtype (C's). */
+/* A GEMM in row-major terms: C[m, n] = op(A) op(B) (+ C where acc), op
+ * transposing where ta / tb, each operand at an element offset from its
+ * tensor's own, with its leading dimension; all of one float dtype (C's). */
 typedef struct ry_dk_gemm {
     bool ta, tb;
     int64_t m, n, k;
     const ry_tensor *a, *b;
     ry_tensor *c;
     int64_t aoff, lda, boff, ldb, coff, ldc;
+    bool acc; /* beta 1: a convolution's weight gradient summed over chunks of its batch */
 } ry_dk_gemm;
 
 typedef struct ry_dk_device {

@@ -41,6 +41,15 @@ typedef enum { RY_GEN_CONV_FWD, RY_GEN_CONV_DX, RY_GEN_CONV_DW } ry_gen_conv;
  * differ from theirs), @A the accumulator. */
 char *ry_gen_conv2d(const ry_dialect *d, ry_gen_conv kind, const ry_gen_types *t);
 
+/* The copies of a convolution through GEMMs (kernel_gen_im2col.c), @T
+ * the element: IM2COL (n, col, x, NB, then the geometry): col (G,
+ * Cg*KH*KW, NB*OH*OW) of NB images; COL2IM (n, y, col, NB, then the
+ * geometry, C H W the transpose's input's): y (NB, O, OH, OW) gathered
+ * from col (G, Og*KH*KW, NB*H*W); SWAP01 (n, y, x, A, B, P): y (A, B, P)
+ * from x (B, A, P). */
+typedef enum { RY_GEN_IM2COL, RY_GEN_COL2IM, RY_GEN_SWAP01 } ry_gen_conv_copy_kind;
+char *ry_gen_conv_copy(const ry_dialect *d, ry_gen_conv_copy_kind kind, const ry_gen_types *t);
+
 /* Pools over planes of H x W into OH x OW, geometry arguments after the
  * tensors: H W OH OW PH PW sh sw dh dw pt pl pb pr.
  * MAX: (n, y, x, lowest: an @A), AVG: (n, y, x, include_pad), then the

@@ -5,7 +5,7 @@
 #   tests/gpu/run.sh            # build with CUDA, test, train, bench; PASS/FAIL per part
 #
 # Parts: build (CUDA=1), device (relayc devices lists cuda:0), the CUDA
-# suites (test_cuda; test_opencl, test_opencl_ops, test_opencl_train with
+# suites (test_cuda; test_opencl, test_opencl_ops, test_opencl_conv, test_opencl_train with
 # RELAYC_TEST_TARGET=cuda: every corpus program and gradient, the nn
 # family and training against the CPU engine), MLP and LeNet trained one
 # epoch on --target cuda (their test accuracy), bench/train_step --target
@@ -78,8 +78,8 @@ finish() {
 # ---- build ----
 part build 200 make -j"$JOBS" BUILD=$BUILD CUDA=1 all \
     $BUILD/tests/test_cuda $BUILD/tests/test_opencl $BUILD/tests/test_opencl_ops \
-    $BUILD/tests/test_opencl_train $BUILD/tests/test_cuda_gen \
-    $BUILD/bench/train_step $BUILD/bench/device_gemm || finish
+    $BUILD/tests/test_opencl_train $BUILD/tests/test_opencl_conv $BUILD/tests/test_cuda_gen \
+    $BUILD/bench/train_step $BUILD/bench/device_gemm $BUILD/bench/device_conv || finish
 RELAYC=$BUILD/relayc
 export RELAYC
 
@@ -100,6 +100,7 @@ part test_cuda 60 $BUILD/tests/test_cuda
 part "test_opencl on $TARGET (corpora and gradients vs the CPU)" 120 \
     env RELAYC_TEST_TARGET=$TARGET $BUILD/tests/test_opencl
 part "test_opencl_ops on $TARGET (nn family vs the CPU)" 90 env RELAYC_TEST_TARGET=$TARGET $BUILD/tests/test_opencl_ops
+part "test_opencl_conv on $TARGET (both convolution paths vs the CPU)" 60 env RELAYC_TEST_TARGET=$TARGET $BUILD/tests/test_opencl_conv
 part "test_opencl_train on $TARGET (training vs the CPU)" 60 env RELAYC_TEST_TARGET=$TARGET $BUILD/tests/test_opencl_train
 grep -E "corpora:|training step:" $LOG | sed 's/^/      /'
 
@@ -123,6 +124,7 @@ for b in 64 1024; do
     part "device_gemm mlp batch $b (the device's BLAS)" 30 $BUILD/bench/device_gemm --target $TARGET --batch $b --calls 100
     part "train_step mlp batch $b on $TARGET" 30 $BUILD/bench/train_step mlp --target $TARGET --seconds 5 --batch $b
 done
+part "device_conv on $TARGET (direct against GEMM convolutions)" 40 $BUILD/bench/device_conv --target $TARGET --calls 20
 for m in lenet charlstm treelstm; do
     part "train_step $m on $TARGET" 40 $BUILD/bench/train_step $m --target $TARGET --seconds 5 --sst "$SST"
 done

@@ -83,13 +83,13 @@ ry_status ry_cu_gemm(ry_kernel_ctx *c, const ry_dk_gemm *g) {
     }
     blas_status st;
     if (g->c->dtype == RY_FLOAT32) {
-        const float one = 1, zero = 0;
+        const float one = 1, zero = 0, *beta = g->acc ? &one : &zero;
         st = blas.sgemm(blas.h, opb, opa, n, m, k, &one, (const float *)(uintptr_t)B, (int)g->ldb,
-                        (const float *)(uintptr_t)A, (int)g->lda, &zero, (float *)(uintptr_t)C, (int)g->ldc);
+                        (const float *)(uintptr_t)A, (int)g->lda, beta, (float *)(uintptr_t)C, (int)g->ldc);
     } else {
-        const double one = 1, zero = 0;
+        const double one = 1, zero = 0, *beta = g->acc ? &one : &zero;
         st = blas.dgemm(blas.h, opb, opa, n, m, k, &one, (const double *)(uintptr_t)B, (int)g->ldb,
-                        (const double *)(uintptr_t)A, (int)g->lda, &zero, (double *)(uintptr_t)C, (int)g->ldc);
+                        (const double *)(uintptr_t)A, (int)g->lda, beta, (double *)(uintptr_t)C, (int)g->ldc);
     }
     if (st != 0)
         return ry_error_at(c->err, c->span, "cuda:%d (%s): %s: cublas%cgemm_v2 failed (status %d)",

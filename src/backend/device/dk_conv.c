@@ -22,7 +22,8 @@ static ry_status float_only(const ry_dk_device *d, ry_kernel_ctx *c, ry_dtype dt
 /* ---- convolutions ---- */
 
 /* kind's kernel: y from a and b (see kernel_gen_nn.h), geometry g of
- * conv_kernels.h's legend, N the batch (DW only) */
+ * conv_kernels.h's legend, N the batch; through GEMMs (dk_conv_gemm.c)
+ * where that pays, else the direct kernel */
 static ry_status conv(ry_kernel_ctx *c, ry_gen_conv kind, ry_tensor *y, const ry_tensor *a,
                       const ry_tensor *b, const int64_t *g, int64_t N) {
     DK_DEVICE(2, ((ry_tensor *const[]){(ry_tensor *)a, (ry_tensor *)b}), 1, &y);
@@ -33,6 +34,9 @@ static ry_status conv(ry_kernel_ctx *c, ry_gen_conv kind, ry_tensor *y, const ry
         return ry_error_at(c->err, c->span, "%s: operands of %s and %s on %s (one dtype expected)",
                            c->op->name, ry_dtype_name(a->dtype), ry_dtype_name(b->dtype), d->dialect->name);
     if (y->size == 0) return RY_OK;
+    if ((y->dtype == RY_FLOAT32 || y->dtype == RY_FLOAT64) && y->dtype == a->dtype &&
+        ry_dk_conv_gemm_pays(kind, g, N))
+        return ry_dk_conv_gemm(d, c, kind, y, a, b, g, N);
     /* integers sum in 64 bits and narrow by wrapping, as the CPU's; the
      * operands are read in the result's compute type (out_dtype) */
     ry_gen_types t = {T, y->dtype == RY_FLOAT32 ? ry_dk_acc_type(d, RY_FLOAT32)
@@ -67,7 +71,7 @@ static DK_KERNEL(conv2d_wide) {
     if (ry_conv2d_params_read(c->op, c->attrs, c->span, c->err, &p)) return RY_ERR;
     int64_t g[16];
     geom(&p, in[0]->shape, out[0]->shape, in[1]->shape[2], in[1]->shape[3], g);
-    return conv(c, RY_GEN_CONV_FWD, out[0], in[0], in[1], g, 0);
+    return conv(c, RY_GEN_CONV_FWD, out[0], in[0], in[1], g, in[0]->shape[0]);
 }
 
 /* in = (dy (N, C, H, W), w (C, O/G, KH, KW)), out (N, O, OH, OW) */
@@ -77,7 +81,7 @@ static DK_KERNEL(conv2d_transpose_wide) {
     if (ry_conv2d_params_read(c->op, c->attrs, c->span, c->err, &p)) return RY_ERR;
     int64_t g[16];
     geom(&p, in[0]->shape, out[0]->shape, in[1]->shape[2], in[1]->shape[3], g);
-    return conv(c, RY_GEN_CONV_DX, out[0], in[0], in[1], g, 0);
+    return conv(c, RY_GEN_CONV_DX, out[0], in[0], in[1], g, in[0]->shape[0]);
 }
 
 /* in = (dy (N, O, OH, OW), x (N, C, H, W)), out = dw (O, C/G, KH, KW) */

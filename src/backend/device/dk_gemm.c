@@ -20,7 +20,7 @@ static ry_status gemm(const ry_dk_device *d, ry_kernel_ctx *c, bool ta, bool tb,
     if (out->dtype != RY_FLOAT32 && out->dtype != RY_FLOAT64)
         return ry_error_at(c->err, c->span, "%s: %s has no GEMM on %s", c->op->name,
                            ry_dtype_name(out->dtype), d->dialect->name);
-    ry_dk_gemm g = {ta, tb, m, n, k, a, b, out, aoff, lda, boff, ldb, coff, ldc};
+    ry_dk_gemm g = {ta, tb, m, n, k, a, b, out, aoff, lda, boff, ldb, coff, ldc, false};
     return d->gemm(c, &g);
 }
 

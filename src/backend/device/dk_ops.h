@@ -91,6 +91,20 @@ DK_KERNEL(ry_dk_dense_f16);
 DK_KERNEL(ry_dk_matmul_f16);
 DK_KERNEL(ry_dk_batch_matmul_f16);
 
+/* dk_conv_gemm.c: a convolution (kernel_gen_nn.h's kinds and geometry g,
+ * N images) of float32 or float64 as im2col + GEMM (+ col2im), and the
+ * rule dk_conv.c picks it by over the direct kernel. ry_dk_conv_force
+ * overrides the rule (tests and bench/ run both paths; an empty sum or
+ * result always goes direct). Set by tests and benchmarks only, with no
+ * call running. */
+typedef enum { RY_DK_CONV_AUTO, RY_DK_CONV_DIRECT, RY_DK_CONV_GEMM } ry_dk_conv_path;
+extern ry_dk_conv_path ry_dk_conv_force;
+/* the column matrix's bound in elements: a batch is cut into chunks of
+ * images under it (at least one image each); tests lower it */
+extern int64_t ry_dk_conv_col_cap;
+bool ry_dk_conv_gemm_pays(ry_gen_conv kind, const int64_t *g, int64_t N);
+ry_status ry_dk_conv_gemm(const ry_dk_device *d, ry_kernel_ctx *c, ry_gen_conv kind, ry_tensor *y,
+                          const ry_tensor *a, const ry_tensor *b, const int64_t *g, int64_t N);
 /* dk_conv.c */
 DK_KERNEL(ry_dk_conv2d);
 DK_KERNEL(ry_dk_conv2d_transpose);

@@ -21,11 +21,11 @@ ry_status ry_cl_gemm(ry_kernel_ctx *c, const ry_dk_gemm *g) {
     CLBlastStatusCode st;
     if (g->c->dtype == RY_FLOAT32)
         st = CLBlastSgemm(CLBlastLayoutRowMajor, TA, TB, m, n, k, 1.0f, ry_cl_mem(g->a), ao,
-                          (size_t)g->lda, ry_cl_mem(g->b), bo, (size_t)g->ldb, 0.0f, ry_cl_mem(g->c), co,
+                          (size_t)g->lda, ry_cl_mem(g->b), bo, (size_t)g->ldb, g->acc ? 1.0f : 0.0f, ry_cl_mem(g->c), co,
                           (size_t)g->ldc, &q, ev);
     else
         st = CLBlastDgemm(CLBlastLayoutRowMajor, TA, TB, m, n, k, 1.0, ry_cl_mem(g->a), ao,
-                          (size_t)g->lda, ry_cl_mem(g->b), bo, (size_t)g->ldb, 0.0, ry_cl_mem(g->c), co,
+                          (size_t)g->lda, ry_cl_mem(g->b), bo, (size_t)g->ldb, g->acc ? 1.0 : 0.0, ry_cl_mem(g->c), co,
                           (size_t)g->ldc, &q, ev);
     if (st != CLBlastSuccess)
         return ry_error_at(c->err, c->span, "opencl:%d (%s): %s: CLBlast GEMM failed (status %d)",
