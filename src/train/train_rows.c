@@ -88,7 +88,7 @@ static ry_status grow_shard_ids(train_dist *d, int j, int64_t need, ry_error *er
     int64_t cap = need > 2 * d->shard_cap ? need : 2 * d->shard_cap;
     int64_t *fresh = ry_malloc(sizeof *fresh * (size_t)cap * (size_t)per);
     if (!fresh) return ry_error_at(err, RY_NO_SPAN, "out of memory for %lld row ids", (long long)need);
-    for (int q = 0; q < j; q++)
+    for (int q = 0; d->shard_ids && q < j; q++)
         memcpy(fresh + q * cap, d->shard_ids + q * d->shard_cap, sizeof *fresh * (size_t)d->shard_nids[q]);
     ry_free(d->shard_ids);
     d->shard_ids = fresh;
@@ -110,6 +110,10 @@ ry_status train_rows_note(ry_trainer *tr, train_dist *d, int j, double *head, ry
     if (!d->rows_ok || !d->local) return RY_OK;
     /* the slab holds one shard at a time: keep this one's ids */
     if (grow_shard_ids(d, j, total, err)) return RY_ERR;
+    if (!d->shard_ids) { /* no rows in any shard so far */
+        d->shard_nids[j] = 0;
+        return RY_OK;
+    }
     int64_t *dst = d->shard_ids + j * d->shard_cap, k = 0;
     for (int i = 0; i < np; i++) {
         int64_t n;
