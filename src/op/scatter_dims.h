@@ -9,6 +9,7 @@
 #define RELAYC_OP_SCATTER_DIMS_H
 
 #include "relayc/op.h"
+#include "tensor/dims.h"
 
 typedef struct ry_scatter_dims {
     int M;
@@ -42,12 +43,6 @@ typedef struct ry_gather_dims {
     int b, M;
     int64_t BY, Bn, S, batch;
 } ry_gather_dims;
-
-static inline int64_t ry_dims_prod(const int64_t *s, int from, int to) {
-    int64_t p = 1;
-    for (int i = from; i < to; i++) p *= s[i];
-    return p;
-}
 
 /* d of (x, ind), or a located error when their batch dims differ */
 static inline ry_status ry_gather_nd_dims(const ry_kernel_ctx *c, const ry_tensor *x,

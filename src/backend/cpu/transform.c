@@ -12,17 +12,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "tensor/dims.h"
 #include "backend/cpu/parallel.h"
 #include "backend/cpu/scatter_kernels.h"
 #include "backend/cpu/transform_kernels.h"
 
 static int norm_axis(int64_t axis, int rank) { return (int)(axis < 0 ? axis + rank : axis); }
-
-static int64_t prod(const int64_t *shape, int from, int to) {
-    int64_t p = 1;
-    for (int i = from; i < to; i++) p *= shape[i];
-    return p;
-}
 
 /* reshape, expand_dims, squeeze: same elements, same order. */
 ry_status ry_cpu_reshape(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
@@ -180,12 +175,12 @@ static void run_pieces(pieces *p, int64_t outer) {
 static void copy_along(bool gather, int n, ry_tensor *const *t, void *packed,
                        const ry_tensor *whole, int axis) {
     size_t es = ry_dtype_size(whole->dtype), at = 0;
-    size_t row = (size_t)prod(whole->shape, axis, whole->ndim) * es;
-    int64_t outer = prod(whole->shape, 0, axis);
+    size_t row = (size_t)ry_dims_prod(whole->shape, axis, whole->ndim) * es;
+    int64_t outer = ry_dims_prod(whole->shape, 0, axis);
     for (int first = 0; first < n; first += PIECES_MAX) {
         pieces p = {.gather = gather, .packed = packed, .row = row};
         for (int i = first; i < n && i < first + PIECES_MAX; i++) {
-            size_t chunk = (size_t)prod(t[i]->shape, axis, t[i]->ndim) * es;
+            size_t chunk = (size_t)ry_dims_prod(t[i]->shape, axis, t[i]->ndim) * es;
             if (!chunk) continue;
             p.base[p.n] = t[i]->data;
             p.stride[p.n] = chunk;
@@ -220,8 +215,8 @@ ry_status ry_cpu_stack(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout
     ry_tensor *y = out[0];
     int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), y->ndim);
     size_t es = ry_dtype_size(y->dtype);
-    int64_t outer = prod(y->shape, 0, axis);
-    size_t chunk = (size_t)prod(in[0]->shape, axis, in[0]->ndim) * es;
+    int64_t outer = ry_dims_prod(y->shape, 0, axis);
+    size_t chunk = (size_t)ry_dims_prod(in[0]->shape, axis, in[0]->ndim) * es;
     if (!chunk) return RY_OK;
     for (int64_t o = 0; o < outer; o++)
         for (int i = 0; i < nin; i++)
@@ -283,11 +278,11 @@ ry_status ry_cpu_take(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int nout,
         int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), x->ndim);
         int64_t bd = ry_attr_int(c->op, c->attrs, "batch_dims");
         int b = (int)(bd < 0 ? bd + ind->ndim : bd);
-        B = prod(x->shape, 0, b);
-        O = prod(x->shape, b, axis);
+        B = ry_dims_prod(x->shape, 0, b);
+        O = ry_dims_prod(x->shape, b, axis);
         N = x->shape[axis];
-        I = prod(x->shape, axis + 1, x->ndim);
-        K = prod(ind->shape, b, ind->ndim);
+        I = ry_dims_prod(x->shape, axis + 1, x->ndim);
+        K = ry_dims_prod(ind->shape, b, ind->ndim);
     }
     if (y->size == 0) return RY_OK;
     if (N == 0) return ry_error_at(c->err, c->span, "take: cannot take from an axis of extent 0");
@@ -356,7 +351,7 @@ ry_status ry_cpu_one_hot(ry_kernel_ctx *c, int nin, ry_tensor *const *in, int no
     ry_tensor *y = out[0];
     int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), y->ndim);
     int64_t depth = y->shape[axis];
-    int64_t P = prod(y->shape, 0, axis), Q = prod(y->shape, axis + 1, y->ndim);
+    int64_t P = ry_dims_prod(y->shape, 0, axis), Q = ry_dims_prod(y->shape, axis + 1, y->ndim);
     size_t es = ry_dtype_size(y->dtype);
     unsigned char on[8], off[8];
     /* same dtype: copy the bytes, so int64 values keep every bit */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/dims.h"
 #include "backend/device/dk_ops.h"
 
 
@@ -33,12 +34,6 @@ static const char *take_src =
     "    o[oo + i] = x[xo + ((b * O + oi) * N + j) * I + q];\n"
     "}\n";
 
-static int64_t prod(const int64_t *s, int lo, int hi) {
-    int64_t p = 1;
-    for (int i = lo; i < hi; i++) p *= s[i];
-    return p;
-}
-
 DK_KERNEL(ry_dk_take) {
     if (nin != 2 || nout != 1) return ry_error_at(c->err, c->span, "take: expected two inputs");
     DK_DEVICE(nin, in, nout, out);
@@ -55,11 +50,11 @@ DK_KERNEL(ry_dk_take) {
         if (axis < 0) axis += x->ndim;
         int64_t bd = ry_attr_int(c->op, c->attrs, "batch_dims");
         int bdim = (int)(bd < 0 ? bd + ind->ndim : bd);
-        B = prod(x->shape, 0, bdim);
-        O = prod(x->shape, bdim, (int)axis);
+        B = ry_dims_prod(x->shape, 0, bdim);
+        O = ry_dims_prod(x->shape, bdim, (int)axis);
         N = x->shape[axis];
-        I = prod(x->shape, (int)axis + 1, x->ndim);
-        K = prod(ind->shape, bdim, ind->ndim);
+        I = ry_dims_prod(x->shape, (int)axis + 1, x->ndim);
+        K = ry_dims_prod(ind->shape, bdim, ind->ndim);
     }
     if (out[0]->size == 0) return RY_OK;
     if (N == 0) return ry_error_at(c->err, c->span, "take: cannot take from an axis of extent 0");
@@ -102,7 +97,7 @@ DK_KERNEL(ry_dk_split) {
     DK_DEVICE(nin, in, nout, out);
     const ry_tensor *x = in[0];
     int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), x->ndim);
-    int64_t rows = prod(x->shape, 0, axis), inner = prod(x->shape, axis + 1, x->ndim);
+    int64_t rows = ry_dims_prod(x->shape, 0, axis), inner = ry_dims_prod(x->shape, axis + 1, x->ndim);
     int64_t W = x->shape[axis] * inner, off = 0;
     for (int k = 0; k < nout; k++) {
         int64_t w = out[k]->shape[axis] * inner;
@@ -117,7 +112,7 @@ DK_KERNEL(ry_dk_concatenate) {
     DK_DEVICE(nin, in, nout, out);
     ry_tensor *y = out[0];
     int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), y->ndim);
-    int64_t rows = prod(y->shape, 0, axis), inner = prod(y->shape, axis + 1, y->ndim);
+    int64_t rows = ry_dims_prod(y->shape, 0, axis), inner = ry_dims_prod(y->shape, axis + 1, y->ndim);
     int64_t W = y->shape[axis] * inner, off = 0;
     for (int k = 0; k < nin; k++) {
         int64_t w = in[k]->shape[axis] * inner;
@@ -135,7 +130,7 @@ DK_KERNEL(ry_dk_bias_add) {
     const ry_tensor *x = in[0];
     int axis = norm_axis(ry_attr_int(c->op, c->attrs, "axis"), x->ndim);
     if (axis < 0 || axis >= x->ndim) return ry_error_at(c->err, c->span, "nn.bias_add: axis out of range");
-    int64_t dims[3] = {prod(x->shape, 0, axis), x->shape[axis], prod(x->shape, axis + 1, x->ndim)};
+    int64_t dims[3] = {ry_dims_prod(x->shape, 0, axis), x->shape[axis], ry_dims_prod(x->shape, axis + 1, x->ndim)};
     int64_t strides[2][RY_MAX_RANK] = {{0}, {0, 1, 0}};
     ry_gen_access acc[2] = {RY_GEN_DIRECT, RY_GEN_STRIDED};
     ry_dtype dts[2] = {x->dtype, in[1]->dtype};

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "tensor/dims.h"
 #include "backend/device/dk_ops.h"
 
 /* the device of the call, with want_lo..want_hi inputs; NULL with the error */
@@ -22,12 +23,6 @@ static const ry_dk_device *need(ry_kernel_ctx *c, int nin, int want_lo, int want
 static int axis_of(ry_kernel_ctx *c, int nd) {
     int64_t a = ry_attr_int(c->op, c->attrs, "axis");
     return (int)(a < 0 ? a + nd : a);
-}
-
-static int64_t prod(const int64_t *s, int lo, int hi) {
-    int64_t p = 1;
-    for (int i = lo; i < hi; i++) p *= s[i];
-    return p;
 }
 
 /* nn.pad (x, pad_value) and nn.mirror_pad (x): every dtype */
@@ -75,7 +70,7 @@ static DK_KERNEL(prelu_wide) {
     int axis = axis_of(c, x->ndim);
     ry_gen_types t = {ry_dk_type(d, x->dtype), NULL, NULL};
     ry_karg a[] = {KA_L(x->size), KA_T(out[0]), KA_T(x), KA_T(in[1]), KA_L(x->shape[axis]),
-                  KA_L(prod(x->shape, axis + 1, x->ndim))};
+                  KA_L(ry_dims_prod(x->shape, axis + 1, x->ndim))};
     return ry_dk_gen_run(d, c, ry_gen_nn(d->dialect, RY_GEN_PRELU, 0, &t), x->dtype, (size_t)x->size,
                          NARGS(a), a);
 }
@@ -133,7 +128,7 @@ DK_KERNEL(ry_dk_one_hot) {
                            c->op->name, ry_dtype_name(in[1]->dtype), ry_dtype_name(in[2]->dtype),
                            d->dialect->name);
     int axis = axis_of(c, y->ndim);
-    int64_t depth = y->shape[axis], Q = prod(y->shape, axis + 1, y->ndim);
+    int64_t depth = y->shape[axis], Q = ry_dims_prod(y->shape, axis + 1, y->ndim);
     if (y->dtype == RY_FLOAT16 && in[1]->dtype != RY_FLOAT16)
         return ry_error_at(c->err, c->span, "%s: %s values for a float16 result have no kernel on %s",
                            c->op->name, ry_dtype_name(in[1]->dtype), d->dialect->name);
