@@ -147,6 +147,7 @@ static void test_arrays(void **s) {
                    "  (one_hot(%%i, 1f, 0f, depth=4, axis=-1, dtype=\"float32\"),\n"
                    "   one_hot(%%j, 3, -1, depth=3, axis=0, dtype=\"int32\"),\n"
                    "   gather_nd(%%d, %%i), gather_nd(%%d, expand_dims(take(%%j, 0), axis=0)),\n"
+                   "   take(%%d, %%i, axis=0, mode=\"fast\"), take(%%d, %%j, axis=1, mode=\"fast\"),\n"
                    "   gather_nd(%%d, reshape(cast(multiply(abs(%%a), 1.2f), dtype=\"int32\"), newshape=[1, 4, 7]), batch_dims=1),\n"
                    "   scatter_nd(%%d, %%i, %%u, mode=\"add\"), scatter_nd(%%d, %%j, %%u, mode=\"update\"),\n"
                    "   stack((%%a, %%b, %%a), axis=0), stack((%%a, %%b), axis=2), stack((%%z, %%z), axis=1),\n"
@@ -197,6 +198,22 @@ static void test_index_out_of_range_is_an_error(void **s) {
     assert_int_equal(ry_vm_call(p, "main", 3, args, NULL, &out, &err), RY_ERR);
     assert_non_null(strstr(err.msg, "scatter_nd: index -1 out of range [0, 4) in dim 0"));
     for (int k = 0; k < 3; k++) ry_value_release(args[k]);
+    ry_vm_free(p);
+    ry_module_free(m);
+    /* take with mode="fast": the CPU's error naming the first bad index
+     * (clip and wrap never fail) */
+    m = test_parse(V "def @main(%d: Tensor[(4, 3), float32], %i: Tensor[(3), int64]) {\n"
+                   "  (take(%d, %i, axis=0, mode=\"clip\"),\n   take(%d, %i, axis=0, mode=\"fast\"))\n}\n", true);
+    assert_int_equal(ry_vm_compile(m, cl, &p, &err), RY_OK);
+    i = ry_tensor_zeros(RY_INT64, 1, (int64_t[]){3});
+    ry_tensor_set(i, 1, 7);
+    ry_tensor_set(i, 2, -2);
+    args[0] = ry_value_tensor(ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){4, 3}));
+    args[1] = ry_value_tensor(i);
+    assert_int_equal(ry_vm_call(p, "main", 2, args, NULL, &out, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "take: index 7 out of range [0, 4) with mode=\"fast\""));
+    assert_int_equal(err.line, 4);
+    for (int k = 0; k < 2; k++) ry_value_release(args[k]);
     ry_vm_free(p);
     ry_module_free(m);
 }

@@ -1,7 +1,8 @@
 /*
  * dk_index.c (device): operators that pick elements by position: take
- * (clip and wrap modes; "fast" clips on the device, where the CPU reports
- * an index out of range), split and concatenate (block copies between a
+ * (clip, wrap and fast modes; "fast" takes indices as they are, and one
+ * out of range sets a flag that the host reads after the kernel, then
+ * reporting the first bad index as the CPU does), split and concatenate (block copies between a
  * tensor and a slice of another along an axis), nn.bias_add (the
  * generator's add with the bias read along its axis). Sources are spelled
  * through the dialect (kernel_gen.h), so another device reuses them.
@@ -26,13 +27,30 @@ static ry_dk_kernel *build(const ry_dk_device *d, ry_kernel_ctx *c, const char *
 /* ---- take: out[b, o, k, i] = x[b, o, index(ind[b, k]), i] ---- */
 static const char *take_src =
     "@0 k(@3 n, @1@4 *o, @3 oo, @1const @4 *x, @3 xo, @1const @5 *ind, @3 io,\n"
-    "     @3 O, @3 N, @3 K, @3 I, @3 wrap) {\n"
+    "     @3 O, @3 N, @3 K, @3 I, @3 mode, @1int *bad, @3 bo) {\n"
     "    @3 i = @2; if (i >= n) return;\n"
     "    @3 q = i % I, r = i / I, k = r % K; r /= K; @3 oi = r % O, b = r / O;\n"
     "    @3 j = (@3)ind[io + b * K + k];\n"
-    "    if (wrap) j = ((j % N) + N) % N; else j = j < 0 ? 0 : j >= N ? N - 1 : j;\n"
+    "    if (mode == 1) j = ((j % N) + N) % N;\n"
+    "    else if (mode == 0) j = j < 0 ? 0 : j >= N ? N - 1 : j;\n"
+    "    else if (j < 0 || j >= N) { bad[bo] = 1; return; }\n"
     "    o[oo + i] = x[xo + ((b * O + oi) * N + j) * I + q];\n"
     "}\n";
+
+/* the first index of ind outside [0, N), in the CPU's words */
+static ry_status take_bad_index(const ry_dk_device *d, ry_kernel_ctx *c, const ry_tensor *ind, int64_t N) {
+    ry_tensor *h = ry_tensor_new(ind->dtype, ind->ndim, ind->shape);
+    if (!h) return ry_error_at(c->err, c->span, "take: out of memory");
+    ry_status s = d->download(h->data, ind, ry_tensor_nbytes(ind), c->err);
+    for (int64_t i = 0; !s && i < ind->size; i++) {
+        int64_t j = (int64_t)ry_tensor_get(h, i);
+        if (j < 0 || j >= N)
+            s = ry_error_at(c->err, c->span, "take: index %lld out of range [0, %lld) with mode=\"fast\"",
+                            (long long)j, (long long)N);
+    }
+    ry_tensor_release(h);
+    return s;
+}
 
 DK_KERNEL(ry_dk_take) {
     if (nin != 2 || nout != 1) return ry_error_at(c->err, c->span, "take: expected two inputs");
@@ -62,11 +80,21 @@ DK_KERNEL(ry_dk_take) {
     size_t es = ry_dtype_size(x->dtype);
     ry_dk_kernel *k = build(d, c, take_src, es, idx_t);
     if (!k) return RY_ERR;
+    int mode = strcmp(ms, "wrap") == 0 ? 1 : strcmp(ms, "fast") == 0 ? 2 : 0;
+    ry_tensor *flag = ry_dk_scratch(d, c, RY_INT32, 1, (int64_t[]){1});
+    if (!flag) return RY_ERR;
+    int32_t bad = 0;
     ry_karg a[] = {KA_L(out[0]->size), KA_T(out[0]), KA_T(x), KA_T(ind), KA_L(O), KA_L(N),
-                  KA_L(K), KA_L(I), KA_L(strcmp(ms, "wrap") == 0)};
+                  KA_L(K), KA_L(I), KA_L(mode), KA_T(flag)};
     /* element offsets of the byte-moving types: the tensors' own dtypes
-     * have the same widths, so ry_dk_off holds */
-    return d->launch(k, (size_t)out[0]->size, 12, a, c->span, c->err);
+     * have the same widths, so ry_dk_off holds. Only fast mode can fail,
+     * so only it zeroes the flag and waits to read it. */
+    ry_status s = mode == 2 ? d->upload(flag, &bad, sizeof bad, c->err) : RY_OK;
+    if (!s) s = d->launch(k, (size_t)out[0]->size, NARGS(a), a, c->span, c->err);
+    if (!s && mode == 2) s = d->download(&bad, flag, sizeof bad, c->err);
+    ry_tensor_release(flag);
+    if (!s && bad) s = take_bad_index(d, c, ind, N);
+    return s;
 }
 
 /* ---- a block of rows between a tensor and a slice of a wider one ----
