@@ -44,10 +44,10 @@ static const char *dtype_macros[2] = {
 
 static void write_runtime(strbuf *b, const cemit *c, const cmodel *md) {
     /* the GEMM's files first: --blas replaces both by cblas_sgemm */
-    const char *gemm[3] = {c->rt & RT_GEMM_KERNEL ? "gemm_kernel" : NULL, c->rt & RT_GEMM ? "gemm" : NULL,
-                           c->rt64 & (RT_GEMM | RT_GEMM_KERNEL) ? "gemm_f64" : NULL};
-    if (md->blas && (gemm[0] || gemm[1])) gemm[0] = "gemm_blas", gemm[1] = NULL;
-    for (int i = 0; i < 3; i++)
+    const char *gemm[4] = {c->rt & RT_GEMM_KERNEL ? "gemm_kernel" : NULL, c->rt & RT_GEMM ? "gemm" : NULL,
+                           c->rt & RT_CONV2D ? "gemm_rows" : NULL, c->rt64 & (RT_GEMM | RT_GEMM_KERNEL) ? "gemm_f64" : NULL};
+    if (md->blas && (gemm[0] || gemm[1])) gemm[0] = "gemm_blas", gemm[1] = gemm[2] = NULL;
+    for (int i = 0; i < 4; i++)
         if (gemm[i]) {
             ry_sb_puts(b, "\n");
             ry_sb_puts(b, ry_c_rt_text(gemm[i]));
