@@ -175,6 +175,11 @@ static int output_args(const char *refdir, const char *got, char *outs, size_t n
     return nout;
 }
 
+/* Programs wholly in float64 (the float64 copies of tests/export/):
+ * the same formulas in double, only the GEMMs' order of summation
+ * differs, so their float64 results are compared to 1e-9. */
+static bool all_float64;
+
 /* Each GOT<k>.npy against refdir/out_<k>.npy (the same dtype), k < nout. */
 static void assert_outputs(const char *got, const char *refdir, int nout) {
     for (int k = 0; k < nout; k++) {
@@ -183,7 +188,10 @@ static void assert_outputs(const char *got, const char *refdir, int nout) {
         snprintf(b, sizeof b, "%s/out_%d.npy", refdir, k);
         ry_tensor *x = test_npy(a), *y = test_npy(b);
         assert_int_equal(x->dtype, y->dtype);
-        test_assert_close(x, y, 1e-4, 1e-5);
+        if (all_float64 && x->dtype == RY_FLOAT64)
+            test_assert_close(x, y, 1e-9, 1e-12);
+        else
+            test_assert_close(x, y, 1e-4, 1e-5);
         ry_tensor_release(x);
         ry_tensor_release(y);
     }
@@ -574,6 +582,22 @@ static void test_dyn_valgrind(void **s) {
     assert_log_contains("tests/export/tree_growth.relay:");
 }
 
+/* to/NAME.relay for each from/NAME.relay: the program in float64 (its
+ * float32 types and literals, "0.5f", made float64's). */
+static void float64_copies(const char *from, const char *to) {
+    DIR *d = opendir(from);
+    assert_non_null(d);
+    assert_int_equal(mkdir(to, 0755), 0);
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 7 || strcmp(e->d_name + len - 6, ".relay") != 0) continue;
+        must(sh("sed 's/float32/float64/g; s/\\([0-9]\\)f\\([^0-9a-z_]\\)/\\1f64\\2/g' %s/%s > %s/%s", from, e->d_name, to,
+                e->d_name),
+             "a float64 copy");
+    }
+    closedir(d);
+}
+
 static void test_corpus_programs(void **s) {
     int nall, nok = main_programs("tests/corpus", &nall);
     print_message("test_corpus_programs: %d of the %d programs of tests/corpus/ with a @main exported and match "
@@ -582,6 +606,16 @@ static void test_corpus_programs(void **s) {
     nok = main_programs("tests/export", &nall); /* the export's own: every one */
     assert_int_equal(nok, nall);
     assert_true(nall >= 1);
+    /* and every one again in float64: each kernel in both float dtypes */
+    char f64[600];
+    snprintf(f64, sizeof f64, "%s/export_f64", tmpdir);
+    float64_copies("tests/export", f64);
+    all_float64 = true;
+    int nall64, nok64 = main_programs(f64, &nall64);
+    all_float64 = false;
+    print_message("test_corpus_programs: %d of the %d programs of tests/export/ as float64 exported and match\n", nok64, nall64);
+    assert_int_equal(nok64, nall64);
+    assert_int_equal(nall64, nall);
 }
 
 /* A damaged weights file is refused by its CRC, a truncated or another

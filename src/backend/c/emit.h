@@ -63,7 +63,8 @@ typedef struct cemit {
     strbuf ptrs;      /* its scratch: the buffers' pointers */
     strbuf file;      /* file scope: constants */
     strbuf open;      /* context open, after the weights: transposed weights */
-    uint32_t rt;      /* RT_* bits */
+    uint32_t rt;      /* RT_* bits: the runtime files, their float32 kernels */
+    uint32_t rt64;    /* RT_* bits whose float64 kernels (names ending _f64) the code calls */
     int nbuf, nconst, npack;
     int nweights;
     const ry_var **weight_vars; /* the entry's weights, in table order */
@@ -184,8 +185,12 @@ const char *ry_c_fmt(cemit *c, const char *fmt, ...) __attribute__((format(print
 
 /* The operator a call calls. */
 const ry_op *ry_c_op(const ry_expr *call);
-/* RY_OK if v is a float32 tensor, else a located error naming the op. */
-ry_status ry_c_need_f32(cemit *c, const ry_expr *call, const cval *v);
+/* RY_OK if vs[0..n) are tensors of one float dtype, float32 or float64,
+ * else a located error naming the op. */
+ry_status ry_c_need_float(cemit *c, const ry_expr *call, const cval *const *vs, int n);
+/* Marks the runtime files of bits as needed in dtype d's copy (float32 or
+ * float64); the suffix of that copy's kernel names ("" or "_f64"). */
+const char *ry_c_kernel(cemit *c, uint32_t bits, ry_dtype d);
 /* The result of a call of type t: a fresh buffer per tensor of it. */
 cval *ry_c_result(cemit *c, const ry_type *t, ry_span span);
 /* The product of v's dims [from, to) as a C expression. */

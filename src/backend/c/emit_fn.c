@@ -132,10 +132,23 @@ cval *ry_c_view(cemit *c, const cval *v, const ry_type *t) {
 
 const ry_op *ry_c_op(const ry_expr *call) { return call->call.callee->op.op; }
 
-ry_status ry_c_need_f32(cemit *c, const ry_expr *call, const cval *v) {
-    if (!v->tuple && v->dtype == RY_FLOAT32) return RY_OK;
-    return ry_c_fail(c, call->span, "%s: the export's kernel takes float32 tensors, not %s", ry_c_op(call)->name,
-                     v->tuple ? "a tuple" : ry_dtype_name(v->dtype));
+ry_status ry_c_need_float(cemit *c, const ry_expr *call, const cval *const *vs, int n) {
+    for (int k = 0; k < n; k++) {
+        const cval *v = vs[k];
+        if (!v->tuple && (v->dtype == RY_FLOAT32 || v->dtype == RY_FLOAT64) && v->dtype == vs[0]->dtype) continue;
+        return ry_c_fail(c, call->span, "%s: the export's kernel takes float32 or float64 tensors of one dtype, not %s",
+                         ry_c_op(call)->name, v->tuple ? "a tuple" : ry_dtype_name(v->dtype));
+    }
+    return RY_OK;
+}
+
+const char *ry_c_kernel(cemit *c, uint32_t bits, ry_dtype d) {
+    if (d == RY_FLOAT64) {
+        c->rt64 |= bits;
+        return "_f64";
+    }
+    c->rt |= bits;
+    return "";
 }
 
 cval *ry_c_tuple_val(cemit *c, int n) {

@@ -22,13 +22,55 @@ static void c_string(strbuf *b, const char *s) {
     ry_sb_puts(b, "\"");
 }
 
+/* The runtime's files by RT_* bit: a shared file (types, geometry) once
+ * when either dtype's code uses it, then the kernels, one copy per float
+ * dtype used (float32: c->rt, float64: c->rt64) in the order below (a
+ * convolution calls the GEMM's kernel, written before them). */
 static const struct {
     uint32_t bit;
-    const char *file;
-} rt_files[] = {{RT_CONV2D, "conv2d"} /* after the GEMM's: it calls its kernel */, {RT_POOL_GEOM, "pool_geom"},
-                {RT_MAX_POOL2D, "max_pool2d"}, {RT_AVG_POOL2D, "avg_pool2d"}, {RT_SOFTMAX, "softmax"},
-                {RT_TRANSPOSE, "transpose"}, {RT_BATCH_NORM, "batch_norm"}, {RT_REDUCE, "reduce"},
-                {RT_LAYER_NORM, "layer_norm"}, {RT_ARGREDUCE, "argreduce"}, {RT_PAD, "pad"}};
+    const char *shared, *typed;
+} rt_files[] = {{RT_CONV2D, "conv_geom", "conv2d"}, {RT_POOL_GEOM, "pool_geom", NULL},
+                {RT_MAX_POOL2D, NULL, "max_pool2d"}, {RT_AVG_POOL2D, "pool_divisor", "avg_pool2d"},
+                {RT_SOFTMAX, NULL, "softmax"}, {RT_TRANSPOSE, NULL, "transpose"}, {RT_BATCH_NORM, NULL, "batch_norm"},
+                {RT_REDUCE, NULL, "reduce"}, {RT_LAYER_NORM, NULL, "layer_norm"}, {RT_ARGREDUCE, NULL, "argreduce"},
+                {RT_PAD, "pad", NULL}};
+
+/* The typed files' names for a dtype: RT_T the element type, RT_(f) a
+ * kernel's name in this copy, RT_EXP its exp, RT_LOWEST its lowest finite
+ * value. */
+static const char *dtype_macros[2] = {
+    "#define RT_T float\n#define RT_(f) f\n#define RT_EXP expf\n#define RT_LOWEST (-FLT_MAX)\n",
+    "#define RT_T double\n#define RT_(f) f##_f64\n#define RT_EXP exp\n#define RT_LOWEST (-DBL_MAX)\n"};
+
+static void write_runtime(strbuf *b, const cemit *c, const cmodel *md) {
+    /* the GEMM's files first: --blas replaces both by cblas_sgemm */
+    const char *gemm[4] = {c->rt & RT_GEMM_KERNEL ? "gemm_kernel" : NULL, c->rt & RT_GEMM ? "gemm" : NULL,
+                           c->rt & RT_CONV2D ? "gemm_rows" : NULL, c->rt64 & (RT_GEMM | RT_GEMM_KERNEL) ? "gemm_f64" : NULL};
+    if (md->blas && (gemm[0] || gemm[1])) gemm[0] = "gemm_blas", gemm[1] = gemm[2] = NULL;
+    for (int i = 0; i < 4; i++)
+        if (gemm[i]) {
+            ry_sb_puts(b, "\n");
+            ry_sb_puts(b, ry_c_rt_text(gemm[i]));
+        }
+    for (size_t i = 0; i < sizeof rt_files / sizeof rt_files[0]; i++)
+        if ((c->rt | c->rt64) & rt_files[i].bit && rt_files[i].shared) {
+            ry_sb_puts(b, "\n");
+            ry_sb_puts(b, ry_c_rt_text(rt_files[i].shared));
+        }
+    for (int d = 0; d < 2; d++) {
+        uint32_t bits = d ? c->rt64 : c->rt;
+        bool any = false;
+        for (size_t i = 0; i < sizeof rt_files / sizeof rt_files[0]; i++) any |= (bits & rt_files[i].bit) && rt_files[i].typed;
+        if (!any) continue;
+        ry_sb_printf(b, "\n/* ---- the %s kernels ---- */\n%s", d ? "float64" : "float32", dtype_macros[d]);
+        for (size_t i = 0; i < sizeof rt_files / sizeof rt_files[0]; i++)
+            if (bits & rt_files[i].bit && rt_files[i].typed) {
+                ry_sb_puts(b, "\n");
+                ry_sb_puts(b, ry_c_rt_text(rt_files[i].typed));
+            }
+        ry_sb_puts(b, "#undef RT_T\n#undef RT_\n#undef RT_EXP\n#undef RT_LOWEST\n");
+    }
+}
 
 
 static void emit_context(strbuf *b, const cemit *c, const cmodel *md, const ry_c_weights *w, const char *man) {
@@ -262,19 +304,7 @@ ry_status ry_c_write_model(strbuf *b, cemit *c, const cmodel *md, const ry_c_wei
         ry_sb_puts(b, "\n");
         ry_sb_puts(b, ry_c_rt_text("ptb"));
     }
-    /* the GEMM's files first: --blas replaces both by cblas_sgemm */
-    const char *gemm[2] = {c->rt & RT_GEMM_KERNEL ? "gemm_kernel" : NULL, c->rt & RT_GEMM ? "gemm" : NULL};
-    if (md->blas && (gemm[0] || gemm[1])) gemm[0] = "gemm_blas", gemm[1] = NULL;
-    for (int i = 0; i < 2; i++)
-        if (gemm[i]) {
-            ry_sb_puts(b, "\n");
-            ry_sb_puts(b, ry_c_rt_text(gemm[i]));
-        }
-    for (size_t i = 0; i < sizeof rt_files / sizeof rt_files[0]; i++)
-        if (c->rt & rt_files[i].bit) {
-            ry_sb_puts(b, "\n");
-            ry_sb_puts(b, ry_c_rt_text(rt_files[i].file));
-        }
+    write_runtime(b, c, md);
     ry_sb_puts(b, "\n/* ---- the model ---- */\n\n");
     if (md->embed) emit_weights_arrays(b, w);
     ry_sb_puts(b, c->file.data ? c->file.data : "");

@@ -26,8 +26,7 @@ static int norm_axis(const ry_expr *call, const cval *x, const char *attr) {
 /* batch_norm(x, gamma, beta, mean, var) -> (y, mean, var) at inference. */
 static ry_status emit_batch_norm(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
-    for (int k = 0; k < 5; k++)
-        if (ry_c_need_f32(c, call, args[k])) return RY_ERR;
+    if (ry_c_need_float(c, call, (const cval *const *)args, 5)) return RY_ERR;
     int axis = norm_axis(call, args[0], "axis");
     if (axis < 0 || axis >= args[0]->ndim) return ry_c_fail(c, call->span, "nn.batch_norm: axis out of range");
     cval *t = RY_NEW(c->a, cval);
@@ -39,8 +38,8 @@ static ry_status emit_batch_norm(cemit *c, const ry_expr *call, cval *const *arg
     t->fields[1] = args[3], t->fields[2] = args[4]; /* unchanged at inference */
     const char *O, *C, *I;
     split_axis(c, args[0], axis, &O, &C, &I);
-    c->rt |= RT_BATCH_NORM;
-    ry_sb_printf(&c->body, "    rt_batch_norm(%s, %s, %s, %a, %d, %d, %s, %s, %s, %s, %s, %s);\n", O, C, I,
+    ry_sb_printf(&c->body, "    rt_batch_norm%s(%s, %s, %s, %a, %d, %d, %s, %s, %s, %s, %s, %s);\n",
+                 ry_c_kernel(c, RT_BATCH_NORM, args[0]->dtype), O, C, I,
                  ry_attr_float(op, &call->call.attrs, "epsilon"), ry_attr_bool(op, &call->call.attrs, "center"),
                  ry_attr_bool(op, &call->call.attrs, "scale"), args[0]->c, args[1]->c, args[2]->c, args[3]->c,
                  args[4]->c, t->fields[0]->c);
@@ -64,25 +63,26 @@ static ry_status emit_dropout(cemit *c, const ry_expr *call, cval *const *args, 
 }
 
 /* global_avg_pool2d / global_max_pool2d: each (n, c) plane to one value,
- * summed in order in float (CPU: pool.c), or its max from the lowest
- * float, NaN winning. */
+ * summed in order in its dtype (CPU: pool.c), or its max from the lowest
+ * finite value, NaN winning. */
 static ry_status emit_global_pool(cemit *c, const ry_expr *call, cval *const *args, cval **out, bool is_max) {
     const cval *x = args[0];
     const char *lay = ry_attr_str(ry_c_op(call), &call->call.attrs, "layout");
-    if (ry_c_need_f32(c, call, x)) return RY_ERR;
+    if (ry_c_need_float(c, call, &x, 1)) return RY_ERR;
     if (x->ndim != 4 || (lay && *lay && strcmp(lay, "NCHW") != 0))
         return ry_c_fail(c, call->span, "%s: the export takes NCHW data", ry_c_op(call)->name);
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const char *P = ry_c_dims_count(c, x, 0, 2), *hw = ry_c_dims_count(c, x, 2, 4);
-    ry_sb_printf(&c->body, "    for (int64_t p = 0; p < %s; p++) {\n        const float *s = %s + p * %s;\n", P, x->c, hw);
+    const char *T = ry_c_ctype(x->dtype);
+    ry_sb_printf(&c->body, "    for (int64_t p = 0; p < %s; p++) {\n        const %s *s = %s + p * %s;\n", P, T, x->c, hw);
     if (is_max)
-        ry_sb_printf(&c->body, "        float m = -FLT_MAX;\n        for (int64_t i = 0; i < %s; i++)\n"
+        ry_sb_printf(&c->body, "        %s m = %s;\n        for (int64_t i = 0; i < %s; i++)\n"
                                "            if (s[i] > m || s[i] != s[i]) m = s[i];\n        %s[p] = m;\n    }\n",
-                     hw, (*out)->c);
+                     T, x->dtype == RY_FLOAT64 ? "-DBL_MAX" : "-FLT_MAX", hw, (*out)->c);
     else
-        ry_sb_printf(&c->body, "        float acc = 0;\n        for (int64_t i = 0; i < %s; i++) acc += s[i];\n"
-                               "        %s[p] = acc / (float)(%s);\n    }\n",
-                     hw, (*out)->c, hw);
+        ry_sb_printf(&c->body, "        %s acc = 0;\n        for (int64_t i = 0; i < %s; i++) acc += s[i];\n"
+                               "        %s[p] = acc / (%s)(%s);\n    }\n",
+                     T, hw, (*out)->c, T, hw);
     return RY_OK;
 }
 
@@ -128,30 +128,24 @@ static const char *ori(cemit *c, const cval *x, int a0, int a1) {
 }
 
 /* sum/max/min of int32 or int64 (a length counted from a tensor),
- * accumulated in int64 (the sum wraps to the dtype), and sum/mean/max/min
- * of float64, accumulated in double with NaN winning a max or min: a loop
- * in index order, as the CPU target does (it adds a long float64 row in
- * four partial sums, so sums agree to double rounding). */
-static ry_status wide_reduce(cemit *c, const ry_expr *call, const cval *x, int a0, int a1, cval **out) {
+ * accumulated in int64 (the sum wraps to the dtype): a loop in index
+ * order, as the CPU target does. */
+static ry_status int_reduce(cemit *c, const ry_expr *call, const cval *x, int a0, int a1, cval **out) {
     const char *name = ry_c_op(call)->name;
-    bool f64 = x->dtype == RY_FLOAT64;
-    int kind = strcmp(name, "sum") == 0 ? 0 : strcmp(name, "mean") == 0 && f64 ? 1 : strcmp(name, "max") == 0 ? 2
-               : strcmp(name, "min") == 0 ? 3 : -1;
+    int kind = strcmp(name, "sum") == 0 ? 0 : strcmp(name, "max") == 0 ? 2 : strcmp(name, "min") == 0 ? 3 : -1;
     if (kind < 0) return ry_c_fail(c, call->span, "%s of %s has no C kernel in the export yet", name, ry_dtype_name(x->dtype));
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     bool none = a0 == x->ndim;
     const char *O = ry_c_dims_count(c, x, 0, a0), *R = ry_c_dims_count(c, x, a0, none ? a0 : a1 + 1);
-    const char *I = ry_c_dims_count(c, x, none ? a0 : a1 + 1, x->ndim), *T = f64 ? "double" : "int64_t";
-    const char *init = kind <= 1 ? "0" : f64 ? (kind == 2 ? "-INFINITY" : "INFINITY") : kind == 2 ? "INT64_MIN" : "INT64_MAX";
-    const char *step = kind <= 1 ? "acc += v" : kind == 2 ? (f64 ? "acc = (v > acc || v != v) ? v : acc" : "acc = v > acc ? v : acc")
-                                                       : (f64 ? "acc = (v < acc || v != v) ? v : acc" : "acc = v < acc ? v : acc");
+    const char *I = ry_c_dims_count(c, x, none ? a0 : a1 + 1, x->ndim), *T = "int64_t";
+    const char *init = kind == 0 ? "0" : kind == 2 ? "INT64_MIN" : "INT64_MAX";
+    const char *step = kind == 0 ? "acc += v" : kind == 2 ? "acc = v > acc ? v : acc" : "acc = v < acc ? v : acc";
     ry_sb_printf(&c->body, "    for (int64_t o = 0; o < %s; o++)\n        for (int64_t i = 0; i < %s; i++) {\n"
                            "            %s acc = %s;\n"
                            "            for (int64_t r = 0; r < %s; r++) {\n                const %s v = %s[(o * %s + r) * %s + i];\n"
                            "                %s;\n            }\n"
-                           "            %s[o * %s + i] = (%s)(acc%s);\n        }\n",
-                 O, I, T, init, R, T, x->c, R, I, step, (*out)->c, I, ry_c_ctype((*out)->dtype),
-                 kind == 1 ? ry_c_fmt(c, " / (double)(%s)", R) : "");
+                           "            %s[o * %s + i] = (%s)acc;\n        }\n",
+                 O, I, T, init, R, T, x->c, R, I, step, (*out)->c, I, ry_c_ctype((*out)->dtype));
     return RY_OK;
 }
 
@@ -160,18 +154,18 @@ static ry_status emit_reduce(cemit *c, const ry_expr *call, cval *const *args, c
     const ry_op *op = ry_c_op(call);
     const cval *x = args[0];
     int a0, a1;
-    if (!x->tuple && (x->dtype == RY_INT32 || x->dtype == RY_INT64 || x->dtype == RY_FLOAT64)) {
+    if (!x->tuple && (x->dtype == RY_INT32 || x->dtype == RY_INT64)) {
         if (reduced_run(c, call, x, &a0, &a1)) return RY_ERR;
-        return wide_reduce(c, call, x, a0, a1, out);
+        return int_reduce(c, call, x, a0, a1, out);
     }
-    if (ry_c_need_f32(c, call, x) || reduced_run(c, call, x, &a0, &a1)) return RY_ERR;
+    if (ry_c_need_float(c, call, &x, 1) || reduced_run(c, call, x, &a0, &a1)) return RY_ERR;
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const char *names[] = {"sum", "mean", "max", "min"};
     int kind = 0;
     for (int k = 0; k < 4; k++)
         if (strcmp(op->name, names[k]) == 0) kind = k;
-    c->rt |= RT_REDUCE;
-    ry_sb_printf(&c->body, "    rt_reduce(%s, %d, %s, %s);\n", ori(c, x, a0, a1), kind, x->c, (*out)->c);
+    ry_sb_printf(&c->body, "    rt_reduce%s(%s, %d, %s, %s);\n", ry_c_kernel(c, RT_REDUCE, x->dtype), ori(c, x, a0, a1), kind,
+                 x->c, (*out)->c);
     return RY_OK;
 }
 
@@ -180,11 +174,10 @@ static ry_status emit_argreduce(cemit *c, const ry_expr *call, cval *const *args
     const ry_op *op = ry_c_op(call);
     const cval *x = args[0];
     int a0, a1;
-    if (ry_c_need_f32(c, call, x) || reduced_run(c, call, x, &a0, &a1)) return RY_ERR;
+    if (ry_c_need_float(c, call, &x, 1) || reduced_run(c, call, x, &a0, &a1)) return RY_ERR;
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     if ((*out)->dtype != RY_INT32) return ry_c_fail(c, call->span, "%s: a result that is not int32", op->name);
-    c->rt |= RT_ARGREDUCE;
-    ry_sb_printf(&c->body, "    rt_argreduce(%s, %d, %d, %s, %s);\n", ori(c, x, a0, a1), strcmp(op->name, "argmax") == 0,
+    ry_sb_printf(&c->body, "    rt_argreduce%s(%s, %d, %d, %s, %s);\n", ry_c_kernel(c, RT_ARGREDUCE, x->dtype), ori(c, x, a0, a1), strcmp(op->name, "argmax") == 0,
                  ry_attr_bool(op, &call->call.attrs, "select_last_index"), x->c, (*out)->c);
     return RY_OK;
 }
@@ -192,15 +185,14 @@ static ry_status emit_argreduce(cemit *c, const ry_expr *call, cval *const *args
 /* layer_norm(x, gamma, beta, axis, epsilon, center, scale). */
 static ry_status emit_layer_norm(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
-    for (int k = 0; k < 3; k++)
-        if (ry_c_need_f32(c, call, args[k])) return RY_ERR;
+    if (ry_c_need_float(c, call, (const cval *const *)args, 3)) return RY_ERR;
     int axis = norm_axis(call, args[0], "axis");
     if (axis < 0 || axis >= args[0]->ndim) return ry_c_fail(c, call->span, "nn.layer_norm: axis out of range");
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const char *O, *N, *I;
     split_axis(c, args[0], axis, &O, &N, &I);
-    c->rt |= RT_LAYER_NORM;
-    ry_sb_printf(&c->body, "    rt_layer_norm(%s, %s, %s, %a, %d, %d, %s, %s, %s, %s);\n", O, N, I,
+    ry_sb_printf(&c->body, "    rt_layer_norm%s(%s, %s, %s, %a, %d, %d, %s, %s, %s, %s);\n",
+                 ry_c_kernel(c, RT_LAYER_NORM, args[0]->dtype), O, N, I,
                  ry_attr_float(op, &call->call.attrs, "epsilon"), ry_attr_bool(op, &call->call.attrs, "center"),
                  ry_attr_bool(op, &call->call.attrs, "scale"), args[0]->c, args[1]->c, args[2]->c, (*out)->c);
     return RY_OK;

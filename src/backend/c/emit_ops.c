@@ -14,25 +14,35 @@
 
 /* ---- GEMM ---- */
 
-/* dst (M, N) = op(a) op(b) with b 2-D: b is packed into the GEMM's
- * panels (rt/gemm.c), a weight once when the context opens, any other
- * operand into scratch first; a transposed a is transposed into scratch. */
+/* dst (M, N) = op(a) op(b) with b 2-D. float32: b is packed into the
+ * GEMM's panels (rt/gemm.c), a weight once when the context opens, any
+ * other operand into scratch first. float64 (rt/gemm_f64.c): b is read
+ * row-major as it is, or transposed into scratch first. A transposed a is
+ * transposed into scratch. */
 static ry_status gemm(cemit *c, const ry_expr *call, const cval *a, const cval *b, bool ta, bool tb,
                       const cval *dst) {
-    if (ry_c_need_f32(c, call, a) || ry_c_need_f32(c, call, b)) return RY_ERR;
+    const cval *ab[2] = {a, b};
+    if (ry_c_need_float(c, call, ab, 2)) return RY_ERR;
     if (b->ndim != 2 || a->ndim < 1 || (ta && a->ndim != 2))
         return ry_c_fail(c, call->span, "%s: operand ranks %d and %d (the export's GEMM takes a (M, K) by a 2-d b)",
                          ry_c_op(call)->name, a->ndim, b->ndim);
-    c->rt |= RT_GEMM | RT_GEMM_KERNEL;
+    const char *T = ry_c_ctype(a->dtype), *sfx = ry_c_kernel(c, RT_GEMM | RT_GEMM_KERNEL, a->dtype);
     const char *K = ry_c_dim(c, &a->dims[a->ndim - 1]), *M = ry_c_dims_count(c, a, 0, a->ndim - 1);
     const char *A = a->c, *P, *N = ry_c_dim(c, &b->dims[tb ? 0 : 1]);
     if (ta) {
-        c->rt |= RT_TRANSPOSE;
+        ry_c_kernel(c, RT_TRANSPOSE, a->dtype);
         M = ry_c_dim(c, &a->dims[1]), K = ry_c_dim(c, &a->dims[0]);
-        A = ry_c_scratch(c, "float", ry_c_fmt(c, "(int64_t)%s * %s", M, K));
-        ry_sb_printf(&c->body, "    rt_transpose(%s, %s, %s, %s);\n", K, M, a->c, A);
+        A = ry_c_scratch(c, T, ry_c_fmt(c, "(int64_t)%s * %s", M, K));
+        ry_sb_printf(&c->body, "    rt_transpose%s(%s, %s, %s, %s);\n", sfx, K, M, a->c, A);
     }
-    if (b->weight >= 0) {
+    if (a->dtype == RY_FLOAT64) {
+        P = b->c;
+        if (tb) {
+            ry_c_kernel(c, RT_TRANSPOSE, a->dtype);
+            P = ry_c_scratch(c, T, ry_c_fmt(c, "(int64_t)%s * %s", K, N));
+            ry_sb_printf(&c->body, "    rt_transpose_f64(%s, %s, %s, %s);\n", N, K, b->c, P);
+        }
+    } else if (b->weight >= 0) {
         int w = 2 * b->weight + tb;
         if (c->pack_of[w] < 0) {
             c->pack_of[w] = c->npack++;
@@ -43,36 +53,38 @@ static ry_status gemm(cemit *c, const ry_expr *call, const cval *a, const cval *
         P = ry_c_scratch(c, "float", ry_c_fmt(c, "RT_PACKED(%s, %s)", K, N));
         ry_sb_printf(&c->body, "    rt_pack(%s, %s, %s, %d, %s);\n", K, N, b->c, tb, P);
     }
-    ry_sb_printf(&c->body, "    rt_gemm(%s, %s, %s, %s, %s, %s);\n", M, N, K, A, P, dst->c);
+    ry_sb_printf(&c->body, "    rt_gemm%s(%s, %s, %s, %s, %s, %s);\n", sfx, M, N, K, A, P, dst->c);
     return RY_OK;
 }
 
 /* batch_matmul: x (Bx, I, K) [ta: (Bx, K, I)] by y (By, K, J) [tb: (By, J, K)]
- * -> (B, I, J), a batch of 1 broadcast: per batch, y's matrix packed (and
- * x's transposed) into scratch, then the GEMM. */
+ * -> (B, I, J), a batch of 1 broadcast: per batch, y's matrix packed
+ * (float32) or transposed when tb (float64), and x's transposed when ta,
+ * into scratch, then the GEMM. */
 static ry_status emit_batch_matmul(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
     const cval *x = args[0], *y = args[1];
     bool ta = ry_attr_bool(op, &call->call.attrs, "transpose_a"), tb = ry_attr_bool(op, &call->call.attrs, "transpose_b");
-    if (ry_c_need_f32(c, call, x) || ry_c_need_f32(c, call, y)) return RY_ERR;
+    if (ry_c_need_float(c, call, (const cval *const *)args, 2)) return RY_ERR;
     if (x->ndim != 3 || y->ndim != 3) return ry_c_fail(c, call->span, "nn.batch_matmul: operands that are not 3-d");
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const cval *z = *out;
+    bool f64 = x->dtype == RY_FLOAT64;
     const char *B = ry_c_dim(c, &z->dims[0]), *I = ry_c_dim(c, &z->dims[1]), *J = ry_c_dim(c, &z->dims[2]);
-    const char *K = ry_c_dim(c, &x->dims[ta ? 1 : 2]);
+    const char *K = ry_c_dim(c, &x->dims[ta ? 1 : 2]), *T = ry_c_ctype(x->dtype);
     const char *xs = ry_c_fmt(c, "%s * %s", I, K), *ys = ry_c_fmt(c, "%s * %s", K, J);
     bool xb = x->dims[0].kind == RY_DIM_CONST && x->dims[0].value == 1, yb = y->dims[0].kind == RY_DIM_CONST && y->dims[0].value == 1;
-    c->rt |= RT_GEMM | RT_GEMM_KERNEL;
-    const char *P = ry_c_scratch(c, "float", ry_c_fmt(c, "RT_PACKED(%s, %s)", K, J));
-    const char *A = x->c;
-    if (ta) {
-        c->rt |= RT_TRANSPOSE;
-        A = ry_c_scratch(c, "float", xs);
-    }
+    const char *sfx = ry_c_kernel(c, RT_GEMM | RT_GEMM_KERNEL, x->dtype);
+    const char *ym = ry_c_fmt(c, "%s + %s * (%s)", y->c, yb ? "0" : "s", ys), *P = ym, *A = x->c;
+    if (!f64) P = ry_c_scratch(c, T, ry_c_fmt(c, "RT_PACKED(%s, %s)", K, J));
+    else if (tb) P = ry_c_scratch(c, T, ys);
+    if (ta || (f64 && tb)) ry_c_kernel(c, RT_TRANSPOSE, x->dtype);
+    if (ta) A = ry_c_scratch(c, T, xs);
     ry_sb_printf(&c->body, "    for (int64_t s = 0; s < %s; s++) {\n", B);
-    if (ta) ry_sb_printf(&c->body, "        rt_transpose(%s, %s, %s + %s * (%s), %s);\n", K, I, x->c, xb ? "0" : "s", xs, A);
-    ry_sb_printf(&c->body, "        rt_pack(%s, %s, %s + %s * (%s), %d, %s);\n", K, J, y->c, yb ? "0" : "s", ys, tb, P);
-    ry_sb_printf(&c->body, "        rt_gemm(%s, %s, %s, %s + %s, %s, %s + s * %s * %s);\n    }\n", I, J, K, A,
+    if (ta) ry_sb_printf(&c->body, "        rt_transpose%s(%s, %s, %s + %s * (%s), %s);\n", sfx, K, I, x->c, xb ? "0" : "s", xs, A);
+    if (!f64) ry_sb_printf(&c->body, "        rt_pack(%s, %s, %s, %d, %s);\n", K, J, ym, tb, P);
+    else if (tb) ry_sb_printf(&c->body, "        rt_transpose_f64(%s, %s, %s, %s);\n", J, K, ym, P);
+    ry_sb_printf(&c->body, "        rt_gemm%s(%s, %s, %s, %s + %s, %s, %s + s * %s * %s);\n    }\n", sfx, I, J, K, A,
                  ta ? "0" : ry_c_fmt(c, "%s * (%s)", xb ? "0" : "s", xs), P, z->c, I, J);
     return RY_OK;
 }
@@ -268,22 +280,23 @@ static ry_status emit_conv2d(cemit *c, const ry_expr *call, cval *const *args, c
     const cval *x = args[0], *w = args[1];
     if (ry_conv2d_params_read(ry_c_op(call), &call->call.attrs, call->span, c->err, &p)) return RY_ERR;
     if (layout_is(c, call, "data_layout", "NCHW") || layout_is(c, call, "kernel_layout", "OIHW") ||
-        ry_c_need_f32(c, call, x) || ry_c_need_f32(c, call, w))
+        ry_c_need_float(c, call, (const cval *const *)args, 2))
         return RY_ERR;
-    if (p.has_out_dtype && p.out_dtype != RY_FLOAT32) return ry_c_fail(c, call->span, "nn.conv2d: out_dtype other than float32");
+    if (p.has_out_dtype && p.out_dtype != x->dtype)
+        return ry_c_fail(c, call->span, "nn.conv2d: out_dtype %s on %s data", ry_dtype_name(p.out_dtype), ry_dtype_name(x->dtype));
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const cval *y = *out;
-    c->rt |= RT_CONV2D | RT_GEMM_KERNEL;
-    const char *work = ry_c_scratch(c, "float", ry_c_fmt(c, "rt_conv_work(%s / %lld, %s, %s, %s, %s)", ry_c_dim(c, &x->dims[1]),
+    const char *sfx = ry_c_kernel(c, RT_CONV2D | RT_GEMM_KERNEL, x->dtype);
+    const char *work = ry_c_scratch(c, ry_c_ctype(x->dtype), ry_c_fmt(c, "rt_conv_work(%s / %lld, %s, %s, %s, %s)", ry_c_dim(c, &x->dims[1]),
                                                           (long long)p.groups, ry_c_dim(c, &w->dims[2]), ry_c_dim(c, &w->dims[3]),
                                                           ry_c_dim(c, &y->dims[2]), ry_c_dim(c, &y->dims[3])));
     ry_sb_printf(&c->body,
                  "    {\n        const rt_conv g = {%s, %s, %s, %s, %s, %s, %s, %s, %s, %lld, %lld, %lld, %lld, %lld, %lld, %lld};\n"
-                 "        rt_conv2d(&g, %s, %s, %s, %s);\n    }\n",
+                 "        rt_conv2d%s(&g, %s, %s, %s, %s);\n    }\n",
                  ry_c_dim(c, &x->dims[0]), ry_c_dim(c, &x->dims[1]), ry_c_dim(c, &x->dims[2]), ry_c_dim(c, &x->dims[3]),
                  ry_c_dim(c, &w->dims[0]), ry_c_dim(c, &w->dims[2]), ry_c_dim(c, &w->dims[3]), ry_c_dim(c, &y->dims[2]),
                  ry_c_dim(c, &y->dims[3]), (long long)p.stride[0], (long long)p.stride[1], (long long)p.pad[0],
-                 (long long)p.pad[1], (long long)p.dilation[0], (long long)p.dilation[1], (long long)p.groups, x->c, w->c,
+                 (long long)p.pad[1], (long long)p.dilation[0], (long long)p.dilation[1], (long long)p.groups, sfx, x->c, w->c,
                  y->c, work);
     return RY_OK;
 }
@@ -292,18 +305,18 @@ static ry_status emit_pool(cemit *c, const ry_expr *call, cval *const *args, cva
     ry_conv2d_params p;
     const cval *x = args[0];
     if (ry_conv2d_params_read(ry_c_op(call), &call->call.attrs, call->span, c->err, &p)) return RY_ERR;
-    if (layout_is(c, call, "layout", "NCHW") || ry_c_need_f32(c, call, x)) return RY_ERR;
+    if (layout_is(c, call, "layout", "NCHW") || ry_c_need_float(c, call, &x, 1)) return RY_ERR;
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const cval *y = *out;
-    c->rt |= RT_POOL_GEOM | (is_max ? RT_MAX_POOL2D : RT_AVG_POOL2D);
+    const char *sfx = ry_c_kernel(c, RT_POOL_GEOM | (is_max ? RT_MAX_POOL2D : RT_AVG_POOL2D), x->dtype);
     ry_sb_printf(&c->body,
                  "    {\n        const rt_pool g = {%s * %s, %s, %s, %s, %s, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
-                 "%lld, %d};\n        rt_%s_pool2d(&g, %s, %s);\n    }\n",
+                 "%lld, %d};\n        rt_%s_pool2d%s(&g, %s, %s);\n    }\n",
                  ry_c_dim(c, &x->dims[0]), ry_c_dim(c, &x->dims[1]), ry_c_dim(c, &x->dims[2]), ry_c_dim(c, &x->dims[3]),
                  ry_c_dim(c, &y->dims[2]), ry_c_dim(c, &y->dims[3]), (long long)p.pool[0], (long long)p.pool[1],
                  (long long)p.stride[0], (long long)p.stride[1], (long long)p.dilation[0], (long long)p.dilation[1],
                  (long long)p.pad[0], (long long)p.pad[1], (long long)p.pad[2], (long long)p.pad[3],
-                 p.count_include_pad ? 1 : 0, is_max ? "max" : "avg", x->c, y->c);
+                 p.count_include_pad ? 1 : 0, is_max ? "max" : "avg", sfx, x->c, y->c);
     return RY_OK;
 }
 
@@ -318,13 +331,12 @@ static ry_status emit_avg_pool2d(cemit *c, const ry_expr *call, cval *const *arg
 static ry_status emit_softmax(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const cval *x = args[0];
     int64_t axis = ry_attr_int(ry_c_op(call), &call->call.attrs, "axis");
-    if (ry_c_need_f32(c, call, x)) return RY_ERR;
+    if (ry_c_need_float(c, call, &x, 1)) return RY_ERR;
     if (axis < 0) axis += x->ndim;
     if (axis < 0 || axis >= x->ndim) return ry_c_fail(c, call->span, "%s: axis out of range", ry_c_op(call)->name);
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
-    c->rt |= RT_SOFTMAX;
     int a = (int)axis;
-    ry_sb_printf(&c->body, "    rt_softmax(%s, %s, %s, %d, %s, %s);\n", ry_c_dims_count(c, x, 0, a), ry_c_dim(c, &x->dims[a]),
+    ry_sb_printf(&c->body, "    rt_softmax%s(%s, %s, %s, %d, %s, %s);\n", ry_c_kernel(c, RT_SOFTMAX, x->dtype), ry_c_dims_count(c, x, 0, a), ry_c_dim(c, &x->dims[a]),
                  ry_c_dims_count(c, x, a + 1, x->ndim), strcmp(ry_c_op(call)->name, "nn.log_softmax") == 0, x->c, (*out)->c);
     return RY_OK;
 }

@@ -1,12 +1,13 @@
 /*
- * argreduce.c (export runtime): argmax and argmin of float32 over one run
- * of axes, the tensor viewed as (O, R, I): the index within the run (int32)
- * of the first extreme, or the last with select_last_index; the first NaN
- * wins, as in NumPy and the CPU target (src/backend/cpu/reduce.c).
+ * argreduce.c (export runtime, one copy per float dtype RT_T,
+ * emit_model.c): argmax and argmin over one run of axes, the tensor viewed
+ * as (O, R, I): the index within the run (int32) of the first extreme, or
+ * the last with select_last_index; the first NaN wins, as in NumPy and
+ * the CPU target (src/backend/cpu/reduce.c).
  */
 #include <stdint.h>
 
-static void rt_argreduce(int64_t O, int64_t R, int64_t I, int is_max, int last, const float *x, int32_t *y) {
+static void RT_(rt_argreduce)(int64_t O, int64_t R, int64_t I, int is_max, int last, const RT_T *x, int32_t *y) {
     for (int64_t o = 0; o < O; o++)
         for (int64_t i = 0; i < I; i++) {
             int64_t at = -1;

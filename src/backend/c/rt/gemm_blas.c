@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define RT_GEMM_BLAS 1 /* conv2d.c: a row-major B is rt_gemm's own */
+#define rt_gemm_rows rt_gemm /* conv2d.c: a row-major B is rt_gemm's own */
 #define RT_NR 16
 #define RT_PACKED(K, N) ((size_t)(K) * (size_t)(N))
 
