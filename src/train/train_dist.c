@@ -268,8 +268,9 @@ static ry_status reduce(ry_trainer *tr, train_dist *d, bool rows, ry_error *err)
     int copies = d->det && d->on ? d->shards / d->size : 1; /* shards this rank hands over */
     ry_status st = RY_OK;
     if (d->zero) {
-        st = train_zero_reduce(tr, d, err);
-        bytes = g->slab->size * es;
+        int64_t n = 0; /* the slab less the parameters that go as rows */
+        st = train_zero_reduce(tr, d, rows ? d->as_rows : NULL, &n, err);
+        bytes = n * es;
     } else
         for (int i = 0; i <= g->n && st == RY_OK; i++) {
             bool dense = i < g->n && !(rows && d->as_rows[i]);

@@ -220,13 +220,15 @@ ry_status train_rows_reduce(ry_trainer *tr, train_dist *d, int64_t *bytes, ry_er
 
 /* train_zero.c: the sharded optimizer (ZeRO-1) of a fit across ranks.
  * begin shards the optimizer; end frees (whole: all-gathers the state
- * first); reduce reduce-scatters the step's gradient; apply is
+ * first); reduce reduce-scatters the step's gradient less the
+ * parameters that go as rows (rows; *n: the elements it reduced); apply is
  * ry_trainer_apply for the slice, the parameters all-gathered after it;
  * gather fills zero_full on rank 0 for a checkpoint (gather_free ends
  * that). */
 ry_status train_zero_begin(ry_trainer *tr, train_dist *d, ry_error *err);
 void train_zero_end(ry_trainer *tr, train_dist *d, bool whole);
-ry_status train_zero_reduce(ry_trainer *tr, const train_dist *d, ry_error *err);
+ry_status train_zero_reduce(ry_trainer *tr, const train_dist *d, const bool *rows, int64_t *n,
+                            ry_error *err);
 ry_status train_zero_apply(ry_trainer *tr, train_dist *d, ry_error *err);
 ry_status train_zero_gather(ry_trainer *tr, const train_dist *d, ry_error *err);
 void train_zero_gather_free(ry_trainer *tr);

@@ -31,8 +31,9 @@
  * --deterministic stays bitwise equal to one process, and without it the
  * rows are summed in rank order, exactly.
  *
- * Not used: with a sharded optimizer (its reduce-scatter cuts the slab
- * anywhere), with one shard (nothing to reduce), and in steps whose
+ * With a sharded optimizer (train_zero.c) every rank gets the summed
+ * rows whole and the reduce-scatter covers the rest of the slab.
+ * Not used: with one shard (nothing to reduce), and in steps whose
  * all-reduce overlaps the backward pass (train_overlap.c: its buckets
  * cover the whole slab).
  */
@@ -48,7 +49,7 @@ int train_rows_head(const ry_trainer *tr) { return tr->params->n; }
 ry_status train_rows_begin(ry_trainer *tr, train_dist *d, ry_error *err) {
     int np = tr->params->n, per = d->shards / d->size;
     d->rows_ok = false;
-    if (d->shards < 2 || d->zero) return RY_OK;
+    if (d->shards < 2) return RY_OK;
     /* the dense runs between row-sparse parameters (train_dist.c) take
      * the views in index order */
     for (int i = 1; i < np; i++)

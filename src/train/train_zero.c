@@ -17,7 +17,9 @@
  * additions in the same order per element as the unsharded sum; the
  * update rules are elementwise, so the parameters are bit for bit those
  * of the unsharded run. Without it, MPI_Reduce_scatter (to rounding).
- * Both go a bucket of each slice at a time. Not bitwise: clipping by
+ * Both go a bucket of each slice at a time, and leave out the parameters
+ * that go as rows this step (train_rows.c gathers those whole on every
+ * rank, so each owner finds its slice of them summed). Not bitwise: clipping by
  * norm, whose per-parameter norms are summed from the slices' partial
  * sums (to rounding).
  *
@@ -135,22 +137,58 @@ static int64_t round_part(const train_dist *d, int r, int64_t t, int64_t *lo) {
     return n < 0 ? 0 : n < d->zbucket ? n : d->zbucket;
 }
 
+/* The dense pieces of the slab: it less the parameters that go as rows
+ * this step (train_rows.c; rows NULL: none), which every rank has already
+ * summed whole. The next piece at or after *at and before end: its start
+ * (-1: none), *len its length; *at moves past it. Parameters lie in the
+ * slab in index order (train_rows_begin checks it). */
+static int64_t next_dense(const ry_trainer *tr, const bool *rows, int64_t *at, int64_t end,
+                          int64_t *len) {
+    const ry_param_set *g = tr->grads;
+    int64_t a = *at;
+    for (int i = 0; rows && i < g->n && a < end; i++) {
+        int64_t o = train_view_offset(g, i), e = o + g->views[i]->size;
+        if (!rows[i] || e <= a) continue;
+        if (o > a) { /* [a, o) is dense */
+            *len = (o < end ? o : end) - a;
+            *at = a + *len;
+            return a;
+        }
+        a = e; /* inside a parameter of rows: skip it */
+    }
+    if (a >= end) return -1;
+    *len = end - a;
+    *at = end;
+    return a;
+}
+
+/* The count of dense elements in [lo, lo + n). */
+static int64_t dense_count(const ry_trainer *tr, const bool *rows, int64_t lo, int64_t n) {
+    int64_t c = 0, len, at = lo;
+    while (next_dense(tr, rows, &at, lo + n, &len) >= 0) c += len;
+    return c;
+}
+
 /* Round t with --deterministic: shard j of rank p's part for rank q goes
  * from p to q; q sums its S parts in shard order into the slab. */
-static ry_status round_det(ry_trainer *tr, const train_dist *d, int64_t t, ry_error *err) {
+static ry_status round_det(ry_trainer *tr, const train_dist *d, const bool *rows, int64_t t,
+                           ry_error *err) {
     ry_tensor *g = tr->grads->slab;
     int n = d->size, per = d->shards / d->size;
     int *sc = d->zcounts, *sd = sc + n, *rc = sd + n, *rd = rc + n;
     size_t es = ry_dtype_size(g->dtype);
-    int64_t at = 0, mylo, mine = round_part(d, d->rank, t, &mylo);
+    int64_t at = 0, mylo, mymax = round_part(d, d->rank, t, &mylo);
+    int64_t mine = dense_count(tr, rows, mylo, mymax), len, p;
     for (int q = 0; q < n; q++) {
         int64_t lo, m = round_part(d, q, t, &lo);
         sd[q] = (int)at;
-        sc[q] = (int)(per * m);
-        for (int j = 0; j < per; j++, at += m) {
+        sc[q] = (int)(per * dense_count(tr, rows, lo, m));
+        for (int j = 0; j < per; j++) {
             const char *src = d->local ? (const char *)d->local->data + (size_t)(j * g->size) * es
                                        : (const char *)g->data;
-            memcpy((char *)d->zsend->data + (size_t)at * es, src + (size_t)lo * es, (size_t)m * es);
+            for (int64_t c = lo; (p = next_dense(tr, rows, &c, lo + m, &len)) >= 0; at += len)
+                memcpy((char *)d->zsend->data + (size_t)at * es, src + (size_t)p * es,
+                       (size_t)len * es);
         }
         rc[q] = (int)(per * mine);
         rd[q] = (int)(q * per * mine);
@@ -158,36 +196,45 @@ static ry_status round_det(ry_trainer *tr, const train_dist *d, int64_t t, ry_er
     if (ry_comm_alltoallv(d->zsend->data, sc, sd, d->zrecv->data, rc, rd, g->dtype,
                           "the gradient reduce-scatter", ry_trainer_steps(tr) + 1, err))
         return RY_ERR;
-    for (int s = 0; mine > 0 && s < d->shards; s++)
-        tr->target->grad_add(g, d->zrecv, mylo, s * mine, mine, s == 0);
+    for (int s = 0; mine > 0 && s < d->shards; s++) {
+        int64_t k = 0;
+        for (int64_t c = mylo; (p = next_dense(tr, rows, &c, mylo + mymax, &len)) >= 0; k += len)
+            tr->target->grad_add(g, d->zrecv, p, s * mine + k, len, s == 0);
+    }
     return RY_OK;
 }
 
-static ry_status round_sum(ry_trainer *tr, const train_dist *d, int64_t t, ry_error *err) {
+static ry_status round_sum(ry_trainer *tr, const train_dist *d, const bool *rows, int64_t t,
+                           ry_error *err) {
     ry_tensor *g = tr->grads->slab;
     int *counts = d->zcounts;
     size_t es = ry_dtype_size(g->dtype);
-    int64_t at = 0, mylo, mine = round_part(d, d->rank, t, &mylo);
+    int64_t at = 0, mylo, mine = round_part(d, d->rank, t, &mylo), len, p;
     for (int q = 0; q < d->size; q++) {
-        int64_t lo, m = round_part(d, q, t, &lo);
-        memcpy((char *)d->zsend->data + (size_t)at * es, (const char *)g->data + (size_t)lo * es,
-               (size_t)m * es);
-        counts[q] = (int)m;
-        at += m;
+        int64_t lo, m = round_part(d, q, t, &lo), from = at;
+        for (int64_t c = lo; (p = next_dense(tr, rows, &c, lo + m, &len)) >= 0; at += len)
+            memcpy((char *)d->zsend->data + (size_t)at * es, (const char *)g->data + (size_t)p * es,
+                   (size_t)len * es);
+        counts[q] = (int)(at - from);
     }
     if (ry_comm_reduce_scatter_sum(d->zsend->data, d->zrecv->data, counts, g->dtype,
                                    "the gradient reduce-scatter", ry_trainer_steps(tr) + 1, err))
         return RY_ERR;
-    memcpy((char *)g->data + (size_t)mylo * es, d->zrecv->data, (size_t)mine * es);
+    int64_t k = 0;
+    for (int64_t c = mylo; (p = next_dense(tr, rows, &c, mylo + mine, &len)) >= 0; k += len)
+        memcpy((char *)g->data + (size_t)p * es, (const char *)d->zrecv->data + (size_t)k * es,
+               (size_t)len * es);
     return RY_OK;
 }
 
-ry_status train_zero_reduce(ry_trainer *tr, const train_dist *d, ry_error *err) {
+ry_status train_zero_reduce(ry_trainer *tr, const train_dist *d, const bool *rows, int64_t *n,
+                            ry_error *err) {
     int64_t most = 0;
+    *n = dense_count(tr, rows, 0, tr->grads->slab->size);
     for (int r = 0; r < d->size; r++)
         if (len_of(d, r) > most) most = len_of(d, r);
     for (int64_t t = 0; t * d->zbucket < most; t++)
-        if (d->det ? round_det(tr, d, t, err) : round_sum(tr, d, t, err)) return RY_ERR;
+        if (d->det ? round_det(tr, d, rows, t, err) : round_sum(tr, d, rows, t, err)) return RY_ERR;
     return RY_OK;
 }
 

@@ -350,10 +350,10 @@ static ry_trainer *make_text(const char *name, const char *text, int opt) {
 typedef void (*data_fn)(ry_trainer *tr, void *ctx, ry_train_data *out, ry_tree_source *src);
 
 /* One process, the job, and the job with the optimizer sharded, with the
- * same shards: the same bits. *bytes (if not NULL): the bytes per step
- * the job's rank handed to the reduction. */
+ * same shards: the same bits. bytes (if not NULL): the bytes per step
+ * the job's rank handed to the reduction, unsharded and sharded. */
 static void model_bitwise(const char *name, const char *text, int opt, data_fn data_of,
-                          void *ctx, int64_t steps, int64_t batch, int64_t *bytes) {
+                          void *ctx, int64_t steps, int64_t batch, int64_t bytes[2]) {
     ry_trainer *tr[3];
     ry_train_data d[3];
     ry_tree_source src[3];
@@ -376,7 +376,7 @@ static void model_bitwise(const char *name, const char *text, int opt, data_fn d
         assert_same_bits(tr[i], tr[2]);
         assert_true(r[i].last_loss == r[2].last_loss);
     }
-    if (bytes) *bytes = r[0].dist_bytes;
+    if (bytes) bytes[0] = r[0].dist_bytes, bytes[1] = r[1].dist_bytes;
     for (int i = 0; i < 3; i++) ry_trainer_free(tr[i]);
 }
 
@@ -457,7 +457,7 @@ static int64_t treelstm_slab_bytes(const ry_vocab *v, int rows) {
 
 /* A 3000-row embedding of which the trees touch at most 8 rows: reduced
  * as rows (gathered, summed in shard order), the same bits as one
- * process and as the sharded optimizer's dense reduce-scatter, with
+ * process, also beside the sharded optimizer's reduce-scatter, with
  * Adam (every row updated) and plain SGD (the touched rows only). The
  * job's rank hands over its shards' slabs less the embedding, and the
  * rows (the dense path: its shards' whole slabs). */
@@ -467,9 +467,11 @@ static void test_treelstm_rows_bitwise(void **state) {
     char *model = treelstm(v, 3000);
     int64_t dense = treelstm_slab_bytes(v, 3000) * (SHARDS / ry_dist_size()), emb = 3000 * 300 * 4;
     for (int opt = OPT_ADAM; opt <= OPT_SGD; opt++) {
-        int64_t bytes = 0;
-        model_bitwise("treelstm.relay", model, opt, trees_of, tb, 3, 6, &bytes);
-        assert_true(bytes > 0 && bytes <= dense - (SHARDS / ry_dist_size()) * emb + dense / 100);
+        int64_t bytes[2] = {0, 0};
+        model_bitwise("treelstm.relay", model, opt, trees_of, tb, 3, 6, bytes);
+        assert_true(bytes[0] > 0 && bytes[0] <= dense - (SHARDS / ry_dist_size()) * emb + dense / 100);
+        /* sharded: the slab less the embedding reduce-scattered, the rows gathered */
+        assert_true(bytes[1] > 0 && bytes[1] <= dense / (SHARDS / ry_dist_size()) - emb + dense / 100);
     }
     ry_free(model);
     ry_treebank_free(tb);
@@ -477,28 +479,32 @@ static void test_treelstm_rows_bitwise(void **state) {
 }
 
 /* Without --deterministic the rows are gathered and summed in rank
- * order: one process to rounding, the embedding not sent densely. */
+ * order, with the optimizer sharded or not: one process to rounding, the
+ * embedding not sent densely. */
 static void test_treelstm_rows_allreduce(void **state) {
     ry_vocab *v = ry_vocab_new();
     ry_treebank *tb = small_trees(v);
     char *model = treelstm(v, 3000);
-    ry_trainer *tr[2];
-    ry_train_data d[2];
-    ry_tree_source src[2];
-    ry_fit_result r[2];
+    ry_trainer *tr[3];
+    ry_train_data d[3];
+    ry_tree_source src[3];
+    ry_fit_result r[3];
     ry_error err;
     ry_fit_opts fo = fit_opts(3, 6);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) { /* the job, one process, the job sharded */
         tr[i] = make_text("treelstm.relay", model, OPT_ADAM);
         trees_of(tr[i], tb, &d[i], &src[i]);
         fo.local = i == 1;
+        fo.shard_optimizer = i == 2;
         if (ry_train_fit(tr[i], &d[i], NULL, &fo, &r[i], &err)) fail_msg("%s", err.msg);
     }
-    assert_close(tr[0], tr[1]);
-    assert_true(fabs(r[0].last_loss - r[1].last_loss) < 1e-5);
     int64_t slab = (int64_t)ry_tensor_nbytes(ry_trainer_params(tr[0])->slab);
-    assert_true(r[0].dist_bytes > 0 && r[0].dist_bytes < slab - 3000 * 300 * 4 + slab / 100);
-    for (int i = 0; i < 2; i++) ry_trainer_free(tr[i]);
+    for (int i = 0; i < 3; i += 2) {
+        assert_close(tr[i], tr[1]);
+        assert_true(fabs(r[i].last_loss - r[1].last_loss) < 1e-5);
+        assert_true(r[i].dist_bytes > 0 && r[i].dist_bytes < slab - 3000 * 300 * 4 + slab / 100);
+    }
+    for (int i = 0; i < 3; i++) ry_trainer_free(tr[i]);
     ry_free(model);
     ry_treebank_free(tb);
     ry_vocab_free(v);
