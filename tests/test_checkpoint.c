@@ -1193,6 +1193,43 @@ static void test_allocation_failures(void **state) {
     scratch_free(&s);
 }
 
+/* A resume's scan when memory runs short, in this process or in the
+ * reading child (which inherits the failure hook): an error, or the good
+ * checkpoint found; never the file put aside as damaged, since a
+ * shortage of memory says nothing of the file. */
+static void test_short_memory_is_not_damage(void **state) {
+    (void)state;
+    scratch s;
+    scratch_new(&s);
+    ry_param_set *p = model_set(RY_FLOAT32, 1);
+    ry_checkpoint_meta meta = {.step = 3, .model_text = "text", .config = "c"};
+    char path[256], got[256], aside[300];
+    ry_error err;
+    assert_int_equal(ry_checkpoint_save_dir(s.dir, 5, p, NULL, &meta, path, sizeof path, &err), RY_OK);
+    snprintf(aside, sizeof aside, "%s.corrupt", path);
+    int failed = 0, child_oom = 0;
+    long n = 0;
+    for (;; n++) {
+        assert_true(n < 5000);
+        bool found = false;
+        ry_alloc_fail_after(n);
+        ry_status st = ry_checkpoint_latest(s.dir, got, sizeof got, &found, &err);
+        ry_alloc_fail_after(-1);
+        assert_true(file_exists(path));
+        assert_false(file_exists(aside));
+        if (st == RY_OK && found) break;
+        assert_int_equal(st, RY_ERR);
+        assert_non_null(strstr(err.msg, "out of memory"));
+        failed++;
+        child_oom += strstr(err.msg, "the reading process ran out of memory") != NULL;
+    }
+    assert_string_equal(got, path);
+    assert_true(failed > 0 && child_oom > 0); /* both sides were reached */
+    print_message("%ld allocation failures, %d of them in the reading child\n", n, child_oom);
+    ry_params_free(p);
+    scratch_free(&s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_float32_with_slots),
@@ -1216,6 +1253,7 @@ int main(void) {
         cmocka_unit_test(test_failed_write_is_one_line),
         cmocka_unit_test(test_keep_last_k_and_latest),
         cmocka_unit_test(test_allocation_failures),
+        cmocka_unit_test(test_short_memory_is_not_damage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

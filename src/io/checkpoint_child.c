@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "io/checkpoint_impl.h"
+#include "tensor/alloc_failures.h"
 
 static int base_seconds = 30;
 
@@ -221,7 +222,10 @@ static bool write_all(int fd, const void *p, size_t n) {
 }
 
 /* Runs job, copies the sets' slabs into map, and says how it went: 'k',
- * the length, the message; or 'e' and the error. Ends with _exit: no
+ * the length, the message; or 'e' and the error; or 'm' and the error
+ * where one of relayc's own allocations failed on the way (the memory
+ * the reader takes is sized from the model and checked against the file
+ * first, so that is this machine short of memory, not the file's fault). Ends with _exit: no
  * atexit handlers (libhdf5's may hang, the parent's are not ours to run). */
 static void child_main(const char *path, ry_ckpt_job *job, unsigned char *map, int fd) {
     /* the program's own handlers (a test framework's, a host's) must not
@@ -241,6 +245,7 @@ static void child_main(const char *path, ry_ckpt_job *job, unsigned char *map, i
     memset(&r, 0, sizeof r);
     ry_ckpt_quiet q;
     ry_ckpt_quiet_begin(&q);
+    long failed = ry_alloc_failures();
     ry_status st = job->run(path, job->ctx, &r, &err);
     wbuf b = {0};
     if (!st) {
@@ -254,7 +259,8 @@ static void child_main(const char *path, ry_ckpt_job *job, unsigned char *map, i
         if (b.oom) st = ry_error_file(&err, path, "cannot load: out of memory");
     }
     uint64_t len = b.n;
-    bool ok = st ? write_all(fd, "e", 1) && write_all(fd, &err, sizeof err)
+    const char *tag = ry_alloc_failures() != failed ? "m" : "e";
+    bool ok = st ? write_all(fd, tag, 1) && write_all(fd, &err, sizeof err)
                  : write_all(fd, "k", 1) && write_all(fd, &len, sizeof len) && (!b.n || write_all(fd, b.p, b.n));
     _exit(ok ? 0 : 1);
 }
@@ -290,19 +296,20 @@ static int read_until(int fd, void *p, size_t n, double deadline) {
 
 /* The reply: 'k' and the message into *msg (new), or the child's error
  * into err. Returns -2 past the deadline, -1 when the child said nothing
- * whole, 0 with a message, 1 with the child's error. */
+ * whole, 0 with a message, 1 with the child's error, 2 with the child's
+ * error after its own allocation failed. */
 static int read_reply(int fd, double deadline, int64_t file_size, unsigned char **msg, size_t *len,
                       ry_error *child) {
     char tag = 0;
     int rc = read_until(fd, &tag, 1, deadline);
     if (rc) return rc;
-    if (tag == 'e') {
+    if (tag == 'e' || tag == 'm') {
         rc = read_until(fd, child, sizeof *child, deadline);
         if (rc) return rc;
         child->msg[sizeof child->msg - 1] = '\0';
         child->file[sizeof child->file - 1] = '\0';
         child->source_line[sizeof child->source_line - 1] = '\0';
-        return 1;
+        return tag == 'm' ? 2 : 1;
     }
     uint64_t n;
     if (tag != 'k' || (rc = read_until(fd, &n, sizeof n, deadline))) return rc ? rc : -1;
@@ -369,6 +376,8 @@ ry_status ry_ckpt_read_isolated(const char *path, ry_ckpt_job *job, ry_checkpoin
     } else if (rc == 1) {
         *err = child;
         *damaged = true; /* the file's own fault, as the child found it */
+    } else if (rc == 2) { /* this machine's memory, not the file: not damaged */
+        ry_error_file(err, path, "cannot load: the reading process ran out of memory");
     } else if (rc == -3) {
         ry_error_file(err, path, "cannot load: out of memory");
     } else if (rc == -2) {

@@ -15,10 +15,12 @@
 
 #include "relayc/tensor.h"
 #include "tensor/alloc_exempt.h"
+#include "tensor/alloc_failures.h"
 #include "tensor/blockcache.h"
 #include "tensor/mem_guard.h"
 
 static atomic_long fail_countdown = -1;
+static atomic_long nfailed; /* alloc_failures.h */
 static _Thread_local int exempt; /* alloc_exempt.h */
 
 void ry_alloc_exempt(bool on) { exempt += on ? 1 : -1; }
@@ -45,19 +47,26 @@ static void counted(void) {
 
 long ry_alloc_count(void) { return nallocs; }
 
+long ry_alloc_failures(void) { return atomic_load(&nfailed); }
+
+static void *noted(void *p) {
+    if (!p) atomic_fetch_add(&nfailed, 1);
+    return p;
+}
+
 void *ry_malloc(size_t n) {
     counted();
-    return should_fail() ? NULL : malloc(n ? n : 1);
+    return noted(should_fail() ? NULL : malloc(n ? n : 1));
 }
 
 void *ry_calloc(size_t count, size_t size) {
     counted();
-    return should_fail() ? NULL : calloc(count ? count : 1, size ? size : 1);
+    return noted(should_fail() ? NULL : calloc(count ? count : 1, size ? size : 1));
 }
 
 void *ry_realloc(void *p, size_t n) {
     counted();
-    return should_fail() ? NULL : realloc(p, n ? n : 1);
+    return noted(should_fail() ? NULL : realloc(p, n ? n : 1));
 }
 
 void ry_free(void *p) { free(p); }
@@ -112,8 +121,14 @@ void *ry_ir_realloc(void *p, size_t n) {
 #define MAP_BLOCKS 1
 #endif
 
+static void *cpu_map(size_t nbytes);
+
 static void *cpu_alloc(ry_allocator *self, size_t nbytes) {
     (void)self;
+    return noted(cpu_map(nbytes));
+}
+
+static void *cpu_map(size_t nbytes) {
     counted();
     if (should_fail() || nbytes > SIZE_MAX / 2) return NULL;
     size_t n = ((nbytes ? nbytes : 1) + 63) & ~(size_t)63;
