@@ -2,8 +2,8 @@
  * dk_index.c (device): operators that pick elements by position: take
  * (clip, wrap and fast modes; "fast" takes indices as they are, and one
  * out of range sets a flag that the host reads after the kernel, then
- * reporting the first bad index as the CPU does), split and concatenate (block copies between a
- * tensor and a slice of another along an axis), nn.bias_add (the
+ * reports the first bad index as the CPU does), split and concatenate
+ * (block copies between a tensor and a slice of another along an axis), nn.bias_add (the
  * generator's add with the bias read along its axis). Sources are spelled
  * through the dialect (kernel_gen.h), so another device reuses them.
  */
