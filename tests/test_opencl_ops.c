@@ -337,7 +337,9 @@ static void test_float16(void **s) {
                    "   nn.layer_norm(%%x, %%g, %%g, axis=1), nn.dense(%%a, %%d), nn.matmul(%%a, %%d, transpose_b=True),\n"
                    "   nn.softmax(%%a), nn.cross_entropy(sigmoid(%%a), %%a), nn.prelu(%%x, %%g, axis=1),\n"
                    "   nn.l2_normalize(%%a, eps=1e-3f, axis=[1]), nn.pad(%%a, 0f16, pad_width=[[1, 1], [0, 2]]),\n"
-                   "   gather_nd(%%a, %%i), stack((%%a, %%a), axis=1))\n}\n");
+                   "   gather_nd(%%a, %%i), stack((%%a, %%a), axis=1),\n"
+                   "   scatter_nd(%%a, %%i, %%g, mode=\"add\"),\n"
+                   "   scatter_nd(%%a, cast(multiply(%%f, 0f), dtype=\"int32\"), %%g, mode=\"add\"))\n}\n");
     check(true, V "def @main(%%x: Tensor[(2, 3, 6, 6), float16], %%w: Tensor[(4, 3, 3, 3), float16]) -> Tensor[(), float16] {\n"
                   "  %%0 = nn.max_pool2d(nn.conv2d(%%x, %%w, padding=[1, 1]), pool_size=[2, 2], strides=[2, 2]);\n"
                   "  sum(multiply(%%0, %%0))\n}\n");

@@ -103,10 +103,12 @@ DK_KERNEL(ry_dk_scatter_nd) {
     if (ry_scatter_nd_dims(c, x, ind, up, &sd)) return RY_ERR;
     int M = sd.M;
     int64_t K = sd.K, S = sd.S;
-    /* float16 overwrites move bits; its adds would need half arithmetic */
+    /* float16 overwrites move bits. Its adds run on a widened copy
+     * (float64 where the device has it, as a float16 GEMM's) and are
+     * rounded to half once, at the end: the CPU rounds after each add, so
+     * where an index repeats the two may differ in the last place. */
     if (add && x->dtype == RY_FLOAT16)
-        return ry_error_at(c->err, c->span, "%s: mode=\"add\" on float16 has no kernel on %s", c->op->name,
-                           d->dialect->name);
+        return ry_dk_via(ry_dk_scatter_nd, d->fp64() ? RY_FLOAT64 : RY_FLOAT32, c, nin, in, nout, out);
     ry_gen_types t = {ry_dk_move_type(d, x->dtype), NULL, NULL};
     if (index_type(d, c, ind, &t)) return RY_ERR;
     if (y != x && d->copy(y, x, ry_tensor_nbytes(x), c->err)) return RY_ERR;
