@@ -167,55 +167,49 @@ static void test_arrays(void **s) {
                   "  add(sum(%%0), add(sum(multiply(%%1, %%1)), sum(multiply(stack((%%a, %%a), axis=0), %%a))))\n}\n");
 }
 
+/* text's @main run on the device with args (released here) fails with
+ * msg, at line (0: any line) */
+static void assert_run_fails(const char *text, int n, ry_value **args, const char *msg, int line) {
+    ry_module *m = test_parse(text, true);
+    ry_vm_program *p;
+    ry_value *out = NULL;
+    ry_error err = {0};
+    assert_int_equal(ry_vm_compile(m, cl, &p, &err), RY_OK);
+    assert_int_equal(ry_vm_call(p, "main", n, args, NULL, &out, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, msg));
+    if (line) assert_int_equal(err.line, line);
+    for (int k = 0; k < n; k++) ry_value_release(args[k]);
+    ry_vm_free(p);
+    ry_module_free(m);
+}
+
+static ry_value *zeros(ry_dtype dt, int64_t r, int64_t c) {
+    return ry_value_tensor(ry_tensor_zeros(dt, c ? 2 : 1, c ? (int64_t[]){r, c} : (int64_t[]){r}));
+}
+
 /* an index out of range: the CPU's located error, from the device */
 static void test_index_out_of_range_is_an_error(void **s) {
     NEED_DEVICE();
-    ry_module *m = test_parse(V "def @main(%d: Tensor[(4, 3), float32], %i: Tensor[(1, 2), int32], %u: Tensor[(2, 3), float32]) {\n"
-                              "  (gather_nd(%d, %i),\n   scatter_nd(%d, %i, %u, mode=\"add\"))\n}\n", true);
-    ry_vm_program *p;
-    ry_error err = {0};
-    assert_int_equal(ry_vm_compile(m, cl, &p, &err), RY_OK);
-    ry_tensor *d = ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){4, 3}), *u = ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){2, 3});
-    ry_tensor *i = ry_tensor_zeros(RY_INT32, 2, (int64_t[]){1, 2});
-    ry_tensor_set(i, 1, 4);
-    ry_value *args[3] = {ry_value_tensor(d), ry_value_tensor(i), ry_value_tensor(u)}, *out = NULL;
-    assert_int_equal(ry_vm_call(p, "main", 3, args, NULL, &out, &err), RY_ERR);
-    assert_non_null(strstr(err.msg, "index 4 out of range [0, 4) in dim 0"));
-    assert_int_equal(err.line, 3);
-    for (int k = 0; k < 3; k++) ry_value_release(args[k]);
-    ry_vm_free(p);
-    ry_module_free(m);
+    ry_value *args[3] = {zeros(RY_FLOAT32, 4, 3), zeros(RY_INT32, 1, 2), zeros(RY_FLOAT32, 2, 3)};
+    ry_tensor_set(args[1]->tensor, 1, 4);
+    assert_run_fails(V "def @main(%d: Tensor[(4, 3), float32], %i: Tensor[(1, 2), int32], %u: Tensor[(2, 3), float32]) {\n"
+                     "  (gather_nd(%d, %i),\n   scatter_nd(%d, %i, %u, mode=\"add\"))\n}\n",
+                     3, args, "index 4 out of range [0, 4) in dim 0", 3);
     /* scatter_nd's: the first bad tuple in order, a negative index */
-    m = test_parse(V "def @main(%d: Tensor[(4, 3), float32], %i: Tensor[(1, 2), int64], %u: Tensor[(2, 3), float32]) {\n"
-                   "  scatter_nd(%d, %i, %u, mode=\"update\")\n}\n", true);
-    assert_int_equal(ry_vm_compile(m, cl, &p, &err), RY_OK);
-    i = ry_tensor_zeros(RY_INT64, 2, (int64_t[]){1, 2});
-    ry_tensor_set(i, 0, -1);
-    ry_tensor_set(i, 1, 9);
-    args[0] = ry_value_tensor(ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){4, 3}));
-    args[1] = ry_value_tensor(i);
-    args[2] = ry_value_tensor(ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){2, 3}));
-    assert_int_equal(ry_vm_call(p, "main", 3, args, NULL, &out, &err), RY_ERR);
-    assert_non_null(strstr(err.msg, "scatter_nd: index -1 out of range [0, 4) in dim 0"));
-    for (int k = 0; k < 3; k++) ry_value_release(args[k]);
-    ry_vm_free(p);
-    ry_module_free(m);
+    ry_value *sargs[3] = {zeros(RY_FLOAT32, 4, 3), zeros(RY_INT64, 1, 2), zeros(RY_FLOAT32, 2, 3)};
+    ry_tensor_set(sargs[1]->tensor, 0, -1);
+    ry_tensor_set(sargs[1]->tensor, 1, 9);
+    assert_run_fails(V "def @main(%d: Tensor[(4, 3), float32], %i: Tensor[(1, 2), int64], %u: Tensor[(2, 3), float32]) {\n"
+                     "  scatter_nd(%d, %i, %u, mode=\"update\")\n}\n",
+                     3, sargs, "scatter_nd: index -1 out of range [0, 4) in dim 0", 0);
     /* take with mode="fast": the CPU's error naming the first bad index
      * (clip and wrap never fail) */
-    m = test_parse(V "def @main(%d: Tensor[(4, 3), float32], %i: Tensor[(3), int64]) {\n"
-                   "  (take(%d, %i, axis=0, mode=\"clip\"),\n   take(%d, %i, axis=0, mode=\"fast\"))\n}\n", true);
-    assert_int_equal(ry_vm_compile(m, cl, &p, &err), RY_OK);
-    i = ry_tensor_zeros(RY_INT64, 1, (int64_t[]){3});
-    ry_tensor_set(i, 1, 7);
-    ry_tensor_set(i, 2, -2);
-    args[0] = ry_value_tensor(ry_tensor_zeros(RY_FLOAT32, 2, (int64_t[]){4, 3}));
-    args[1] = ry_value_tensor(i);
-    assert_int_equal(ry_vm_call(p, "main", 2, args, NULL, &out, &err), RY_ERR);
-    assert_non_null(strstr(err.msg, "take: index 7 out of range [0, 4) with mode=\"fast\""));
-    assert_int_equal(err.line, 4);
-    for (int k = 0; k < 2; k++) ry_value_release(args[k]);
-    ry_vm_free(p);
-    ry_module_free(m);
+    ry_value *targs[2] = {zeros(RY_FLOAT32, 4, 3), zeros(RY_INT64, 3, 0)};
+    ry_tensor_set(targs[1]->tensor, 1, 7);
+    ry_tensor_set(targs[1]->tensor, 2, -2);
+    assert_run_fails(V "def @main(%d: Tensor[(4, 3), float32], %i: Tensor[(3), int64]) {\n"
+                     "  (take(%d, %i, axis=0, mode=\"clip\"),\n   take(%d, %i, axis=0, mode=\"fast\"))\n}\n",
+                     2, targs, "take: index 7 out of range [0, 4) with mode=\"fast\"", 4);
 }
 
 /* ---- normalizations, losses, dropout ---- */
