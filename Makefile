@@ -75,7 +75,7 @@ SHARED := $(BUILD)/librelayc.so
 SHARED_REAL := $(BUILD)/librelayc.so.$(VERSION)
 RELAYC := $(BUILD)/relayc
 
-.PHONY: all bench fuzz fuzz-bins fuzz-ci debug examples demo train test test-unit test-corpus test-api test-mpi test-oom coverage asan test-asan test-asan-clang valgrind test-valgrind install clean help
+.PHONY: all bench bench-bins fuzz fuzz-bins fuzz-ci debug examples demo train test test-unit test-corpus test-api test-mpi test-oom coverage asan test-asan test-asan-clang valgrind test-valgrind install clean help
 
 all: $(STATIC) $(SHARED) $(RELAYC) $(EXAMPLES)
 
@@ -145,6 +145,7 @@ $(BUILD)/bench/%: bench/%.c $(BENCH_SHARED) bench/bench_util.h bench/bench_model
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Ibench -o $@ $< $(BENCH_SHARED) $(STATIC) $(LDFLAGS) \
 	  -Wl,--wrap=cblas_sgemm -Wl,--wrap=cblas_dgemm $(LDLIBS)
+bench-bins: $(BENCH_BINS)
 bench: $(BENCH_BINS)
 	@for n in mlp lenet charlstm treelstm; do \
 	  BUILD=$(BUILD) bench/run $$n --threads $(BENCH_THREADS) --seconds $(BENCH_SECONDS) --peer || exit 1; done

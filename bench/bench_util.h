@@ -1,7 +1,7 @@
 /*
  * bench_util.h: what the benchmark programs under bench/ share: a monotonic
  * clock, medians, GEMM time accounting (cblas_sgemm/dgemm wrapped at link
- * time with -Wl,--wrap, see build.sh), OpenBLAS thread control, random
+ * time with -Wl,--wrap, see the Makefile's bench rule), OpenBLAS thread control, random
  * inputs of a model's data shapes, and reading a whole file. Not part of
  * the library: only the programs under bench/ include it.
  */

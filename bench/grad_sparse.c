@@ -6,7 +6,7 @@
  * it), then the embedding's gradient added into a float32 gradient buffer
  * (a dense add of 18281 x 300, or the rows' scatter-add). Rounds of the
  * modes alternate in one run; prints trees/s medians as one JSON line.
- * Built by `make bench` (bench/build.sh) into BUILD/bench/grad_sparse;
+ * Built by `make bench-bins` into BUILD/bench/grad_sparse;
  * -DRY_ROWS=0 builds it against a tree without row-sparse values, where it
  * measures the dense call only.
  *   grad_sparse [--seconds S] [--sst DIR] [--mode dense|sparse]
