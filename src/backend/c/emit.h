@@ -52,6 +52,9 @@ enum {
     RT_ARGREDUCE = 1 << 10,
     RT_PAD = 1 << 11,
     RT_GEMM_KERNEL = 1 << 12,
+    RT_GROUP_NORM = 1 << 13,
+    RT_LRN = 1 << 14,
+    RT_L2_NORMALIZE = 1 << 15,
 };
 
 typedef struct cemit {
@@ -251,11 +254,12 @@ ry_type *ry_c_call_type(cemit *c, const ry_expr *e, cval *const *args);
  * already values; *out its result. */
 ry_status ry_c_emit_op(cemit *c, const ry_expr *call, cval *const *args, cval **out);
 
-/* ---- emit_nn.c and emit_layout.c: more of the C target's table ---- */
+/* ---- emit_nn.c, emit_norm.c and emit_layout.c: more of the C target's table ---- */
 typedef ry_status (*ry_c_emit_fn)(cemit *c, const ry_expr *call, cval *const *args, cval **out);
 /* The emitter of operator name in these files, or NULL. */
 ry_c_emit_fn ry_c_emit_nn(const char *name);
 ry_c_emit_fn ry_c_emit_layout(const char *name);
+ry_c_emit_fn ry_c_emit_norm(const char *name);
 
 /* ---- emit_fused.c ---- */
 /* A loop nest over the broadcast shape of outs[0] running the fused

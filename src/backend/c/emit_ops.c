@@ -357,11 +357,13 @@ static const struct {
     {"expand_dims", emit_view},
     {"squeeze", emit_view},
     {"copy", emit_view}, /* nothing writes a value twice: a copy may share its buffer */
+    {"stop_gradient", emit_view}, /* the identity outside differentiation */
     {"nn.conv2d", emit_conv2d},
     {"nn.max_pool2d", emit_max_pool2d},
     {"nn.avg_pool2d", emit_avg_pool2d},
     {"nn.softmax", emit_softmax},
     {"nn.log_softmax", emit_softmax},
+    {"nn.fast_softmax", emit_softmax}, /* the CPU target runs softmax's kernel for it */
 };
 
 ry_status ry_c_emit_op(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
@@ -372,6 +374,7 @@ ry_status ry_c_emit_op(cemit *c, const ry_expr *call, cval *const *args, cval **
         if (strcmp(table[i].name, op->name) == 0) return table[i].fn(c, call, args, out);
     ry_c_emit_fn f = ry_c_emit_nn(op->name);
     if (!f) f = ry_c_emit_layout(op->name);
+    if (!f) f = ry_c_emit_norm(op->name);
     if (f) return f(c, call, args, out);
     if (ry_fz_opcode_of(op->name) >= 0) return emit_elemwise(c, call, args, out);
     return ry_c_fail(c, call->span, "operator %s has no C kernel in the export yet", op->name);

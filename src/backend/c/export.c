@@ -24,7 +24,9 @@ static bool is_keyword(const char *s) {
                                      "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
                                      "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
                                      "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "ctx",
-                                     "need", "sp", "rc", "count", "g", "i", "o", "main", "NULL"};
+                                     "need", "sp", "rc", "count", "g", "i", "o", "main", "NULL",
+                                     /* the inline loops' locals (emit_nn.c, emit_norm.c, emit_layout.c) */
+                                     "s", "p", "m", "r", "d", "j", "k", "v", "acc", "ch", "xs", "ys", "al"};
     for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)
         if (strcmp(s, kw[i]) == 0) return true;
     return false;
