@@ -396,7 +396,8 @@ static void test_weight_dims(void **s) {
  * give the expected outputs (float32 rounding: rtol 1e-4, atol 1e-5), the
  * others are refused with a located error. */
 static void test_run_programs(void **s) {
-    const char *exported[] = {"higher_order", "lenet", "lstm_list", "mlp", "refs", "treelstm", "tvm_bound_mlp"};
+    const char *exported[] = {"higher_order", "lenet", "lstm_list", "mlp", "refs", "treelstm", "tvm_bound_mlp", "tvm_dtypes",
+                              "tvm_dtypes16"};
     DIR *d = opendir("tests/run");
     assert_non_null(d);
     int nok = 0, nall = 0;
@@ -602,7 +603,7 @@ static void test_corpus_programs(void **s) {
     int nall, nok = main_programs("tests/corpus", &nall);
     print_message("test_corpus_programs: %d of the %d programs of tests/corpus/ with a @main exported and match "
                   "(%d more with ADT arguments exported and built)\n", nok, nall, nbuilt_only);
-    assert_true(nok >= 15);
+    assert_true(nok >= 17);
     nok = main_programs("tests/export", &nall); /* the export's own: every one */
     assert_int_equal(nok, nall);
     assert_true(nall >= 1);

@@ -55,6 +55,7 @@ enum {
     RT_GROUP_NORM = 1 << 13,
     RT_LRN = 1 << 14,
     RT_L2_NORMALIZE = 1 << 15,
+    RT_HALF = 1 << 16,
 };
 
 typedef struct cemit {
@@ -181,6 +182,15 @@ const char *ry_c_dim(cemit *c, const ry_dim *d);
 const char *ry_c_count(cemit *c, int ndim, const ry_dim *dims);
 /* The C type of a dtype ("float", "double", "uint8_t", "int32_t"), or NULL. */
 const char *ry_c_ctype(ry_dtype d);
+/* The integer dtypes (bool is not one): int8 to int64, uint8, uint16. */
+bool ry_c_is_int(ry_dtype d);
+/* x converted to integer dtype d modulo 2^bits, as the CPU target stores
+ * integers (a signed one through its unsigned type). */
+const char *ry_c_wrap(cemit *c, ry_dtype d, const char *x);
+/* x (of dtype from) converted to dtype to as the CPU target's cast does:
+ * integers wrap, floats to integers truncate and saturate (NaN: 0),
+ * float16 through float32 (rt/half.c, which it marks as needed). */
+const char *ry_c_cast(cemit *c, ry_dtype from, ry_dtype to, const char *x);
 /* A located error "export: ..."; returns RY_ERR. */
 ry_status ry_c_fail(cemit *c, ry_span span, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A name in c's arena: printf into the arena. */

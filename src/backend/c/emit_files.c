@@ -10,7 +10,10 @@
 #include "backend/c/emit.h"
 #include "backend/c/rt_text.h"
 
-static const char *dtypes[] = {"FLOAT32", "FLOAT64", "INT32", "INT64", "BOOL", "VALUE"};
+/* The header's dtype codes (rt/npy.c's indices too); appended to, never reordered. */
+static const char *dtypes[] = {"FLOAT32", "FLOAT64", "INT32", "INT64", "BOOL", "VALUE",
+                               "INT8", "UINT8", "INT16", "UINT16", "FLOAT16"};
+#define NDTYPES (int)(sizeof dtypes / sizeof dtypes[0])
 
 static int dtype_index(ry_dtype d) {
     switch (d) {
@@ -18,6 +21,11 @@ static int dtype_index(ry_dtype d) {
     case RY_FLOAT64: return 1;
     case RY_INT32: return 2;
     case RY_INT64: return 3;
+    case RY_INT8: return 6;
+    case RY_UINT8: return 7;
+    case RY_INT16: return 8;
+    case RY_UINT16: return 9;
+    case RY_FLOAT16: return 10;
     default: return 4;
     }
 }
@@ -73,7 +81,7 @@ void ry_c_write_header(strbuf *b, const cmodel *md) {
                     "    %s_ERR_PARSE = 8    /* a malformed tree string */\n};\n\n",
                  N, N, N, N, N, N, N, N, N, N);
     ry_sb_printf(b, "/* dtypes of %s_array */\nenum { ", n);
-    for (int i = 0; i < 6; i++) ry_sb_printf(b, "%s_%s = %d%s", N, dtypes[i], i, i < 5 ? ", " : " };\n\n");
+    for (int i = 0; i < NDTYPES; i++) ry_sb_printf(b, "%s_%s = %d%s", N, dtypes[i], i, i < NDTYPES - 1 ? ", " : " };\n\n");
     ry_sb_printf(b, "/* The largest value a symbolic dimension may take. */\n#define %s_MAX_DIM ((int64_t)1 << 30)\n\n", N);
     if (md->dyn)
         ry_sb_printf(b, "/* The deepest recursion a call may reach (a tree's depth, a sequence's\n"
@@ -189,7 +197,7 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
                       "            if (!t) {\n                free(s);\n                fclose(f);\n                snprintf(msg, n, \"out of memory\");\n                return NULL;\n            }\n"
                       "            s = t;\n        }\n        s[len++] = (char)ch;\n    }\n"
                       "    fclose(f);\n    if (!s && !(s = malloc(1))) return NULL;\n    s[len] = 0;\n    return s;\n}\n");
-    ry_sb_printf(b, "\nstatic const int npy_codes[] = {%s_FLOAT32, %s_FLOAT64, %s_INT32, %s_INT64, %s_BOOL};\n\n", N, N, N, N, N);
+    ry_sb_puts(b, "\n");
     ry_sb_puts(b, "static int cmp_double(const void *x, const void *y) {\n"
                   "    double a = *(const double *)x, b = *(const double *)y;\n    return (a > b) - (a < b);\n}\n\n");
     ry_sb_printf(b, "int main(int argc, char **argv) {\n    char wpath[4096], msg[512];\n    int a = 1;\n");
@@ -235,7 +243,7 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
     ry_sb_printf(b, "        npy_array t;\n"
                     "        if (npy_read(argv[a + i], &t, msg, sizeof msg) != 0) {\n"
                     "            fprintf(stderr, \"%%s\\n\", msg);\n            rc = 10;\n            break;\n        }\n"
-                    "        in[i].dtype = npy_codes[t.dtype];\n        in[i].ndim = t.ndim;\n"
+                    "        in[i].dtype = t.dtype; /* npy.c's indices are the header's codes */\n        in[i].ndim = t.ndim;\n"
                     "        memcpy(in[i].shape, t.shape, sizeof t.shape);\n        in[i].data = t.data;\n    }\n");
     if (!md->nadts) ry_sb_puts(b, open_ctx);
     ry_sb_printf(b, "    if (rc == 0 && (rc = %s_%s_run(ctx, in, out)) != %s_OK) fprintf(stderr, \"%%s\\n\", %s_error(ctx));\n",
@@ -258,8 +266,7 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
                     "        }\n        free(us);\n    }\n",
                  N, N, e, n, e);
     ry_sb_printf(b, "    for (int i = 0; i < %s_%s_NOUT && rc == 0; i++) {\n"
-                    "        npy_array t = {0, out[i].ndim, {0}, out[i].data};\n"
-                    "        for (int k = 0; k < 5; k++)\n            if (npy_codes[k] == out[i].dtype) t.dtype = k;\n"
+                    "        npy_array t = {out[i].dtype, out[i].ndim, {0}, out[i].data};\n"
                     "        memcpy(t.shape, out[i].shape, sizeof t.shape);\n"
                     "        if (npy_write(argv[a + %s_%s_NIN + i], &t, msg, sizeof msg) != 0) {\n"
                     "            fprintf(stderr, \"%%s\\n\", msg);\n            rc = 10;\n        }\n    }\n",

@@ -43,8 +43,53 @@ const char *ry_c_ctype(ry_dtype d) {
     case RY_INT32: return "int32_t";
     case RY_INT64: return "int64_t";
     case RY_BOOL: return "uint8_t";
+    case RY_INT8: return "int8_t";
+    case RY_UINT8: return "uint8_t";
+    case RY_INT16: return "int16_t";
+    case RY_UINT16: return "uint16_t";
+    case RY_FLOAT16: return "uint16_t"; /* its bits: rt/half.c converts */
     default: return NULL;
     }
+}
+
+const char *ry_c_wrap(cemit *c, ry_dtype d, const char *x) {
+    const char *u = d == RY_INT8 ? "uint8_t" : d == RY_INT16 ? "uint16_t" : d == RY_INT32 ? "uint32_t" : d == RY_INT64 ? "uint64_t" : NULL;
+    return u ? ry_c_fmt(c, "(%s)(%s)(%s)", ry_c_ctype(d), u, x) : ry_c_fmt(c, "(%s)(%s)", ry_c_ctype(d), x);
+}
+
+/* The integer limits of d for a saturating conversion. */
+static void int_limits(ry_dtype d, const char **lo, const char **hi) {
+    switch (d) {
+    case RY_INT8: *lo = "INT8_MIN", *hi = "INT8_MAX"; break;
+    case RY_UINT8: *lo = "0", *hi = "UINT8_MAX"; break;
+    case RY_INT16: *lo = "INT16_MIN", *hi = "INT16_MAX"; break;
+    case RY_UINT16: *lo = "0", *hi = "UINT16_MAX"; break;
+    case RY_INT32: *lo = "INT32_MIN", *hi = "INT32_MAX"; break;
+    default: *lo = "INT64_MIN", *hi = "INT64_MAX"; break;
+    }
+}
+
+const char *ry_c_cast(cemit *c, ry_dtype from, ry_dtype to, const char *x) {
+    if (from == to) return x;
+    if (from == RY_FLOAT16 || to == RY_FLOAT16) c->rt |= RT_HALF;
+    if (from == RY_FLOAT16) x = ry_c_fmt(c, "rt_f16_to_f32(%s)", x), from = RY_FLOAT32;
+    if (from == to) return x;
+    if (to == RY_BOOL) return ry_c_fmt(c, "(uint8_t)(%s != 0)", x);
+    if (from == RY_BOOL) x = ry_c_fmt(c, "(%s != 0)", x);
+    if (to == RY_FLOAT16) return ry_c_fmt(c, "rt_f32_to_f16((float)(%s))", x);
+    bool ffrom = from == RY_FLOAT32 || from == RY_FLOAT64;
+    if (ffrom && ry_c_is_int(to)) { /* through double: truncated, saturated, NaN to 0 */
+        const char *lo, *hi, *T = ry_c_ctype(to);
+        int_limits(to, &lo, &hi);
+        return ry_c_fmt(c, "((double)%s != (double)%s ? (%s)0 : (double)%s <= (double)%s ? (%s)%s : (double)%s >= (double)%s ? (%s)%s : (%s)%s)",
+                        x, x, T, x, lo, T, lo, x, hi, T, hi, T, x);
+    }
+    if (ry_c_is_int(to) && from != RY_BOOL) return ry_c_wrap(c, to, x);
+    return ry_c_fmt(c, "(%s)%s", ry_c_ctype(to), x);
+}
+
+bool ry_c_is_int(ry_dtype d) {
+    return d == RY_INT8 || d == RY_UINT8 || d == RY_INT16 || d == RY_UINT16 || d == RY_INT32 || d == RY_INT64;
 }
 
 const char *ry_c_dim(cemit *c, const ry_dim *d) {
@@ -190,6 +235,12 @@ static cval *constant(cemit *c, const ry_expr *e) {
             if (x != x) ry_sb_puts(&c->file, "NAN, ");
             else if (x > 1e308 || x < -1e308) ry_sb_puts(&c->file, x > 0 ? "INFINITY, " : "-INFINITY, ");
             else ry_sb_printf(&c->file, "%a%s, ", x, t->dtype == RY_FLOAT32 ? "f" : "");
+        } else if (t->dtype == RY_FLOAT16) { /* its bits */
+            ry_sb_printf(&c->file, "0x%04x, ", (unsigned)((const uint16_t *)t->data)[i]);
+        } else if (t->dtype == RY_INT64) { /* exact past 2^53, and INT64_MIN has no literal */
+            int64_t v = ((const int64_t *)t->data)[i];
+            if (v == INT64_MIN) ry_sb_puts(&c->file, "INT64_MIN, ");
+            else ry_sb_printf(&c->file, "INT64_C(%lld), ", (long long)v);
         } else {
             ry_sb_printf(&c->file, "%lld, ", (long long)x);
         }

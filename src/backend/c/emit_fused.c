@@ -78,12 +78,12 @@ static bool flat_ok(const cval *x, const cval *o) {
 static const char *expr(cemit *c, const ry_fz_ins *in, const char *x, const char *y, const char *z) {
     bool f = in->dt == RY_FLOAT32;
     const char *sf = f ? "f" : "", *T = ry_c_ctype(in->dt), *TO = ry_c_ctype(in->odt);
-    if (in->dt == RY_INT32 || in->dt == RY_INT64) { /* emit_ops.c's integer programs: arithmetic wraps */
-        const char *U = in->dt == RY_INT32 ? "uint32_t" : "uint64_t";
-        if (in->op == RY_FZ_ADD) return ry_c_fmt(c, "(%s)((%s)%s + (%s)%s)", T, U, x, U, y);
-        if (in->op == RY_FZ_SUB) return ry_c_fmt(c, "(%s)((%s)%s - (%s)%s)", T, U, x, U, y);
-        if (in->op == RY_FZ_MUL) return ry_c_fmt(c, "(%s)((%s)%s * (%s)%s)", T, U, x, U, y);
-        if (in->op == RY_FZ_NEG) return ry_c_fmt(c, "(%s)(0u - (%s)%s)", T, U, x);
+    if (ry_c_is_int(in->dt)) { /* emit_ops.c's integer programs: arithmetic wraps, in unsigned */
+        const char *U = in->dt == RY_INT64 ? "uint64_t" : "uint32_t";
+        if (in->op == RY_FZ_ADD) return ry_c_wrap(c, in->dt, ry_c_fmt(c, "(%s)%s + (%s)%s", U, x, U, y));
+        if (in->op == RY_FZ_SUB) return ry_c_wrap(c, in->dt, ry_c_fmt(c, "(%s)%s - (%s)%s", U, x, U, y));
+        if (in->op == RY_FZ_MUL) return ry_c_wrap(c, in->dt, ry_c_fmt(c, "(%s)%s * (%s)%s", U, x, U, y));
+        if (in->op == RY_FZ_NEG) return ry_c_wrap(c, in->dt, ry_c_fmt(c, "0u - (%s)%s", U, x));
     }
     switch (in->op) {
     case RY_FZ_ADD: return ry_c_fmt(c, "%s + %s", x, y);
@@ -119,10 +119,7 @@ static const char *expr(cemit *c, const ry_fz_ins *in, const char *x, const char
         const char *m = ry_c_fmt(c, "(%s < %s ? %s : %s)", x, hi, x, hi);
         return ry_c_fmt(c, "%s != %s ? %s : (%s > %s ? %s : %s)", x, x, x, m, lo, m, lo);
     }
-    case RY_FZ_CAST:
-        if (in->odt == RY_BOOL) return ry_c_fmt(c, "(uint8_t)(%s != 0)", x);
-        if (in->dt == RY_BOOL) return ry_c_fmt(c, "(%s)(%s != 0)", TO, x);
-        return ry_c_fmt(c, "(%s)%s", TO, x);
+    case RY_FZ_CAST: return ry_c_cast(c, in->dt, in->odt, x);
     case RY_FZ_COPY: return x;
     case RY_FZ_ZEROS: return ry_c_fmt(c, "(%s)0", TO);
     case RY_FZ_ONES: return ry_c_fmt(c, "(%s)1", TO);
@@ -133,6 +130,9 @@ static const char *expr(cemit *c, const ry_fz_ins *in, const char *x, const char
 
 ry_status ry_c_emit_fused(cemit *c, const ry_fz_prog *p, cval *const *ins, int nin, cval *const *outs,
                           ry_span span) {
+    for (int k = 0; k < p->nin; k++) /* a fused program's operands are loaded as they are */
+        if (p->in_dt[k] == RY_FLOAT16 || p->out_dt == RY_FLOAT16)
+            return ry_c_fail(c, span, "a fused program over float16 has no C kernel in the export yet");
     const cval *o = outs[0];
     bool flat = true;
     for (int k = 0; k < nin; k++) flat &= flat_ok(ins[k], o);

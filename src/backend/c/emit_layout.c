@@ -63,8 +63,8 @@ static ry_status emit_split(cemit *c, const ry_expr *call, cval *const *args, cv
 static ry_status emit_take(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
     const cval *d = args[0], *ix = args[1];
-    if (d->tuple || ix->tuple || (ix->dtype != RY_INT32 && ix->dtype != RY_INT64))
-        return ry_c_fail(c, call->span, "take: the export takes int32 or int64 indices");
+    if (d->tuple || ix->tuple || !ry_c_is_int(ix->dtype))
+        return ry_c_fail(c, call->span, "take: the export takes integer indices");
     if (ry_attr_int(op, &call->call.attrs, "batch_dims") != 0) return ry_c_fail(c, call->span, "take with batch_dims: not exported yet");
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     bool flat = ry_attr_is_none(op, &call->call.attrs, "axis");
@@ -181,7 +181,7 @@ static ry_status emit_pad(cemit *c, const ry_expr *call, cval *const *args, cval
 static ry_status emit_one_hot(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
     const cval *ix = args[0], *on = args[1], *off = args[2];
-    if (ix->tuple || (ix->dtype != RY_INT32 && ix->dtype != RY_INT64) || on->tuple || off->tuple || on->ndim || off->ndim)
+    if (ix->tuple || !ry_c_is_int(ix->dtype) || on->tuple || off->tuple || on->ndim || off->ndim)
         return ry_c_fail(c, call->span, "one_hot: integer indices and scalar on and off values");
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const cval *y = *out;

@@ -144,8 +144,8 @@ static ry_status int_reduce(cemit *c, const ry_expr *call, const cval *x, int a0
                            "            %s acc = %s;\n"
                            "            for (int64_t r = 0; r < %s; r++) {\n                const %s v = %s[(o * %s + r) * %s + i];\n"
                            "                %s;\n            }\n"
-                           "            %s[o * %s + i] = (%s)acc;\n        }\n",
-                 O, I, T, init, R, T, x->c, R, I, step, (*out)->c, I, ry_c_ctype((*out)->dtype));
+                           "            %s[o * %s + i] = %s;\n        }\n",
+                 O, I, T, init, R, T, x->c, R, I, step, (*out)->c, I, ry_c_wrap(c, (*out)->dtype, "acc"));
     return RY_OK;
 }
 
@@ -154,7 +154,7 @@ static ry_status emit_reduce(cemit *c, const ry_expr *call, cval *const *args, c
     const ry_op *op = ry_c_op(call);
     const cval *x = args[0];
     int a0, a1;
-    if (!x->tuple && (x->dtype == RY_INT32 || x->dtype == RY_INT64)) {
+    if (!x->tuple && ry_c_is_int(x->dtype)) {
         if (reduced_run(c, call, x, &a0, &a1)) return RY_ERR;
         return int_reduce(c, call, x, a0, a1, out);
     }

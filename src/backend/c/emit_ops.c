@@ -167,20 +167,18 @@ static ry_status emit_fused_matmul(cemit *c, const ry_expr *call, cval *const *a
     return run_prog(c, call, code, true, args + 2, call->call.nargs - 2, acc, out);
 }
 
-static bool is_int(ry_dtype d) { return d == RY_INT32 || d == RY_INT64; }
 
-/* An elementwise operator on int32 or int64 tensors (index arithmetic,
+/* An elementwise operator on integer tensors (index arithmetic,
  * comparisons), which the fused language does not hold: a program of one
  * instruction made here, its operands of one dtype; arithmetic wraps, as
- * the CPU target's does. */
+ * the CPU target's does. Also a cast from or to float16. */
 static ry_status emit_int_elemwise(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
-    if (strcmp(op->name, "cast") == 0 && !args[0]->tuple) { /* C's conversion; to bool: nonzero */
+    if (strcmp(op->name, "cast") == 0 && !args[0]->tuple) { /* the CPU's conversion (ry_c_cast) */
         if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
         if ((*out)->tuple) return ry_c_fail(c, call->span, "cast: a tuple result");
-        bool to_bool = (*out)->dtype == RY_BOOL;
-        ry_sb_printf(&c->body, "    for (int64_t i = 0; i < %s; i++) %s[i] = (%s)(%s[i]%s);\n", ry_c_count(c, (*out)->ndim, (*out)->dims),
-                     (*out)->c, ry_c_ctype((*out)->dtype), args[0]->c, to_bool ? " != 0" : "");
+        ry_sb_printf(&c->body, "    for (int64_t i = 0; i < %s; i++) %s[i] = %s;\n", ry_c_count(c, (*out)->ndim, (*out)->dims),
+                     (*out)->c, ry_c_cast(c, args[0]->dtype, (*out)->dtype, ry_c_fmt(c, "%s[i]", args[0]->c)));
         return RY_OK;
     }
     bool ones = strcmp(op->name, "ones_like") == 0;
@@ -218,8 +216,13 @@ static ry_status emit_int_elemwise(cemit *c, const ry_expr *call, cval *const *a
 static ry_status emit_elemwise(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
     const ry_attrs *at = &call->call.attrs;
+    bool half = call->type && call->type->kind == RY_TYPE_TENSOR && call->type->tensor.dtype == RY_FLOAT16;
+    for (int k = 0; k < call->call.nargs; k++) half |= !args[k]->tuple && args[k]->dtype == RY_FLOAT16;
+    if (half && strcmp(op->name, "cast") != 0)
+        return ry_c_fail(c, call->span, "operator %s on float16 has no C kernel in the export yet (a cast has)", op->name);
+    bool cast = strcmp(op->name, "cast") == 0; /* any dtype to any: one loop of ry_c_cast */
     for (int k = 0; k < call->call.nargs; k++)
-        if (!args[k]->tuple && is_int(args[k]->dtype)) return emit_int_elemwise(c, call, args, out);
+        if (!args[k]->tuple && (cast || ry_c_is_int(args[k]->dtype))) return emit_int_elemwise(c, call, args, out);
     char code[256];
     size_t n = (size_t)snprintf(code, sizeof code, "%s(", op->name);
     for (int k = 0; k < call->call.nargs; k++) n += (size_t)snprintf(code + n, sizeof code - n, "%sx%d", k ? ", " : "", k);

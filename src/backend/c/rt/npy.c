@@ -1,8 +1,10 @@
 /*
  * npy.c (export runtime): reading and writing NumPy .npy files for the
- * exported example program: little-endian float32, float64, int32, int64
- * and bool, C order, format versions 1 to 3 on read, 1 on write. dtype
- * indices: 0 float32, 1 float64, 2 int32, 3 int64, 4 bool.
+ * exported example program: little-endian float32, float64, int32, int64,
+ * bool, int8, uint8, int16, uint16 and float16, C order, format versions 1
+ * to 3 on read, 1 on write. dtype indices are the model header's codes
+ * (0 float32, 1 float64, 2 int32, 3 int64, 4 bool, 6 int8, 7 uint8,
+ * 8 int16, 9 uint16, 10 float16; 5, an ADT value, has no .npy form).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,8 +18,9 @@ typedef struct npy_array {
     void *data;
 } npy_array;
 
-static const char *const npy_descr[] = {"<f4", "<f8", "<i4", "<i8", "|b1"};
-static const size_t npy_size[] = {4, 8, 4, 8, 1};
+#define NPY_NDTYPES 11
+static const char *const npy_descr[NPY_NDTYPES] = {"<f4", "<f8", "<i4", "<i8", "|b1", NULL, "|i1", "|u1", "<i2", "<u2", "<f2"};
+static const size_t npy_size[NPY_NDTYPES] = {4, 8, 4, 8, 1, 0, 1, 1, 2, 2, 2};
 
 static int npy_fail(char *msg, size_t n, const char *path, const char *why) {
     snprintf(msg, n, "%s: %s", path, why);
@@ -61,8 +64,8 @@ static int npy_read(const char *path, npy_array *t, char *msg, size_t n) {
     h[hl] = 0;
     const char *d = npy_key(h, "'descr'"), *fo = npy_key(h, "'fortran_order'"), *s = npy_key(h, "'shape'");
     int dt = -1;
-    for (int i = 0; d && i < 5; i++)
-        if (strncmp(d + 1, npy_descr[i], 3) == 0) dt = i;
+    for (int i = 0; d && i < NPY_NDTYPES; i++)
+        if (npy_descr[i] && strncmp(d + 1, npy_descr[i], 3) == 0) dt = i;
     int64_t count = 1;
     int ok = dt >= 0 && fo && strncmp(fo, "False", 5) == 0 && s && *s == '(';
     for (s = ok ? s + 1 : s; ok && *s != ')';) {
