@@ -111,6 +111,7 @@ typedef struct cmodel {
     int nargs;               /* the C entry's data arguments */
     const ry_var **args;
     const char **arg_c;      /* their C names */
+    const ry_type **arg_t;   /* their types as the export takes them: a ? dim named (x_dim1) */
     int nsyms;               /* symbolic dims: the C entry's first arguments */
     const char **syms;
     int nwsyms;              /* symbolic dims the weights fix (a vocabulary): constants */

@@ -52,7 +52,7 @@ void ry_c_entry_signature(strbuf *b, const cmodel *md) {
     for (int i = 0; i < md->nsyms; i++) ry_sb_printf(b, ", int64_t %s", md->syms[i]);
     for (int i = 0; i < md->nargs; i++) {
         if (ry_c_is_value_arg(md->args[i])) ry_sb_printf(b, ", const %s_value *%s", md->name, md->arg_c[i]);
-        else ry_sb_printf(b, ", const %s *%s", ry_c_ctype(md->args[i]->type->tensor.dtype), md->arg_c[i]);
+        else ry_sb_printf(b, ", const %s *%s", ry_c_ctype(md->arg_t[i]->tensor.dtype), md->arg_c[i]);
     }
     for (int i = 0; i < md->nouts; i++) {
         if (md->out_dyn && md->out_dyn[i]) ry_sb_printf(b, ", %s_array *out%d", md->name, i);
@@ -107,7 +107,7 @@ void ry_c_write_header(strbuf *b, const cmodel *md) {
     ry_c_write_value_decls(b, md);
     ry_sb_printf(b, "/* @%s:\n", e);
     for (int i = 0; i < md->nargs; i++) {
-        const ry_type *t = md->args[i]->type;
+        const ry_type *t = md->arg_t[i];
         if (ry_c_is_value_arg(md->args[i])) {
             ry_sb_printf(b, " *   %s: a %s value (input)\n", md->arg_c[i], t->call.adt->name);
             continue;

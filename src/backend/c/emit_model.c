@@ -218,7 +218,7 @@ static void emit_run(strbuf *b, cemit *c, const cmodel *md) {
     for (int i = 0; i < md->nsyms; i++) ry_sb_printf(b, "    int64_t %s = -1;\n", md->syms[i]);
     wsym_constants(b, md);
     for (int i = 0; i < md->nargs; i++) {
-        const ry_type *t = md->args[i]->type;
+        const ry_type *t = md->arg_t[i];
         const char *an = md->arg_c[i];
         if (ry_c_is_value_arg(md->args[i])) {
             ry_sb_printf(b, "    if (in[%d].dtype != %s_VALUE || !in[%d].data) return fail(ctx, RT_E_ARG, \"%s_%s_run: input %s must be a %s value\");\n",

@@ -216,6 +216,7 @@ static ry_status classify(cemit *c, const ry_module *m, const ry_expr *fn, const
     int np = fn->func.nparams;
     md->args = RY_NEW_ARRAY(c->a, const ry_var *, np + 1);
     md->arg_c = RY_NEW_ARRAY(c->a, const char *, np + 1);
+    md->arg_t = RY_NEW_ARRAY(c->a, const ry_type *, np + 1);
     md->syms = RY_NEW_ARRAY(c->a, const char *, np * RY_MAX_RANK + 1);
     md->wsyms = RY_NEW_ARRAY(c->a, const char *, np * RY_MAX_RANK + 1);
     md->wsym_values = RY_NEW_ARRAY(c->a, int64_t, np * RY_MAX_RANK + 1);
@@ -238,6 +239,7 @@ static ry_status classify(cemit *c, const ry_module *m, const ry_expr *fn, const
             v->type = t;
             v->weight = -1;
             md->args[md->nargs] = p;
+            md->arg_t[md->nargs] = t;
             md->arg_c[md->nargs] = c_name(c, p->name, "arg_");
             v->c = ry_c_fmt(c, "((rt_val *)&%s->v)", md->arg_c[md->nargs++]);
             params[i] = v;
@@ -276,11 +278,14 @@ static ry_status classify(cemit *c, const ry_module *m, const ry_expr *fn, const
         }
         if (!ry_c_ctype(t->tensor.dtype)) return ry_c_fail(c, p->span, "parameter %%%s: dtype %s has no C type", p->name, ry_dtype_name(t->tensor.dtype));
         md->args[md->nargs] = p;
-        v->c = md->arg_c[md->nargs++] = c_name(c, p->name, "arg_");
+        v->c = md->arg_c[md->nargs] = c_name(c, p->name, "arg_");
         for (int d = 0; d < t->tensor.ndim; d++) {
-            const ry_dim *dd = &t->tensor.dims[d];
-            if (dd->kind == RY_DIM_ANY)
-                return ry_c_fail(c, p->span, "parameter %%%s: a dimension ? (known only at run time) is not exported yet; name it", p->name);
+            ry_dim *dd = &v->dims[d];
+            if (dd->kind == RY_DIM_ANY) { /* named for the caller: x_dim1, another _ while that is taken */
+                const char *s = ry_c_fmt(c, "%s_dim%d", v->c, d);
+                while (has_sym(md, s) || ry_module_find_global(m, s)) s = ry_c_fmt(c, "%s_", s);
+                *dd = (ry_dim){.kind = RY_DIM_SYM, .name = s};
+            }
             bool fixed = false;
             for (int k = 0; k < md->nwsyms && dd->kind == RY_DIM_SYM; k++) fixed |= strcmp(md->wsyms[k], dd->name) == 0;
             if (dd->kind == RY_DIM_SYM && !fixed && !has_sym(md, dd->name)) {
@@ -289,6 +294,7 @@ static ry_status classify(cemit *c, const ry_module *m, const ry_expr *fn, const
                 md->syms[md->nsyms++] = dd->name;
             }
         }
+        md->arg_t[md->nargs++] = ry_type_tensor_arena(c->a, v->dtype, v->ndim, v->dims);
     }
     for (int i = 0; i < md->nargs; i++)
         for (int s = 0; s < md->nsyms; s++)
