@@ -56,6 +56,8 @@ enum {
     RT_LRN = 1 << 14,
     RT_L2_NORMALIZE = 1 << 15,
     RT_HALF = 1 << 16,
+    RT_CONV2D_T = 1 << 17,
+    RT_ADAPTIVE_POOL = 1 << 18,
 };
 
 typedef struct cemit {
@@ -265,12 +267,13 @@ ry_type *ry_c_call_type(cemit *c, const ry_expr *e, cval *const *args);
  * already values; *out its result. */
 ry_status ry_c_emit_op(cemit *c, const ry_expr *call, cval *const *args, cval **out);
 
-/* ---- emit_nn.c, emit_norm.c and emit_layout.c: more of the C target's table ---- */
+/* ---- emit_nn.c, emit_norm.c, emit_spatial.c and emit_layout.c: more of the C target's table ---- */
 typedef ry_status (*ry_c_emit_fn)(cemit *c, const ry_expr *call, cval *const *args, cval **out);
 /* The emitter of operator name in these files, or NULL. */
 ry_c_emit_fn ry_c_emit_nn(const char *name);
 ry_c_emit_fn ry_c_emit_layout(const char *name);
 ry_c_emit_fn ry_c_emit_norm(const char *name);
+ry_c_emit_fn ry_c_emit_spatial(const char *name);
 
 /* ---- emit_fused.c ---- */
 /* A loop nest over the broadcast shape of outs[0] running the fused

@@ -138,12 +138,14 @@ static ry_status emit_stack(cemit *c, const ry_expr *call, cval *const *args, cv
  * axis's source index from rt/pad.c. */
 static ry_status emit_pad(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
-    const cval *x = args[0], *v = args[1];
-    if (x->tuple || v->tuple || v->ndim != 0 || v->dtype != x->dtype)
+    bool mirror = strcmp(op->name, "nn.mirror_pad") == 0; /* no pad value: REFLECT or SYMMETRIC */
+    const cval *x = args[0], *v = mirror ? NULL : args[1];
+    if (x->tuple || (v && (v->tuple || v->ndim != 0 || v->dtype != x->dtype)))
         return ry_c_fail(c, call->span, "nn.pad: a pad value that is not a scalar of the data's dtype");
-    const char *mode = ry_attr_str(op, &call->call.attrs, "pad_mode");
-    int m = strcmp(mode, "constant") == 0 ? 0 : strcmp(mode, "edge") == 0 ? 1 : strcmp(mode, "reflect") == 0 ? 2 : -1;
-    if (m < 0) return ry_c_fail(c, call->span, "nn.pad: pad_mode \"%s\" is not exported yet", mode);
+    const char *mode = ry_attr_str(op, &call->call.attrs, mirror ? "mode" : "pad_mode");
+    int m = strcmp(mode, "constant") == 0 ? 0 : strcmp(mode, "edge") == 0 ? 1
+          : strcmp(mode, "reflect") == 0 || strcmp(mode, "REFLECT") == 0 ? 2 : strcmp(mode, "SYMMETRIC") == 0 ? 3 : -1;
+    if (m < 0 || (mirror && m < 2)) return ry_c_fail(c, call->span, "%s: mode \"%s\" is not exported yet", op->name, mode);
     const ry_attr_value *pw = ry_attr_get(op, &call->call.attrs, "pad_width");
     if (!pw || pw->kind != RY_AV_LIST || pw->list.n != x->ndim || x->ndim == 0)
         return ry_c_fail(c, call->span, "nn.pad: pad_width does not give every axis");
@@ -164,8 +166,11 @@ static ry_status emit_pad(cemit *c, const ry_expr *call, cval *const *args, cval
         for (int k = j + 1; k < y->ndim; k++) ry_sb_printf(b, " * %s", ry_c_dim(c, &y->dims[k]));
     }
     ry_sb_puts(b, "] = ");
-    for (int j = 0; j < y->ndim; j++) ry_sb_printf(b, "%ss%d < 0", j ? " || " : "", j);
-    ry_sb_printf(b, " ? %s[0] : %s[", v->c, x->c);
+    if (v) { /* only constant mode gives -1 */
+        for (int j = 0; j < y->ndim; j++) ry_sb_printf(b, "%ss%d < 0", j ? " || " : "", j);
+        ry_sb_printf(b, " ? %s[0] : ", v->c);
+    }
+    ry_sb_printf(b, "%s[", x->c);
     for (int j = 0; j < x->ndim; j++) {
         ry_sb_printf(b, "%ss%d", j ? " + " : "", j);
         for (int k = j + 1; k < x->ndim; k++) ry_sb_printf(b, " * %s", ry_c_dim(c, &x->dims[k]));
@@ -206,6 +211,7 @@ static const struct {
     {"one_hot", emit_one_hot},
     {"stack", emit_stack},
     {"nn.pad", emit_pad},
+    {"nn.mirror_pad", emit_pad},
     {"concatenate", emit_concatenate},
     {"split", emit_split},
     {"take", emit_take},
