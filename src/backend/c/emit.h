@@ -55,7 +55,8 @@ enum {
     RT_GROUP_NORM = 1 << 13,
     RT_LRN = 1 << 14,
     RT_L2_NORMALIZE = 1 << 15,
-    RT_HALF = 1 << 16,
+    RT_HALF_WIDEN = 1 << 16,
+    RT_HALF_NARROW = 1 << 19,
     RT_CONV2D_T = 1 << 17,
     RT_ADAPTIVE_POOL = 1 << 18,
 };
@@ -192,7 +193,7 @@ bool ry_c_is_int(ry_dtype d);
 const char *ry_c_wrap(cemit *c, ry_dtype d, const char *x);
 /* x (of dtype from) converted to dtype to as the CPU target's cast does:
  * integers wrap, floats to integers truncate and saturate (NaN: 0),
- * float16 through float32 (rt/half.c, which it marks as needed). */
+ * float16 through float32 (rt/half_widen.c, half_narrow.c: marked as needed). */
 const char *ry_c_cast(cemit *c, ry_dtype from, ry_dtype to, const char *x);
 /* A located error "export: ..."; returns RY_ERR. */
 ry_status ry_c_fail(cemit *c, ry_span span, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

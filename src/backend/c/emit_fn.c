@@ -47,7 +47,7 @@ const char *ry_c_ctype(ry_dtype d) {
     case RY_UINT8: return "uint8_t";
     case RY_INT16: return "int16_t";
     case RY_UINT16: return "uint16_t";
-    case RY_FLOAT16: return "uint16_t"; /* its bits: rt/half.c converts */
+    case RY_FLOAT16: return "uint16_t"; /* its bits: rt/half_widen.c and half_narrow.c convert */
     default: return NULL;
     }
 }
@@ -71,7 +71,8 @@ static void int_limits(ry_dtype d, const char **lo, const char **hi) {
 
 const char *ry_c_cast(cemit *c, ry_dtype from, ry_dtype to, const char *x) {
     if (from == to) return x;
-    if (from == RY_FLOAT16 || to == RY_FLOAT16) c->rt |= RT_HALF;
+    if (from == RY_FLOAT16) c->rt |= RT_HALF_WIDEN;
+    if (to == RY_FLOAT16 && from != RY_FLOAT16) c->rt |= RT_HALF_NARROW;
     if (from == RY_FLOAT16) x = ry_c_fmt(c, "rt_f16_to_f32(%s)", x), from = RY_FLOAT32;
     if (from == to) return x;
     if (to == RY_BOOL) return ry_c_fmt(c, "(uint8_t)(%s != 0)", x);

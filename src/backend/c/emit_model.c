@@ -34,7 +34,7 @@ static const struct {
                 {RT_SOFTMAX, NULL, "softmax"}, {RT_TRANSPOSE, NULL, "transpose"}, {RT_BATCH_NORM, NULL, "batch_norm"},
                 {RT_REDUCE, NULL, "reduce"}, {RT_LAYER_NORM, NULL, "layer_norm"}, {RT_ARGREDUCE, NULL, "argreduce"},
                 {RT_PAD, "pad", NULL}, {RT_GROUP_NORM, NULL, "group_norm"}, {RT_LRN, NULL, "lrn"},
-                {RT_L2_NORMALIZE, NULL, "l2_normalize"}, {RT_HALF, "half", NULL},
+                {RT_L2_NORMALIZE, NULL, "l2_normalize"}, {RT_HALF_WIDEN, "half_widen", NULL}, {RT_HALF_NARROW, "half_narrow", NULL},
                 {RT_CONV2D_T, "convt_geom", "conv2d_transpose"}, {RT_ADAPTIVE_POOL, NULL, "adaptive_pool2d"}};
 
 /* The typed files' names for a dtype: RT_T the element type, RT_(f) a

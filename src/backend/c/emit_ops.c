@@ -240,6 +240,22 @@ static ry_status emit_elemwise(cemit *c, const ry_expr *call, cval *const *args,
     return run_prog(c, call, code, false, args, call->call.nargs, NULL, out);
 }
 
+/* zeros, ones (shape and dtype attributes), full(value) and
+ * full_like(data, value): the result filled with the value cast to its
+ * dtype as the CPU target casts it (ry_c_cast). */
+static ry_status emit_fill(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const char *name = ry_c_op(call)->name;
+    const cval *v = strcmp(name, "full") == 0 ? args[0] : strcmp(name, "full_like") == 0 ? args[1] : NULL;
+    if (v && (v->tuple || v->boxed || v->ndim != 0)) return ry_c_fail(c, call->span, "%s: the fill value must be a scalar", name);
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    const cval *y = *out;
+    if (y->tuple) return ry_c_fail(c, call->span, "%s: a tuple result", name);
+    const char *x = v ? ry_c_cast(c, v->dtype, y->dtype, ry_c_fmt(c, "%s[0]", v->c))
+                      : ry_c_cast(c, RY_INT32, y->dtype, strcmp(name, "ones") == 0 ? "1" : "0");
+    ry_sb_printf(&c->body, "    for (int64_t i = 0; i < %s; i++) %s[i] = %s;\n", ry_c_count(c, y->ndim, y->dims), y->c, x);
+    return RY_OK;
+}
+
 /* bias_add(x, b, axis): x + b with b read along axis. */
 static ry_status emit_bias_add(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const cval *x = args[0], *bias = args[1];
@@ -354,6 +370,10 @@ static const struct {
     {"nn.matmul", emit_matmul},
     {"nn.batch_matmul", emit_batch_matmul},
     {"nn.bias_add", emit_bias_add},
+    {"zeros", emit_fill},
+    {"ones", emit_fill},
+    {"full", emit_fill},
+    {"full_like", emit_fill},
     {"reshape", emit_view},
     {"reshape_like", emit_view},
     {"nn.batch_flatten", emit_view},

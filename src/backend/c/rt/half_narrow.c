@@ -1,24 +1,10 @@
 /*
- * half.c (export runtime): float16 held as its bits (uint16_t), converted
- * to and from float as the CPU target does (src/tensor/dtype.c): exact
- * widening; narrowing to nearest, ties to even, overflow to infinity,
- * NaN kept quiet with its top payload bits. The artifact links nothing
- * of relayc, so the conversion is spelled here again.
+ * half_narrow.c (export runtime): float rounded to float16's bits as the
+ * CPU target does (src/tensor/dtype.c): to nearest, ties to even,
+ * overflow to infinity, NaN kept quiet with its top payload bits.
  */
 #include <stdint.h>
 #include <string.h>
-
-static float rt_f16_to_f32(uint16_t h) {
-    uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = h >> 10 & 0x1fu, m = h & 0x3ffu, u;
-    if (e == 0) { /* zero or subnormal: m * 2^-24, exact */
-        float v = (float)m * 5.9604644775390625e-8f;
-        return s ? -v : v;
-    }
-    u = e == 0x1f ? s | 0x7f800000u | m << 13 : s | (e + 112u) << 23 | m << 13;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 /* m >> k rounded to nearest, ties to even (k in 1..24). */
 static uint32_t rt_f16_round(uint32_t m, unsigned k) {
