@@ -260,6 +260,18 @@ static void test_cumsum(void **state) {
     ry_value_release(out);
     ry_module_free(m);
     ry_value_release(x);
+    /* to a narrower integer dtype the running sum wraps, as TVM's int8 adds do */
+    m = test_parse("#[version = \"0.0.5\"]\n"
+                   "def @main(%i: Tensor[(4), int32]) { cumsum(%i, dtype=\"int8\") }\n", true);
+    ry_tensor *it = ry_tensor_new(RY_INT32, 1, (int64_t[]){4});
+    for (int k = 0; k < 4; k++) ((int32_t *)it->data)[k] = 100;
+    x = ry_value_tensor(it); /* takes over it */
+    out = run(m, "main", 1, &x);
+    const int8_t want[4] = {100, -56, 44, -112}; /* 100, 200, 300, 400 modulo 256 */
+    for (int k = 0; k < 4; k++) assert_int_equal(((const int8_t *)out->tensor->data)[k], want[k]);
+    ry_value_release(out);
+    ry_module_free(m);
+    ry_value_release(x);
 }
 
 int main(void) {

@@ -320,7 +320,8 @@ static void test_every_operator_has_a_kernel(void **s) {
         if (!ry_target_kernel(cl, ry_op_at(i))) fail_msg("%s has no OpenCL kernel", ry_op_at(i)->name);
     same_as_cpu(V "def @main(%a: Tensor[(3, 4, 5), float32], %i: Tensor[(6), int32]) {\n"
                 "  (cumsum(%a, axis=1), cumsum(%a, axis=-1, exclusive=True), cumsum(%a),\n"
-                "   cumsum(%i, dtype=\"int64\"), shape_of(%a), shape_of(%i, dtype=\"int64\"))\n}\n", false);
+                "   cumsum(%i, dtype=\"int64\"), cumsum(multiply(%i, 100), dtype=\"int8\"), shape_of(%a),\n"
+                "   shape_of(%i, dtype=\"int64\"))\n}\n", false);
 }
 
 static void test_gradcheck_on_the_device(void **s) {

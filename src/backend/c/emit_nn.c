@@ -182,6 +182,34 @@ static ry_status emit_argreduce(cemit *c, const ry_expr *call, cval *const *args
     return RY_OK;
 }
 
+/* cumsum(x, axis, dtype, exclusive): the running sum along the axis (None:
+ * x flattened), x viewed as (P, V, Q); a float result accumulates in
+ * double, an integer one in int64 wrapping to its dtype, in index order,
+ * as the CPU target's scan does (src/backend/cpu/scan.c). */
+static ry_status emit_cumsum(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const ry_op *op = ry_c_op(call);
+    const cval *x = args[0];
+    if (x->tuple || x->dtype == RY_FLOAT16) return ry_c_fail(c, call->span, "cumsum: the export takes a tensor of float32, float64 or integers");
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    const cval *y = *out;
+    if (y->dtype == RY_FLOAT16 || y->dtype == RY_BOOL) return ry_c_fail(c, call->span, "cumsum to %s: not exported yet", ry_dtype_name(y->dtype));
+    bool flat = ry_attr_is_none(op, &call->call.attrs, "axis"), ints = ry_c_is_int(y->dtype);
+    int64_t a = flat ? 0 : ry_attr_int(op, &call->call.attrs, "axis");
+    int axis = (int)(a < 0 ? a + x->ndim : a);
+    const char *P = flat ? "1" : ry_c_dims_count(c, x, 0, axis), *V = flat ? ry_c_count(c, x->ndim, x->dims) : ry_c_dim(c, &x->dims[axis]);
+    const char *Q = flat ? "1" : ry_c_dims_count(c, x, axis + 1, x->ndim);
+    const char *load = ry_c_cast(c, x->dtype, ints ? RY_INT64 : RY_FLOAT64, ry_c_fmt(c, "%s[at]", x->c));
+    const char *add = ints ? ry_c_fmt(c, "acc = (int64_t)((uint64_t)acc + (uint64_t)%s)", load) : ry_c_fmt(c, "acc += %s", load);
+    const char *store = ry_c_fmt(c, "%s[at] = %s", y->c, ints ? ry_c_wrap(c, y->dtype, "acc") : ry_c_fmt(c, "(%s)acc", ry_c_ctype(y->dtype)));
+    bool excl = ry_attr_bool(op, &call->call.attrs, "exclusive");
+    ry_sb_printf(&c->body, "    for (int64_t p = 0; p < %s; p++)\n        for (int64_t q = 0; q < %s; q++) {\n"
+                           "            %s acc = 0;\n            for (int64_t j = 0; j < %s; j++) {\n"
+                           "                const int64_t at = (p * %s + j) * %s + q;\n"
+                           "                %s;\n                %s;\n            }\n        }\n",
+                 P, Q, ints ? "int64_t" : "double", V, V, Q, excl ? store : add, excl ? add : store);
+    return RY_OK;
+}
+
 /* layer_norm(x, gamma, beta, axis, epsilon, center, scale). */
 static ry_status emit_layer_norm(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
@@ -213,6 +241,7 @@ static const struct {
     {"argmax", emit_argreduce},
     {"argmin", emit_argreduce},
     {"nn.layer_norm", emit_layer_norm},
+    {"cumsum", emit_cumsum},
 };
 
 ry_c_emit_fn ry_c_emit_nn(const char *name) {

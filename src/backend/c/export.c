@@ -26,7 +26,7 @@ static bool is_keyword(const char *s) {
                                      "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "ctx",
                                      "need", "sp", "rc", "count", "g", "i", "o", "main", "NULL",
                                      /* the inline loops' locals (emit_nn.c, emit_norm.c, emit_layout.c) */
-                                     "s", "p", "m", "r", "d", "j", "k", "v", "acc", "ch", "xs", "ys", "al"};
+                                     "s", "p", "m", "r", "d", "j", "k", "q", "v", "at", "acc", "ch", "xs", "ys", "al"};
     for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)
         if (strcmp(s, kw[i]) == 0) return true;
     return false;

@@ -19,10 +19,15 @@ static int64_t get_int(const ry_tensor *t, int64_t i) {
     }
 }
 
+/* the sum modulo the dtype's width (ry_tensor_set would saturate) */
 static void set_int(ry_tensor *t, int64_t i, int64_t v) {
     switch (t->dtype) {
     case RY_INT64: ((int64_t *)t->data)[i] = v; break;
     case RY_INT32: ((int32_t *)t->data)[i] = (int32_t)(uint32_t)v; break;
+    case RY_INT16: ((int16_t *)t->data)[i] = (int16_t)(uint16_t)v; break;
+    case RY_UINT16: ((uint16_t *)t->data)[i] = (uint16_t)v; break;
+    case RY_INT8: ((int8_t *)t->data)[i] = (int8_t)(uint8_t)v; break;
+    case RY_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
     default: ry_tensor_set(t, i, (double)v); break;
     }
 }
