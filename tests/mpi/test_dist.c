@@ -229,6 +229,31 @@ static void need_device(void) {
     skip();
 }
 
+/* A device case's CPU part: fo's job and one process alone on the CPU,
+ * their parameters bit for bit (bits) or to rounding; kept for the
+ * device's comparisons. */
+typedef struct cpu_part {
+    ry_trainer *job, *one;
+    ry_fit_result rj, ro;
+} cpu_part;
+
+static cpu_part cpu_runs(ry_fit_opts fo, bool bits) {
+    cpu_part c = {.job = make(), .one = make()};
+    fit(c.job, &fo, &c.rj);
+    fo.local = true;
+    fit(c.one, &fo, &c.ro);
+    if (bits)
+        assert_same_bits(c.job, c.one);
+    else
+        assert_close(c.job, c.one);
+    return c;
+}
+
+static void cpu_free(cpu_part *c) {
+    ry_trainer_free(c->job);
+    ry_trainer_free(c->one);
+}
+
 /* The bytes the job copied to and from the device per step (fit of job,
  * steps steps), the target's counters around it. */
 static void fit_counted(ry_trainer *job, const ry_fit_opts *fo, ry_fit_result *r, int64_t *down,
@@ -246,27 +271,21 @@ static void fit_counted(ry_trainer *job, const ry_fit_opts *fo, ry_fit_result *r
  * shards, and the CPU job's parameters to rounding; each step copies this
  * rank's shards' gradients down and the sum up. */
 static void test_device_deterministic_bitwise(void **state) {
-    ry_trainer *cjob = make(), *cone = make();
     ry_fit_opts fo = fit_opts(6, 10);
     fo.deterministic = true;
     fo.shards = SHARDS;
-    ry_fit_result r1, r2;
-    fit(cjob, &fo, &r1);
-    fo.local = true;
-    fit(cone, &fo, &r2);
-    assert_same_bits(cjob, cone);
-    ry_trainer_free(cone);
-    if (!dev) ry_trainer_free(cjob);
+    cpu_part c = cpu_runs(fo, true);
+    if (!dev) cpu_free(&c);
     need_device();
     ry_trainer *job = make_on(dev), *one = make_on(dev);
     int64_t down, up, slab = (int64_t)ry_tensor_nbytes(ry_trainer_params(job)->slab);
-    fo.local = false;
+    ry_fit_result r1, r2;
     fit_counted(job, &fo, &r1, &down, &up);
     fo.local = true;
     fit(one, &fo, &r2);
     assert_same_bits(job, one);
     assert_true(r1.last_loss == r2.last_loss);
-    assert_close(job, cjob);
+    assert_close(job, c.job);
     if (ry_dist_rank() == 0)
         fprintf(stderr, "test_dist: %s, %d ranks, deterministic: %lld bytes down and %lld up per "
                 "step (gradient slab %lld)\n", test_device_target(), ry_dist_size(),
@@ -274,33 +293,27 @@ static void test_device_deterministic_bitwise(void **state) {
     assert_true(down >= slab * (SHARDS / ry_dist_size()) && up >= slab);
     ry_trainer_free(job);
     ry_trainer_free(one);
-    ry_trainer_free(cjob);
+    cpu_free(&c);
 }
 
 /* The all-reduce (MPI_Allreduce of the slab's host copy) against one CPU
  * process taking the batch in one call, as test_allreduce_to_rounding;
  * --shard-optimizer on a device is refused by name. */
 static void test_device_allreduce(void **state) {
-    ry_trainer *cjob = make(), *cone = make();
     ry_fit_opts fo = fit_opts(6, 12);
-    ry_fit_result r1, r2;
-    fit(cjob, &fo, &r1);
-    fo.local = true;
-    fit(cone, &fo, &r2);
-    assert_close(cjob, cone);
-    ry_trainer_free(cjob);
-    if (!dev) ry_trainer_free(cone);
+    cpu_part c = cpu_runs(fo, false);
+    if (!dev) cpu_free(&c);
     need_device();
     ry_trainer *job = make_on(dev);
     int64_t down, up, slab = (int64_t)ry_tensor_nbytes(ry_trainer_params(job)->slab);
-    fo.local = false;
+    ry_fit_result r1;
     fit_counted(job, &fo, &r1, &down, &up);
-    assert_close(job, cone);
-    assert_true(fabs(r1.last_loss - r2.last_loss) < 1e-5);
+    assert_close(job, c.one);
+    assert_true(fabs(r1.last_loss - c.ro.last_loss) < 1e-5);
     assert_true(r1.dist_overlap == 0); /* the slab reaches the host after the call */
     assert_true(down >= slab && up >= slab);
     ry_trainer_free(job);
-    ry_trainer_free(cone);
+    cpu_free(&c);
     job = make_on(dev);
     fo.shard_optimizer = true;
     ry_error err;
