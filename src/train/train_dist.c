@@ -262,7 +262,8 @@ static ry_status reduce_sum(ry_trainer *tr, const train_dist *d, int64_t from, i
     return RY_OK;
 }
 
-/* This rank's shards, each kept (det, several) in the local buffer;
+/* This rank's shards, each kept (det, several) in the local buffer
+ * (staged: the host's copies of them, or of the one in the slab);
  * head[2 + j] gets shard j's loss sum, head[2 + per + j * params ..] its
  * row counts (train_rows.c). */
 static ry_status local_shards(ry_trainer *tr, train_dist *d, const ry_train_data *data,
@@ -279,7 +280,8 @@ static ry_status local_shards(ry_trainer *tr, train_dist *d, const ry_train_data
         } else if (d->local)
             tr->target->grad_add(d->local, g, j * g->size, 0, g->size, true);
     }
-    return RY_OK;
+    /* here, so that a failed copy rides the step's exchange to all ranks */
+    return d->stage && !d->local ? cross(tr, d->host->data, true, err) : RY_OK;
 }
 
 static ry_status dist_step(ry_trainer *tr, train_dist *d, const ry_train_data *data,
@@ -315,8 +317,8 @@ static ry_status reduce(ry_trainer *tr, train_dist *d, bool rows, ry_error *err)
     const ry_param_set *g = tr->grads;
     int64_t es = (int64_t)ry_dtype_size(g->dtype), bytes = 0, from = -1;
     int copies = d->det && d->on ? d->shards / d->size : 1; /* shards this rank hands over */
-    ry_status st = d->stage && !d->local ? cross(tr, d->host->data, true, err) : RY_OK;
-    if (st == RY_OK && d->zero) {
+    ry_status st = RY_OK;
+    if (d->zero) {
         int64_t n = 0; /* the slab less the parameters that go as rows */
         st = train_zero_reduce(tr, d, rows ? d->as_rows : NULL, &n, err);
         bytes = n * es;
