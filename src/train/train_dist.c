@@ -34,8 +34,8 @@
  * to a host buffer, the reduction above runs there with the CPU's
  * grad_add (the same IEEE additions in the same order: the device's bits)
  * and the sum goes back up before the device's optimizer update. Not
- * there: --shard-optimizer (refused), the overlap and the row-sparse
- * reduction (row-sparse gradients are reduced as dense runs).
+ * there: --shard-optimizer (refused), the overlap, and the row-sparse
+ * reduction (a device's kernels yield no row-sparse gradients).
  *
  * Each step first exchanges, per rank, whether it failed, its stop
  * request and its shards' loss sums, so an error on one rank stops all of

@@ -49,8 +49,8 @@ int train_rows_head(const ry_trainer *tr) { return tr->params->n; }
 ry_status train_rows_begin(ry_trainer *tr, train_dist *d, ry_error *err) {
     int np = tr->params->n, per = d->shards / d->size;
     d->rows_ok = false;
-    /* a device's slab: its rows would cross one by one; the dense runs
-     * cover them (train_grad_dense made the slab whole) */
+    /* a device's kernels have no row-sparse rules (RY_KERNEL_ROWS): its
+     * gradients are dense, and the dense runs cover the slab */
     if (d->shards < 2 || tr->target->dev) return RY_OK;
     /* the dense runs between row-sparse parameters (train_dist.c) take
      * the views in index order */
