@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "relayc/train.h"
+#include "test_texts.h"
 #include "test_util.h"
 
 static const ry_target *cl;
@@ -232,6 +233,70 @@ static void test_checkpoints_cross_targets(void **s) {
     rm_dir(dir);
 }
 
+/* ---- deterministic shards (train_dist.c) on the device ---- */
+
+static ry_fit_opts det_opts(int shards) {
+    ry_fit_opts fo;
+    memset(&fo, 0, sizeof fo);
+    fo.max_steps = 8;
+    fo.batch = 10; /* unequal shards of 3 or 4: weighed on the device before the sum */
+    fo.seed = 3;
+    fo.progress = RY_PROGRESS_QUIET;
+    fo.deterministic = true;
+    fo.shards = shards;
+    return fo;
+}
+
+static ry_trainer *det_fit(const ry_target *t, int shards, ry_fit_result *res) {
+    ry_tensor *arrays[2] = {test_npy("tests/train/x.npy"), test_npy("tests/train/y.npy")};
+    ry_train_data data;
+    ry_train_data_tensors(2, arrays, 1, &data);
+    ry_train_opts o = ry_train_defaults();
+    o.optim.lr = 0.1;
+    o.optim.momentum = 0.9;
+    o.clip_norm = 0.5;
+    o.target = t;
+    ry_trainer *tr = NULL;
+    ry_error err = {0};
+    if (ry_trainer_new("mlp.relay", TEST_MLP_TEXT, strlen(TEST_MLP_TEXT), &o, &tr, &err))
+        fail_msg("trainer: %s", err.msg);
+    ry_fit_opts fo = det_opts(shards);
+    if (ry_train_fit(tr, &data, NULL, &fo, res, &err)) fail_msg("fit: %s", err.msg);
+    ry_tensor_release(arrays[0]);
+    ry_tensor_release(arrays[1]);
+    return tr;
+}
+
+/* The device's deterministic run: the CPU's with the same shards to
+ * rounding, its own bits again, and its shards summed on the device (the
+ * gradient slab never crosses: far fewer bytes back per step than the
+ * slab holds). */
+static void test_deterministic_shards(void **s) {
+    NEED_DEVICE();
+    ry_fit_result rc, rd, r2;
+    ry_trainer *tc = det_fit(ry_target_cpu(), 3, &rc);
+    ry_device_counters c0, c1;
+    ry_target_counters(cl, &c0);
+    ry_trainer *td = det_fit(cl, 3, &rd);
+    ry_target_counters(cl, &c1);
+    ry_trainer *t2 = det_fit(cl, 3, &r2);
+    assert_int_equal(rd.steps, 8);
+    ry_param_set *pd = host_params(td), *p2 = host_params(t2);
+    assert_sets_close(pd, ry_trainer_params(tc), 1e-5);
+    assert_true(fabs(rd.last_loss - rc.last_loss) < 1e-5);
+    assert_memory_equal(pd->slab->data, p2->slab->data, ry_tensor_nbytes(pd->slab));
+    int64_t slab = (int64_t)ry_tensor_nbytes(ry_trainer_params(td)->slab);
+    int64_t back = (c1.bytes_to_host - c0.bytes_to_host) / 8;
+    fprintf(stderr, "%s deterministic step, 3 shards: %lld bytes back (gradient slab: %lld)\n",
+            test_device_target(), (long long)back, (long long)slab);
+    assert_true(back < slab);
+    ry_params_free(pd);
+    ry_params_free(p2);
+    ry_trainer_free(tc);
+    ry_trainer_free(td);
+    ry_trainer_free(t2);
+}
+
 /* A device out-of-memory in a step (RELAYC_DEVICE_MEMORY_LIMIT, read when
  * the device opens: so in a fresh process, this program run again with
  * --oom-child DIR; forking a process that has a device open is not safe)
@@ -302,6 +367,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_clipping),
         cmocka_unit_test(test_parameters_stay_on_the_device),
         cmocka_unit_test(test_checkpoints_cross_targets),
+        cmocka_unit_test(test_deterministic_shards),
         cmocka_unit_test(test_device_out_of_memory_in_a_step),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

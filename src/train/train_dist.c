@@ -28,6 +28,15 @@
  * to one process that takes the batch in one call (S = 1 is that process,
  * to rounding), or across different S.
  *
+ * On a device target (the slab in device memory) one process sums its
+ * shards there with the device's grad_add. Across ranks MPI reads host
+ * memory, so each rank copies its gradient (each shard's, deterministic)
+ * to a host buffer, the reduction above runs there with the CPU's
+ * grad_add (the same IEEE additions in the same order: the device's bits)
+ * and the sum goes back up before the device's optimizer update. Not
+ * there: --shard-optimizer (refused), the overlap, and the row-sparse
+ * reduction (a device's kernels yield no row-sparse gradients).
+ *
  * Each step first exchanges, per rank, whether it failed, its stop
  * request and its shards' loss sums, so an error on one rank stops all of
  * them at that step with its message, and a stop request anywhere stops
@@ -56,11 +65,16 @@ ry_status train_dist_begin(ry_trainer *tr, const ry_fit_opts *fo, train_dist *d,
     if (fo->shards < 0 || (fo->shards > 0 && !d->det))
         return ry_error_at(err, RY_NO_SPAN, "%d shards: shards are for deterministic runs",
                            fo->shards);
-    if (d->sharded && tr->target->dev)
+    if (fo->shard_optimizer && d->on && tr->target->dev)
         return ry_error_at(err, RY_NO_SPAN,
-                           "data-parallel and deterministic sharded training on target %s are not "
-                           "supported yet (the all-reduce reads host memory)",
+                           "--shard-optimizer on target %s is not supported yet (its slices of the "
+                           "optimizer's state and the parameters' all-gather are host memory): "
+                           "leave it out, and each rank keeps the whole state on its device",
                            tr->target->name);
+    /* MPI reads host memory: a device run's reduction across ranks goes
+     * through a host copy of the slab (d->host); alone, the shards are
+     * summed on the device */
+    d->stage = d->on && tr->target->dev;
     d->shards = d->det && fo->shards > 0 ? fo->shards : d->size;
     if (d->shards % d->size != 0)
         return ry_error_at(err, RY_NO_SPAN,
@@ -74,8 +88,15 @@ ry_status train_dist_begin(ry_trainer *tr, const ry_fit_opts *fo, train_dist *d,
     int per = d->shards / d->size;
     if (d->det && per > 1) {
         int64_t len = (int64_t)per * n;
-        if (!(d->local = ry_tensor_new(tr->grads->dtype, 1, &len)))
-            return ry_error_at(err, RY_NO_SPAN, "out of memory for %d shard gradients", per);
+        ry_allocator *on = tr->target->dev && !d->stage ? tr->target->allocator() : NULL;
+        if (!(d->local = on ? ry_tensor_new_on(on, tr->grads->dtype, 1, &len)
+                            : ry_tensor_new(tr->grads->dtype, 1, &len)))
+            return ry_error_at(err, RY_NO_SPAN, "out of memory for %d shard gradients%s%s", per,
+                               on ? " on " : "", on ? tr->target->name : "");
+    }
+    if (d->stage && !(d->host = ry_tensor_new(tr->grads->dtype, 1, &n))) {
+        train_dist_end(tr, d, false);
+        return ry_error_at(err, RY_NO_SPAN, "out of memory for the gradient's host copy");
     }
     d->reduce_bytes = n * es;
     d->zero = fo->shard_optimizer && d->on;
@@ -107,7 +128,8 @@ void train_dist_end(ry_trainer *tr, train_dist *d, bool whole) {
     train_rows_end(d);
     ry_tensor_release(d->local);
     ry_tensor_release(d->gather);
-    d->local = d->gather = NULL;
+    ry_tensor_release(d->host);
+    d->local = d->gather = d->host = NULL;
 }
 
 static int64_t step_of(const ry_trainer *tr) { return ry_trainer_steps(tr) + 1; }
@@ -172,23 +194,46 @@ static ry_status shard_grad(ry_trainer *tr, const train_dist *d, const ry_train_
     return RY_OK;
 }
 
+/* What the reduction sums into, and whose kernels sum: the slab, or
+ * (staged) its host copy with the CPU's grad_add, the device's IEEE adds
+ * in the same order, so the same bits. */
+static ry_tensor *red_slab(const ry_trainer *tr, const train_dist *d) {
+    return d->stage ? d->host : tr->grads->slab;
+}
+
+static const ry_target *red_target(const ry_trainer *tr, const train_dist *d) {
+    return d->stage ? ry_target_cpu() : tr->target;
+}
+
+/* The staged gradient slab, whole, between the device and the host
+ * buffer buf (down: to the host); the target counts the bytes as it
+ * counts every copy (--profile's footer). */
+static ry_status cross(ry_trainer *tr, void *buf, bool down, ry_error *err) {
+    ry_tensor *g = tr->grads->slab;
+    ry_status st = down ? tr->target->download(buf, g, ry_tensor_nbytes(g), err)
+                        : tr->target->upload(g, buf, ry_tensor_nbytes(g), err);
+    if (st) ry_error_prefix(err, "the gradient's copy %s for the reduction across ranks",
+                            down ? "to the host" : "back to the device");
+    return st;
+}
+
 /* The sum over shards in shard order of bucket [lo, lo+n), into the slab.
  * Shard s's values: the gather buffer (across ranks), this rank's local
  * copies (one process, several shards), or the slab itself (one shard). */
 static void sum_bucket(ry_trainer *tr, const train_dist *d, int64_t lo, int64_t n) {
-    ry_tensor *g = tr->grads->slab;
+    ry_tensor *g = red_slab(tr, d);
     int64_t len = g->size;
     for (int s = 0; s < d->shards; s++) {
         const ry_tensor *src = d->on ? d->gather : d->local ? d->local : g;
         int64_t off = d->on ? s * n : d->local ? s * len + lo : lo;
-        tr->target->grad_add(g, src, lo, off, n, s == 0);
+        red_target(tr, d)->grad_add(g, src, lo, off, n, s == 0);
     }
 }
 
 /* The slab's elements [from, to) reduced (det, or the all-reduce). */
 static ry_status reduce_det(ry_trainer *tr, const train_dist *d, int64_t from, int64_t to,
                             ry_error *err) {
-    ry_tensor *g = tr->grads->slab;
+    ry_tensor *g = red_slab(tr, d);
     int64_t len = g->size, es = (int64_t)ry_dtype_size(g->dtype), step = step_of(tr);
     int per = d->shards / d->size;
     for (int64_t lo = from; lo < to; lo += d->bucket) {
@@ -206,7 +251,7 @@ static ry_status reduce_det(ry_trainer *tr, const train_dist *d, int64_t from, i
 
 static ry_status reduce_sum(ry_trainer *tr, const train_dist *d, int64_t from, int64_t to,
                             ry_error *err) {
-    ry_tensor *g = tr->grads->slab;
+    ry_tensor *g = red_slab(tr, d);
     int64_t es = (int64_t)ry_dtype_size(g->dtype);
     for (int64_t lo = from; lo < to; lo += d->bucket) {
         int64_t n = to - lo < d->bucket ? to - lo : d->bucket;
@@ -217,7 +262,8 @@ static ry_status reduce_sum(ry_trainer *tr, const train_dist *d, int64_t from, i
     return RY_OK;
 }
 
-/* This rank's shards, each kept (det, several) in the local buffer;
+/* This rank's shards, each kept (det, several) in the local buffer
+ * (staged: the host's copies of them, or of the one in the slab);
  * head[2 + j] gets shard j's loss sum, head[2 + per + j * params ..] its
  * row counts (train_rows.c). */
 static ry_status local_shards(ry_trainer *tr, train_dist *d, const ry_train_data *data,
@@ -228,9 +274,14 @@ static ry_status local_shards(ry_trainer *tr, train_dist *d, const ry_train_data
         if (shard_grad(tr, d, data, idx, k, d->rank * per + j, &head[2 + j], err) ||
             train_rows_note(tr, d, j, &head[2 + per + j * np], err))
             return RY_ERR;
-        if (d->local) tr->target->grad_add(d->local, g, j * g->size, 0, g->size, true);
+        if (d->local && d->stage) {
+            char *at = (char *)d->local->data + (size_t)j * ry_tensor_nbytes(g);
+            if (cross(tr, at, true, err)) return RY_ERR;
+        } else if (d->local)
+            tr->target->grad_add(d->local, g, j * g->size, 0, g->size, true);
     }
-    return RY_OK;
+    /* here, so that a failed copy rides the step's exchange to all ranks */
+    return d->stage && !d->local ? cross(tr, d->host->data, true, err) : RY_OK;
 }
 
 static ry_status dist_step(ry_trainer *tr, train_dist *d, const ry_train_data *data,
@@ -284,6 +335,7 @@ static ry_status reduce(ry_trainer *tr, train_dist *d, bool rows, ry_error *err)
         }
     int64_t b = 0;
     if (st == RY_OK && rows) st = train_rows_reduce(tr, d, &b, err);
+    if (st == RY_OK && d->stage) st = cross(tr, d->host->data, false, err);
     d->t_reduce += seconds() - t0;
     count_bytes(d, bytes + b);
     return st;

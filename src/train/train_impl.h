@@ -140,8 +140,11 @@ typedef struct train_dist {
     bool det;                   /* fo->deterministic */
     int shards;                 /* S: groups per global batch (det), else size */
     int64_t bucket;             /* elements per all-reduce piece */
-    ry_tensor *local;           /* det, S/size > 1: this rank's shard gradients */
+    ry_tensor *local;           /* det, S/size > 1: this rank's shard gradients
+                                   (on the slab's device unless staged) */
     ry_tensor *gather;          /* det and on: a bucket of every shard */
+    bool stage;                 /* on, and the slab is on a device: reduced in host */
+    ry_tensor *host;            /* stage: the slab's host copy, reduced */
     /* --shard-optimizer across ranks (train_zero.c) */
     bool zero;
     int64_t *zbound;            /* size + 1: rank r's slice is [zbound[r], zbound[r+1]) */

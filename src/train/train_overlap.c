@@ -1,7 +1,8 @@
 /*
  * train_overlap.c: the gradient all-reduce overlapped with the backward
  * pass (issue 19 part 1), for the steps that can: across ranks, without
- * --deterministic or --shard-optimizer, on the compiled engine, one call
+ * --deterministic or --shard-optimizer, on the compiled engine and the
+ * CPU target (a device's slab is copied down after the step), one call
  * per shard (a batched model, every shard of equal size, so nothing is
  * scaled after the call).
  *
@@ -44,7 +45,8 @@ static void buckets_of(const train_overlap *ov, int i, int64_t *b0, int64_t *b1)
 }
 
 struct train_overlap *train_overlap_new(ry_trainer *tr, const train_dist *d) {
-    if (!d->on || d->det || d->zero || !tr->vm || d->bucket < 1) return NULL;
+    /* a device's gradients reach the host only once the step is done */
+    if (!d->on || d->det || d->zero || d->stage || !tr->vm || d->bucket < 1) return NULL;
     train_overlap *ov = ry_calloc(1, sizeof *ov);
     int64_t len = tr->grads->slab->size;
     if (!ov) return NULL;

@@ -49,7 +49,9 @@ int train_rows_head(const ry_trainer *tr) { return tr->params->n; }
 ry_status train_rows_begin(ry_trainer *tr, train_dist *d, ry_error *err) {
     int np = tr->params->n, per = d->shards / d->size;
     d->rows_ok = false;
-    if (d->shards < 2) return RY_OK;
+    /* a device's kernels have no row-sparse rules (RY_KERNEL_ROWS): its
+     * gradients are dense, and the dense runs cover the slab */
+    if (d->shards < 2 || tr->target->dev) return RY_OK;
     /* the dense runs between row-sparse parameters (train_dist.c) take
      * the views in index order */
     for (int i = 1; i < np; i++)

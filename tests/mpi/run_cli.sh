@@ -3,7 +3,8 @@
 # --deterministic print the losses one process prints with the same
 # --shards; a rank killed mid-run ends the job with mpirun's message; a
 # rank that hangs (SIGSTOP) makes the other stop after --dist-timeout with
-# its own message. Each within a bound, never a hang.
+# its own message; on --target opencl the job writes one device process's
+# checkpoint. Each within a bound, never a hang.
 set -u
 RELAYC=${RELAYC:-build/relayc}
 MPIRUN=${MPIRUN:-mpirun --oversubscribe}
@@ -80,6 +81,21 @@ rc=$?
 grep -v '^data parallel' "$T/zero.out" > "$T/zero.loss"
 cmp -s "$T/one-adam.out" "$T/zero.loss" && [ $rc -eq 0 ] && grep -q "^steps 6" "$T/zero.out"
 check "mpirun -np 2 --shard-optimizer prints one process's losses" $?
+
+# 1c. --target opencl: 2 ranks with --deterministic write one device
+# process's checkpoint bit for bit (skipped, saying so, without a device)
+if $RELAYC devices 2>/dev/null | grep -q '^opencl'; then
+    $RELAYC train "$T/m.relay" $DATA --steps 6 --deterministic --shards 2 --quiet \
+        --target opencl --checkpoint-dir "$T/cl1" > "$T/cl-one.out" 2>&1
+    timeout 60 $MPIRUN -np 2 $RELAYC train "$T/m.relay" $DATA --steps 6 --deterministic --quiet \
+        --target opencl --checkpoint-dir "$T/cl2" > "$T/cl-two.out" 2>&1
+    rc=$?
+    [ $rc -eq 0 ] && grep -q "^steps 6" "$T/cl-two.out" &&
+        ${CKPT_SAME:-build/tests/mpi/ckpt_same} "$T/m.relay" "$T/cl1/ckpt-6.h5" "$T/cl2/ckpt-6.h5"
+    check "mpirun -np 2 --deterministic --target opencl: one opencl process's checkpoint" $?
+else
+    echo "skip mpirun --target opencl: no OpenCL device ($RELAYC devices lists none)"
+fi
 
 # 2. resume that run with one process, to step 12
 $RELAYC train "$T/m.relay" $DATA --steps 12 --deterministic --shards 2 --quiet \

@@ -25,16 +25,24 @@ static const char *MLP = TEST_MLP_TEXT;
 static ry_tensor *arrays[2];
 static ry_train_data data;
 
-static ry_trainer *make(void) {
+/* The device the device cases train on (RELAYC_TEST_TARGET, else
+ * opencl); NULL where this build or machine has none. */
+static const ry_target *dev;
+
+/* The MLP with SGD and momentum, on target t (NULL: the CPU). */
+static ry_trainer *make_on(const ry_target *t) {
     ry_train_opts o = ry_train_defaults();
     o.optim.lr = 0.1;
     o.optim.momentum = 0.9;
     o.threads = 1;
+    o.target = t;
     ry_trainer *tr = NULL;
     ry_error err;
     if (ry_trainer_new("mlp.relay", MLP, strlen(MLP), &o, &tr, &err)) fail_msg("trainer: %s", err.msg);
     return tr;
 }
+
+static ry_trainer *make(void) { return make_on(NULL); }
 
 /* text with every `from` replaced by `to` (ry_free). */
 static char *substitute(const char *text, const char *from, const char *to) {
@@ -110,19 +118,31 @@ static void barrier(void) {
     assert_int_equal(ry_comm_barrier("the test's barrier", 0, &err), RY_OK);
 }
 
+/* tr's parameter slab in host memory (a new reference; a device's copied) */
+static ry_tensor *host_slab(ry_trainer *tr) {
+    ry_tensor *h = NULL;
+    ry_error err;
+    if (ry_tensor_to(ry_target_cpu(), ry_trainer_params(tr)->slab, &h, &err)) fail_msg("%s", err.msg);
+    return h;
+}
+
 static void assert_same_bits(ry_trainer *a, ry_trainer *b) {
-    const ry_tensor *x = ry_trainer_params(a)->slab, *y = ry_trainer_params(b)->slab;
+    ry_tensor *x = host_slab(a), *y = host_slab(b);
     assert_int_equal(x->size, y->size);
     assert_memory_equal(x->data, y->data, ry_tensor_nbytes(x));
+    ry_tensor_release(x);
+    ry_tensor_release(y);
 }
 
 static void assert_close(ry_trainer *a, ry_trainer *b) {
-    const ry_tensor *x = ry_trainer_params(a)->slab, *y = ry_trainer_params(b)->slab;
+    ry_tensor *x = host_slab(a), *y = host_slab(b);
     assert_int_equal(x->size, y->size);
     for (int64_t i = 0; i < x->size; i++) {
         double u = ry_tensor_get(x, i), v = ry_tensor_get(y, i);
         if (fabs(u - v) > 1e-5 + 1e-4 * fabs(v)) fail_msg("element %lld: %g vs %g", (long long)i, u, v);
     }
+    ry_tensor_release(x);
+    ry_tensor_release(y);
 }
 
 /* A directory every rank names alike: rank 0's pid, broadcast. */
@@ -195,6 +215,111 @@ static void test_buckets(void **state) {
     assert_same_bits(job, one);
     ry_trainer_free(job);
     ry_trainer_free(one);
+}
+
+/* ---- on a device: the slab reduced through host copies ---- */
+
+/* The CPU's part of a device case has run; without a device the rest
+ * skips, saying so once. */
+static void need_device(void) {
+    if (dev) return;
+    if (ry_dist_rank() == 0)
+        fprintf(stderr, "test_dist: no %s device: its case skips (the CPU's part ran)\n",
+                test_device_target());
+    skip();
+}
+
+/* A device case's CPU part: fo's job and one process alone on the CPU,
+ * their parameters bit for bit (bits) or to rounding; kept for the
+ * device's comparisons. */
+typedef struct cpu_part {
+    ry_trainer *job, *one;
+    ry_fit_result rj, ro;
+} cpu_part;
+
+static cpu_part cpu_runs(ry_fit_opts fo, bool bits) {
+    cpu_part c = {.job = make(), .one = make()};
+    fit(c.job, &fo, &c.rj);
+    fo.local = true;
+    fit(c.one, &fo, &c.ro);
+    if (bits)
+        assert_same_bits(c.job, c.one);
+    else
+        assert_close(c.job, c.one);
+    return c;
+}
+
+static void cpu_free(cpu_part *c) {
+    ry_trainer_free(c->job);
+    ry_trainer_free(c->one);
+}
+
+/* The bytes the job copied to and from the device per step (fit of job,
+ * steps steps), the target's counters around it. */
+static void fit_counted(ry_trainer *job, const ry_fit_opts *fo, ry_fit_result *r, int64_t *down,
+                        int64_t *up) {
+    ry_device_counters c0, c1;
+    ry_target_counters(dev, &c0);
+    fit(job, fo, r);
+    ry_target_counters(dev, &c1);
+    *down = (c1.bytes_to_host - c0.bytes_to_host) / r->steps;
+    *up = (c1.bytes_to_device - c0.bytes_to_device) / r->steps;
+}
+
+/* Deterministic shards (unequal: batch 10 in 6, scaled on the device):
+ * the job on the device gives one device process's bits with the same
+ * shards, and the CPU job's parameters to rounding; each step copies this
+ * rank's shards' gradients down and the sum up. */
+static void test_device_deterministic_bitwise(void **state) {
+    ry_fit_opts fo = fit_opts(6, 10);
+    fo.deterministic = true;
+    fo.shards = SHARDS;
+    cpu_part c = cpu_runs(fo, true);
+    if (!dev) cpu_free(&c);
+    need_device();
+    ry_trainer *job = make_on(dev), *one = make_on(dev);
+    int64_t down, up, slab = (int64_t)ry_tensor_nbytes(ry_trainer_params(job)->slab);
+    ry_fit_result r1, r2;
+    fit_counted(job, &fo, &r1, &down, &up);
+    fo.local = true;
+    fit(one, &fo, &r2);
+    assert_same_bits(job, one);
+    assert_true(r1.last_loss == r2.last_loss);
+    assert_close(job, c.job);
+    if (ry_dist_rank() == 0)
+        fprintf(stderr, "test_dist: %s, %d ranks, deterministic: %lld bytes down and %lld up per "
+                "step (gradient slab %lld)\n", test_device_target(), ry_dist_size(),
+                (long long)down, (long long)up, (long long)slab);
+    assert_true(down >= slab * (SHARDS / ry_dist_size()) && up >= slab);
+    ry_trainer_free(job);
+    ry_trainer_free(one);
+    cpu_free(&c);
+}
+
+/* The all-reduce (MPI_Allreduce of the slab's host copy) against one CPU
+ * process taking the batch in one call, as test_allreduce_to_rounding;
+ * --shard-optimizer on a device is refused by name. */
+static void test_device_allreduce(void **state) {
+    ry_fit_opts fo = fit_opts(6, 12);
+    cpu_part c = cpu_runs(fo, false);
+    if (!dev) cpu_free(&c);
+    need_device();
+    ry_trainer *job = make_on(dev);
+    int64_t down, up, slab = (int64_t)ry_tensor_nbytes(ry_trainer_params(job)->slab);
+    ry_fit_result r1;
+    fit_counted(job, &fo, &r1, &down, &up);
+    assert_close(job, c.one);
+    assert_true(fabs(r1.last_loss - c.ro.last_loss) < 1e-5);
+    assert_true(r1.dist_overlap == 0); /* the slab reaches the host after the call */
+    assert_true(down >= slab && up >= slab);
+    ry_trainer_free(job);
+    cpu_free(&c);
+    job = make_on(dev);
+    fo.shard_optimizer = true;
+    ry_error err;
+    assert_int_equal(ry_train_fit(job, &data, NULL, &fo, NULL, &err), RY_ERR);
+    assert_non_null(strstr(err.msg, "--shard-optimizer on target"));
+    ry_trainer_free(job);
 }
 
 /* ---- the sharded optimizer (ZeRO-1) ---- */
@@ -648,6 +773,16 @@ int main(int argc, char **argv) {
         return 1;
     }
     ry_dist_set_timeout(60);
+    /* the device's kernels built into one cache every rank shares (rank
+     * 0's, removed at the end; PoCL's own cache keeps rebuilds quick) */
+    char cache[128];
+    shared_dir(cache, sizeof cache, "clcache");
+    setenv("RELAYC_CACHE_DIR", cache, 1);
+    if (ry_target_find(test_device_target(), &dev, &err)) {
+        if (ry_dist_rank() == 0)
+            fprintf(stderr, "test_dist: the device cases skip: %s\n", err.msg);
+        dev = NULL;
+    }
     arrays[0] = test_npy("tests/train/x.npy");
     arrays[1] = test_npy("tests/train/y.npy");
     ry_train_data_tensors(2, arrays, 1, &data);
@@ -669,8 +804,12 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_treelstm_bitwise),
         cmocka_unit_test(test_treelstm_rows_bitwise),
         cmocka_unit_test(test_treelstm_rows_allreduce),
+        cmocka_unit_test(test_device_deterministic_bitwise),
+        cmocka_unit_test(test_device_allreduce),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    barrier();
+    if (ry_dist_rank() == 0) rm_dir(cache);
     ry_tensor_release(arrays[0]);
     ry_tensor_release(arrays[1]);
     ry_dist_finalize();
