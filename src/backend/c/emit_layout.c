@@ -22,13 +22,13 @@ static ry_status emit_concatenate(cemit *c, const ry_expr *call, cval *const *ar
     int axis = norm_axis(ry_attr_int(ry_c_op(call), &call->call.attrs, "axis"), y->ndim);
     if (axis < 0 || axis >= y->ndim) return ry_c_fail(c, call->span, "concatenate: axis out of range");
     const char *outer = ry_c_dims_count(c, y, 0, axis), *inner = ry_c_dims_count(c, y, axis + 1, y->ndim);
-    ry_sb_printf(&c->body, "    for (int64_t o = 0, off = 0; o < %s; o++) {\n", outer);
+    ry_sb_printf(&c->body, "    for (int64_t o = 0, _off = 0; o < %s; o++) {\n", outer);
     for (int f = 0; f < t->n; f++) {
         const cval *x = t->fields[f];
         if (x->tuple || x->dtype != y->dtype || x->ndim != y->ndim)
             return ry_c_fail(c, call->span, "concatenate: field %d is not a tensor like the result", f);
         const char *run = ry_c_fmt(c, "%s * %s", ry_c_dim(c, &x->dims[axis]), inner);
-        ry_sb_printf(&c->body, "        memcpy(%s + off, %s + o * %s, sizeof(%s) * (size_t)(%s));\n        off += %s;\n",
+        ry_sb_printf(&c->body, "        memcpy(%s + _off, %s + o * %s, sizeof(%s) * (size_t)(%s));\n        _off += %s;\n",
                      y->c, x->c, run, ctype_of(y), run, run);
     }
     ry_sb_puts(&c->body, "    }\n");
@@ -46,14 +46,14 @@ static ry_status emit_split(cemit *c, const ry_expr *call, cval *const *args, cv
     if (axis < 0 || axis >= x->ndim) return ry_c_fail(c, call->span, "split: axis out of range");
     const char *outer = ry_c_dims_count(c, x, 0, axis), *inner = ry_c_dims_count(c, x, axis + 1, x->ndim);
     const char *whole = ry_c_fmt(c, "%s * %s", ry_c_dim(c, &x->dims[axis]), inner);
-    ry_sb_printf(&c->body, "    for (int64_t o = 0, off = 0; o < %s; o++) {\n", outer);
+    ry_sb_printf(&c->body, "    for (int64_t o = 0, _off = 0; o < %s; o++) {\n", outer);
     for (int f = 0; f < t->n; f++) {
         const cval *y = t->fields[f];
         const char *run = ry_c_fmt(c, "%s * %s", ry_c_dim(c, &y->dims[axis]), inner);
-        ry_sb_printf(&c->body, "        memcpy(%s + o * %s, %s + o * %s + off, sizeof(%s) * (size_t)(%s));\n        off += %s;\n",
+        ry_sb_printf(&c->body, "        memcpy(%s + o * %s, %s + o * %s + _off, sizeof(%s) * (size_t)(%s));\n        _off += %s;\n",
                      y->c, run, x->c, whole, ctype_of(y), run, run);
     }
-    ry_sb_puts(&c->body, "        off = 0;\n    }\n");
+    ry_sb_puts(&c->body, "        _off = 0;\n    }\n");
     return RY_OK;
 }
 
@@ -74,12 +74,12 @@ static ry_status emit_take(cemit *c, const ry_expr *call, cval *const *args, cva
     const char *inner = flat ? "1" : ry_c_dims_count(c, d, axis + 1, d->ndim), *J = ry_c_count(c, ix->ndim, ix->dims);
     bool wrap = strcmp(ry_attr_str(op, &call->call.attrs, "mode"), "wrap") == 0;
     ry_sb_printf(&c->body,
-                 "    for (int64_t o = 0; o < %s; o++)\n        for (int64_t j = 0; j < %s; j++) {\n"
-                 "            int64_t k = (int64_t)%s[j], D = %s;\n",
+                 "    for (int64_t o = 0; o < %s; o++)\n        for (int64_t _j = 0; _j < %s; _j++) {\n"
+                 "            int64_t _k = (int64_t)%s[_j], _D = %s;\n",
                  outer, J, ix->c, D);
-    if (wrap) ry_sb_puts(&c->body, "            k = ((k %% D) + D) %% D;\n");
-    else ry_sb_puts(&c->body, "            k = k < 0 ? 0 : k >= D ? D - 1 : k;\n");
-    ry_sb_printf(&c->body, "            memcpy(%s + (o * %s + j) * %s, %s + (o * D + k) * %s, sizeof(%s) * (size_t)(%s));\n        }\n",
+    if (wrap) ry_sb_puts(&c->body, "            _k = ((_k %% _D) + _D) %% _D;\n");
+    else ry_sb_puts(&c->body, "            _k = _k < 0 ? 0 : _k >= _D ? _D - 1 : _k;\n");
+    ry_sb_printf(&c->body, "            memcpy(%s + (o * %s + _j) * %s, %s + (o * _D + _k) * %s, sizeof(%s) * (size_t)(%s));\n        }\n",
                  (*out)->c, J, inner, d->c, inner, ctype_of(d), inner);
     return RY_OK;
 }
@@ -158,7 +158,7 @@ static ry_status emit_pad(cemit *c, const ry_expr *call, cval *const *args, cval
         const ry_attr_value *w = &pw->list.items[j];
         long long before = w->kind == RY_AV_LIST && w->list.n > 0 ? (long long)w->list.items[0].i : 0;
         ry_sb_printf(b, "        for (int64_t i%d = 0; i%d < %s; i%d++) {\n", j, j, ry_c_dim(c, &y->dims[j]), j);
-        ry_sb_printf(b, "        const int64_t s%d = rt_pad_src(i%d, %lld, %s, %d);\n", j, j, before, ry_c_dim(c, &x->dims[j]), m);
+        ry_sb_printf(b, "        const int64_t _s%d = rt_pad_src(i%d, %lld, %s, %d);\n", j, j, before, ry_c_dim(c, &x->dims[j]), m);
     }
     ry_sb_printf(b, "        %s[", y->c);
     for (int j = 0; j < y->ndim; j++) {
@@ -167,12 +167,12 @@ static ry_status emit_pad(cemit *c, const ry_expr *call, cval *const *args, cval
     }
     ry_sb_puts(b, "] = ");
     if (v) { /* only constant mode gives -1 */
-        for (int j = 0; j < y->ndim; j++) ry_sb_printf(b, "%ss%d < 0", j ? " || " : "", j);
+        for (int j = 0; j < y->ndim; j++) ry_sb_printf(b, "%s_s%d < 0", j ? " || " : "", j);
         ry_sb_printf(b, " ? %s[0] : ", v->c);
     }
     ry_sb_printf(b, "%s[", x->c);
     for (int j = 0; j < x->ndim; j++) {
-        ry_sb_printf(b, "%ss%d", j ? " + " : "", j);
+        ry_sb_printf(b, "%s_s%d", j ? " + " : "", j);
         for (int k = j + 1; k < x->ndim; k++) ry_sb_printf(b, " * %s", ry_c_dim(c, &x->dims[k]));
     }
     ry_sb_puts(b, "];\n");
@@ -197,9 +197,9 @@ static ry_status emit_one_hot(cemit *c, const ry_expr *call, cval *const *args, 
     const char *outer = ry_c_dims_count(c, ix, 0, axis), *inner = ry_c_dims_count(c, ix, axis, ix->ndim);
     const char *depth = ry_c_dim(c, &y->dims[axis]);
     ry_sb_printf(&c->body,
-                 "    for (int64_t o = 0; o < %s; o++)\n        for (int64_t d = 0; d < %s; d++)\n"
+                 "    for (int64_t o = 0; o < %s; o++)\n        for (int64_t _d = 0; _d < %s; _d++)\n"
                  "            for (int64_t i = 0; i < %s; i++)\n"
-                 "                %s[(o * %s + d) * %s + i] = (int64_t)%s[o * %s + i] == d ? %s[0] : %s[0];\n",
+                 "                %s[(o * %s + _d) * %s + i] = (int64_t)%s[o * %s + i] == _d ? %s[0] : %s[0];\n",
                  outer, depth, inner, y->c, depth, inner, ix->c, inner, on->c, off->c);
     return RY_OK;
 }

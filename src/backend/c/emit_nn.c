@@ -74,14 +74,14 @@ static ry_status emit_global_pool(cemit *c, const ry_expr *call, cval *const *ar
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const char *P = ry_c_dims_count(c, x, 0, 2), *hw = ry_c_dims_count(c, x, 2, 4);
     const char *T = ry_c_ctype(x->dtype);
-    ry_sb_printf(&c->body, "    for (int64_t p = 0; p < %s; p++) {\n        const %s *s = %s + p * %s;\n", P, T, x->c, hw);
+    ry_sb_printf(&c->body, "    for (int64_t _p = 0; _p < %s; _p++) {\n        const %s *_s = %s + _p * %s;\n", P, T, x->c, hw);
     if (is_max)
-        ry_sb_printf(&c->body, "        %s m = %s;\n        for (int64_t i = 0; i < %s; i++)\n"
-                               "            if (s[i] > m || s[i] != s[i]) m = s[i];\n        %s[p] = m;\n    }\n",
+        ry_sb_printf(&c->body, "        %s _m = %s;\n        for (int64_t i = 0; i < %s; i++)\n"
+                               "            if (_s[i] > _m || _s[i] != _s[i]) _m = _s[i];\n        %s[_p] = _m;\n    }\n",
                      T, x->dtype == RY_FLOAT64 ? "-DBL_MAX" : "-FLT_MAX", hw, (*out)->c);
     else
-        ry_sb_printf(&c->body, "        %s acc = 0;\n        for (int64_t i = 0; i < %s; i++) acc += s[i];\n"
-                               "        %s[p] = acc / (%s)(%s);\n    }\n",
+        ry_sb_printf(&c->body, "        %s _acc = 0;\n        for (int64_t i = 0; i < %s; i++) _acc += _s[i];\n"
+                               "        %s[_p] = _acc / (%s)(%s);\n    }\n",
                      T, hw, (*out)->c, T, hw);
     return RY_OK;
 }
@@ -139,13 +139,13 @@ static ry_status int_reduce(cemit *c, const ry_expr *call, const cval *x, int a0
     const char *O = ry_c_dims_count(c, x, 0, a0), *R = ry_c_dims_count(c, x, a0, none ? a0 : a1 + 1);
     const char *I = ry_c_dims_count(c, x, none ? a0 : a1 + 1, x->ndim), *T = "int64_t";
     const char *init = kind == 0 ? "0" : kind == 2 ? "INT64_MIN" : "INT64_MAX";
-    const char *step = kind == 0 ? "acc += v" : kind == 2 ? "acc = v > acc ? v : acc" : "acc = v < acc ? v : acc";
+    const char *step = kind == 0 ? "_acc += _v" : kind == 2 ? "_acc = _v > _acc ? _v : _acc" : "_acc = _v < _acc ? _v : _acc";
     ry_sb_printf(&c->body, "    for (int64_t o = 0; o < %s; o++)\n        for (int64_t i = 0; i < %s; i++) {\n"
-                           "            %s acc = %s;\n"
-                           "            for (int64_t r = 0; r < %s; r++) {\n                const %s v = %s[(o * %s + r) * %s + i];\n"
+                           "            %s _acc = %s;\n"
+                           "            for (int64_t _r = 0; _r < %s; _r++) {\n                const %s _v = %s[(o * %s + _r) * %s + i];\n"
                            "                %s;\n            }\n"
                            "            %s[o * %s + i] = %s;\n        }\n",
-                 O, I, T, init, R, T, x->c, R, I, step, (*out)->c, I, ry_c_wrap(c, (*out)->dtype, "acc"));
+                 O, I, T, init, R, T, x->c, R, I, step, (*out)->c, I, ry_c_wrap(c, (*out)->dtype, "_acc"));
     return RY_OK;
 }
 
@@ -198,13 +198,13 @@ static ry_status emit_cumsum(cemit *c, const ry_expr *call, cval *const *args, c
     int axis = (int)(a < 0 ? a + x->ndim : a);
     const char *P = flat ? "1" : ry_c_dims_count(c, x, 0, axis), *V = flat ? ry_c_count(c, x->ndim, x->dims) : ry_c_dim(c, &x->dims[axis]);
     const char *Q = flat ? "1" : ry_c_dims_count(c, x, axis + 1, x->ndim);
-    const char *load = ry_c_cast(c, x->dtype, ints ? RY_INT64 : RY_FLOAT64, ry_c_fmt(c, "%s[at]", x->c));
-    const char *add = ints ? ry_c_fmt(c, "acc = (int64_t)((uint64_t)acc + (uint64_t)%s)", load) : ry_c_fmt(c, "acc += %s", load);
-    const char *store = ry_c_fmt(c, "%s[at] = %s", y->c, ints ? ry_c_wrap(c, y->dtype, "acc") : ry_c_fmt(c, "(%s)acc", ry_c_ctype(y->dtype)));
+    const char *load = ry_c_cast(c, x->dtype, ints ? RY_INT64 : RY_FLOAT64, ry_c_fmt(c, "%s[_at]", x->c));
+    const char *add = ints ? ry_c_fmt(c, "_acc = (int64_t)((uint64_t)_acc + (uint64_t)%s)", load) : ry_c_fmt(c, "_acc += %s", load);
+    const char *store = ry_c_fmt(c, "%s[_at] = %s", y->c, ints ? ry_c_wrap(c, y->dtype, "_acc") : ry_c_fmt(c, "(%s)_acc", ry_c_ctype(y->dtype)));
     bool excl = ry_attr_bool(op, &call->call.attrs, "exclusive");
-    ry_sb_printf(&c->body, "    for (int64_t p = 0; p < %s; p++)\n        for (int64_t q = 0; q < %s; q++) {\n"
-                           "            %s acc = 0;\n            for (int64_t j = 0; j < %s; j++) {\n"
-                           "                const int64_t at = (p * %s + j) * %s + q;\n"
+    ry_sb_printf(&c->body, "    for (int64_t _p = 0; _p < %s; _p++)\n        for (int64_t _q = 0; _q < %s; _q++) {\n"
+                           "            %s _acc = 0;\n            for (int64_t _j = 0; _j < %s; _j++) {\n"
+                           "                const int64_t _at = (_p * %s + _j) * %s + _q;\n"
                            "                %s;\n                %s;\n            }\n        }\n",
                  P, Q, ints ? "int64_t" : "double", V, V, Q, excl ? store : add, excl ? add : store);
     return RY_OK;

@@ -82,10 +82,10 @@ static ry_status emit_prelu(cemit *c, const ry_expr *call, cval *const *args, cv
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const char *T = ry_c_ctype(x->dtype), *C = ry_c_dim(c, &x->dims[axis]);
     ry_sb_printf(&c->body,
-                 "    for (int64_t o = 0; o < %s; o++)\n        for (int64_t ch = 0; ch < %s; ch++) {\n"
-                 "            const %s *xs = %s + (o * %s + ch) * %s, al = %s[ch];\n"
-                 "            %s *ys = %s + (o * %s + ch) * %s;\n"
-                 "            for (int64_t i = 0; i < %s; i++) ys[i] = xs[i] < 0 ? al * xs[i] : xs[i];\n        }\n",
+                 "    for (int64_t o = 0; o < %s; o++)\n        for (int64_t _ch = 0; _ch < %s; _ch++) {\n"
+                 "            const %s *_xs = %s + (o * %s + _ch) * %s, _al = %s[_ch];\n"
+                 "            %s *_ys = %s + (o * %s + _ch) * %s;\n"
+                 "            for (int64_t i = 0; i < %s; i++) _ys[i] = _xs[i] < 0 ? _al * _xs[i] : _xs[i];\n        }\n",
                  ry_c_dims_count(c, x, 0, axis), C, T, x->c, C, ry_c_dims_count(c, x, axis + 1, x->ndim), args[1]->c, T,
                  (*out)->c, C, ry_c_dims_count(c, x, axis + 1, x->ndim), ry_c_dims_count(c, x, axis + 1, x->ndim));
     return RY_OK;
