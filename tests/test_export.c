@@ -397,7 +397,7 @@ static void test_weight_dims(void **s) {
  * others are refused with a located error. */
 static void test_run_programs(void **s) {
     const char *exported[] = {"higher_order", "lenet", "lstm_list", "mlp", "refs", "treelstm", "tvm_bound_mlp", "tvm_dtypes",
-                              "tvm_dtypes16", "symbolic"};
+                              "tvm_dtypes16", "symbolic", "tvm_first_order"};
     DIR *d = opendir("tests/run");
     assert_non_null(d);
     int nok = 0, nall = 0;

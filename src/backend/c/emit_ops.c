@@ -167,6 +167,17 @@ static ry_status emit_fused_matmul(cemit *c, const ry_expr *call, cval *const *a
     return run_prog(c, call, code, true, args + 2, call->call.nargs - 2, acc, out);
 }
 
+const struct ry_fz_prog *ry_c_prog1(cemit *c, int opc, int n, cval *const *args, ry_dtype odt) {
+    ry_fz_prog *p = RY_NEW(c->a, ry_fz_prog);
+    p->nin = n;
+    for (int k = 0; k < n; k++) p->in_dt[k] = args[k]->dtype;
+    p->nins = 1;
+    p->ins[0] = (ry_fz_ins){.op = (ry_fz_opcode)opc, .dt = args[0]->dtype, .odt = odt, .nargs = n, .a = {0, 1, 0}};
+    p->nout = 1;
+    p->outs[0] = n; /* instruction 0's value */
+    p->out_dt = p->out_dts[0] = odt;
+    return p;
+}
 
 /* An elementwise operator on integer tensors (index arithmetic,
  * comparisons), which the fused language does not hold: a program of one
@@ -196,15 +207,7 @@ static ry_status emit_int_elemwise(cemit *c, const ry_expr *call, cval *const *a
                opc == RY_FZ_NEG);
     for (int k = 0; ok && k < n; k++) ok = !args[k]->tuple && args[k]->dtype == args[0]->dtype;
     if (!ok) return ry_c_fail(c, call->span, "operator %s on integers has no C kernel in the export yet", op->name);
-    ry_fz_prog *p = RY_NEW(c->a, ry_fz_prog);
-    p->nin = n;
-    for (int k = 0; k < n; k++) p->in_dt[k] = args[k]->dtype;
-    p->nins = 1;
-    p->ins[0] = (ry_fz_ins){.op = (ry_fz_opcode)opc, .dt = args[0]->dtype, .odt = cmp ? RY_BOOL : args[0]->dtype,
-                            .nargs = n, .a = {0, 1, 0}};
-    p->nout = 1;
-    p->outs[0] = n; /* instruction 0's value */
-    p->out_dt = p->out_dts[0] = p->ins[0].odt;
+    const ry_fz_prog *p = ry_c_prog1(c, (ry_fz_opcode)opc, n, args, cmp ? RY_BOOL : args[0]->dtype);
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     if ((*out)->tuple) return ry_c_fail(c, call->span, "%s: a tuple result", op->name);
     return ry_c_emit_fused(c, p, args, n, out, call->span);
@@ -399,6 +402,7 @@ ry_status ry_c_emit_op(cemit *c, const ry_expr *call, cval *const *args, cval **
     if (!f) f = ry_c_emit_layout(op->name);
     if (!f) f = ry_c_emit_norm(op->name);
     if (!f) f = ry_c_emit_spatial(op->name);
+    if (!f) f = ry_c_emit_bcast(op->name);
     if (f) return f(c, call, args, out);
     if (ry_fz_opcode_of(op->name) >= 0) return emit_elemwise(c, call, args, out);
     return ry_c_fail(c, call->span, "operator %s has no C kernel in the export yet", op->name);
