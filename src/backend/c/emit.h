@@ -103,6 +103,9 @@ typedef struct cemit {
         const char *from[64], *to[64];
     } syms_of_params;
     const char *name;  /* the model's C prefix (NAME_ctx) */
+    ry_ptrmap bcast_dims; /* the locals emit_dims.c made by broadcasting at run time (its name -> 1): where
+                           * one is 1 and the other not, the checker's type names the 1, so a result with
+                           * such a dim is filled by the call, not checked against the entry's type */
 } cemit;
 
 /* What the files of an artifact are made from (export.c fills it). */
@@ -210,6 +213,8 @@ ry_status ry_c_need_float(cemit *c, const ry_expr *call, const cval *const *vs, 
 const char *ry_c_kernel(cemit *c, uint32_t bits, ry_dtype d);
 /* The result of a call of type t: a fresh buffer per tensor of it. */
 cval *ry_c_result(cemit *c, const ry_type *t, ry_span span);
+/* Whether v is a tensor of type t's dtype and dims (the same C expressions). */
+bool ry_c_same_dims(const cval *v, const ry_type *t);
 /* The product of v's dims [from, to) as a C expression. */
 const char *ry_c_dims_count(cemit *c, const cval *v, int from, int to);
 

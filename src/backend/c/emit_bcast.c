@@ -13,16 +13,6 @@
 #include "backend/c/emit.h"
 #include "op/fused_prog.h"
 
-static bool same_shape(const cval *a, const ry_type *t) {
-    if (!t || t->kind != RY_TYPE_TENSOR || a->ndim != t->tensor.ndim) return false;
-    for (int i = 0; i < a->ndim; i++) {
-        const ry_dim *x = &a->dims[i], *y = &t->tensor.dims[i];
-        if (x->kind != y->kind || (x->kind == RY_DIM_CONST ? x->value != y->value : strcmp(x->name, y->name) != 0))
-            return false;
-    }
-    return true;
-}
-
 static ry_status tensors(cemit *c, const ry_expr *call, cval *const *args) {
     if (args[0]->tuple || args[1]->tuple || args[0]->boxed || args[1]->boxed)
         return ry_c_fail(c, call->span, "%s: an argument that is not a tensor", ry_c_op(call)->name);
@@ -35,7 +25,7 @@ static ry_status tensors(cemit *c, const ry_expr *call, cval *const *args) {
  * x of the result's shape already is the result (a view). */
 static ry_status emit_broadcast_to_like(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     if (tensors(c, call, args)) return RY_ERR;
-    if (same_shape(args[0], call->type)) return (*out = ry_c_view(c, args[0], call->type)) ? RY_OK : RY_ERR;
+    if (ry_c_same_dims(args[0], call->type)) return (*out = ry_c_view(c, args[0], call->type)) ? RY_OK : RY_ERR;
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     if ((*out)->tuple) return ry_c_fail(c, call->span, "broadcast_to_like: a tuple result");
     ry_c_check_fits(c, args[0], *out, "broadcast_to_like: the input", call->span);
@@ -46,7 +36,7 @@ static ry_status emit_broadcast_to_like(cemit *c, const ry_expr *call, cval *con
  * out[j] = the sum of x[i] over the i that broadcast from j. */
 static ry_status emit_collapse_sum_like(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     if (tensors(c, call, args)) return RY_ERR;
-    if (same_shape(args[0], call->type) && args[0]->dtype == call->type->tensor.dtype) /* nothing to sum: x itself */
+    if (ry_c_same_dims(args[0], call->type)) /* nothing to sum: x itself */
         return (*out = ry_c_view(c, args[0], call->type)) ? RY_OK : RY_ERR;
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     if ((*out)->tuple || (*out)->dtype != args[0]->dtype)
