@@ -73,8 +73,7 @@ static ry_status name_any(cemit *c, const ry_expr *e, const cval **ts, int nt, i
     const char *msg = ry_c_fmt(c, "%s: %s: the operands' dimensions differ at run time (dimension %d)", ry_c_where(c, e->span),
                                ry_c_op(e)->name, i);
     const char *fail = ry_c_fail_stmt(c, "RT_E_DIM", msg);
-    bool ones = bcast;
-    if (ones && cst < 0 && nd > 1) { /* only run time knows which is not 1 */
+    if (bcast && cst < 0 && nd > 1) { /* only run time knows which is not 1 */
         const char *r = ry_c_tmp(c, "_d");
         ry_sb_printf(&c->body, "    int64_t %s = %s;\n", r, ry_c_dim(c, ds[0]));
         for (int q = 1; q < nd; q++) {
@@ -90,7 +89,7 @@ static ry_status name_any(cemit *c, const ry_expr *e, const cval **ts, int nt, i
     for (int q = 0; q < nd; q++) {
         if (ds[q] == pick) continue;
         const char *d = ry_c_dim(c, ds[q]);
-        if (ones) ry_sb_printf(&c->body, "    if (%s != 1 && %s != %s) %s\n", d, d, p, fail);
+        if (bcast) ry_sb_printf(&c->body, "    if (%s != 1 && %s != %s) %s\n", d, d, p, fail);
         else ry_sb_printf(&c->body, "    if (%s != %s) %s\n", d, p, fail);
     }
     *out = *pick;
