@@ -198,7 +198,8 @@ static void assert_outputs(const char *got, const char *refdir, int nout) {
 }
 
 /* The example on the inputs tmpdir/NAME.npy (names[0..nin), the entry's
- * data parameters in order) against relayc run --checkpoint, nout results. */
+ * data parameters in order) against relayc run --checkpoint (@predict; a
+ * NULL ckpt: @main without one), nout results. */
 static void compare_inputs(const char *model, const char *dir, const char *ckpt, const char *const *names, int nin,
                            int nout) {
     char ins[2048] = "", args[2048] = "", outs[2048], ref[600], got[600];
@@ -209,8 +210,11 @@ static void compare_inputs(const char *model, const char *dir, const char *ckpt,
     }
     snprintf(ref, sizeof ref, "%s/ref", tmpdir);
     snprintf(got, sizeof got, "%s/got_", tmpdir);
-    must(sh("rm -rf %s && %s run %s --entry predict --checkpoint %s%s --out %s", ref, relayc(), model, ckpt, ins, ref),
-         "relayc run --checkpoint");
+    if (ckpt)
+        must(sh("rm -rf %s && %s run %s --entry predict --checkpoint %s%s --out %s", ref, relayc(), model, ckpt, ins, ref),
+             "relayc run --checkpoint");
+    else
+        must(sh("rm -rf %s && %s run %s%s --out %s", ref, relayc(), model, ins, ref), "relayc run");
     assert_int_equal(output_args(ref, got, outs, sizeof outs), nout);
     must(sh("%s/example%s%s", dir, args, outs), "the exported example");
     assert_outputs(got, ref, nout);
@@ -397,7 +401,7 @@ static void test_weight_dims(void **s) {
  * others are refused with a located error. */
 static void test_run_programs(void **s) {
     const char *exported[] = {"higher_order", "lenet", "lstm_list", "mlp", "refs", "treelstm", "tvm_bound_mlp", "tvm_dtypes",
-                              "tvm_dtypes16", "symbolic"};
+                              "tvm_dtypes16", "symbolic", "tvm_first_order"};
     DIR *d = opendir("tests/run");
     assert_non_null(d);
     int nok = 0, nall = 0;
@@ -451,15 +455,13 @@ static void test_run_programs(void **s) {
 
 /* tmpdir/NAME.npy: seeded values of a parameter's type (floats in
  * [-1, 1), integers in [0, 3), bools alternating, flipped by the seed's
- * parity), symbolic dims 3; false if its type is not a tensor with such
- * dims. */
+ * parity), symbolic and ? dims 3; false if its type is not a tensor. */
 static bool random_param(const ry_var *p, const char *name, uint64_t seed) {
     const ry_type *t = p->type;
     if (!t || t->kind != RY_TYPE_TENSOR) return false;
     int64_t shape[RY_MAX_RANK];
     for (int k = 0; k < t->tensor.ndim; k++) {
-        if (t->tensor.dims[k].kind == RY_DIM_ANY) return false;
-        shape[k] = t->tensor.dims[k].kind == RY_DIM_SYM ? 3 : t->tensor.dims[k].value;
+        shape[k] = t->tensor.dims[k].kind == RY_DIM_CONST ? t->tensor.dims[k].value : 3;
     }
     ry_tensor *x = ry_tensor_new(t->tensor.dtype, t->tensor.ndim, shape);
     ry_rng rng;
@@ -583,6 +585,91 @@ static void test_dyn_valgrind(void **s) {
     assert_log_contains("tests/export/tree_growth.relay:");
 }
 
+/* tests/export/runtime_bcast.relay: broadcasts between the entry's dims
+ * nx, ny, nc, %b's ? (the C entry's b_dim0) and the ? of add(%x, %y),
+ * which only run time knows (n, m, p, q here). Each of
+ * them 1 where the others are not broadcasts as on the VM (the same
+ * bits); a genuine mismatch fails on both, the export with its error code
+ * (RT_E_DIM = 4) and the located message of the operator that met it;
+ * both kinds under valgrind and under ASan+UBSan. */
+static void runtime_bcast_inputs(const int64_t *nmpq, uint64_t seed) {
+    int64_t n = nmpq[0], m = nmpq[1], p = nmpq[2], q = nmpq[3];
+    random_npy("x", 2, (int64_t[]){n, 4}, seed);
+    random_npy("y", 2, (int64_t[]){m, 4}, seed + 1);
+    random_npy("w", 2, (int64_t[]){3, 4}, seed + 2);
+    random_npy("b", 2, (int64_t[]){p, 1}, seed + 3);
+    random_npy("c", 3, (int64_t[]){q, 2, 4}, seed + 4);
+    random_npy("d", 3, (int64_t[]){m, 4, 3}, seed + 5);
+}
+
+static void test_runtime_broadcast(void **s) {
+    const char *model = "tests/export/runtime_bcast.relay", *names[] = {"x", "y", "w", "b", "c", "d"};
+    char dir[512], san[512], args[1024];
+    snprintf(dir, sizeof dir, "%s/rb_c", tmpdir);
+    snprintf(san, sizeof san, "%s/rb_san", tmpdir);
+    must(sh("%s export %s --entry main -o %s", relayc(), model, dir), "relayc export runtime_bcast");
+    build_with(dir, true);
+    size_t n = 0;
+    for (int i = 0; i < 6; i++) n += (size_t)snprintf(args + n, sizeof args - n, "%s/%s.npy ", tmpdir, names[i]);
+    for (int i = 0; i < 7; i++) n += (size_t)snprintf(args + n, sizeof args - n, " %s/o%d.npy", tmpdir, i);
+    /* (n, m, p, q): every one 1 in turn, all 1, none */
+    const int64_t ok[][4] = {{1, 3, 1, 3}, {3, 1, 1, 3}, {1, 3, 3, 1}, {1, 1, 1, 1}, {3, 3, 3, 3}, {3, 3, 1, 1}};
+    for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
+        runtime_bcast_inputs(ok[k], 10 * k);
+        compare_inputs(model, dir, NULL, names, 6, 7);
+    }
+    /* mismatches: the VM refuses them too; the export's code and message, located */
+    const struct {
+        int64_t nmpq[4];
+        const char *msg;
+    } bad[] = {{{2, 3, 1, 1}, "runtime_bcast.relay:9:8: add: the operands' dimensions differ at run time (dimension 0)"},
+               {{2, 2, 1, 1}, "runtime_bcast.relay:10:8: multiply: the operands' dimensions differ at run time (dimension 0)"},
+               {{3, 3, 2, 1}, "runtime_bcast.relay:11:8: subtract: the operands' dimensions differ at run time (dimension 0)"},
+               {{3, 1, 3, 1}, "runtime_bcast.relay:12:8: broadcast_to_like: the input: dimension 0 does not broadcast at run time"},
+               {{1, 3, 1, 2}, "runtime_bcast.relay:15:8: nn.batch_matmul: the operands' dimensions differ at run time (dimension 0)"}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        runtime_bcast_inputs(bad[k].nmpq, 7);
+        assert_int_equal(sh("%s run %s --input x=%s/x.npy --input y=%s/y.npy --input w=%s/w.npy --input b=%s/b.npy "
+                            "--input c=%s/c.npy --input d=%s/d.npy --out %s/rbref",
+                            relayc(), model, tmpdir, tmpdir, tmpdir, tmpdir, tmpdir, tmpdir, tmpdir),
+                         1);
+        assert_int_equal(sh("%s/example %s", dir, args), 4);
+        assert_log_contains(bad[k].msg);
+    }
+    /* a reshape's -1 over a ? dim: the count over the other dims, or the error where it does not divide */
+    char rs[600];
+    snprintf(rs, sizeof rs, "%s/reshape.relay", tmpdir);
+    write_text_in(tmpdir, "reshape.relay", "#[version = \"0.0.5\"]\ndef @main(%x: Tensor[(?, 4), float32]) {\n"
+                                "  reshape(%x, newshape=[-1, 3])\n}\n");
+    must(sh("%s export %s --entry main -o %s/rs_c && make -s -C %s/rs_c", relayc(), rs, tmpdir, tmpdir), "export reshape");
+    snprintf(dir, sizeof dir, "%s/rs_c", tmpdir);
+    for (int64_t rows = 3; rows <= 6; rows += 3) {
+        random_npy("x", 2, (int64_t[]){rows, 4}, (uint64_t)rows);
+        compare_inputs(rs, dir, NULL, names, 1, 1);
+    }
+    random_npy("x", 2, (int64_t[]){2, 4}, 1);
+    assert_int_equal(sh("%s/example %s/x.npy %s/o0.npy", dir, tmpdir, tmpdir), 4);
+    assert_log_contains("reshape.relay:3:3: reshape: the input's elements do not fill the result's shape at run time");
+    snprintf(dir, sizeof dir, "%s/rb_c", tmpdir);
+    /* both kinds without an invalid access or a leak: valgrind, then the sanitizers */
+    must(sh("cp -r %s %s && make -s -C %s clean && make -s -C %s CC=gcc CFLAGS='-std=c11 -O1 -g -fsanitize=address,undefined "
+            "-fno-sanitize-recover=all' LDFLAGS='-fsanitize=address,undefined'",
+            dir, san, san, san),
+         "build with ASan+UBSan");
+    for (int k = 0; k < 2; k++) {
+        runtime_bcast_inputs(k == 0 ? (int64_t[]){1, 3, 1, 1} : (int64_t[]){2, 3, 1, 1}, 5);
+        int want = k == 0 ? 0 : 4;
+        assert_int_equal(sh("ASAN_OPTIONS=detect_leaks=1 %s/example %s", san, args), want);
+        if (have("valgrind")) {
+            must(sh("make -s -C %s clean && make -s -C %s CFLAGS='-std=c11 -O0 -gdwarf-4'", dir, dir), "make -O0");
+            assert_int_equal(sh("valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect "
+                                "%s/example %s",
+                                dir, args),
+                             want);
+        }
+    }
+}
+
 /* to/NAME.relay for each from/NAME.relay: the program in float64 (its
  * float32 types and literals, "0.5f", made float64's). */
 static void float64_copies(const char *from, const char *to) {
@@ -603,7 +690,7 @@ static void test_corpus_programs(void **s) {
     int nall, nok = main_programs("tests/corpus", &nall);
     print_message("test_corpus_programs: %d of the %d programs of tests/corpus/ with a @main exported and match "
                   "(%d more with ADT arguments exported and built)\n", nok, nall, nbuilt_only);
-    assert_true(nok >= 17);
+    assert_true(nok >= 18);
     nok = main_programs("tests/export", &nall); /* the export's own: every one */
     assert_int_equal(nok, nall);
     assert_true(nall >= 1);
@@ -885,6 +972,7 @@ int main(void) {
         cmocka_unit_test(test_weights_checked), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_run_checkpoint_shapes), cmocka_unit_test(test_train_export),
         cmocka_unit_test(test_treelstm),      cmocka_unit_test(test_charlstm), cmocka_unit_test(test_dyn_valgrind),
+        cmocka_unit_test(test_runtime_broadcast),
     };
     const char *filter = getenv("RY_TEST_FILTER"); /* e.g. RY_TEST_FILTER=test_treelstm */
     if (filter) cmocka_set_test_filter(filter);

@@ -103,6 +103,9 @@ typedef struct cemit {
         const char *from[64], *to[64];
     } syms_of_params;
     const char *name;  /* the model's C prefix (NAME_ctx) */
+    ry_ptrmap bcast_dims; /* the locals emit_dims.c made by broadcasting at run time (its name -> 1): where
+                           * one is 1 and the other not, the checker's type names the 1, so a result with
+                           * such a dim is filled by the call, not checked against the entry's type */
 } cemit;
 
 /* What the files of an artifact are made from (export.c fills it). */
@@ -210,6 +213,8 @@ ry_status ry_c_need_float(cemit *c, const ry_expr *call, const cval *const *vs, 
 const char *ry_c_kernel(cemit *c, uint32_t bits, ry_dtype d);
 /* The result of a call of type t: a fresh buffer per tensor of it. */
 cval *ry_c_result(cemit *c, const ry_type *t, ry_span span);
+/* Whether v is a tensor of type t's dtype and dims (the same C expressions). */
+bool ry_c_same_dims(const cval *v, const ry_type *t);
 /* The product of v's dims [from, to) as a C expression. */
 const char *ry_c_dims_count(cemit *c, const cval *v, int from, int to);
 
@@ -275,13 +280,26 @@ ry_c_emit_fn ry_c_emit_nn(const char *name);
 ry_c_emit_fn ry_c_emit_layout(const char *name);
 ry_c_emit_fn ry_c_emit_norm(const char *name);
 ry_c_emit_fn ry_c_emit_spatial(const char *name);
+/* emit_bcast.c: broadcast_to_like and collapse_sum_like. */
+ry_c_emit_fn ry_c_emit_bcast(const char *name);
+/* A fused program of one instruction opc (a ry_fz_opcode) over args[0..n)
+ * of one dtype, its result of dtype odt: an operator the fused language's
+ * parser does not take on these dtypes (integers). */
+struct ry_fz_prog;
+const struct ry_fz_prog *ry_c_prog1(cemit *c, int opc, int n, cval *const *args, ry_dtype odt);
 
 /* ---- emit_fused.c ---- */
 /* A loop nest over the broadcast shape of outs[0] running the fused
  * program p: inputs ins[0..nin) (for a matmul epilogue, ins[0] is the
  * GEMM's result, acc), results outs[0..p->nout). */
-struct ry_fz_prog;
 ry_status ry_c_emit_fused(cemit *c, const struct ry_fz_prog *p, cval *const *ins, int nin, cval *const *outs,
                           ry_span span);
+
+/* Checks at run time that small's dims broadcast to big's (each 1 or
+ * big's) where only run time knows them; a failure is RT_E_DIM, the
+ * message located at span and naming what. */
+void ry_c_check_fits(cemit *c, const cval *small, const cval *big, const char *what, ry_span span);
+/* out = x summed over the dims where out (which broadcasts to x) is 1. */
+void ry_c_emit_collapse_sum(cemit *c, const cval *x, const cval *out);
 
 #endif

@@ -24,7 +24,23 @@
 
 /* ---- what needs it ---- */
 
+
+/* Whether t holds a tensor with a dim the checker left "?" (a broadcast
+ * of two symbols, or of a symbol and a constant): only run time knows it,
+ * so it is a C local (emit_dims.c), as dims are under control flow. */
+static bool has_any_dim(const ry_type *t) {
+    if (!t) return false;
+    if (t->kind == RY_TYPE_TUPLE)
+        for (int i = 0; i < t->tuple.n; i++)
+            if (has_any_dim(t->tuple.fields[i])) return true;
+    if (t->kind != RY_TYPE_TENSOR) return false;
+    for (int i = 0; i < t->tensor.ndim; i++)
+        if (t->tensor.dims[i].kind == RY_DIM_ANY) return true;
+    return false;
+}
+
 static bool dyn_expr(const ry_expr *e) {
+    if (e->kind == RY_EXPR_CALL && has_any_dim(e->type)) return true;
     switch (e->kind) {
     case RY_EXPR_GLOBAL:
     case RY_EXPR_MATCH:

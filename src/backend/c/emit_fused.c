@@ -42,7 +42,10 @@ static bool same_dim(const ry_dim *a, const ry_dim *b) {
 static bool is_one(const ry_dim *d) { return d->kind == RY_DIM_CONST && d->value == 1; }
 
 /* The flat index of input x at the output's loop indices i0.. (x's dims
- * right-aligned against the output's, broadcast ones read with stride 0). */
+ * right-aligned against the output's, broadcast ones read with stride 0).
+ * A dim of x that only run time knows and that is not the output's own
+ * may be a 1 that broadcasts (emit_dims.c checked it is 1 or the
+ * output's): its index is 0 when it is. */
 static const char *index_of(cemit *c, const cval *x, const cval *o) {
     char buf[1024];
     size_t n = 0;
@@ -50,8 +53,12 @@ static const char *index_of(cemit *c, const cval *x, const cval *o) {
     int off = o->ndim - x->ndim;
     for (int j = 0; j < o->ndim; j++) {
         int jj = j - off;
-        if (jj < 0 || is_one(&x->dims[jj])) continue;
-        n += (size_t)snprintf(buf + n, sizeof buf - n, "%si%d", n ? " + " : "", j);
+        const ry_dim *d = jj < 0 ? NULL : &x->dims[jj];
+        if (!d || is_one(d)) continue;
+        if (d->kind == RY_DIM_SYM && !same_dim(d, &o->dims[j]))
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s(%s == 1 ? 0 : i%d)", n ? " + " : "", d->name, j);
+        else
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%si%d", n ? " + " : "", j);
         for (int k = jj + 1; k < x->ndim; k++)
             n += (size_t)snprintf(buf + n, sizeof buf - n, " * %s", ry_c_dim(c, &x->dims[k]));
         if (n >= sizeof buf) n = sizeof buf - 1;
@@ -72,6 +79,19 @@ static bool flat_ok(const cval *x, const cval *o) {
     for (int i = 0; i < x->ndim; i++)
         if (!same_dim(&x->dims[i], &o->dims[i])) return false;
     return true;
+}
+
+/* Loops i0.. over o's dims and, inside them, i: o's flat index. */
+static void open_nest(cemit *c, const cval *o) {
+    strbuf *b = &c->body;
+    for (int j = 0; j < o->ndim; j++)
+        ry_sb_printf(b, "        for (int64_t i%d = 0; i%d < %s; i%d++)\n", j, j, ry_c_dim(c, &o->dims[j]), j);
+    ry_sb_puts(b, "        {\n            const int64_t i = ");
+    for (int j = 0; j < o->ndim; j++) {
+        ry_sb_printf(b, "%si%d", j ? " + " : "", j);
+        for (int k = j + 1; k < o->ndim; k++) ry_sb_printf(b, " * %s", ry_c_dim(c, &o->dims[k]));
+    }
+    ry_sb_puts(b, o->ndim ? ";\n" : "0;\n");
 }
 
 /* The C expression of instruction in, operands x, y, z. */
@@ -130,7 +150,8 @@ static const char *expr(cemit *c, const ry_fz_ins *in, const char *x, const char
 
 ry_status ry_c_emit_fused(cemit *c, const ry_fz_prog *p, cval *const *ins, int nin, cval *const *outs,
                           ry_span span) {
-    for (int k = 0; k < p->nin; k++) /* a fused program's operands are loaded as they are */
+    bool move = p->nins == 1 && p->ins[0].op == RY_FZ_COPY; /* broadcast_to_like: float16's bits moved as they are */
+    for (int k = 0; k < p->nin && !move; k++) /* a fused program's operands are loaded as they are */
         if (p->in_dt[k] == RY_FLOAT16 || p->out_dt == RY_FLOAT16)
             return ry_c_fail(c, span, "a fused program over float16 has no C kernel in the export yet");
     const cval *o = outs[0];
@@ -142,14 +163,7 @@ ry_status ry_c_emit_fused(cemit *c, const ry_fz_prog *p, cval *const *ins, int n
         ry_sb_printf(b, "        const int64_t count = %s;\n", ry_c_count(c, o->ndim, o->dims));
         ry_sb_puts(b, "        for (int64_t i = 0; i < count; i++) {\n");
     } else {
-        for (int j = 0; j < o->ndim; j++)
-            ry_sb_printf(b, "        for (int64_t i%d = 0; i%d < %s; i%d++)\n", j, j, ry_c_dim(c, &o->dims[j]), j);
-        ry_sb_puts(b, "        {\n            const int64_t i = ");
-        for (int j = 0; j < o->ndim; j++) {
-            ry_sb_printf(b, "%si%d", j ? " + " : "", j);
-            for (int k = j + 1; k < o->ndim; k++) ry_sb_printf(b, " * %s", ry_c_dim(c, &o->dims[k]));
-        }
-        ry_sb_puts(b, o->ndim ? ";\n" : "0;\n");
+        open_nest(c, o);
     }
     for (int k = 0; k < nin; k++) {
         const char *ix = !flat ? index_of(c, ins[k], o) : single(ins[k]) ? "0" : "i";
@@ -173,4 +187,33 @@ ry_status ry_c_emit_fused(cemit *c, const ry_fz_prog *p, cval *const *ins, int n
         if (!used[v] && (v < p->nin || v >= p->nin + p->nconst)) ry_sb_printf(b, "            (void)%s;\n", val(c, p, v));
     ry_sb_puts(b, "        }\n    }\n");
     return RY_OK;
+}
+
+void ry_c_check_fits(cemit *c, const cval *small, const cval *big, const char *what, ry_span span) {
+    int off = big->ndim - small->ndim;
+    for (int j = 0; j < small->ndim; j++) {
+        const ry_dim *s = &small->dims[j], *d = &big->dims[j + off];
+        if (is_one(s) || same_dim(s, d) || (s->kind == RY_DIM_CONST && d->kind == RY_DIM_CONST)) continue;
+        const char *msg = ry_c_fmt(c, "%s: %s: dimension %d does not broadcast at run time", ry_c_where(c, span), what, j + off);
+        ry_sb_printf(&c->body, "    if (%s != 1 && %s != %s) %s\n", ry_c_dim(c, s), ry_c_dim(c, s), ry_c_dim(c, d),
+                     ry_c_fail_stmt(c, "RT_E_DIM", msg));
+    }
+}
+
+/* collapse_sum_like's loop: x's elements in x's order added into the
+ * result's at their broadcast index, in double for floats and wrapping
+ * uint64_t for integers (the CPU target's accumulators, so the same bits),
+ * then stored in the result's dtype (integers modulo 2^bits). */
+void ry_c_emit_collapse_sum(cemit *c, const cval *x, const cval *out) {
+    bool flt = x->dtype == RY_FLOAT32 || x->dtype == RY_FLOAT64;
+    const char *TA = flt ? "double" : "uint64_t", *count = ry_c_count(c, out->ndim, out->dims);
+    const char *acc = x->dtype == RY_FLOAT64 ? out->c : ry_c_scratch(c, TA, count);
+    strbuf *b = &c->body;
+    ry_sb_printf(b, "    for (int64_t i = 0; i < %s; i++) %s[i] = 0;\n    {\n", count, acc);
+    open_nest(c, x);
+    ry_sb_printf(b, "            %s[%s] += (%s)%s%s[i];\n        }\n    }\n", acc, index_of(c, out, x), TA, flt ? "" : "(int64_t)",
+                 x->c);
+    if (acc != out->c)
+        ry_sb_printf(b, "    for (int64_t i = 0; i < %s; i++) %s[i] = %s;\n", count, out->c,
+                     flt ? ry_c_fmt(c, "(float)%s[i]", acc) : ry_c_wrap(c, out->dtype, ry_c_fmt(c, "%s[i]", acc)));
 }

@@ -163,9 +163,10 @@ static ry_status emit_entry(strbuf *b, cemit *c, const cmodel *md) {
     const char *n = md->name, *N = md->NAME, *e = md->entry;
     ry_c_entry_signature(b, md);
     ry_sb_puts(b, " {\n    if (!ctx) return RT_E_ARG;\n    ctx->msg[0] = 0;\n");
-    if (md->dyn) /* (void): the runtime's frame functions, which a program with refs does not call */
+    if (md->dyn) /* (void): the runtime's frame functions, which a program with refs does not call, and
+                  * its boxing, which one without values that cross a call does not (run-time dims only) */
         ry_sb_puts(b, "    rt_arena_reset(&ctx->arena);\n    ctx->depth = 0;\n    int rc = RT_OK;\n    (void)rc;\n"
-                      "    (void)rt_keep;\n    (void)rt_arena_mark;\n");
+                      "    (void)rt_keep;\n    (void)rt_arena_mark;\n    (void)rt_tensor;\n");
     wsym_constants(b, md);
     for (int i = 0; i < md->nargs; i++)
         ry_sb_printf(b, "    if (!%s) return fail(ctx, RT_E_ARG, \"%s_%s: input %s is NULL\");\n", md->arg_c[i], n, e, md->arg_c[i]);

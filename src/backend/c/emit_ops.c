@@ -57,6 +57,15 @@ static ry_status gemm(cemit *c, const ry_expr *call, const cval *a, const cval *
     return RY_OK;
 }
 
+/* The batch index s of an operand whose batch dim is d, the result's
+ * being b: 0 where d is 1 (a constant, or at run time where only run time
+ * knows d; emit_dims.c checked it is 1 or b). */
+static const char *batch_index(cemit *c, const ry_dim *d, const ry_dim *b) {
+    if (d->kind == RY_DIM_CONST) return d->value == 1 ? "0" : "s";
+    if (b->kind == RY_DIM_SYM && strcmp(d->name, b->name) == 0) return "s";
+    return ry_c_fmt(c, "(%s == 1 ? 0 : s)", d->name);
+}
+
 /* batch_matmul: x (Bx, I, K) [ta: (Bx, K, I)] by y (By, K, J) [tb: (By, J, K)]
  * -> (B, I, J), a batch of 1 broadcast: per batch, y's matrix packed
  * (float32) or transposed when tb (float64), and x's transposed when ta,
@@ -73,19 +82,19 @@ static ry_status emit_batch_matmul(cemit *c, const ry_expr *call, cval *const *a
     const char *B = ry_c_dim(c, &z->dims[0]), *I = ry_c_dim(c, &z->dims[1]), *J = ry_c_dim(c, &z->dims[2]);
     const char *K = ry_c_dim(c, &x->dims[ta ? 1 : 2]), *T = ry_c_ctype(x->dtype);
     const char *xs = ry_c_fmt(c, "%s * %s", I, K), *ys = ry_c_fmt(c, "%s * %s", K, J);
-    bool xb = x->dims[0].kind == RY_DIM_CONST && x->dims[0].value == 1, yb = y->dims[0].kind == RY_DIM_CONST && y->dims[0].value == 1;
+    const char *xi = batch_index(c, &x->dims[0], &z->dims[0]), *yi = batch_index(c, &y->dims[0], &z->dims[0]);
     const char *sfx = ry_c_kernel(c, RT_GEMM | RT_GEMM_KERNEL, x->dtype);
-    const char *ym = ry_c_fmt(c, "%s + %s * (%s)", y->c, yb ? "0" : "s", ys), *P = ym, *A = x->c;
+    const char *ym = ry_c_fmt(c, "%s + %s * (%s)", y->c, yi, ys), *P = ym, *A = x->c;
     if (!f64) P = ry_c_scratch(c, T, ry_c_fmt(c, "RT_PACKED(%s, %s)", K, J));
     else if (tb) P = ry_c_scratch(c, T, ys);
     if (ta || (f64 && tb)) ry_c_kernel(c, RT_TRANSPOSE, x->dtype);
     if (ta) A = ry_c_scratch(c, T, xs);
     ry_sb_printf(&c->body, "    for (int64_t s = 0; s < %s; s++) {\n", B);
-    if (ta) ry_sb_printf(&c->body, "        rt_transpose%s(%s, %s, %s + %s * (%s), %s);\n", sfx, K, I, x->c, xb ? "0" : "s", xs, A);
+    if (ta) ry_sb_printf(&c->body, "        rt_transpose%s(%s, %s, %s + %s * (%s), %s);\n", sfx, K, I, x->c, xi, xs, A);
     if (!f64) ry_sb_printf(&c->body, "        rt_pack(%s, %s, %s, %d, %s);\n", K, J, ym, tb, P);
     else if (tb) ry_sb_printf(&c->body, "        rt_transpose_f64(%s, %s, %s, %s);\n", J, K, ym, P);
     ry_sb_printf(&c->body, "        rt_gemm%s(%s, %s, %s, %s + %s, %s, %s + s * %s * %s);\n    }\n", sfx, I, J, K, A,
-                 ta ? "0" : ry_c_fmt(c, "%s * (%s)", xb ? "0" : "s", xs), P, z->c, I, J);
+                 ta ? "0" : ry_c_fmt(c, "%s * (%s)", xi, xs), P, z->c, I, J);
     return RY_OK;
 }
 
@@ -102,8 +111,6 @@ static ry_status emit_matmul(cemit *c, const ry_expr *call, cval *const *args, c
 }
 
 /* ---- fused programs and elementwise operators ---- */
-
-static bool same_dims(const cval *a, const ry_type *t);
 
 static ry_status run_prog(cemit *c, const ry_expr *call, const char *code, bool acc, cval *const *ins, int nin,
                           const cval *acc_val, cval **out) {
@@ -124,7 +131,7 @@ static ry_status run_prog(cemit *c, const ry_expr *call, const char *code, bool 
     }
     /* elementwise: the result may take over an input of its type that dies here */
     for (int k = acc ? 1 : 0; !*out && p->nout == 1 && k < n; k++)
-        if (same_dims(vals[k], call->type) && ry_c_dies_here(c, vals[k])) *out = ry_c_view(c, vals[k], call->type);
+        if (ry_c_same_dims(vals[k], call->type) && ry_c_dies_here(c, vals[k])) *out = ry_c_view(c, vals[k], call->type);
     if (!*out && !(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     cval *const *outs = (*out)->tuple ? (*out)->fields : out;
     int nout = (*out)->tuple ? (*out)->n : 1;
@@ -138,7 +145,7 @@ static ry_status emit_fused_elemwise(cemit *c, const ry_expr *call, cval *const 
     return run_prog(c, call, code, false, args, call->call.nargs, NULL, out);
 }
 
-static bool same_dims(const cval *a, const ry_type *t) {
+bool ry_c_same_dims(const cval *a, const ry_type *t) {
     if (!t || t->kind != RY_TYPE_TENSOR || t->tensor.ndim != a->ndim || t->tensor.dtype != a->dtype) return false;
     for (int i = 0; i < a->ndim; i++) {
         const ry_dim *x = &a->dims[i], *y = &t->tensor.dims[i];
@@ -162,11 +169,22 @@ static ry_status emit_fused_matmul(cemit *c, const ry_expr *call, cval *const *a
     dims[a->ndim - 1] = b->dims[tb ? 0 : 1];
     ry_type *acc_t = ry_type_tensor_arena(c->a, a->dtype, a->ndim, dims);
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
-    const cval *acc = !(*out)->tuple && same_dims(*out, acc_t) ? *out : ry_c_buffer(c, acc_t, call->span);
+    const cval *acc = !(*out)->tuple && ry_c_same_dims(*out, acc_t) ? *out : ry_c_buffer(c, acc_t, call->span);
     if (!acc || gemm(c, call, a, b, ta, tb, acc)) return RY_ERR;
     return run_prog(c, call, code, true, args + 2, call->call.nargs - 2, acc, out);
 }
 
+const struct ry_fz_prog *ry_c_prog1(cemit *c, int opc, int n, cval *const *args, ry_dtype odt) {
+    ry_fz_prog *p = RY_NEW(c->a, ry_fz_prog);
+    p->nin = n;
+    for (int k = 0; k < n; k++) p->in_dt[k] = args[k]->dtype;
+    p->nins = 1;
+    p->ins[0] = (ry_fz_ins){.op = (ry_fz_opcode)opc, .dt = args[0]->dtype, .odt = odt, .nargs = n, .a = {0, 1, 0}};
+    p->nout = 1;
+    p->outs[0] = n; /* instruction 0's value */
+    p->out_dt = p->out_dts[0] = odt;
+    return p;
+}
 
 /* An elementwise operator on integer tensors (index arithmetic,
  * comparisons), which the fused language does not hold: a program of one
@@ -196,15 +214,7 @@ static ry_status emit_int_elemwise(cemit *c, const ry_expr *call, cval *const *a
                opc == RY_FZ_NEG);
     for (int k = 0; ok && k < n; k++) ok = !args[k]->tuple && args[k]->dtype == args[0]->dtype;
     if (!ok) return ry_c_fail(c, call->span, "operator %s on integers has no C kernel in the export yet", op->name);
-    ry_fz_prog *p = RY_NEW(c->a, ry_fz_prog);
-    p->nin = n;
-    for (int k = 0; k < n; k++) p->in_dt[k] = args[k]->dtype;
-    p->nins = 1;
-    p->ins[0] = (ry_fz_ins){.op = (ry_fz_opcode)opc, .dt = args[0]->dtype, .odt = cmp ? RY_BOOL : args[0]->dtype,
-                            .nargs = n, .a = {0, 1, 0}};
-    p->nout = 1;
-    p->outs[0] = n; /* instruction 0's value */
-    p->out_dt = p->out_dts[0] = p->ins[0].odt;
+    const ry_fz_prog *p = ry_c_prog1(c, (ry_fz_opcode)opc, n, args, cmp ? RY_BOOL : args[0]->dtype);
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     if ((*out)->tuple) return ry_c_fail(c, call->span, "%s: a tuple result", op->name);
     return ry_c_emit_fused(c, p, args, n, out, call->span);
@@ -399,6 +409,7 @@ ry_status ry_c_emit_op(cemit *c, const ry_expr *call, cval *const *args, cval **
     if (!f) f = ry_c_emit_layout(op->name);
     if (!f) f = ry_c_emit_norm(op->name);
     if (!f) f = ry_c_emit_spatial(op->name);
+    if (!f) f = ry_c_emit_bcast(op->name);
     if (f) return f(c, call, args, out);
     if (ry_fz_opcode_of(op->name) >= 0) return emit_elemwise(c, call, args, out);
     return ry_c_fail(c, call->span, "operator %s has no C kernel in the export yet", op->name);

@@ -159,7 +159,8 @@ static bool entry_dim(const cmodel *md, const ry_dim *d) {
  * flow over data, a dim held in a local that the entry's type gives as a
  * constant or an input's dim is checked equal to it when the call ends
  * (the type guarantees it) and becomes it, and an output with another
- * dim still is filled by the call (out_dyn). */
+ * dim still is filled by the call (out_dyn): also one a broadcast made at
+ * run time, which the type may give as the operand that was 1. */
 static ry_status check_syms(cemit *c, cmodel *md, const ry_type *ret, ry_span span) {
     md->out_dyn = RY_NEW_ARRAY(c->a, bool, md->nouts + 1);
     const ry_type **ts = RY_NEW_ARRAY(c->a, const ry_type *, md->nouts + 1);
@@ -170,7 +171,9 @@ static ry_status check_syms(cemit *c, cmodel *md, const ry_type *ret, ry_span sp
         const ry_type *t = nts == md->nouts ? ts[k] : NULL;
         for (int i = 0; md->dyn && !v->boxed && t && t->kind == RY_TYPE_TENSOR && t->tensor.ndim == v->ndim && i < v->ndim; i++) {
             const ry_dim *d = &t->tensor.dims[i];
+            intptr_t bcast;
             if (entry_dim(md, &v->dims[i]) || !entry_dim(md, d)) continue;
+            if (v->dims[i].kind == RY_DIM_SYM && ry_ptrmap_get(&c->bcast_dims, v->dims[i].name, &bcast)) continue;
             const char *msg = ry_c_fmt(c, "%s: result %d: dimension %d differs from the entry's type", ry_c_where(c, span), k, i);
             ry_sb_printf(&c->body, "    if (%s != %s) %s\n", ry_c_dim(c, &v->dims[i]), ry_c_dim(c, d),
                          ry_c_fail_stmt(c, "RT_E_DIM", msg));
