@@ -61,9 +61,9 @@ static ry_status gemm(cemit *c, const ry_expr *call, const cval *a, const cval *
  * being b: 0 where d is 1 (a constant, or at run time where only run time
  * knows d; emit_dims.c checked it is 1 or b). */
 static const char *batch_index(cemit *c, const ry_dim *d, const ry_dim *b) {
-    if (d->kind == RY_DIM_CONST) return d->value == 1 ? "0" : "s";
-    if (b->kind == RY_DIM_SYM && strcmp(d->name, b->name) == 0) return "s";
-    return ry_c_fmt(c, "(%s == 1 ? 0 : s)", d->name);
+    if (d->kind == RY_DIM_CONST) return d->value == 1 ? "0" : "_s";
+    if (b->kind == RY_DIM_SYM && strcmp(d->name, b->name) == 0) return "_s";
+    return ry_c_fmt(c, "(%s == 1 ? 0 : _s)", d->name);
 }
 
 /* batch_matmul: x (Bx, I, K) [ta: (Bx, K, I)] by y (By, K, J) [tb: (By, J, K)]
@@ -89,11 +89,11 @@ static ry_status emit_batch_matmul(cemit *c, const ry_expr *call, cval *const *a
     else if (tb) P = ry_c_scratch(c, T, ys);
     if (ta || (f64 && tb)) ry_c_kernel(c, RT_TRANSPOSE, x->dtype);
     if (ta) A = ry_c_scratch(c, T, xs);
-    ry_sb_printf(&c->body, "    for (int64_t s = 0; s < %s; s++) {\n", B);
+    ry_sb_printf(&c->body, "    for (int64_t _s = 0; _s < %s; _s++) {\n", B);
     if (ta) ry_sb_printf(&c->body, "        rt_transpose%s(%s, %s, %s + %s * (%s), %s);\n", sfx, K, I, x->c, xi, xs, A);
     if (!f64) ry_sb_printf(&c->body, "        rt_pack(%s, %s, %s, %d, %s);\n", K, J, ym, tb, P);
     else if (tb) ry_sb_printf(&c->body, "        rt_transpose_f64(%s, %s, %s, %s);\n", J, K, ym, P);
-    ry_sb_printf(&c->body, "        rt_gemm%s(%s, %s, %s, %s + %s, %s, %s + s * %s * %s);\n    }\n", sfx, I, J, K, A,
+    ry_sb_printf(&c->body, "        rt_gemm%s(%s, %s, %s, %s + %s, %s, %s + _s * %s * %s);\n    }\n", sfx, I, J, K, A,
                  ta ? "0" : ry_c_fmt(c, "%s * (%s)", xi, xs), P, z->c, I, J);
     return RY_OK;
 }
