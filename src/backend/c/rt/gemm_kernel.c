@@ -22,6 +22,28 @@
 
 enum { RT_MR = 4, RT_NR = 16 };
 
+/* Floats a packed B (K, N) takes. */
+#define RT_PACKED(K, N) ((size_t)(K) * (size_t)(((N) + RT_NR - 1) / RT_NR * RT_NR))
+
+/* P := B (K, N) in panels of 16 columns, each K x 16 contiguous and
+ * zero-padded past N (inline: a convolution alone may not pack); B[k][j] is src[k * N + j], or src[j * K + k]
+ * when trans (src is (N, K): a dense weight). */
+static inline void rt_pack(int64_t K, int64_t N, const float *restrict src, int trans, float *restrict P) {
+    for (int64_t j0 = 0; j0 < N; j0 += RT_NR) {
+        int64_t nc = N - j0 < RT_NR ? N - j0 : RT_NR;
+        for (int64_t k = 0; k < K; k++, P += RT_NR) {
+            if (trans) {
+                for (int64_t j = 0; j < nc; j++) P[j] = src[(j0 + j) * K + k];
+            } else if (nc == RT_NR) { /* a constant size: vector moves, not rep movs */
+                memcpy(P, src + k * N + j0, sizeof(float) * RT_NR);
+            } else {
+                memcpy(P, src + k * N + j0, sizeof(float) * (size_t)nc);
+            }
+            for (int64_t j = nc; j < RT_NR; j++) P[j] = 0;
+        }
+    }
+}
+
 #if defined(__GNUC__) && !defined(RT_PLAIN_C) /* -DRT_PLAIN_C: the plain loops everywhere */
 typedef float rt_v8 __attribute__((vector_size(32)));
 

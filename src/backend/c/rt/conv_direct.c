@@ -1,0 +1,162 @@
+/*
+ * conv_direct.c (export runtime, float32 without --blas): nn.conv2d
+ * without the patch matrix that conv2d.c's im2col writes (as many copies
+ * of an image as it has taps, gathered in a pass of their own and read
+ * back from beyond the L1 cache: half a LeNet call). Per image and group
+ * the channels are copied once into a zero-bordered block (the padding)
+ * and the kernels below read the taps from it through a table of offsets,
+ * k = (channel, kh, kw) in conv2d.c's order: each output is the same sum,
+ * in the same order, as im2col and gemm_kernel.c's tiles give (the same
+ * bits). Two shapes of tile, whichever leaves fewer of its 16 lanes idle:
+ * up to 6 output channels by 16 pixels of an output row (stride 1 across:
+ * LeNet's conv1, 6 channels, rows of 28), or 6 pixels by 16 output
+ * channels, the weights packed into rt_pack's panels (any stride: LeNet's
+ * conv2, 16 channels, rows of 10). Taken where the bordered block fits in
+ * the patch matrix's room (rt_conv_work), else conv2d.c's im2col runs.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__) && !defined(RT_PLAIN_C)
+/* rows [0, mr) (mr <= 6) x columns [0, nc) of C (ldc apart) = a's rows
+ * (output channels, K apart) times the taps of 16 pixels of a row: tap k
+ * of pixel j at p[off[k] + j] (read 16 wide past column nc). */
+RT_CLONES static void rt_conv_tile_px(int64_t K, int mr, int nc, const float *restrict a, const float *restrict p,
+                                      const int32_t *restrict off, float *restrict c, int64_t ldc) {
+    rt_v8 c00 = {0}, c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00,
+          c41 = c00, c50 = c00, c51 = c00;
+    const float *a1 = a + (mr > 1 ? K : 0), *a2 = a + (mr > 2 ? 2 * K : 0), *a3 = a + (mr > 3 ? 3 * K : 0),
+                *a4 = a + (mr > 4 ? 4 * K : 0), *a5 = a + (mr > 5 ? 5 * K : 0);
+    for (int64_t k = 0; k < K; k++) {
+        rt_v8 b0, b1;
+        memcpy(&b0, p + off[k], sizeof b0);
+        memcpy(&b1, p + off[k] + 8, sizeof b1);
+        const float x0 = a[k], x1 = a1[k], x2 = a2[k], x3 = a3[k], x4 = a4[k], x5 = a5[k];
+        c00 += x0 * b0, c01 += x0 * b1;
+        c10 += x1 * b0, c11 += x1 * b1;
+        c20 += x2 * b0, c21 += x2 * b1;
+        c30 += x3 * b0, c31 += x3 * b1;
+        c40 += x4 * b0, c41 += x4 * b1;
+        c50 += x5 * b0, c51 += x5 * b1;
+    }
+    const rt_v8 acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    if (nc == RT_NR) /* a constant size: vector stores, no call */
+        for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * RT_NR);
+    else
+        for (int r = 0; r < mr; r++) memcpy(c + r * ldc, acc[r], sizeof(float) * (size_t)nc);
+}
+
+/* mr <= 6 pixels (tap k of pixel r at x[r][off[k]]) times a K x 16 panel
+ * of rt_pack's (16 output channels), stored across: channel j of pixel r
+ * at c[j * ldc + r], j < nc. */
+RT_CLONES static void rt_conv_tile_ch(int64_t K, int mr, int nc, const float *const *x, const float *restrict p,
+                                      const int32_t *restrict off, float *restrict c, int64_t ldc) {
+    rt_v8 c00 = {0}, c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00,
+          c41 = c00, c50 = c00, c51 = c00;
+    const float *restrict x0 = x[0], *restrict x1 = x[mr > 1 ? 1 : 0], *restrict x2 = x[mr > 2 ? 2 : 0],
+                          *restrict x3 = x[mr > 3 ? 3 : 0], *restrict x4 = x[mr > 4 ? 4 : 0],
+                          *restrict x5 = x[mr > 5 ? 5 : 0];
+    for (int64_t k = 0; k < K; k++, p += RT_NR) {
+        rt_v8 b0, b1;
+        memcpy(&b0, p, sizeof b0);
+        memcpy(&b1, p + 8, sizeof b1);
+        const int32_t o = off[k];
+        const float s0 = x0[o], s1 = x1[o], s2 = x2[o], s3 = x3[o], s4 = x4[o], s5 = x5[o];
+        c00 += s0 * b0, c01 += s0 * b1;
+        c10 += s1 * b0, c11 += s1 * b1;
+        c20 += s2 * b0, c21 += s2 * b1;
+        c30 += s3 * b0, c31 += s3 * b1;
+        c40 += s4 * b0, c41 += s4 * b1;
+        c50 += s5 * b0, c51 += s5 * b1;
+    }
+    const rt_v8 acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    float t[6][RT_NR];
+    memcpy(t, acc, sizeof t);
+    for (int j = 0; j < nc; j++)
+        for (int r = 0; r < mr; r++) c[j * ldc + r] = t[r][j];
+}
+#else
+static void rt_conv_tile_px(int64_t K, int mr, int nc, const float *restrict a, const float *restrict p,
+                            const int32_t *restrict off, float *restrict c, int64_t ldc) {
+    for (int r = 0; r < mr; r++)
+        for (int j = 0; j < nc; j++) {
+            float s = 0;
+            for (int64_t k = 0; k < K; k++) s += a[r * K + k] * p[off[k] + j];
+            c[r * ldc + j] = s;
+        }
+}
+
+static void rt_conv_tile_ch(int64_t K, int mr, int nc, const float *const *x, const float *restrict p,
+                            const int32_t *restrict off, float *restrict c, int64_t ldc) {
+    for (int r = 0; r < mr; r++)
+        for (int j = 0; j < nc; j++) {
+            float s = 0;
+            for (int64_t k = 0; k < K; k++) s += x[r][off[k]] * p[k * RT_NR + j];
+            c[j * ldc + r] = s;
+        }
+}
+#endif
+
+/* xp (Cg, hn, wn) := channels [0, Cg) of x with row i holding ih = i - pt
+ * and column j iw = j - pl, zero outside the image; 16 zeros after it
+ * (rt_conv_tile_px reads 16 wide). */
+static void rt_conv_border(const rt_conv *g, const float *restrict x, int64_t Cg, int64_t hn, int64_t wn,
+                           float *restrict xp) {
+    int64_t lo, hi; /* the columns j with iw in [0, W) */
+    rt_conv_cols(wn, g->W, 1, g->pl, 0, &lo, &hi);
+    for (int64_t c = 0; c < Cg; c++)
+        for (int64_t i = 0; i < hn; i++, xp += wn) {
+            int64_t ih = i - g->pt;
+            if (ih < 0 || ih >= g->H) {
+                memset(xp, 0, sizeof(float) * (size_t)wn);
+                continue;
+            }
+            memset(xp, 0, sizeof(float) * (size_t)lo);
+            if (hi > lo) memcpy(xp + lo, x + (c * g->H + ih) * g->W + lo - g->pl, sizeof(float) * (size_t)(hi - lo));
+            memset(xp + hi, 0, sizeof(float) * (size_t)(wn - hi));
+        }
+    memset(xp, 0, sizeof(float) * 16);
+}
+
+/* nn.conv2d as above, or 0 where conv2d.c's im2col must run instead (the
+ * bordered block is larger than the patch matrix, or its offsets pass
+ * int32); work holds rt_conv_work(...) floats. */
+static int rt_conv_direct(const rt_conv *g, const float *x, const float *w, float *y, float *work) {
+    int64_t Cg = g->C / g->groups, Og = g->O / g->groups, K = Cg * g->KH * g->KW, npix = g->OH * g->OW;
+    int64_t hn = (g->OH - 1) * g->sh + (g->KH - 1) * g->dh + 1, wn = (g->OW - 1) * g->sw + (g->KW - 1) * g->dw + 1;
+    if (npix == 0 || Cg * hn * wn > K * npix || Cg * hn * wn > INT32_MAX) return 0;
+    float *xp = work;
+    int32_t *off = (int32_t *)(void *)(work + K * npix + 16); /* K floats' room */
+    float *pw = work + K * npix + 16 + K;                      /* rt_conv_tile_ch's panels */
+    for (int64_t c = 0, k = 0; c < Cg; c++)
+        for (int64_t kh = 0; kh < g->KH; kh++)
+            for (int64_t kw = 0; kw < g->KW; kw++) off[k++] = (int32_t)((c * hn + kh * g->dh) * wn + kw * g->dw);
+    /* lanes used of the tiles across pixels (an output row in 16s) against across channels */
+    int64_t row16 = (g->OW + RT_NR - 1) / RT_NR * RT_NR, och16 = (Og + RT_NR - 1) / RT_NR * RT_NR;
+    int by_pixel = g->sw == 1 && g->OW * och16 > Og * row16;
+    for (int64_t gr = 0; gr < g->groups; gr++) {
+        const float *wg = w + gr * Og * K;
+        if (!by_pixel) rt_pack(K, Og, wg, 1, pw);
+        for (int64_t n = 0; n < g->N; n++) {
+            float *yg = y + (n * g->O + gr * Og) * npix;
+            rt_conv_border(g, x + (n * g->C + gr * Cg) * g->H * g->W, Cg, hn, wn, xp);
+            if (by_pixel) {
+                for (int64_t o0 = 0; o0 < Og; o0 += 6)
+                    for (int64_t oh = 0; oh < g->OH; oh++)
+                        for (int64_t ow = 0; ow < g->OW; ow += RT_NR)
+                            rt_conv_tile_px(K, Og - o0 < 6 ? (int)(Og - o0) : 6, g->OW - ow < RT_NR ? (int)(g->OW - ow) : RT_NR,
+                                            wg + o0 * K, xp + oh * g->sh * wn + ow, off, yg + o0 * npix + oh * g->OW + ow, npix);
+                continue;
+            }
+            for (int64_t q = 0; q < npix; q += 6) {
+                int mr = npix - q < 6 ? (int)(npix - q) : 6;
+                const float *px[6];
+                for (int r = 0; r < mr; r++)
+                    px[r] = xp + (q + r) / g->OW * g->sh * wn + (q + r) % g->OW * g->sw;
+                for (int64_t j = 0; j < Og; j += RT_NR)
+                    rt_conv_tile_ch(K, mr, Og - j < RT_NR ? (int)(Og - j) : RT_NR, px, pw + j * K, off, yg + j * npix + q, npix);
+            }
+        }
+    }
+    return 1;
+}
