@@ -32,23 +32,15 @@ static inline void rt_tile_store_across(int mr, int nc, const void *acc, float *
  * of pixel j at p[off[k] + j] (read 16 wide past column nc). */
 RT_CLONES static void rt_conv_tile_px8(int64_t K, int mr, int nc, const float *restrict a, const float *restrict p,
                                        const int32_t *restrict off, float *restrict c, int64_t ldc) {
-    rt_v8 c00 = {0}, c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00,
-          c41 = c00, c50 = c00, c51 = c00;
+    RT_ACC6_DECL;
     const float *a1 = a + (mr > 1 ? K : 0), *a2 = a + (mr > 2 ? 2 * K : 0), *a3 = a + (mr > 3 ? 3 * K : 0),
                 *a4 = a + (mr > 4 ? 4 * K : 0), *a5 = a + (mr > 5 ? 5 * K : 0);
     for (int64_t k = 0; k < K; k++) {
         rt_v8 b0, b1;
-        memcpy(&b0, p + off[k], sizeof b0);
-        memcpy(&b1, p + off[k] + 8, sizeof b1);
-        const float x0 = a[k], x1 = a1[k], x2 = a2[k], x3 = a3[k], x4 = a4[k], x5 = a5[k];
-        c00 += x0 * b0, c01 += x0 * b1;
-        c10 += x1 * b0, c11 += x1 * b1;
-        c20 += x2 * b0, c21 += x2 * b1;
-        c30 += x3 * b0, c31 += x3 * b1;
-        c40 += x4 * b0, c41 += x4 * b1;
-        c50 += x5 * b0, c51 += x5 * b1;
+        rt_row8(p + off[k], &b0, &b1);
+        RT_ACC6_ADD(a[k], a1[k], a2[k], a3[k], a4[k], a5[k]);
     }
-    const rt_v8 acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    const rt_v8 acc[6][2] = RT_ACC6_ROWS;
     rt_tile_store(mr, nc, acc, c, ldc);
 }
 
@@ -57,25 +49,17 @@ RT_CLONES static void rt_conv_tile_px8(int64_t K, int mr, int nc, const float *r
  * at c[j * ldc + r], j < nc. */
 RT_CLONES static void rt_conv_tile_ch8(int64_t K, int mr, int nc, const float *const *x, const float *restrict p,
                                        const int32_t *restrict off, float *restrict c, int64_t ldc) {
-    rt_v8 c00 = {0}, c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00,
-          c41 = c00, c50 = c00, c51 = c00;
+    RT_ACC6_DECL;
     const float *restrict x0 = x[0], *restrict x1 = x[mr > 1 ? 1 : 0], *restrict x2 = x[mr > 2 ? 2 : 0],
                           *restrict x3 = x[mr > 3 ? 3 : 0], *restrict x4 = x[mr > 4 ? 4 : 0],
                           *restrict x5 = x[mr > 5 ? 5 : 0];
     for (int64_t k = 0; k < K; k++, p += RT_NR) {
         rt_v8 b0, b1;
-        memcpy(&b0, p, sizeof b0);
-        memcpy(&b1, p + 8, sizeof b1);
+        rt_row8(p, &b0, &b1);
         const int32_t o = off[k];
-        const float s0 = x0[o], s1 = x1[o], s2 = x2[o], s3 = x3[o], s4 = x4[o], s5 = x5[o];
-        c00 += s0 * b0, c01 += s0 * b1;
-        c10 += s1 * b0, c11 += s1 * b1;
-        c20 += s2 * b0, c21 += s2 * b1;
-        c30 += s3 * b0, c31 += s3 * b1;
-        c40 += s4 * b0, c41 += s4 * b1;
-        c50 += s5 * b0, c51 += s5 * b1;
+        RT_ACC6_ADD(x0[o], x1[o], x2[o], x3[o], x4[o], x5[o]);
     }
-    const rt_v8 acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    const rt_v8 acc[6][2] = RT_ACC6_ROWS;
     rt_tile_store_across(mr, nc, acc, c, ldc);
 }
 
@@ -116,24 +100,12 @@ RT_WIDE static void rt_conv_tile_ch16(int64_t K, int mr, int nc, const float *co
 /* The tiles in the widest build the CPU runs. */
 static void rt_conv_tile_px(int64_t K, int mr, int nc, const float *a, const float *p, const int32_t *off, float *c,
                             int64_t ldc) {
-#ifdef RT_WIDE
-    if (rt_wide()) {
-        rt_conv_tile_px16(K, mr, nc, a, p, off, c, ldc);
-        return;
-    }
-#endif
-    rt_conv_tile_px8(K, mr, nc, a, p, off, c, ldc);
+    RT_PICK(rt_conv_tile_px)(K, mr, nc, a, p, off, c, ldc);
 }
 
 static void rt_conv_tile_ch(int64_t K, int mr, int nc, const float *const *x, const float *p, const int32_t *off,
                             float *c, int64_t ldc) {
-#ifdef RT_WIDE
-    if (rt_wide()) {
-        rt_conv_tile_ch16(K, mr, nc, x, p, off, c, ldc);
-        return;
-    }
-#endif
-    rt_conv_tile_ch8(K, mr, nc, x, p, off, c, ldc);
+    RT_PICK(rt_conv_tile_ch)(K, mr, nc, x, p, off, c, ldc);
 }
 #else
 static void rt_conv_tile_px(int64_t K, int mr, int nc, const float *restrict a, const float *restrict p,

@@ -23,9 +23,10 @@
  * decoding, not by its arithmetic (25% faster on LeNet's convolutions);
  * on AVX2 gcc lowers a 16-float vector through memory, so the pairs stay. */
 #define RT_WIDE __attribute__((target("avx512f")))
-#define rt_wide() __builtin_cpu_supports("avx512f")
+#define RT_PICK(f) (__builtin_cpu_supports("avx512f") ? f##16 : f##8) /* the tile f's widest build here */
 #else
 #define RT_CLONES
+#define RT_PICK(f) f##8
 #endif
 
 enum { RT_MR = 4, RT_NR = 16 };
@@ -108,37 +109,39 @@ RT_WIDE static void rt_gemm_tile16(int64_t K, int mr, int nc, const float *restr
  * the widest build the CPU runs. */
 static void rt_gemm_tile(int64_t K, int mr, int nc, const float *a, const float *p, int64_t ldp, float *c,
                          int64_t ldc) {
-#ifdef RT_WIDE
-    if (rt_wide()) {
-        rt_gemm_tile16(K, mr, nc, a, p, ldp, c, ldc);
-        return;
-    }
-#endif
-    rt_gemm_tile8(K, mr, nc, a, p, ldp, c, ldc);
+    RT_PICK(rt_gemm_tile)(K, mr, nc, a, p, ldp, c, ldc);
+}
+
+/* A 6 x 16 tile's twelve 8-float sums as named variables, not an array
+ * (gcc -O2 keeps an array's in memory): RT_ACC6_ADD adds s_r times the
+ * row (b0, b1) to row r, RT_ACC6_ROWS lists them as rt_v8 [6][2]. Shared
+ * by rt_gemm_tile6 and conv_direct.c's 8-float tiles. */
+#define RT_ACC6_DECL                                                                                                   \
+    rt_v8 c00 = {0}, c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00,          \
+          c41 = c00, c50 = c00, c51 = c00
+#define RT_ACC6_ADD(s0, s1, s2, s3, s4, s5)                                                                            \
+    (c00 += (s0) * b0, c01 += (s0) * b1, c10 += (s1) * b0, c11 += (s1) * b1, c20 += (s2) * b0, c21 += (s2) * b1,     \
+     c30 += (s3) * b0, c31 += (s3) * b1, c40 += (s4) * b0, c41 += (s4) * b1, c50 += (s5) * b0, c51 += (s5) * b1)
+#define RT_ACC6_ROWS {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}}
+
+/* (b0, b1) := the 16 floats at q */
+static inline void rt_row8(const float *q, rt_v8 *b0, rt_v8 *b1) {
+    memcpy(b0, q, sizeof *b0);
+    memcpy(b1, q + 8, sizeof *b1);
 }
 
 /* rt_gemm_tile for 5 or 6 rows (a convolution's 6 filters): twelve
  * accumulators, still within 16 vector registers. */
 RT_CLONES static void rt_gemm_tile6(int64_t K, int mr, int nc, const float *restrict a, const float *restrict p,
                                     int64_t ldp, float *restrict c, int64_t ldc) {
-    rt_v8 s[6][2];
-    memset(s, 0, sizeof s);
-    rt_v8 c00 = s[0][0], c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00,
-          c41 = c00, c50 = c00, c51 = c00;
+    RT_ACC6_DECL;
     const float *a5 = a + (mr > 5 ? 5 * K : 4 * K);
     for (int64_t k = 0; k < K; k++, p += ldp) {
         rt_v8 b0, b1;
-        memcpy(&b0, p, sizeof b0);
-        memcpy(&b1, p + 8, sizeof b1);
-        const float x0 = a[k], x1 = a[K + k], x2 = a[2 * K + k], x3 = a[3 * K + k], x4 = a[4 * K + k], x5 = a5[k];
-        c00 += x0 * b0, c01 += x0 * b1;
-        c10 += x1 * b0, c11 += x1 * b1;
-        c20 += x2 * b0, c21 += x2 * b1;
-        c30 += x3 * b0, c31 += x3 * b1;
-        c40 += x4 * b0, c41 += x4 * b1;
-        c50 += x5 * b0, c51 += x5 * b1;
+        rt_row8(p, &b0, &b1);
+        RT_ACC6_ADD(a[k], a[K + k], a[2 * K + k], a[3 * K + k], a[4 * K + k], a5[k]);
     }
-    const rt_v8 acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    const rt_v8 acc[6][2] = RT_ACC6_ROWS;
     rt_tile_store(mr, nc, acc, c, ldc);
 }
 
