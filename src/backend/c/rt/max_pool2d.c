@@ -6,28 +6,20 @@
  */
 #include <stdint.h>
 
-/* One output row of rt_pool_is_2x2's windows from input rows r0, r1
- * (restrict: a pool's result never takes over its input's buffer). The
- * general loop's "v > m or v is NaN" compiles to branches on the data
- * (a third of LeNet's pool time went to mispredicting them); here the
- * window's max is four selects gcc turns into maxss, and a window with a
- * NaN, rare and so predicted, takes its last NaN, as that loop does: the
- * same bits, signed zeros and NaN payloads included. */
-static void RT_(rt_max_pool_row2)(int64_t OW, const RT_T *restrict r0, const RT_T *restrict r1, RT_T *restrict y) {
-    for (int64_t ow = 0; ow < OW; ow++) {
-        const RT_T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
-        RT_T m = RT_LOWEST;
-        m = a > m ? a : m, m = b > m ? b : m, m = c > m ? c : m, m = d > m ? d : m;
-        if ((a != a) | (b != b) | (c != c) | (d != d)) m = d != d ? d : c != c ? c : b != b ? b : a;
-        y[ow] = m;
-    }
-}
-
 static void RT_(rt_max_pool2d)(const rt_pool *g, const RT_T *x, RT_T *y) {
     if (rt_pool_is_2x2(g)) {
         for (int64_t p = 0; p < g->P; p++, x += g->H * g->W)
-            for (int64_t oh = 0; oh < g->OH; oh++, y += g->OW)
-                RT_(rt_max_pool_row2)(g->OW, x + 2 * oh * g->W, x + (2 * oh + 1) * g->W, y);
+            for (int64_t oh = 0; oh < g->OH; oh++) {
+                const RT_T *r0 = x + 2 * oh * g->W, *r1 = r0 + g->W;
+                for (int64_t ow = 0; ow < g->OW; ow++) {
+                    RT_T m = RT_LOWEST, v;
+                    v = r0[2 * ow], m = ((v > m) | (v != v)) ? v : m;
+                    v = r0[2 * ow + 1], m = ((v > m) | (v != v)) ? v : m;
+                    v = r1[2 * ow], m = ((v > m) | (v != v)) ? v : m;
+                    v = r1[2 * ow + 1], m = ((v > m) | (v != v)) ? v : m;
+                    *y++ = m;
+                }
+            }
         return;
     }
     for (int64_t p = 0; p < g->P; p++, x += g->H * g->W)
