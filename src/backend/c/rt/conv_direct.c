@@ -3,8 +3,9 @@
  * without the patch matrix that conv2d.c's im2col writes (as many copies
  * of an image as it has taps, gathered in a pass of their own and read
  * back from beyond the L1 cache: half a LeNet call). Per image and group
- * the channels are copied once into a zero-bordered block (the padding)
- * and the kernels below read the taps from it through a table of offsets,
+ * the channels are copied once into a zero-bordered block (the padding;
+ * read in place where there is none, by the tiles across channels) and
+ * the kernels below read the taps from it through a table of offsets,
  * k = (channel, kh, kw) in conv2d.c's order: each output is the same sum,
  * in the same order, as im2col and gemm_kernel.c's tiles give (the same
  * bits). Two shapes of tile, whichever leaves fewer of its 16 lanes idle:
