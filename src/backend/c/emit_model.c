@@ -23,9 +23,10 @@ static void c_string(strbuf *b, const char *s) {
 }
 
 /* The runtime's files by RT_* bit: a shared file (types, geometry) once
- * when either dtype's code uses it, then the kernels, one copy per float
- * dtype used (float32: c->rt, float64: c->rt64) in the order below (a
- * convolution calls the GEMM's kernel, written before them). */
+ * when either dtype's code uses it, first, then the GEMM's files, then the
+ * kernels, one copy per float dtype used (float32: c->rt, float64:
+ * c->rt64) in the order below (a convolution calls the GEMM's kernel,
+ * written before them). */
 static const struct {
     uint32_t bit;
     const char *shared, *typed;
@@ -45,19 +46,21 @@ static const char *dtype_macros[2] = {
     "#define RT_T double\n#define RT_(f) f##_f64\n#define RT_EXP exp\n#define RT_LOWEST (-DBL_MAX)\n"};
 
 static void write_runtime(strbuf *b, const cemit *c, const cmodel *md) {
-    /* the GEMM's files first: --blas replaces both by cblas_sgemm */
-    const char *gemm[4] = {c->rt & RT_GEMM_KERNEL ? "gemm_kernel" : NULL, c->rt & RT_GEMM ? "gemm" : NULL,
-                           c->rt & RT_CONV2D ? "gemm_rows" : NULL, c->rt64 & (RT_GEMM | RT_GEMM_KERNEL) ? "gemm_f64" : NULL};
-    if (md->blas && (gemm[0] || gemm[1])) gemm[0] = "gemm_blas", gemm[1] = gemm[2] = NULL;
-    for (int i = 0; i < 4; i++)
-        if (gemm[i]) {
-            ry_sb_puts(b, "\n");
-            ry_sb_puts(b, ry_c_rt_text(gemm[i]));
-        }
+    /* the shared files first (conv_direct.c reads conv_geom.c's rt_conv) */
     for (size_t i = 0; i < sizeof rt_files / sizeof rt_files[0]; i++)
         if ((c->rt | c->rt64) & rt_files[i].bit && rt_files[i].shared) {
             ry_sb_puts(b, "\n");
             ry_sb_puts(b, ry_c_rt_text(rt_files[i].shared));
+        }
+    /* then the GEMM's files: --blas replaces the float32 ones by cblas_sgemm */
+    const char *gemm[5] = {c->rt & RT_GEMM_KERNEL ? "gemm_kernel" : NULL, c->rt & RT_GEMM ? "gemm" : NULL,
+                           c->rt & RT_CONV2D ? "gemm_rows" : NULL, c->rt & RT_CONV2D ? "conv_direct" : NULL,
+                           c->rt64 & (RT_GEMM | RT_GEMM_KERNEL) ? "gemm_f64" : NULL};
+    if (md->blas && (gemm[0] || gemm[1])) gemm[0] = "gemm_blas", gemm[1] = gemm[2] = gemm[3] = NULL;
+    for (int i = 0; i < 5; i++)
+        if (gemm[i]) {
+            ry_sb_puts(b, "\n");
+            ry_sb_puts(b, ry_c_rt_text(gemm[i]));
         }
     for (int d = 0; d < 2; d++) {
         uint32_t bits = d ? c->rt64 : c->rt;

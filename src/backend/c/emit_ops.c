@@ -316,8 +316,8 @@ static ry_status emit_conv2d(cemit *c, const ry_expr *call, cval *const *args, c
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const cval *y = *out;
     const char *sfx = ry_c_kernel(c, RT_CONV2D | RT_GEMM_KERNEL, x->dtype);
-    const char *work = ry_c_scratch(c, ry_c_ctype(x->dtype), ry_c_fmt(c, "rt_conv_work(%s / %lld, %s, %s, %s, %s)", ry_c_dim(c, &x->dims[1]),
-                                                          (long long)p.groups, ry_c_dim(c, &w->dims[2]), ry_c_dim(c, &w->dims[3]),
+    const char *work = ry_c_scratch(c, ry_c_ctype(x->dtype), ry_c_fmt(c, "rt_conv_work(%s / %lld, %s / %lld, %s, %s, %s, %s)", ry_c_dim(c, &x->dims[1]),
+                                                          (long long)p.groups, ry_c_dim(c, &w->dims[0]), (long long)p.groups, ry_c_dim(c, &w->dims[2]), ry_c_dim(c, &w->dims[3]),
                                                           ry_c_dim(c, &y->dims[2]), ry_c_dim(c, &y->dims[3])));
     ry_sb_printf(&c->body,
                  "    {\n        const rt_conv g = {%s, %s, %s, %s, %s, %s, %s, %s, %s, %lld, %lld, %lld, %lld, %lld, %lld, %lld};\n"

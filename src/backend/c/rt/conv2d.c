@@ -5,7 +5,8 @@
  * input's patches (k = (channel, kh, kw), a column per output pixel, taps
  * in the padding 0) are gathered row by row, and
  * Y (Og, OH*OW) = W (Og, Cg*KH*KW) P with the GEMM reading P in place
- * (float32: gemm_kernel.c's tiles; float64: gemm_f64.c). Each output
+ * (float32: gemm_kernel.c's tiles; float64: gemm_f64.c), where
+ * conv_direct.c (float32 without --blas) does not take it. Each output
  * element is the sum over (channel, kh, kw) in that order; the VM's
  * im2col + OpenBLAS blocks that sum, so the two agree to rounding.
  * work holds rt_conv_work(...) values.
@@ -39,6 +40,7 @@ static void RT_(rt_im2col)(const rt_conv *g, const RT_T *restrict x, int64_t Cg,
 }
 
 static void RT_(rt_conv2d)(const rt_conv *g, const RT_T *x, const RT_T *w, RT_T *y, RT_T *work) {
+    if (RT_(rt_conv_direct)(g, x, w, y, work)) return; /* float32: conv_direct.c, where it fits */
     int64_t Cg = g->C / g->groups, Og = g->O / g->groups, K = Cg * g->KH * g->KW, npix = g->OH * g->OW;
     for (int64_t n = 0; n < g->N; n++)
         for (int64_t gr = 0; gr < g->groups; gr++) {

@@ -1,33 +1,11 @@
 /*
  * gemm.c (export runtime): C = A B for row-major float32 A (M, K) and a
- * B packed by rt_pack into panels of 16 columns, each K x 16 contiguous
- * and zero-padded past N (weights once, when the context opens), over
- * gemm_kernel.c's tiles; one row of A (batch 1) against four panels at
+ * B packed by gemm_kernel.c's rt_pack (weights once, when the context
+ * opens), over gemm_kernel.c's tiles; one row of A (batch 1) against four panels at
  * once. Each C element is the sum over k in increasing order.
  */
 #include <stdint.h>
 #include <string.h>
-
-/* Floats a packed B (K, N) takes. */
-#define RT_PACKED(K, N) ((size_t)(K) * (size_t)(((N) + RT_NR - 1) / RT_NR * RT_NR))
-
-/* P := B (K, N) in panels; B[k][j] is src[k * N + j], or src[j * K + k]
- * when trans (src is (N, K): a dense weight). */
-static void rt_pack(int64_t K, int64_t N, const float *restrict src, int trans, float *restrict P) {
-    for (int64_t j0 = 0; j0 < N; j0 += RT_NR) {
-        int64_t nc = N - j0 < RT_NR ? N - j0 : RT_NR;
-        for (int64_t k = 0; k < K; k++, P += RT_NR) {
-            if (trans) {
-                for (int64_t j = 0; j < nc; j++) P[j] = src[(j0 + j) * K + k];
-            } else if (nc == RT_NR) { /* a constant size: vector moves, not rep movs */
-                memcpy(P, src + k * N + j0, sizeof(float) * RT_NR);
-            } else {
-                memcpy(P, src + k * N + j0, sizeof(float) * (size_t)nc);
-            }
-            for (int64_t j = nc; j < RT_NR; j++) P[j] = 0;
-        }
-    }
-}
 
 #if defined(__GNUC__) && !defined(RT_PLAIN_C)
 /* One row of C (a single example: batch 1) against np <= 4 panels at once,

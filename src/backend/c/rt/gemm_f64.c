@@ -24,3 +24,4 @@ static void rt_gemm_f64(int64_t M, int64_t N, int64_t K, const double *restrict 
 }
 
 #define rt_gemm_rows_f64 rt_gemm_f64 /* conv2d.c: its patches are a row-major B already */
+#define rt_conv_direct_f64(g, x, w, y, work) 0 /* conv2d.c: float64 convolutions run as im2col */
