@@ -61,9 +61,25 @@ static long count_allocations(const stage *s, void *ctx) {
     return n;
 }
 
+/* Which allocations to fail: every one in a stage that makes up to
+ * 3 * EDGE; in a larger one (the IR's arena blocks and constants count
+ * now: optimizing and compiling make hundreds) the first and last EDGE and
+ * about EDGE spread evenly between, the same each run, so the suite stays
+ * at seconds. TEST_OOM_ALL=1 in the environment fails every one. */
+#define EDGE 50
+static bool sampled(long n, long count) {
+    static int all = -1;
+    if (all < 0) all = getenv("TEST_OOM_ALL") != NULL;
+    if (all || count <= 3 * EDGE) return true;
+    long k = (count - 2 * EDGE) / EDGE + 1;
+    return n < EDGE || n >= count - EDGE || (n - EDGE) % k == 0;
+}
+
 static long run_stage(const stage *s, void *ctx) {
-    long count = count_allocations(s, ctx), errors = 0;
+    long count = count_allocations(s, ctx), errors = 0, tried = 0;
     for (long n = 0; n < count; n++) {
+        if (!sampled(n, count)) continue;
+        tried++;
         s->fresh(ctx);
         ry_error err;
         memset(&err, 0, sizeof err);
@@ -79,8 +95,8 @@ static long run_stage(const stage *s, void *ctx) {
         }
         s->drop(ctx);
     }
-    fprintf(stderr, "  %s: %ld allocations, each failed once: %ld errors, %ld done without\n",
-            s->name, count, errors, count - errors);
+    fprintf(stderr, "  %s: %ld allocations, %ld of them failed: %ld errors, %ld done without\n",
+            s->name, count, tried, errors, tried - errors);
     return count;
 }
 
