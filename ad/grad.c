@@ -587,6 +587,7 @@ ry_status ry_grad(ry_module *m, const char *fn_name, const ry_expr *fn, const ch
 /* A gradient under way, in the entry's frame for the undo (oom.h). */
 typedef struct grad_call {
     gx s;
+    int nglobals, ntypedefs; /* the module's before: run() only appends */
     const char *fn_name, *out_name, **out_name_used;
     const ry_expr *fn;
 } grad_call;
@@ -612,17 +613,19 @@ static ry_status grad_body(void *ctx, ry_error *err) {
     return st;
 }
 
-/* Out of memory: the instance leaves the module's globals (its nodes stay
- * in the arena); the scratch arena goes with the recovery point. */
+/* Out of memory: the globals and types it added (the instance, twins, the
+ * wrapper) leave the module, their nodes staying in its arena; the scratch
+ * arena goes with the recovery point. */
 static void grad_undo(void *ctx) {
     grad_call *g = ctx;
-    if (!g->s.added) gx_remove_instance(&g->s);
+    g->s.m->nglobals = g->nglobals;
+    g->s.m->ntypedefs = g->ntypedefs;
 }
 
 ry_status ry_grad_ex(ry_module *m, const char *fn_name, const ry_expr *fn, const char *out_name,
                      const ry_grad_opts *opts, const char **out_name_used, ry_error *err) {
-    grad_call g = {.s = {.m = m, .err = err}, .fn_name = fn_name, .out_name = out_name,
-                   .out_name_used = out_name_used, .fn = fn};
+    grad_call g = {.s = {.m = m, .err = err}, .nglobals = m->nglobals, .ntypedefs = m->ntypedefs,
+                   .fn_name = fn_name, .out_name = out_name, .out_name_used = out_name_used, .fn = fn};
     if (opts) g.s.opts = *opts;
     const char *runs = getenv("RELAYC_GRAD_RUNS"); /* "0": the former emitter, to compare */
     g.s.per_op = runs && strcmp(runs, "0") == 0;

@@ -101,6 +101,10 @@ ry_status ry_oom_guard(const char *what, ry_status (*body)(void *ctx, ry_error *
          * back from memory: its address escaped to `current`. */
         if (undo) undo(ctx);
         release(&pt, true);
+        /* Under an outer point the jump goes on to it, so the code between
+         * the two never mistakes running out of memory for another error
+         * (as a bug, say) and each entry on the way frees its own. */
+        if (current) ry_oom_raise();
         return ry_error_file(err, what, "out of memory");
     }
     ry_status st = body(ctx, err);

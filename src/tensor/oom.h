@@ -9,8 +9,10 @@
  * every arena made under the point and not yet freed (a pass's scratch
  * arenas, the module's nodes), runs the cleanups still held (ry_oom_hold:
  * the few malloc'd temporaries live across IR construction) and returns
- * RY_ERR with "out of memory". Nested entries get their own point, so an
- * inner one fails as an ordinary error the outer one already handles.
+ * RY_ERR with "out of memory". A nested entry gets a point of its own:
+ * out of memory inside it, its undo runs and the jump goes on to the outer
+ * point, whose undo runs next, so what lies between them never sees the
+ * failure as an ordinary error.
  * Without a point (worker threads, code not under an entry) running out of
  * the IR's memory still ends the process with a message. Private to src/.
  */
@@ -28,7 +30,8 @@ _Noreturn void ry_oom_raise(void);
 /* Runs body(ctx, err) under a new recovery point. On out-of-memory inside
  * it, undo(ctx) (may be NULL) frees what body built and does not free
  * itself (undo must not build IR), the point's arenas and held cleanups
- * are released, and err gets "WHAT: out of memory". An arena made under
+ * are released, and err gets "WHAT: out of memory" (at the outermost
+ * point; an inner one passes the jump on). An arena made under
  * the point and still live when body returns belongs to whatever body
  * stored it in and is left alone. */
 ry_status ry_oom_guard(const char *what, ry_status (*body)(void *ctx, ry_error *err),

@@ -257,7 +257,9 @@ static ry_status differentiate(ry_trainer *tr, const ry_expr *fn, ry_error *err)
     for (int i = tr->nloss_data; i < n; i++) wrt[i] = true;
     /* the gradient's mode follows the runs' (dropout, batch_norm) */
     ry_grad_opts go = {.inference = !tr->opts.training, .wrt = wrt, .nwrt = n};
+    int held = ry_oom_hold(ry_free, wrt); /* out of the IR's memory, the jump passes here */
     ry_status st = ry_grad_ex(tr->m, tr->loss_name, NULL, NULL, &go, &tr->grad_name, err);
+    ry_oom_unhold(held);
     ry_free(wrt);
     if (st) {
         ry_error_prefix(err, "differentiating @%s", tr->loss_name);
