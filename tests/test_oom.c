@@ -173,16 +173,19 @@ static void check_verified(void *c) {
     ry_error err;
     if (ry_ir_verify(((front *)c)->m, true, &err)) fail_msg("%s", err.msg);
 }
-/* After a failure, the stage run again unhooked on the module the failed
- * one left gives the reference print. */
-static void recover_check(void *c) {
+/* After a failure: the stage run again, unhooked, on the module the
+ * failed one left. */
+static void run_again(void *c, ry_status (*run)(void *, ry_error *), const char *what) {
     ry_error err;
-    if (run_check(c, &err)) fail_msg("type check after a failed one: %s", err.msg);
+    if (run(c, &err)) fail_msg("%s after a failed one: %s", what, err.msg);
+}
+/* A type check or gradient again gives the reference print. */
+static void recover_check(void *c) {
+    run_again(c, run_check, "type check");
     check_print(c);
 }
 static void recover_grad(void *c) {
-    ry_error err;
-    if (run_grad(c, &err)) fail_msg("grad after a failed one: %s", err.msg);
+    run_again(c, run_grad, "grad");
     check_print(c);
 }
 /* A failed optimization leaves a part-rewritten module; optimizing it
@@ -190,16 +193,12 @@ static void recover_grad(void *c) {
  * made by an earlier pass keeps its hint), so it is judged well-formed
  * and well-typed. */
 static void recover_optimize(void *c) {
-    ry_error err;
-    if (run_optimize(c, &err)) fail_msg("optimize after a failed one: %s", err.msg);
+    run_again(c, run_optimize, "optimize");
     check_verified(c);
 }
 /* A failed compilation leaves nothing half-made in the module (the ANF
  * it caches): compiling again succeeds. */
-static void recover_compile(void *c) {
-    ry_error err;
-    if (run_compile(c, &err)) fail_msg("compiling after a failed one: %s", err.msg);
-}
+static void recover_compile(void *c) { run_again(c, run_compile, "compiling"); }
 static void drop_front(void *c) {
     front *f = c;
     ry_module_free(f->m);

@@ -54,7 +54,8 @@ static ry_status pipeline(ry_module *m, int level, bool fuse, ry_error *err) {
 }
 
 /* Under a recovery point (oom.h): out of memory, the passes' scratch
- * arenas go with it and the module is left part-rewritten, to be freed. */
+ * arenas go with it and the module is left part-rewritten, to be
+ * optimized again or freed. */
 typedef struct optimizing {
     ry_module *m;
     int level;

@@ -33,7 +33,10 @@ _Noreturn void ry_oom_raise(void);
  * are released, and err gets "WHAT: out of memory" (at the outermost
  * point; an inner one passes the jump on). An arena made under
  * the point and still live when body returns belongs to whatever body
- * stored it in and is left alone. */
+ * stored it in and is left alone. The undo runs first, so an arena owned
+ * by what it frees is gone by then; one that body hands to an object made
+ * before the point (none does) would have to leave the point's list
+ * (ry_oom_untrack) or be freed under that object on a jump. */
 ry_status ry_oom_guard(const char *what, ry_status (*body)(void *ctx, ry_error *err),
                        void (*undo)(void *ctx), void *ctx, ry_error *err);
 
