@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "grad_impl.h"
+#include "tensor/oom.h"
 
 static ry_expr *xval(gx *s, gx_block *b, const ry_expr *e, ry_var *bp);
 
@@ -583,24 +584,50 @@ ry_status ry_grad(ry_module *m, const char *fn_name, const ry_expr *fn, const ch
     return ry_grad_ex(m, fn_name, fn, out_name, NULL, out_name_used, err);
 }
 
+/* A gradient under way, in the entry's frame for the undo (oom.h). */
+typedef struct grad_call {
+    gx s;
+    int nglobals, ntypedefs; /* the module's before: run() only appends */
+    const char *fn_name, *out_name, **out_name_used;
+    const ry_expr *fn;
+} grad_call;
+
+static ry_status grad_body(void *ctx, ry_error *err) {
+    (void)err; /* in g->s.err */
+    grad_call *g = ctx;
+    gx *s = &g->s;
+    s->scratch = ry_arena_new();
+    ad_map_init(&s->vars, s->scratch);
+    ad_map_init(&s->globals, s->scratch);
+    ad_map_init(&s->adts, s->scratch);
+    ad_map_init(&s->ctors, s->scratch);
+    ad_map_init(&s->adt_need, s->scratch);
+    ad_map_init(&s->primals, s->scratch);
+    ad_map_init(&s->cands, s->scratch);
+    ad_map_init(&s->active_params, s->scratch);
+    ad_map_init(&s->active, s->scratch);
+    s->bp_type = make_bp_type(s->m);
+    ry_status st = run(s, g->fn_name, g->fn, g->out_name, g->out_name_used);
+    if (st && !s->added) gx_remove_instance(s);
+    ry_arena_free(s->scratch);
+    return st;
+}
+
+/* Out of memory: the globals and types it added (the instance, twins, the
+ * wrapper) leave the module, their nodes staying in its arena; the scratch
+ * arena goes with the recovery point. */
+static void grad_undo(void *ctx) {
+    grad_call *g = ctx;
+    g->s.m->nglobals = g->nglobals;
+    g->s.m->ntypedefs = g->ntypedefs;
+}
+
 ry_status ry_grad_ex(ry_module *m, const char *fn_name, const ry_expr *fn, const char *out_name,
                      const ry_grad_opts *opts, const char **out_name_used, ry_error *err) {
-    gx s = {.m = m, .scratch = ry_arena_new(), .err = err};
-    if (opts) s.opts = *opts;
+    grad_call g = {.s = {.m = m, .err = err}, .nglobals = m->nglobals, .ntypedefs = m->ntypedefs,
+                   .fn_name = fn_name, .out_name = out_name, .out_name_used = out_name_used, .fn = fn};
+    if (opts) g.s.opts = *opts;
     const char *runs = getenv("RELAYC_GRAD_RUNS"); /* "0": the former emitter, to compare */
-    s.per_op = runs && strcmp(runs, "0") == 0;
-    ad_map_init(&s.vars, s.scratch);
-    ad_map_init(&s.globals, s.scratch);
-    ad_map_init(&s.adts, s.scratch);
-    ad_map_init(&s.ctors, s.scratch);
-    ad_map_init(&s.adt_need, s.scratch);
-    ad_map_init(&s.primals, s.scratch);
-    ad_map_init(&s.cands, s.scratch);
-    ad_map_init(&s.active_params, s.scratch);
-    ad_map_init(&s.active, s.scratch);
-    s.bp_type = make_bp_type(m);
-    ry_status st = run(&s, fn_name, fn, out_name, out_name_used);
-    if (st && !s.added) gx_remove_instance(&s);
-    ry_arena_free(s.scratch);
-    return st;
+    g.s.per_op = runs && strcmp(runs, "0") == 0;
+    return ry_oom_guard("gradient", grad_body, grad_undo, &g, err);
 }

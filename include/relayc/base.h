@@ -104,8 +104,11 @@ ry_status ry_tmpfile_create(const char *path, char *tmp, size_t n, int *fd, ry_e
  * Every allocation in the library goes through these, so tests can make
  * the Nth allocation fail (ry_alloc_fail_after) and check that nothing
  * leaks or crashes (tests/test_oom.c). ry_malloc returns NULL on failure.
- * The IR's memory (arenas, below, and the constants of a module) is not
- * failed by the hook: out of it, the process ends with a message. */
+ * The IR's memory (arenas, below, and the constants of a module) is
+ * counted and failed by the hook only inside the entry points that build
+ * IR (parse, type check, grad, optimize, compile, trainer_new), which
+ * return "out of memory" as an error when it runs out; elsewhere running
+ * out of it ends the process with a message (src/tensor/oom.h). */
 void *ry_malloc(size_t n);
 void *ry_calloc(size_t count, size_t size);
 void *ry_realloc(void *p, size_t n);
@@ -117,9 +120,10 @@ void ry_alloc_fail_after(long n);
 
 /* ---- arena -----------------------------------------------------------
  * For what dies together: IR nodes and types of a module, pass temporaries.
- * Allocation never returns NULL: on out-of-memory the arena reports it on
- * stderr and exits (IR construction is not a recoverable path). Memory is
- * zeroed. */
+ * Allocation never returns NULL: on out-of-memory it jumps to the entry
+ * point that is building IR, which frees what it built (this arena too,
+ * if made under it) and returns an error; outside one it reports it on
+ * stderr and exits (src/tensor/oom.h). Memory is zeroed. */
 typedef struct ry_arena ry_arena;
 ry_arena *ry_arena_new(void);
 void ry_arena_free(ry_arena *a);

@@ -383,7 +383,11 @@ void ry_module_keep_const(ry_module *m, ry_tensor *t);
 /* Type inference over the whole module (see typecheck.c): fills every
  * expression's `type` and every var's `type`, instantiating polymorphic
  * globals and solving operator type relations. Errors name the expression and
- * the expected and actual types. */
+ * the expected and actual types. Out of memory is an error too ("type
+ * check: error: out of memory"); the module may then hold part of the new
+ * types and is to be checked again or freed. The same holds for ry_grad,
+ * ry_optimize and ry_vm_compile on the module they are given; a failed
+ * ry_module_parse leaves nothing behind. */
 ry_status ry_module_typecheck(ry_module *m, ry_error *err);
 
 /* ---- constructors for IR nodes (in m's arena) ----------------------------- */

@@ -20,6 +20,7 @@ typedef struct lexer {
     token *toks;
     int n, cap;
     ry_error *err;
+    lexed *out; /* holds toks as they grow, for the parse's undo (oom.h) */
 } lexer;
 
 static const char *const tok_names[TK_COUNT] = {
@@ -77,7 +78,7 @@ static token *push(lexer *lx, tok_kind kind, ry_span span, const char *start) {
         int ncap = lx->cap ? lx->cap * 2 : 256;
         token *fresh = ry_realloc(lx->toks, sizeof *fresh * (size_t)ncap);
         if (!fresh) return NULL;
-        lx->toks = fresh;
+        lx->toks = lx->out->toks = fresh;
         lx->cap = ncap;
     }
     token *t = &lx->toks[lx->n++];
@@ -439,7 +440,7 @@ static ry_status lex_one(lexer *lx, bool *stop) {
 
 ry_status ry_lex(const ry_source *src, ry_arena *arena, lexed *out, ry_error *err) {
     memset(out, 0, sizeof *out);
-    lexer lx = {src, arena, src->text, src->text + src->len, 1, 1, NULL, 0, 0, err};
+    lexer lx = {src, arena, src->text, src->text + src->len, 1, 1, NULL, 0, 0, err, out};
     bool stop = false;
     while (lx.p < lx.end && !stop) {
         char c = *lx.p;
@@ -448,7 +449,7 @@ ry_status ry_lex(const ry_source *src, ry_arena *arena, lexed *out, ry_error *er
             continue;
         }
         if (lex_one(&lx, &stop) != RY_OK) {
-            ry_free(lx.toks);
+            ry_lex_free(out);
             return RY_ERR;
         }
     }
@@ -462,7 +463,7 @@ ry_status ry_lex(const ry_source *src, ry_arena *arena, lexed *out, ry_error *er
         while (lx.p < lx.end) advance(&lx);
     }
     if (!push(&lx, TK_EOF, here(&lx, 1), lx.p)) {
-        ry_free(lx.toks);
+        ry_lex_free(out);
         return oom(&lx);
     }
     out->toks = lx.toks;

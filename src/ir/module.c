@@ -8,11 +8,16 @@
 #include "ir/parse.h"
 #include "relayc/ir.h"
 #include "tensor/alloc_exempt.h"
+#include "tensor/oom.h"
 
 ry_module *ry_module_new(void) {
+    ry_arena *a = ry_arena_new(); /* first: out of it, nothing is left to free */
     ry_module *m = ry_calloc(1, sizeof *m);
-    if (!m) return NULL;
-    m->arena = ry_arena_new();
+    if (!m) {
+        ry_arena_free(a);
+        return NULL;
+    }
+    m->arena = a;
     return m;
 }
 
@@ -87,10 +92,14 @@ void ry_module_add_typedef(ry_module *m, ry_typedef *td) {
     m->typedefs[m->ntypedefs++] = td;
 }
 
+static void release_tensor(void *t) { ry_tensor_release(t); }
+
 void ry_module_keep_const(ry_module *m, ry_tensor *t) {
     if (m->nconsts == m->cap_consts) {
         int ncap = m->cap_consts ? m->cap_consts * 2 : 16;
+        int held = ry_oom_hold(release_tensor, t); /* t is ours even if the table cannot grow */
         m->consts = ry_ir_realloc(m->consts, sizeof *m->consts * (size_t)ncap);
+        ry_oom_unhold(held);
         m->cap_consts = ncap;
     }
     m->consts[m->nconsts++] = t;
@@ -121,9 +130,9 @@ ry_expr *ry_expr_var(ry_module *m, ry_var *v, ry_span span) {
 }
 
 ry_expr *ry_expr_const(ry_module *m, ry_tensor *t, ry_span span) {
+    ry_module_keep_const(m, t); /* first: the module owns t before a node can fail */
     ry_expr *e = ry_expr_new(m, RY_EXPR_CONST, span);
     e->constant.value = t;
-    ry_module_keep_const(m, t);
     return e;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ir/parse.h"
+#include "tensor/oom.h"
 
 /* ---- tokens ---- */
 
@@ -537,25 +538,56 @@ void ry_p_close(parser *p, lexed *lx) {
     ry_lex_free(lx);
 }
 
+/* What a parse has built, for its undo on out-of-memory (oom.h). */
+typedef struct parsing {
+    const char *name, *text;
+    size_t len;
+    ry_module *m;
+    lexed lx;
+    parser p;
+} parsing;
+
+static ry_status parse(void *ctx, ry_error *err) {
+    parsing *s = ctx;
+    s->m = ry_module_new();
+    if (!s->m) return ry_error_file(err, s->name, "out of memory");
+    if (ry_p_open(&s->p, s->m, s->name, s->text, s->len, &s->lx, err)) {
+        ry_module_free(s->m);
+        s->m = NULL;
+        return RY_ERR;
+    }
+    s->m->source = (ry_source *)s->p.src; /* the module's own, made by ry_p_open */
+    bool ok = parse_module(&s->p, &s->lx);
+    ry_p_close(&s->p, &s->lx);
+    if (!ok) {
+        ry_module_free(s->m);
+        s->m = NULL;
+        return RY_ERR;
+    }
+    return RY_OK;
+}
+
+void ry_p_abandon(parser *p, lexed *lx) {
+    if (p->tmp) ry_p_close(p, lx);
+    else ry_lex_free(lx);
+}
+
+static void unparse(void *ctx) {
+    parsing *s = ctx;
+    ry_p_abandon(&s->p, &s->lx);
+    ry_module_free(s->m);
+}
+
 ry_status ry_module_parse(const char *name, const char *text, size_t len, ry_module **out,
                           ry_error *err) {
     *out = NULL;
-    ry_module *m = ry_module_new();
-    if (!m) return ry_error_file(err, name, "out of memory");
-    lexed lx;
-    parser p;
-    if (ry_p_open(&p, m, name ? name : "<input>", text, len, &lx, err)) {
-        ry_module_free(m);
-        return RY_ERR;
-    }
-    m->source = (ry_source *)p.src; /* the module's own, made by ry_p_open */
-    bool ok = parse_module(&p, &lx);
-    ry_p_close(&p, &lx);
-    if (!ok) {
-        ry_module_free(m);
-        return RY_ERR;
-    }
-    *out = m;
+    parsing s;
+    memset(&s, 0, sizeof s);
+    s.name = name ? name : "<input>";
+    s.text = text;
+    s.len = len;
+    if (ry_oom_guard(s.name, parse, unparse, &s, err)) return RY_ERR;
+    *out = s.m;
     return RY_OK;
 }
 

@@ -84,6 +84,9 @@ void *ry_p_grow(parser *p, void *items, int n, int *cap, size_t size);
 ry_status ry_p_open(parser *p, ry_module *m, const char *name, const char *text, size_t len, lexed *lx,
                     ry_error *err);
 void ry_p_close(parser *p, lexed *lx);
+/* After an out-of-memory jump (oom.h) from anywhere between ry_p_open and
+ * ry_p_close: frees what the open made so far; p and lx zeroed beforehand. */
+void ry_p_abandon(parser *p, lexed *lx);
 
 /* ---- tokens (parse.c) ---- */
 const token *ry_p_peek(const parser *p, int k); /* k-th token ahead, EOF past the end */

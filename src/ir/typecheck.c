@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ir/typecheck_ctx.h"
+#include "tensor/oom.h"
 
 static ry_status infer(tc *c, ry_expr *e, ry_type **out);
 
@@ -650,7 +651,8 @@ static void write_back(tc *c) {
  * none are written), so globals can be used before their definition and be
  * (mutually) recursive; then the bodies in module order, solving what can be
  * solved after each, so a later caller instantiates a solved signature. */
-ry_status ry_module_typecheck(ry_module *m, ry_error *err) {
+static ry_status typecheck(void *mv, ry_error *err) {
+    ry_module *m = mv;
     tc c;
     memset(&c, 0, sizeof c);
     c.m = m;
@@ -680,4 +682,10 @@ ry_status ry_module_typecheck(ry_module *m, ry_error *err) {
     if (st && err) *err = c.err;
     ry_arena_free(c.a);
     return st;
+}
+
+/* Out of memory, c.a goes with the recovery point; the module keeps the
+ * types written back so far, which a later check overwrites. */
+ry_status ry_module_typecheck(ry_module *m, ry_error *err) {
+    return ry_oom_guard("type check", typecheck, NULL, m, err);
 }

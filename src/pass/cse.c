@@ -135,14 +135,12 @@ static ry_expr *fold_call(cse *c, const ry_expr *e) {
     ry_tensor **out = NULL;
     if (ry_op_run(NULL, op, &e->call.attrs, c->a, n, types, n, in, &k, &ot, &nout, &out) != RY_OK)
         return NULL;
-    ry_expr *r = NULL;
-    if (nout == 1) {
-        r = ry_expr_const(c->m, out[0], e->span);
-        r->type = e->type;
-    } else {
-        for (int i = 0; i < nout; i++) ry_tensor_release(out[i]);
-    }
-    ry_free(out);
+    ry_tensor *t = nout == 1 ? out[0] : NULL;
+    for (int i = 0; !t && i < nout; i++) ry_tensor_release(out[i]);
+    ry_free(out); /* before the node: out of the IR's memory, nothing else is held (oom.h) */
+    if (!t) return NULL;
+    ry_expr *r = ry_expr_const(c->m, t, e->span);
+    r->type = e->type;
     return r;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pass/pass_impl.h"
+#include "tensor/oom.h"
 
 typedef ry_status (*pass_fn)(ry_module *m, ry_error *err);
 
@@ -52,6 +53,24 @@ static ry_status pipeline(ry_module *m, int level, bool fuse, ry_error *err) {
     return RY_OK;
 }
 
-ry_status ry_optimize(ry_module *m, int level, ry_error *err) { return pipeline(m, level, true, err); }
+/* Under a recovery point (oom.h): out of memory, the passes' scratch
+ * arenas go with it and the module is left part-rewritten, to be
+ * optimized again or freed. */
+typedef struct optimizing {
+    ry_module *m;
+    int level;
+    bool fuse;
+} optimizing;
 
-ry_status ry_optimize_unfused(ry_module *m, int level, ry_error *err) { return pipeline(m, level, false, err); }
+static ry_status optimize(void *ctx, ry_error *err) {
+    optimizing *o = ctx;
+    return pipeline(o->m, o->level, o->fuse, err);
+}
+
+ry_status ry_optimize(ry_module *m, int level, ry_error *err) {
+    return ry_oom_guard("optimization", optimize, NULL, &(optimizing){m, level, true}, err);
+}
+
+ry_status ry_optimize_unfused(ry_module *m, int level, ry_error *err) {
+    return ry_oom_guard("optimization", optimize, NULL, &(optimizing){m, level, false}, err);
+}

@@ -329,14 +329,10 @@ static ps *fold(pe *p, const ry_expr *e, ps **args) {
     ry_tensor **out = NULL;
     if (ry_op_run(NULL, op, &e->call.attrs, p->a, n, types, n, in, &k, &ot, &nout, &out) != RY_OK)
         return NULL;
-    if (nout != 1) {
-        for (int i = 0; i < nout; i++) ry_tensor_release(out[i]);
-        ry_free(out);
-        return NULL;
-    }
-    ps *v = const_ps(p, out[0], e->span);
-    ry_free(out);
-    return v;
+    ry_tensor *t = nout == 1 ? out[0] : NULL;
+    for (int i = 0; !t && i < nout; i++) ry_tensor_release(out[i]);
+    ry_free(out); /* before the node: out of the IR's memory, nothing else is held (oom.h) */
+    return t ? const_ps(p, t, e->span) : NULL;
 }
 
 /* add(0, b) -> b and add(a, 0) -> a when no broadcasting happens: the

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "pass/pass_impl.h"
+#include "tensor/oom.h"
 
 typedef struct scope {
     int id;
@@ -137,9 +138,10 @@ static ry_status check(vf *v, const ry_expr *e, scope *s) {
     return RY_OK;
 }
 
-ry_status ry_ir_verify(const ry_module *m, bool typed, ry_error *err) {
-    vf v = {.m = m, .typed = typed, .err = err};
+static ry_status verify(void *ctx, ry_error *err) {
+    vf v = *(const vf *)ctx;
     v.a = ry_arena_new();
+    const ry_module *m = v.m;
     ry_status st = RY_OK;
     for (int i = 0; i < m->nglobals && st == RY_OK; i++) {
         v.global = m->globals[i]->name;
@@ -152,4 +154,10 @@ ry_status ry_ir_verify(const ry_module *m, bool typed, ry_error *err) {
     }
     ry_arena_free(v.a);
     return st;
+}
+
+/* Out of memory, the scratch arena goes with the recovery point (oom.h). */
+ry_status ry_ir_verify(const ry_module *m, bool typed, ry_error *err) {
+    vf v = {.m = m, .typed = typed, .err = err};
+    return ry_oom_guard("verification", verify, NULL, &v, err);
 }

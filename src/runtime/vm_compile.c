@@ -14,6 +14,7 @@
 
 #include "relayc/pass.h"
 #include "runtime/vm_impl.h"
+#include "tensor/oom.h"
 
 /* ry_anf allocates the ANF forms in the module's arena: programs compiled
  * from one module in several threads at once (one VM per worker) take
@@ -665,15 +666,28 @@ vm_fn *vm_fn_lazy(ry_vm_program *p, const ry_expr *func, ry_error *err) {
 
 /* ---- the program ---- */
 
-ry_status ry_vm_compile(ry_module *m, const ry_target *t, ry_vm_program **out, ry_error *err) {
-    *out = NULL;
-    ry_vm_program *p = ry_calloc(1, sizeof *p);
+/* A compilation, in the entry's frame for the undo on out-of-memory
+ * (oom.h): the program as far as it got, freed whole. */
+typedef struct compiling {
+    ry_module *m;
+    const ry_target *t;
+    ry_vm_program *p;
+} compiling;
+
+static void unlock_anf(void *mu) { pthread_mutex_unlock(mu); }
+
+static ry_status compile(void *ctx, ry_error *err) {
+    compiling *cp = ctx;
+    ry_module *m = cp->m;
+    const ry_target *t = cp->t;
+    ry_vm_program *p = cp->p = ry_calloc(1, sizeof *p);
     if (!p) return ry_error_at(err, RY_NO_SPAN, "out of memory");
     p->m = m;
     p->target = t ? t : ry_target_cpu();
     p->arena = ry_arena_new();
     if (!(p->pool = p->target->pool_new())) {
         ry_vm_free(p);
+        cp->p = NULL;
         return ry_error_at(err, RY_NO_SPAN, "out of memory");
     }
     int ng = p->nglobals = m->nglobals;
@@ -683,16 +697,20 @@ ry_status ry_vm_compile(ry_module *m, const ry_target *t, ry_vm_program **out, r
         const ry_global *g = m->globals[i];
         if (!g->func || g->func->kind != RY_EXPR_FUNC) {
             ry_vm_free(p);
+            cp->p = NULL;
             return ry_error_at(err, g->span, "vm: global @%s is not a function", g->name);
         }
         pthread_mutex_lock(&anf_lock);
+        int held = ry_oom_hold(unlock_anf, &anf_lock); /* unlocked if ry_anf runs out */
         const ry_expr *fn = ry_anf(m, g->func);
+        ry_oom_unhold(held);
         pthread_mutex_unlock(&anf_lock);
         p->gfns[i] = add_fn(p, fn, g->name);
         /* closures of the original expression (the interpreter's) run here too */
         ry_ptrmap_put(p->arena, &p->fnmap, g->func, (intptr_t)p->gfns[i]);
         if (!(p->gvals[i] = own(p, ry_value_closure(fn, 0, NULL, NULL)))) {
             ry_vm_free(p);
+            cp->p = NULL;
             return ry_error_at(err, g->span, "out of memory");
         }
     }
@@ -701,10 +719,20 @@ ry_status ry_vm_compile(ry_module *m, const ry_target *t, ry_vm_program **out, r
         if (!p->fns[i]->compiled) compile_fn(p, p->fns[i], err, &failed);
     if (failed) {
         ry_vm_free(p);
+        cp->p = NULL;
         return RY_ERR;
     }
     p->stats.nfuncs = p->nfns;
-    *out = p;
+    return RY_OK;
+}
+
+static void uncompile(void *ctx) { ry_vm_free(((compiling *)ctx)->p); }
+
+ry_status ry_vm_compile(ry_module *m, const ry_target *t, ry_vm_program **out, ry_error *err) {
+    compiling cp = {m, t, NULL};
+    *out = NULL;
+    if (ry_oom_guard("compilation", compile, uncompile, &cp, err)) return RY_ERR;
+    *out = cp.p;
     return RY_OK;
 }
 

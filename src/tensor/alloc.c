@@ -1,7 +1,8 @@
 /*
  * alloc.c: the library's allocation hook and the default CPU allocator.
  * Tests make the Nth allocation fail to exercise every error path; the
- * IR's memory is exempt (alloc_exempt.h). The CPU allocator maps large
+ * IR's memory is failed only under a recovery point (alloc_exempt.h,
+ * oom.h). The CPU allocator maps large
  * blocks itself and asks the memory guard (mem_guard.h) before it hands
  * out fresh memory during a run.
  */
@@ -18,6 +19,7 @@
 #include "tensor/alloc_failures.h"
 #include "tensor/blockcache.h"
 #include "tensor/mem_guard.h"
+#include "tensor/oom.h"
 
 static atomic_long fail_countdown = -1;
 static atomic_long nfailed; /* alloc_failures.h */
@@ -78,22 +80,27 @@ char *ry_strdup(const char *s) {
     return d;
 }
 
-static _Noreturn void ir_out_of_memory(void) {
-    fprintf(stderr, "relayc: out of memory\n");
-    exit(1);
-}
-
+/* The IR's allocations: hooked (counted and failable) only under a
+ * recovery point, where a failure jumps to it; elsewhere exempt, and a
+ * failure ends the process (ry_oom_raise without a point). */
 ry_tensor *ry_ir_tensor_new(ry_dtype dtype, int ndim, const int64_t *shape) {
-    ry_alloc_exempt(true);
+    bool hooked = ry_oom_active();
+    if (!hooked) ry_alloc_exempt(true);
     ry_tensor *t = ry_tensor_new(dtype, ndim, shape);
-    ry_alloc_exempt(false);
-    if (!t) ir_out_of_memory();
+    if (!hooked) ry_alloc_exempt(false);
+    if (!t) ry_oom_raise();
     return t;
 }
 
+void *ry_ir_malloc(size_t n) {
+    void *p = ry_oom_active() ? ry_malloc(n) : malloc(n ? n : 1);
+    if (!p) ry_oom_raise();
+    return p;
+}
+
 void *ry_ir_realloc(void *p, size_t n) {
-    void *q = realloc(p, n ? n : 1);
-    if (!q) ir_out_of_memory();
+    void *q = ry_oom_active() ? ry_realloc(p, n) : realloc(p, n ? n : 1);
+    if (!q) ry_oom_raise();
     return q;
 }
 

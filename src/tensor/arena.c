@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "relayc/base.h"
+#include "tensor/alloc_exempt.h"
+#include "tensor/oom.h"
 
 typedef struct block {
     struct block *next;
@@ -13,21 +15,23 @@ typedef struct block {
     _Alignas(16) unsigned char data[];
 } block;
 
+/* The link comes first: a failed recovery point frees its arenas from
+ * their links (oom.c). */
 struct ry_arena {
+    ry_oom_link link;
     block *head;
 };
 
 ry_arena *ry_arena_new(void) {
-    ry_arena *a = calloc(1, sizeof *a);
-    if (!a) {
-        fprintf(stderr, "relayc: out of memory\n");
-        exit(1);
-    }
+    ry_arena *a = ry_ir_malloc(sizeof *a);
+    a->head = NULL;
+    ry_oom_track(&a->link);
     return a;
 }
 
 void ry_arena_free(ry_arena *a) {
     if (!a) return;
+    ry_oom_untrack(&a->link);
     for (block *b = a->head, *next; b; b = next) {
         next = b->next;
         free(b);
@@ -51,11 +55,7 @@ void *ry_arena_alloc(ry_arena *a, size_t n) {
     block *b = a->head;
     if (!b || b->cap - b->used < n) {
         size_t cap = n > 65536 ? n : 65536;
-        b = malloc(sizeof *b + cap);
-        if (!b) {
-            fprintf(stderr, "relayc: out of memory\n");
-            exit(1);
-        }
+        b = ry_ir_malloc(sizeof *b + cap);
         b->cap = cap;
         b->used = 0;
         b->next = a->head;

@@ -10,6 +10,7 @@
 
 #include "relayc/ad.h"
 #include "relayc/pass.h"
+#include "tensor/oom.h"
 #include "train/train_impl.h"
 
 ry_train_opts ry_train_defaults(void) {
@@ -256,7 +257,9 @@ static ry_status differentiate(ry_trainer *tr, const ry_expr *fn, ry_error *err)
     for (int i = tr->nloss_data; i < n; i++) wrt[i] = true;
     /* the gradient's mode follows the runs' (dropout, batch_norm) */
     ry_grad_opts go = {.inference = !tr->opts.training, .wrt = wrt, .nwrt = n};
+    int held = ry_oom_hold(ry_free, wrt); /* out of the IR's memory, the jump passes here */
     ry_status st = ry_grad_ex(tr->m, tr->loss_name, NULL, NULL, &go, &tr->grad_name, err);
+    ry_oom_unhold(held);
     ry_free(wrt);
     if (st) {
         ry_error_prefix(err, "differentiating @%s", tr->loss_name);
@@ -336,6 +339,23 @@ static ry_status setup(ry_trainer *tr, const char *name, size_t len, ry_error *e
     return tr->target->dev ? to_device(tr, err) : RY_OK;
 }
 
+typedef struct setting_up {
+    ry_trainer *tr;
+    const char *name;
+    size_t len;
+} setting_up;
+
+/* Frees the trainer as far as setup built it (on an error or out of
+ * memory). */
+static void unset_up(void *ctx) { ry_trainer_free(((setting_up *)ctx)->tr); }
+
+static ry_status set_up(void *ctx, ry_error *err) {
+    setting_up *s = ctx;
+    if (!setup(s->tr, s->name, s->len, err)) return RY_OK;
+    unset_up(s);
+    return RY_ERR;
+}
+
 ry_status ry_trainer_new(const char *name, const char *text, size_t len,
                          const ry_train_opts *opts, ry_trainer **out, ry_error *err) {
     *out = NULL;
@@ -350,10 +370,10 @@ ry_status ry_trainer_new(const char *name, const char *text, size_t len,
     }
     memcpy(tr->text, text, len);
     tr->text[len] = '\0';
-    if (setup(tr, name, len, err)) {
-        ry_trainer_free(tr);
-        return RY_ERR;
-    }
+    /* Under a recovery point (oom.h): the IR built between the library
+     * calls (which have points of their own) fails as an error too. */
+    setting_up s = {tr, name, len};
+    if (ry_oom_guard(name ? name : "<input>", set_up, unset_up, &s, err)) return RY_ERR;
     *out = tr;
     return RY_OK;
 }
