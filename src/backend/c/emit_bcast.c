@@ -14,21 +14,23 @@
 #include "op/fused_prog.h"
 
 static ry_status tensors(cemit *c, const ry_expr *call, cval *const *args) {
-    if (args[0]->tuple || args[1]->tuple || args[0]->boxed || args[1]->boxed)
-        return ry_c_fail(c, call->span, "%s: an argument that is not a tensor", ry_c_op(call)->name);
+    for (int k = 0; k < call->call.nargs; k++)
+        if (args[k]->tuple || args[k]->boxed)
+            return ry_c_fail(c, call->span, "%s: an argument that is not a tensor", ry_c_op(call)->name);
     if (!ry_c_ctype(args[0]->dtype))
         return ry_c_fail(c, call->span, "%s: dtype %s has no C type", ry_c_op(call)->name, ry_dtype_name(args[0]->dtype));
     return RY_OK;
 }
 
 /* broadcast_to_like: (s1, d) x (s2, e) -> (s2, d): out[i] = x[broadcast index];
- * x of the result's shape already is the result (a view). */
+ * x of the result's shape already is the result (a view). broadcast_to,
+ * its shape an attribute, is the same copy to its result's type. */
 static ry_status emit_broadcast_to_like(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     if (tensors(c, call, args)) return RY_ERR;
     if (ry_c_same_dims(args[0], call->type)) return (*out = ry_c_view(c, args[0], call->type)) ? RY_OK : RY_ERR;
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
-    if ((*out)->tuple) return ry_c_fail(c, call->span, "broadcast_to_like: a tuple result");
-    ry_c_check_fits(c, args[0], *out, "broadcast_to_like: the input", call->span);
+    if ((*out)->tuple) return ry_c_fail(c, call->span, "%s: a tuple result", ry_c_op(call)->name);
+    ry_c_check_fits(c, args[0], *out, ry_c_fmt(c, "%s: the input", ry_c_op(call)->name), call->span);
     return ry_c_emit_fused(c, ry_c_prog1(c, RY_FZ_COPY, 1, args, args[0]->dtype), args, 1, out, call->span);
 }
 
@@ -52,7 +54,7 @@ static ry_status emit_collapse_sum_like(cemit *c, const ry_expr *call, cval *con
 }
 
 ry_c_emit_fn ry_c_emit_bcast(const char *name) {
-    if (strcmp(name, "broadcast_to_like") == 0) return emit_broadcast_to_like;
+    if (strcmp(name, "broadcast_to_like") == 0 || strcmp(name, "broadcast_to") == 0) return emit_broadcast_to_like;
     if (strcmp(name, "collapse_sum_like") == 0) return emit_collapse_sum_like;
     return NULL;
 }

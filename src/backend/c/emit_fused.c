@@ -180,8 +180,9 @@ ry_status ry_c_emit_fused(cemit *c, const ry_fz_prog *p, cval *const *ins, int n
     for (int k = 0; k < p->nout; k++) ry_sb_printf(b, "            %s[i] = %s;\n", outs[k]->c, val(c, p, p->outs[k]));
     /* a value nothing reads (an input a program ignores) is no warning */
     bool used[RY_FZ_MAX_IN + RY_FZ_MAX_CONST + RY_FZ_MAX_INS] = {0};
-    for (int i = 0; i < p->nins; i++)
-        for (int k = 0; k < p->ins[i].nargs; k++) used[p->ins[i].a[k]] = true;
+    for (int i = 0; i < p->nins; i++) /* zeros_like and ones_like read no operand */
+        for (int k = 0; k < p->ins[i].nargs && p->ins[i].op != RY_FZ_ZEROS && p->ins[i].op != RY_FZ_ONES; k++)
+            used[p->ins[i].a[k]] = true;
     for (int k = 0; k < p->nout; k++) used[p->outs[k]] = true;
     for (int v = 0; v < p->nin + p->nconst + p->nins; v++)
         if (!used[v] && (v < p->nin || v >= p->nin + p->nconst)) ry_sb_printf(b, "            (void)%s;\n", val(c, p, v));
