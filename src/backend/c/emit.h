@@ -208,6 +208,12 @@ const ry_op *ry_c_op(const ry_expr *call);
 /* RY_OK if vs[0..n) are tensors of one float dtype, float32 or float64,
  * else a located error naming the op. */
 ry_status ry_c_need_float(cemit *c, const ry_expr *call, const cval *const *vs, int n);
+/* The call's axis attribute attr as an index into x's dims (negative
+ * counts from the end; range not checked). */
+int ry_c_attr_axis(const ry_expr *call, const cval *x, const char *attr);
+/* RY_OK if the call's layout attribute attr is want or unset, else a
+ * located error naming what the export takes. */
+ry_status ry_c_layout_is(cemit *c, const ry_expr *call, const char *attr, const char *want);
 /* Marks the runtime files of bits as needed in dtype d's copy (float32 or
  * float64); the suffix of that copy's kernel names ("" or "_f64"). */
 const char *ry_c_kernel(cemit *c, uint32_t bits, ry_dtype d);
@@ -275,6 +281,12 @@ ry_status ry_c_emit_op(cemit *c, const ry_expr *call, cval *const *args, cval **
 
 /* ---- emit_nn.c, emit_norm.c, emit_spatial.c and emit_layout.c: more of the C target's table ---- */
 typedef ry_status (*ry_c_emit_fn)(cemit *c, const ry_expr *call, cval *const *args, cval **out);
+/* A file's table of emitters by operator name, and its lookup (NULL: none). */
+typedef struct ry_c_emitter {
+    const char *name;
+    ry_c_emit_fn fn;
+} ry_c_emitter;
+ry_c_emit_fn ry_c_emitter_find(const ry_c_emitter *table, size_t n, const char *name);
 /* The emitter of operator name in these files, or NULL. */
 ry_c_emit_fn ry_c_emit_nn(const char *name);
 ry_c_emit_fn ry_c_emit_layout(const char *name);

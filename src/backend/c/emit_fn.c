@@ -188,6 +188,23 @@ ry_status ry_c_need_float(cemit *c, const ry_expr *call, const cval *const *vs, 
     return RY_OK;
 }
 
+int ry_c_attr_axis(const ry_expr *call, const cval *x, const char *attr) {
+    int64_t a = ry_attr_int(ry_c_op(call), &call->call.attrs, attr);
+    return (int)(a < 0 ? a + x->ndim : a);
+}
+
+ry_status ry_c_layout_is(cemit *c, const ry_expr *call, const char *attr, const char *want) {
+    const char *got = ry_attr_str(ry_c_op(call), &call->call.attrs, attr);
+    if (!got || !*got || strcmp(got, want) == 0) return RY_OK;
+    return ry_c_fail(c, call->span, "%s: %s=\"%s\" (the export takes %s)", ry_c_op(call)->name, attr, got, want);
+}
+
+ry_c_emit_fn ry_c_emitter_find(const ry_c_emitter *table, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(table[i].name, name) == 0) return table[i].fn;
+    return NULL;
+}
+
 const char *ry_c_kernel(cemit *c, uint32_t bits, ry_dtype d) {
     if (d == RY_FLOAT64) {
         c->rt64 |= bits;

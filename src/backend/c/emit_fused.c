@@ -151,9 +151,9 @@ static const char *expr(cemit *c, const ry_fz_ins *in, const char *x, const char
 ry_status ry_c_emit_fused(cemit *c, const ry_fz_prog *p, cval *const *ins, int nin, cval *const *outs,
                           ry_span span) {
     bool move = p->nins == 1 && p->ins[0].op == RY_FZ_COPY; /* broadcast_to_like: float16's bits moved as they are */
-    for (int k = 0; k < p->nin && !move; k++) /* a fused program's operands are loaded as they are */
-        if (p->in_dt[k] == RY_FLOAT16 || p->out_dt == RY_FLOAT16)
-            return ry_c_fail(c, span, "a fused program over float16 has no C kernel in the export yet");
+    bool half = p->out_dt == RY_FLOAT16; /* a fused program's operands are loaded as they are */
+    for (int k = 0; k < p->nin; k++) half |= p->in_dt[k] == RY_FLOAT16;
+    if (half && !move) return ry_c_fail(c, span, "a fused program over float16 has no C kernel in the export yet");
     const cval *o = outs[0];
     bool flat = true;
     for (int k = 0; k < nin; k++) flat &= flat_ok(ins[k], o);

@@ -204,10 +204,7 @@ static ry_status emit_one_hot(cemit *c, const ry_expr *call, cval *const *args, 
     return RY_OK;
 }
 
-static const struct {
-    const char *name;
-    ry_c_emit_fn fn;
-} table[] = {
+static const ry_c_emitter table[] = {
     {"one_hot", emit_one_hot},
     {"stack", emit_stack},
     {"nn.pad", emit_pad},
@@ -219,7 +216,5 @@ static const struct {
 };
 
 ry_c_emit_fn ry_c_emit_layout(const char *name) {
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(table[i].name, name) == 0) return table[i].fn;
-    return NULL;
+    return ry_c_emitter_find(table, sizeof table / sizeof table[0], name);
 }

@@ -18,16 +18,11 @@ static void split_axis(cemit *c, const cval *x, int axis, const char **O, const 
     *I = ry_c_dims_count(c, x, axis + 1, x->ndim);
 }
 
-static int norm_axis(const ry_expr *call, const cval *x, const char *attr) {
-    int64_t a = ry_attr_int(ry_c_op(call), &call->call.attrs, attr);
-    return (int)(a < 0 ? a + x->ndim : a);
-}
-
 /* batch_norm(x, gamma, beta, mean, var) -> (y, mean, var) at inference. */
 static ry_status emit_batch_norm(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
     if (ry_c_need_float(c, call, (const cval *const *)args, 5)) return RY_ERR;
-    int axis = norm_axis(call, args[0], "axis");
+    int axis = ry_c_attr_axis(call, args[0], "axis");
     if (axis < 0 || axis >= args[0]->ndim) return ry_c_fail(c, call->span, "nn.batch_norm: axis out of range");
     cval *t = RY_NEW(c->a, cval);
     t->tuple = true, t->n = 3, t->weight = -1;
@@ -214,7 +209,7 @@ static ry_status emit_cumsum(cemit *c, const ry_expr *call, cval *const *args, c
 static ry_status emit_layer_norm(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
     if (ry_c_need_float(c, call, (const cval *const *)args, 3)) return RY_ERR;
-    int axis = norm_axis(call, args[0], "axis");
+    int axis = ry_c_attr_axis(call, args[0], "axis");
     if (axis < 0 || axis >= args[0]->ndim) return ry_c_fail(c, call->span, "nn.layer_norm: axis out of range");
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const char *O, *N, *I;
@@ -226,10 +221,7 @@ static ry_status emit_layer_norm(cemit *c, const ry_expr *call, cval *const *arg
     return RY_OK;
 }
 
-static const struct {
-    const char *name;
-    ry_c_emit_fn fn;
-} table[] = {
+static const ry_c_emitter table[] = {
     {"nn.batch_norm", emit_batch_norm},
     {"nn.dropout", emit_dropout},
     {"nn.global_avg_pool2d", emit_global_avg_pool2d},
@@ -245,7 +237,5 @@ static const struct {
 };
 
 ry_c_emit_fn ry_c_emit_nn(const char *name) {
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(table[i].name, name) == 0) return table[i].fn;
-    return NULL;
+    return ry_c_emitter_find(table, sizeof table / sizeof table[0], name);
 }

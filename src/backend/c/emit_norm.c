@@ -10,17 +10,12 @@
 
 #include "backend/c/emit.h"
 
-static int attr_axis(const ry_expr *call, const cval *x, const char *name) {
-    int64_t a = ry_attr_int(ry_c_op(call), &call->call.attrs, name);
-    return (int)(a < 0 ? a + x->ndim : a);
-}
-
 /* group_norm / instance_norm(x, gamma, beta): x viewed as (N, A, C, I). */
 static ry_status emit_group_norm(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
     const cval *x = args[0];
     if (ry_c_need_float(c, call, (const cval *const *)args, 3)) return RY_ERR;
-    int axis = attr_axis(call, x, "axis");
+    int axis = ry_c_attr_axis(call, x, "axis");
     if (x->ndim < 2 || axis < 1 || axis >= x->ndim) return ry_c_fail(c, call->span, "%s: axis out of range", op->name);
     bool instance = strcmp(op->name, "nn.instance_norm") == 0;
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
@@ -39,7 +34,7 @@ static ry_status emit_lrn(cemit *c, const ry_expr *call, cval *const *args, cval
     const ry_op *op = ry_c_op(call);
     const cval *x = args[0];
     if (ry_c_need_float(c, call, &x, 1)) return RY_ERR;
-    int axis = attr_axis(call, x, "axis");
+    int axis = ry_c_attr_axis(call, x, "axis");
     if (axis < 0 || axis >= x->ndim) return ry_c_fail(c, call->span, "nn.lrn: axis out of range");
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const ry_attrs *at = &call->call.attrs;
@@ -77,7 +72,7 @@ static ry_status emit_l2_normalize(cemit *c, const ry_expr *call, cval *const *a
 static ry_status emit_prelu(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const cval *x = args[0];
     if (ry_c_need_float(c, call, (const cval *const *)args, 2)) return RY_ERR;
-    int axis = attr_axis(call, x, "axis");
+    int axis = ry_c_attr_axis(call, x, "axis");
     if (axis < 0 || axis >= x->ndim) return ry_c_fail(c, call->span, "nn.prelu: axis out of range");
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const char *T = ry_c_ctype(x->dtype), *C = ry_c_dim(c, &x->dims[axis]);
@@ -91,16 +86,11 @@ static ry_status emit_prelu(cemit *c, const ry_expr *call, cval *const *args, cv
     return RY_OK;
 }
 
-static const struct {
-    const char *name;
-    ry_c_emit_fn fn;
-} table[] = {
+static const ry_c_emitter table[] = {
     {"nn.group_norm", emit_group_norm}, {"nn.instance_norm", emit_group_norm}, {"nn.lrn", emit_lrn},
     {"nn.l2_normalize", emit_l2_normalize}, {"nn.prelu", emit_prelu},
 };
 
 ry_c_emit_fn ry_c_emit_norm(const char *name) {
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(table[i].name, name) == 0) return table[i].fn;
-    return NULL;
+    return ry_c_emitter_find(table, sizeof table / sizeof table[0], name);
 }

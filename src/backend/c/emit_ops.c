@@ -186,19 +186,23 @@ const struct ry_fz_prog *ry_c_prog1(cemit *c, int opc, int n, cval *const *args,
     return p;
 }
 
+/* cast, between any two dtypes with a C type: one loop of the CPU
+ * target's conversion (ry_c_cast). */
+static ry_status emit_cast(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    if (args[0]->tuple || args[0]->boxed) return ry_c_fail(c, call->span, "cast of a value that is not a tensor");
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    if ((*out)->tuple) return ry_c_fail(c, call->span, "cast: a tuple result");
+    ry_sb_printf(&c->body, "    for (int64_t i = 0; i < %s; i++) %s[i] = %s;\n", ry_c_count(c, (*out)->ndim, (*out)->dims),
+                 (*out)->c, ry_c_cast(c, args[0]->dtype, (*out)->dtype, ry_c_fmt(c, "%s[i]", args[0]->c)));
+    return RY_OK;
+}
+
 /* An elementwise operator on integer tensors (index arithmetic,
  * comparisons), which the fused language does not hold: a program of one
  * instruction made here, its operands of one dtype; arithmetic wraps, as
- * the CPU target's does. Also a cast from or to float16. */
+ * the CPU target's does. */
 static ry_status emit_int_elemwise(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const ry_op *op = ry_c_op(call);
-    if (strcmp(op->name, "cast") == 0 && !args[0]->tuple) { /* the CPU's conversion (ry_c_cast) */
-        if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
-        if ((*out)->tuple) return ry_c_fail(c, call->span, "cast: a tuple result");
-        ry_sb_printf(&c->body, "    for (int64_t i = 0; i < %s; i++) %s[i] = %s;\n", ry_c_count(c, (*out)->ndim, (*out)->dims),
-                     (*out)->c, ry_c_cast(c, args[0]->dtype, (*out)->dtype, ry_c_fmt(c, "%s[i]", args[0]->c)));
-        return RY_OK;
-    }
     bool ones = strcmp(op->name, "ones_like") == 0;
     if (ones || strcmp(op->name, "zeros_like") == 0) { /* a constant of the argument's shape (a length's count) */
         if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
@@ -228,11 +232,9 @@ static ry_status emit_elemwise(cemit *c, const ry_expr *call, cval *const *args,
     const ry_attrs *at = &call->call.attrs;
     bool half = call->type && call->type->kind == RY_TYPE_TENSOR && call->type->tensor.dtype == RY_FLOAT16;
     for (int k = 0; k < call->call.nargs; k++) half |= !args[k]->tuple && args[k]->dtype == RY_FLOAT16;
-    if (half && strcmp(op->name, "cast") != 0)
-        return ry_c_fail(c, call->span, "operator %s on float16 has no C kernel in the export yet (a cast has)", op->name);
-    bool cast = strcmp(op->name, "cast") == 0; /* any dtype to any: one loop of ry_c_cast */
+    if (half) return ry_c_fail(c, call->span, "operator %s on float16 has no C kernel in the export yet (a cast has)", op->name);
     for (int k = 0; k < call->call.nargs; k++)
-        if (!args[k]->tuple && (cast || ry_c_is_int(args[k]->dtype))) return emit_int_elemwise(c, call, args, out);
+        if (!args[k]->tuple && ry_c_is_int(args[k]->dtype)) return emit_int_elemwise(c, call, args, out);
     char code[256];
     size_t n = (size_t)snprintf(code, sizeof code, "%s(", op->name);
     for (int k = 0; k < call->call.nargs; k++) n += (size_t)snprintf(code + n, sizeof code - n, "%sx%d", k ? ", " : "", k);
@@ -241,8 +243,6 @@ static ry_status emit_elemwise(cemit *c, const ry_expr *call, cval *const *args,
                               ry_attr_float(op, at, "a_max"));
     else if (strcmp(op->name, "nn.leaky_relu") == 0)
         n += (size_t)snprintf(code + n, sizeof code - n, ", alpha=%.17gf64", ry_attr_float(op, at, "alpha"));
-    else if (strcmp(op->name, "cast") == 0)
-        n += (size_t)snprintf(code + n, sizeof code - n, ", dtype=%s", ry_attr_str(op, at, "dtype"));
     else if (op->nattrs > 0)
         return ry_c_fail(c, call->span, "operator %s has no C kernel in the export yet (its attributes)", op->name);
     snprintf(code + n, sizeof code - n, ")");
@@ -298,17 +298,11 @@ static ry_status emit_view(cemit *c, const ry_expr *call, cval *const *args, cva
 
 /* ---- convolution, pooling, softmax ---- */
 
-static ry_status layout_is(cemit *c, const ry_expr *call, const char *attr, const char *want) {
-    const char *got = ry_attr_str(ry_c_op(call), &call->call.attrs, attr);
-    if (!got || !*got || strcmp(got, want) == 0) return RY_OK;
-    return ry_c_fail(c, call->span, "%s: %s=\"%s\" (the export takes %s)", ry_c_op(call)->name, attr, got, want);
-}
-
 static ry_status emit_conv2d(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     ry_conv2d_params p;
     const cval *x = args[0], *w = args[1];
     if (ry_conv2d_params_read(ry_c_op(call), &call->call.attrs, call->span, c->err, &p)) return RY_ERR;
-    if (layout_is(c, call, "data_layout", "NCHW") || layout_is(c, call, "kernel_layout", "OIHW") ||
+    if (ry_c_layout_is(c, call, "data_layout", "NCHW") || ry_c_layout_is(c, call, "kernel_layout", "OIHW") ||
         ry_c_need_float(c, call, (const cval *const *)args, 2))
         return RY_ERR;
     if (p.has_out_dtype && p.out_dtype != x->dtype)
@@ -334,7 +328,7 @@ static ry_status emit_pool(cemit *c, const ry_expr *call, cval *const *args, cva
     ry_conv2d_params p;
     const cval *x = args[0];
     if (ry_conv2d_params_read(ry_c_op(call), &call->call.attrs, call->span, c->err, &p)) return RY_ERR;
-    if (layout_is(c, call, "layout", "NCHW") || ry_c_need_float(c, call, &x, 1)) return RY_ERR;
+    if (ry_c_layout_is(c, call, "layout", "NCHW") || ry_c_need_float(c, call, &x, 1)) return RY_ERR;
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const cval *y = *out;
     const char *sfx = ry_c_kernel(c, RT_POOL_GEOM | (is_max ? RT_MAX_POOL2D : RT_AVG_POOL2D), x->dtype);
@@ -372,14 +366,12 @@ static ry_status emit_softmax(cemit *c, const ry_expr *call, cval *const *args, 
 
 /* ---- the table ---- */
 
-static const struct {
-    const char *name;
-    ry_c_emit_fn fn;
-} table[] = {
+static const ry_c_emitter table[] = {
     {"nn.dense", emit_dense},
     {"nn.matmul", emit_matmul},
     {"nn.batch_matmul", emit_batch_matmul},
     {"nn.bias_add", emit_bias_add},
+    {"cast", emit_cast},
     {"zeros", emit_fill},
     {"ones", emit_fill},
     {"full", emit_fill},
@@ -403,9 +395,8 @@ ry_status ry_c_emit_op(cemit *c, const ry_expr *call, cval *const *args, cval **
     const ry_op *op = ry_c_op(call);
     if (strncmp(op->name, "fused.elemwise", 14) == 0) return emit_fused_elemwise(c, call, args, out);
     if (strncmp(op->name, "fused.matmul", 12) == 0) return emit_fused_matmul(c, call, args, out);
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(table[i].name, op->name) == 0) return table[i].fn(c, call, args, out);
-    ry_c_emit_fn f = ry_c_emit_nn(op->name);
+    ry_c_emit_fn f = ry_c_emitter_find(table, sizeof table / sizeof table[0], op->name);
+    if (!f) f = ry_c_emit_nn(op->name);
     if (!f) f = ry_c_emit_layout(op->name);
     if (!f) f = ry_c_emit_norm(op->name);
     if (!f) f = ry_c_emit_spatial(op->name);

@@ -10,19 +10,11 @@
 #include "backend/c/emit.h"
 #include "op/conv_attrs.h"
 
-/* A layout attribute that must be want (or unset). */
-static ry_status need_layout(cemit *c, const ry_expr *call, const char *attr, const char *want) {
-    const char *got = ry_attr_str(ry_c_op(call), &call->call.attrs, attr);
-    if (got && *got && strcmp(got, want) != 0)
-        return ry_c_fail(c, call->span, "%s: %s=\"%s\" (the export takes %s)", ry_c_op(call)->name, attr, got, want);
-    return RY_OK;
-}
-
 static ry_status emit_conv2d_transpose(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     ry_conv2d_params p;
     const cval *x = args[0], *w = args[1];
     if (ry_conv2d_params_read(ry_c_op(call), &call->call.attrs, call->span, c->err, &p)) return RY_ERR;
-    if (need_layout(c, call, "data_layout", "NCHW") || need_layout(c, call, "kernel_layout", "IOHW") ||
+    if (ry_c_layout_is(c, call, "data_layout", "NCHW") || ry_c_layout_is(c, call, "kernel_layout", "IOHW") ||
         ry_c_need_float(c, call, (const cval *const *)args, 2))
         return RY_ERR;
     if (p.has_out_dtype && p.out_dtype != x->dtype)
@@ -43,7 +35,7 @@ static ry_status emit_conv2d_transpose(cemit *c, const ry_expr *call, cval *cons
 
 static ry_status emit_adaptive_pool(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
     const cval *x = args[0];
-    if (need_layout(c, call, "layout", "NCHW") || ry_c_need_float(c, call, &x, 1)) return RY_ERR;
+    if (ry_c_layout_is(c, call, "layout", "NCHW") || ry_c_need_float(c, call, &x, 1)) return RY_ERR;
     if (x->ndim != 4) return ry_c_fail(c, call->span, "%s: the export takes NCHW data", ry_c_op(call)->name);
     if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
     const cval *y = *out;
@@ -54,17 +46,12 @@ static ry_status emit_adaptive_pool(cemit *c, const ry_expr *call, cval *const *
     return RY_OK;
 }
 
-static const struct {
-    const char *name;
-    ry_c_emit_fn fn;
-} table[] = {
+static const ry_c_emitter table[] = {
     {"nn.conv2d_transpose", emit_conv2d_transpose},
     {"nn.adaptive_avg_pool2d", emit_adaptive_pool},
     {"nn.adaptive_max_pool2d", emit_adaptive_pool},
 };
 
 ry_c_emit_fn ry_c_emit_spatial(const char *name) {
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(table[i].name, name) == 0) return table[i].fn;
-    return NULL;
+    return ry_c_emitter_find(table, sizeof table / sizeof table[0], name);
 }
