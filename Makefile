@@ -265,9 +265,10 @@ VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-
 # malloc, which valgrind owns; test_deep recurses 100,000 levels deep
 # several times and test_oom repeats every stage once per allocation
 # (minutes each under valgrind); the OpenCL suites run PoCL's LLVM
-# compiler for every kernel, and test_cuda_gen NVRTC's; the export suites
-# spend their time in relayc and the C compilers, which run outside
-# valgrind (it would trace only the driver): all run under ASan instead.
+# compiler for every kernel, and test_cuda_gen NVRTC's: all run under
+# ASan instead. The export suites spend their time in relayc and the C
+# compilers, outside valgrind's reach; they run the artifacts they build
+# under valgrind themselves, in every stage.
 VG_SKIP := test_memory test_oom_libc test_deep test_oom test_opencl test_opencl_ops test_opencl_conv test_opencl_train test_cuda_gen test_cuda \
   test_export test_export_programs
 test-valgrind:
