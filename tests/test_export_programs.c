@@ -4,7 +4,8 @@
  * depth error), tests/corpus/ and tests/export/ with a @main (seeded
  * inputs against relayc run, and tests/export/ again in float64), the
  * generated recursion under valgrind, and dims that are 1 only at run
- * time broadcasting as on the VM (mismatches as NAME_ERR_DIM, located).
+ * time broadcasting as on the VM (mismatches as NAME_ERR_DIM, located),
+ * and gather_nd's and scatter_nd's indices out of range (NAME_ERR_ARG).
  * The comparisons are test_export.c's (export_util.h).
  * RY_TEST_FILTER=test_NAME runs one test.
  */
@@ -322,10 +323,68 @@ static void test_corpus_programs(void **s) {
     assert_int_equal(nall64, nall);
 }
 
+/* tmpdir/NAME.npy: the int32 values v[0..n) as a (rows, n / rows) tensor. */
+static void int_npy(const char *name, int64_t rows, int n, const int32_t *v) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s.npy", tmpdir, name);
+    ry_tensor *t = ry_tensor_new(RY_INT32, 2, (int64_t[]){rows, n / rows});
+    memcpy(t->data, v, sizeof *v * (size_t)n);
+    ry_error err;
+    assert_int_equal(ry_npy_write(path, t, &err), RY_OK);
+    ry_tensor_release(t);
+}
+
+/* gather_nd's and scatter_nd's indices out of range, past the end and
+ * negative: the VM refuses them, and so does the export (RT_E_ARG, a
+ * located message) without reading or writing outside a buffer
+ * (ASan+UBSan); in range, both agree. */
+static void test_index_out_of_range(void **s) {
+    char model[600], dir[600], san[600], args[600];
+    snprintf(model, sizeof model, "%s/ix.relay", tmpdir);
+    snprintf(dir, sizeof dir, "%s/ix_c", tmpdir);
+    snprintf(san, sizeof san, "%s/ix_san", tmpdir);
+    write_text_in(tmpdir, "ix.relay", "#[version = \"0.0.5\"]\ndef @main(%x: Tensor[(n, 4), float32], %i: Tensor[(2, 2), int32],\n"
+                                      "          %k: Tensor[(1, 3), int32], %u: Tensor[(3, 4), float32]) {\n"
+                                      "  (gather_nd(%x, %i),\n   scatter_nd(%x, %k, %u, mode=\"add\"))\n}\n");
+    must(sh("%s export %s --entry main -o %s && make -s -C %s && cp -r %s %s && make -s -C %s clean && "
+            "make -s -C %s CC=gcc CFLAGS='-std=c11 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all' "
+            "LDFLAGS='-fsanitize=address,undefined'",
+            relayc(), model, dir, dir, dir, san, san, san),
+         "export, build and build with the sanitizers");
+    const char *names[] = {"x", "i", "k", "u"};
+    snprintf(args, sizeof args, " %s/x.npy %s/i.npy %s/k.npy %s/u.npy %s/o0.npy %s/o1.npy", tmpdir, tmpdir, tmpdir, tmpdir, tmpdir,
+             tmpdir);
+    const struct {
+        int32_t i[4], k[3];
+        const char *msg; /* NULL: in range */
+    } cases[] = {{{0, 2, 3, 1}, {2, 0, 2}, NULL},
+                 {{0, 3, 3, 1}, {2, 0, 2}, "ix.relay:4:4: gather_nd: an index is out of range"},
+                 {{0, 2, 4, 1}, {2, 0, 2}, "ix.relay:4:4: gather_nd: an index is out of range"},
+                 {{0, 2, 3, 1}, {2, -1, 2}, "ix.relay:5:4: scatter_nd: an index is out of range"},
+                 {{0, 2, 3, 1}, {2, 0, 3}, "ix.relay:5:4: scatter_nd: an index is out of range"}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        random_npy("x", 2, (int64_t[]){3, 4}, c + 1);
+        random_npy("u", 2, (int64_t[]){3, 4}, c + 2);
+        int_npy("i", 2, 4, cases[c].i);
+        int_npy("k", 1, 3, cases[c].k);
+        if (!cases[c].msg) {
+            compare_inputs(model, dir, NULL, names, 4, 2);
+            continue;
+        }
+        assert_int_equal(sh("%s run %s --input x=%s/x.npy --input i=%s/i.npy --input k=%s/k.npy --input u=%s/u.npy --out %s/ixref",
+                            relayc(), model, tmpdir, tmpdir, tmpdir, tmpdir, tmpdir),
+                         1);
+        assert_int_equal(sh("%s/example%s", dir, args), 5);
+        assert_log_contains(cases[c].msg);
+        assert_int_equal(sh("ASAN_OPTIONS=detect_leaks=1 %s/example%s", san, args), 5);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_programs),   cmocka_unit_test(test_corpus_programs),
         cmocka_unit_test(test_dyn_valgrind),   cmocka_unit_test(test_runtime_broadcast),
+        cmocka_unit_test(test_index_out_of_range),
     };
     const char *filter = getenv("RY_TEST_FILTER");
     if (filter) cmocka_set_test_filter(filter);

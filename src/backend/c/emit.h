@@ -279,7 +279,7 @@ ry_type *ry_c_call_type(cemit *c, const ry_expr *e, cval *const *args);
  * already values; *out its result. */
 ry_status ry_c_emit_op(cemit *c, const ry_expr *call, cval *const *args, cval **out);
 
-/* ---- emit_nn.c, emit_norm.c, emit_spatial.c and emit_layout.c: more of the C target's table ---- */
+/* ---- emit_nn.c, emit_norm.c, emit_spatial.c, emit_layout.c and emit_index.c: more of the C target's table ---- */
 typedef ry_status (*ry_c_emit_fn)(cemit *c, const ry_expr *call, cval *const *args, cval **out);
 /* A file's table of emitters by operator name, and its lookup (NULL: none). */
 typedef struct ry_c_emitter {
@@ -292,6 +292,11 @@ ry_c_emit_fn ry_c_emit_nn(const char *name);
 ry_c_emit_fn ry_c_emit_layout(const char *name);
 ry_c_emit_fn ry_c_emit_norm(const char *name);
 ry_c_emit_fn ry_c_emit_spatial(const char *name);
+ry_c_emit_fn ry_c_emit_index(const char *name); /* emit_index.c: gather_nd, scatter_nd, shape_of */
+/* Code that fails call with RT_E_DIM, a located message naming what,
+ * unless dims a and b (which the type checker could not compare) are equal
+ * at run time; nothing where they are the same C expression. */
+void ry_c_check_equal(cemit *c, const ry_expr *call, const ry_dim *a, const ry_dim *b, const char *what);
 /* emit_bcast.c: broadcast_to_like and collapse_sum_like. */
 ry_c_emit_fn ry_c_emit_bcast(const char *name);
 /* A fused program of one instruction opc (a ry_fz_opcode) over args[0..n)

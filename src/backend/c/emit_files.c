@@ -75,7 +75,7 @@ void ry_c_write_header(strbuf *b, const cmodel *md) {
     ry_sb_printf(b, "enum {\n    %s_OK = 0,\n    %s_ERR_IO = 1,      /* the weights file cannot be read */\n"
                     "    %s_ERR_WEIGHTS = 2, /* the weights file is another model's or damaged (size, CRC) */\n"
                     "    %s_ERR_MEMORY = 3,\n    %s_ERR_DIM = 4,     /* a dimension is out of range or does not match */\n"
-                    "    %s_ERR_ARG = 5,     /* a NULL pointer, a wrong dtype or rank */\n"
+                    "    %s_ERR_ARG = 5,     /* a NULL pointer, a wrong dtype or rank, an index out of range */\n"
                     "    %s_ERR_DEPTH = 6,   /* the recursion is deeper than %s_MAX_DEPTH calls */\n"
                     "    %s_ERR_MATCH = 7,   /* no clause of a match matches the value */\n"
                     "    %s_ERR_PARSE = 8    /* a malformed tree string */\n};\n\n",

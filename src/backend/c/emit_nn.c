@@ -2,7 +2,7 @@
  * emit_nn.c: the C export's emitters for the inference-mode nn operators
  * and the reductions: nn.batch_norm (moving statistics), nn.dropout (the
  * identity, a mask of ones), nn.layer_norm, the global pools, sum, mean,
- * max, min, argmax and argmin.
+ * max, min, argmax and argmin, and the two cross-entropy losses.
  * The export is for inference: these compute what the VM computes without
  * --train. Their kernels are in rt/ (batch_norm.c, layer_norm.c, reduce.c,
  * argreduce.c) or inline.
@@ -221,6 +221,24 @@ static ry_status emit_layer_norm(cemit *c, const ry_expr *call, cval *const *arg
     return RY_OK;
 }
 
+/* nn.cross_entropy: -sum(y * log(x)) / n, nn.cross_entropy_with_logits:
+ * -sum(y * x) / n, over x and y of one shape (n, ...): the sum in double in
+ * index order, as the CPU target's kernel does (src/backend/cpu/softmax.c). */
+static ry_status emit_cross_entropy(cemit *c, const ry_expr *call, cval *const *args, cval **out) {
+    const cval *x = args[0], *y = args[1];
+    if (ry_c_need_float(c, call, (const cval *const *)args, 2)) return RY_ERR;
+    if (x->ndim < 1 || y->ndim != x->ndim) return ry_c_fail(c, call->span, "%s: operands of rank 0 or of two ranks", ry_c_op(call)->name);
+    for (int i = 0; i < x->ndim; i++) ry_c_check_equal(c, call, &x->dims[i], &y->dims[i], "the predictions' and targets' dims");
+    if (!(*out = ry_c_result(c, call->type, call->span))) return RY_ERR;
+    bool logits = strcmp(ry_c_op(call)->name, "nn.cross_entropy_with_logits") == 0;
+    ry_sb_printf(&c->body,
+                 "    {\n        double _s = 0;\n        for (int64_t i = 0; i < %s; i++) _s += (double)%s[i] * %s;\n"
+                 "        %s[0] = (%s)(-_s / (double)%s);\n    }\n",
+                 ry_c_count(c, x->ndim, x->dims), y->c, logits ? ry_c_fmt(c, "(double)%s[i]", x->c) : ry_c_fmt(c, "log((double)%s[i])", x->c),
+                 (*out)->c, ry_c_ctype(x->dtype), ry_c_dim(c, &x->dims[0]));
+    return RY_OK;
+}
+
 static const ry_c_emitter table[] = {
     {"nn.batch_norm", emit_batch_norm},
     {"nn.dropout", emit_dropout},
@@ -234,6 +252,8 @@ static const ry_c_emitter table[] = {
     {"argmin", emit_argreduce},
     {"nn.layer_norm", emit_layer_norm},
     {"cumsum", emit_cumsum},
+    {"nn.cross_entropy", emit_cross_entropy},
+    {"nn.cross_entropy_with_logits", emit_cross_entropy},
 };
 
 ry_c_emit_fn ry_c_emit_nn(const char *name) {

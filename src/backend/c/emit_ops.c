@@ -400,6 +400,7 @@ ry_status ry_c_emit_op(cemit *c, const ry_expr *call, cval *const *args, cval **
     if (!f) f = ry_c_emit_layout(op->name);
     if (!f) f = ry_c_emit_norm(op->name);
     if (!f) f = ry_c_emit_spatial(op->name);
+    if (!f) f = ry_c_emit_index(op->name);
     if (!f) f = ry_c_emit_bcast(op->name);
     if (f) return f(c, call, args, out);
     if (ry_fz_opcode_of(op->name) >= 0) return emit_elemwise(c, call, args, out);
