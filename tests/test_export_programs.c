@@ -5,7 +5,8 @@
  * inputs against relayc run, and tests/export/ again in float64), the
  * generated recursion under valgrind, and dims that are 1 only at run
  * time broadcasting as on the VM (mismatches as NAME_ERR_DIM, located),
- * and gather_nd's and scatter_nd's indices out of range (NAME_ERR_ARG).
+ * gather_nd's and scatter_nd's indices out of range (NAME_ERR_ARG), and
+ * tuple parameters, one argument per tensor.
  * The comparisons are test_export.c's (export_util.h).
  * RY_TEST_FILTER=test_NAME runs one test.
  */
@@ -380,11 +381,31 @@ static void test_index_out_of_range(void **s) {
     }
 }
 
+/* tests/export/tuple_params.relay: @layers's tuple parameter exported as
+ * one argument per tensor, in order, against @main on the VM, which takes
+ * the same tensors one by one; and that C entry's signature. */
+static void test_tuple_params(void **s) {
+    const char *model = "tests/export/tuple_params.relay", *names[] = {"x", "w0", "b", "w1"};
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/tp_c", tmpdir);
+    must(sh("%s export %s --entry layers -o %s && make -s -C %s", relayc(), model, dir, dir), "export @layers");
+    must(sh("grep -q 'int tuple_params_layers(tuple_params_ctx \\*ctx, int64_t n, const float \\*x, const float \\*w_0, "
+            "const float \\*w_1_0, const float \\*w_1_1, float \\*out0, float \\*out1)' %s/tuple_params.h",
+            dir),
+         "the entry's signature");
+    const int64_t shapes[][2] = {{3, 4}, {3, 4}, {3, 1}, {2, 3}};
+    for (int64_t rows = 1; rows <= 5; rows += 4) {
+        for (int k = 0; k < 4; k++)
+            random_npy(names[k], k == 2 ? 1 : 2, k == 0 ? (int64_t[]){rows, 4} : shapes[k], (uint64_t)(rows * 4 + k));
+        compare_inputs(model, dir, NULL, names, 4, 2);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_programs),   cmocka_unit_test(test_corpus_programs),
         cmocka_unit_test(test_dyn_valgrind),   cmocka_unit_test(test_runtime_broadcast),
-        cmocka_unit_test(test_index_out_of_range),
+        cmocka_unit_test(test_index_out_of_range), cmocka_unit_test(test_tuple_params),
     };
     const char *filter = getenv("RY_TEST_FILTER");
     if (filter) cmocka_set_test_filter(filter);

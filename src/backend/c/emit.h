@@ -250,7 +250,7 @@ const char *ry_c_where(cemit *c, ry_span span);
 
 /* ---- emit_ctl.c: control flow over data (c->dyn) ---- */
 /* Whether the entry fn needs it: a call of a global, match, constructors,
- * closures, refs, a parameter that is not a tensor. */
+ * closures, refs, a parameter that is neither a tensor nor a tuple of them. */
 bool ry_c_needs_dyn(const ry_expr *fn);
 /* Whether any global of m makes or writes a ref. */
 bool ry_c_module_has_refs(const ry_module *m);

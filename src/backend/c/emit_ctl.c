@@ -73,11 +73,19 @@ bool ry_c_module_has_refs(const ry_module *m) {
     return false;
 }
 
-bool ry_c_needs_dyn(const ry_expr *fn) {
-    for (int i = 0; i < fn->func.nparams; i++) {
-        const ry_type *t = fn->func.params[i]->type;
-        if (!t || t->kind != RY_TYPE_TENSOR) return true;
+/* A tensor, or a tuple of them (nested too): entry arguments, nothing boxed. */
+static bool tensors_only(const ry_type *t) {
+    if (t && t->kind == RY_TYPE_TUPLE) {
+        for (int i = 0; i < t->tuple.n; i++)
+            if (!tensors_only(t->tuple.fields[i])) return false;
+        return true;
     }
+    return t && t->kind == RY_TYPE_TENSOR;
+}
+
+bool ry_c_needs_dyn(const ry_expr *fn) {
+    for (int i = 0; i < fn->func.nparams; i++)
+        if (!tensors_only(fn->func.params[i]->type)) return true;
     return dyn_expr(fn->func.body);
 }
 

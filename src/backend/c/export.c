@@ -211,15 +211,79 @@ static ry_status weight_sym(cemit *c, cmodel *md, const ry_var *p, const ry_dim 
     return RY_OK;
 }
 
+/* The entry arguments a parameter of type t takes: one per tensor of a
+ * tuple (nested ones too), else one. */
+static int nleaves(const ry_type *t) {
+    if (!t || t->kind != RY_TYPE_TUPLE) return 1;
+    int n = 0;
+    for (int i = 0; i < t->tuple.n; i++) n += nleaves(t->tuple.fields[i]);
+    return n;
+}
+
+/* The entry argument cname of tensor type t (parameter p, or a tensor of
+ * its tuple): its value; its ? dims named for the caller, its symbolic
+ * dims the entry's. NULL after a located error. */
+static cval *input_tensor(cemit *c, const ry_module *m, cmodel *md, const ry_var *p, const ry_type *t, const char *cname) {
+    if (!ry_c_ctype(t->tensor.dtype)) {
+        ry_c_fail(c, p->span, "parameter %%%s: dtype %s has no C type", p->name, ry_dtype_name(t->tensor.dtype));
+        return NULL;
+    }
+    cval *v = RY_NEW(c->a, cval);
+    v->dtype = t->tensor.dtype;
+    v->ndim = t->tensor.ndim;
+    memcpy(v->dims, t->tensor.dims, sizeof *v->dims * (size_t)v->ndim);
+    v->weight = -1;
+    md->args[md->nargs] = p;
+    v->c = md->arg_c[md->nargs] = cname;
+    for (int d = 0; d < t->tensor.ndim; d++) {
+        ry_dim *dd = &v->dims[d];
+        if (dd->kind == RY_DIM_ANY) { /* named for the caller: x_dim1, another _ while that is taken */
+            const char *s = ry_c_fmt(c, "%s_dim%d", v->c, d);
+            while (has_sym(md, s) || ry_module_find_global(m, s)) s = ry_c_fmt(c, "%s_", s);
+            *dd = (ry_dim){.kind = RY_DIM_SYM, .name = s};
+        }
+        bool fixed = false;
+        for (int k = 0; k < md->nwsyms && dd->kind == RY_DIM_SYM; k++) fixed |= strcmp(md->wsyms[k], dd->name) == 0;
+        if (dd->kind == RY_DIM_SYM && !fixed && !has_sym(md, dd->name)) {
+            if (!is_ident(dd->name) || is_keyword(dd->name) || is_local(dd->name)) {
+                ry_c_fail(c, p->span, "symbolic dimension %s is not a C identifier the export can use", dd->name);
+                return NULL;
+            }
+            md->syms[md->nsyms++] = dd->name;
+        }
+    }
+    md->arg_t[md->nargs++] = ry_type_tensor_arena(c->a, v->dtype, v->ndim, v->dims);
+    return v;
+}
+
+/* The value of input parameter p of type t: a tensor argument, or for a
+ * tuple one argument per tensor (cname_0, cname_1, ..., nested: cname_1_0). */
+static cval *input_value(cemit *c, const ry_module *m, cmodel *md, const ry_var *p, const ry_type *t, const char *cname) {
+    char buf[256];
+    if (t && t->kind == RY_TYPE_TUPLE) {
+        cval *v = ry_c_tuple_val(c, t->tuple.n);
+        for (int i = 0; i < t->tuple.n; i++)
+            if (!(v->fields[i] = input_value(c, m, md, p, t->tuple.fields[i], ry_c_fmt(c, "%s_%d", cname, i)))) return NULL;
+        return v;
+    }
+    if (!t || t->kind != RY_TYPE_TENSOR) {
+        ry_c_fail(c, p->span, "parameter %%%s has type %s (the export takes tensors, tuples of them and ADT values)", p->name,
+                  t ? ry_type_str(t, buf, sizeof buf) : "unknown");
+        return NULL;
+    }
+    return input_tensor(c, m, md, p, t, cname);
+}
+
 /* Splits fn's parameters: weights (in set) become the context's, the
  * others the entry's arguments, their symbolic dims the entry's first. */
 static ry_status classify(cemit *c, const ry_module *m, const ry_expr *fn, const ry_param_set *set, cmodel *md, ry_c_weights *w,
                          cval **params) {
-    int np = fn->func.nparams;
-    md->args = RY_NEW_ARRAY(c->a, const ry_var *, np + 1);
-    md->arg_c = RY_NEW_ARRAY(c->a, const char *, np + 1);
-    md->arg_t = RY_NEW_ARRAY(c->a, const ry_type *, np + 1);
-    md->syms = RY_NEW_ARRAY(c->a, const char *, np * RY_MAX_RANK + 1);
+    int np = fn->func.nparams, nl = 0;
+    for (int i = 0; i < np; i++) nl += nleaves(fn->func.params[i]->type);
+    md->args = RY_NEW_ARRAY(c->a, const ry_var *, nl + 1);
+    md->arg_c = RY_NEW_ARRAY(c->a, const char *, nl + 1);
+    md->arg_t = RY_NEW_ARRAY(c->a, const ry_type *, nl + 1);
+    md->syms = RY_NEW_ARRAY(c->a, const char *, nl * RY_MAX_RANK + 1);
     md->wsyms = RY_NEW_ARRAY(c->a, const char *, np * RY_MAX_RANK + 1);
     md->wsym_values = RY_NEW_ARRAY(c->a, int64_t, np * RY_MAX_RANK + 1);
     c->weight_vars = RY_NEW_ARRAY(c->a, const ry_var *, np + 1);
@@ -247,57 +311,44 @@ static ry_status classify(cemit *c, const ry_module *m, const ry_expr *fn, const
             params[i] = v;
             continue;
         }
-        if (!t || t->kind != RY_TYPE_TENSOR)
-            return ry_c_fail(c, p->span, "parameter %%%s has type %s (the export takes tensors and ADT values)", p->name,
-                             t ? ry_type_str(t, buf, sizeof buf) : "unknown");
         int k = set ? ry_params_find(set, p->name) : -1;
+        if (k >= 0 && (!t || t->kind != RY_TYPE_TENSOR))
+            return ry_c_fail(c, p->span, "parameter %%%s has type %s, but the weights hold a tensor of that name", p->name,
+                             t ? ry_type_str(t, buf, sizeof buf) : "unknown");
+        if (k < 0) {
+            if (!(params[i] = input_value(c, m, md, p, t, c_name(c, p->name, "arg_")))) return RY_ERR;
+            continue;
+        }
         cval *v = RY_NEW(c->a, cval);
         v->dtype = t->tensor.dtype;
         v->ndim = t->tensor.ndim;
         memcpy(v->dims, t->tensor.dims, sizeof *v->dims * (size_t)v->ndim);
         v->weight = -1;
         params[i] = v;
-        if (k >= 0) {
-            const ry_tensor *x = set->views[k];
-            bool ok = x->dtype == t->tensor.dtype && x->ndim == t->tensor.ndim;
-            for (int d = 0; ok && d < x->ndim; d++) {
-                ok = t->tensor.dims[d].kind != RY_DIM_ANY && (t->tensor.dims[d].kind != RY_DIM_CONST || t->tensor.dims[d].value == x->shape[d]);
-                v->dims[d] = (ry_dim){.kind = RY_DIM_CONST, .value = x->shape[d]};
-            }
-            if (!ok)
-                return ry_c_fail(c, p->span, "parameter %%%s is %s, but the weights hold %s", p->name,
-                                 ry_type_str(t, buf, sizeof buf), ry_tensor_describe(x, got, sizeof got));
-            if (x->dtype != RY_FLOAT32) return ry_c_fail(c, p->span, "weight %%%s: only float32 weights are exported so far", p->name);
-            for (int d = 0; d < x->ndim; d++)
-                if (weight_sym(c, md, p, &t->tensor.dims[d], x->shape[d])) return RY_ERR;
-            c->pack_of[2 * w->n] = c->pack_of[2 * w->n + 1] = -1;
-            v->weight = w->n;
-            v->c = ry_c_fmt(c, "ctx->w[%d]", w->n);
-            c->weight_vars[w->n] = p;
-            w->ts[w->n] = x;
-            w->names[w->n++] = set->names[k];
-            continue;
+        const ry_tensor *x = set->views[k];
+        bool ok = x->dtype == t->tensor.dtype && x->ndim == t->tensor.ndim;
+        for (int d = 0; ok && d < x->ndim; d++) {
+            ok = t->tensor.dims[d].kind != RY_DIM_ANY && (t->tensor.dims[d].kind != RY_DIM_CONST || t->tensor.dims[d].value == x->shape[d]);
+            v->dims[d] = (ry_dim){.kind = RY_DIM_CONST, .value = x->shape[d]};
         }
-        if (!ry_c_ctype(t->tensor.dtype)) return ry_c_fail(c, p->span, "parameter %%%s: dtype %s has no C type", p->name, ry_dtype_name(t->tensor.dtype));
-        md->args[md->nargs] = p;
-        v->c = md->arg_c[md->nargs] = c_name(c, p->name, "arg_");
-        for (int d = 0; d < t->tensor.ndim; d++) {
-            ry_dim *dd = &v->dims[d];
-            if (dd->kind == RY_DIM_ANY) { /* named for the caller: x_dim1, another _ while that is taken */
-                const char *s = ry_c_fmt(c, "%s_dim%d", v->c, d);
-                while (has_sym(md, s) || ry_module_find_global(m, s)) s = ry_c_fmt(c, "%s_", s);
-                *dd = (ry_dim){.kind = RY_DIM_SYM, .name = s};
-            }
-            bool fixed = false;
-            for (int k = 0; k < md->nwsyms && dd->kind == RY_DIM_SYM; k++) fixed |= strcmp(md->wsyms[k], dd->name) == 0;
-            if (dd->kind == RY_DIM_SYM && !fixed && !has_sym(md, dd->name)) {
-                if (!is_ident(dd->name) || is_keyword(dd->name) || is_local(dd->name))
-                    return ry_c_fail(c, p->span, "symbolic dimension %s is not a C identifier the export can use", dd->name);
-                md->syms[md->nsyms++] = dd->name;
-            }
-        }
-        md->arg_t[md->nargs++] = ry_type_tensor_arena(c->a, v->dtype, v->ndim, v->dims);
+        if (!ok)
+            return ry_c_fail(c, p->span, "parameter %%%s is %s, but the weights hold %s", p->name,
+                             ry_type_str(t, buf, sizeof buf), ry_tensor_describe(x, got, sizeof got));
+        if (x->dtype != RY_FLOAT32) return ry_c_fail(c, p->span, "weight %%%s: only float32 weights are exported so far", p->name);
+        for (int d = 0; d < x->ndim; d++)
+            if (weight_sym(c, md, p, &t->tensor.dims[d], x->shape[d])) return RY_ERR;
+        c->pack_of[2 * w->n] = c->pack_of[2 * w->n + 1] = -1;
+        v->weight = w->n;
+        v->c = ry_c_fmt(c, "ctx->w[%d]", w->n);
+        c->weight_vars[w->n] = p;
+        w->ts[w->n] = x;
+        w->names[w->n++] = set->names[k];
     }
+    for (int i = 0; i < md->nargs; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(md->arg_c[i], md->arg_c[j]) == 0)
+                return ry_c_fail(c, md->args[i]->span, "parameter %%%s: its C name %s is another argument's", md->args[i]->name,
+                                 md->arg_c[i]);
     for (int i = 0; i < md->nargs; i++)
         for (int s = 0; s < md->nsyms; s++)
             if (strcmp(md->arg_c[i], md->syms[s]) == 0)
