@@ -167,7 +167,9 @@ ry_status ry_c_emit_fused(cemit *c, const ry_fz_prog *p, cval *const *ins, int n
     }
     for (int k = 0; k < nin; k++) {
         const char *ix = !flat ? index_of(c, ins[k], o) : single(ins[k]) ? "0" : "i";
-        ry_sb_printf(b, "            const %s a%d = %s[%s];\n            (void)a%d; /* zeros_like reads none */\n", ry_c_ctype(val_dt(p, k)), k, ins[k]->c, ix, k);
+        const char *load = ry_c_fmt(c, "%s[%s]", ins[k]->c, ix);
+        if (ins[k]->dtype == RY_FLOAT16 && val_dt(p, k) == RY_FLOAT32) load = ry_c_cast(c, RY_FLOAT16, RY_FLOAT32, load);
+        ry_sb_printf(b, "            const %s a%d = %s;\n            (void)a%d; /* zeros_like reads none */\n", ry_c_ctype(val_dt(p, k)), k, load, k);
     }
     for (int i = 0; i < p->nins; i++) {
         const ry_fz_ins *in = &p->ins[i];
@@ -177,7 +179,11 @@ ry_status ry_c_emit_fused(cemit *c, const ry_fz_prog *p, cval *const *ins, int n
         if (!e) return ry_c_fail(c, span, "fused instruction %s has no C form", ry_fz_op_name(in->op));
         ry_sb_printf(b, "            const %s t%d = %s;\n", ry_c_ctype(in->odt), i, e);
     }
-    for (int k = 0; k < p->nout; k++) ry_sb_printf(b, "            %s[i] = %s;\n", outs[k]->c, val(c, p, p->outs[k]));
+    for (int k = 0; k < p->nout; k++) {
+        const char *v = val(c, p, p->outs[k]);
+        if (outs[k]->dtype == RY_FLOAT16 && val_dt(p, p->outs[k]) == RY_FLOAT32) v = ry_c_cast(c, RY_FLOAT32, RY_FLOAT16, v);
+        ry_sb_printf(b, "            %s[i] = %s;\n", outs[k]->c, v);
+    }
     /* a value nothing reads (an input a program ignores) is no warning */
     bool used[RY_FZ_MAX_IN + RY_FZ_MAX_CONST + RY_FZ_MAX_INS] = {0};
     for (int i = 0; i < p->nins; i++) /* zeros_like and ones_like read no operand */
