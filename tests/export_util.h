@@ -88,12 +88,16 @@ static inline void random_checkpoint_ex(const char *model, const char *entry, co
         shapes[n] = dims[n];
         n++;
     }
-    ry_param_set *p = ry_params_new(RY_FLOAT32, n, names, ndims, shapes);
+    /* one slab: float64 for a model with float64 parameters, else float32 */
+    ry_dtype dt = RY_FLOAT32;
+    for (int i = 0; i < fn->func.nparams; i++)
+        if (fn->func.params[i]->type->kind == RY_TYPE_TENSOR && fn->func.params[i]->type->tensor.dtype == RY_FLOAT64) dt = RY_FLOAT64;
+    ry_param_set *p = ry_params_new(dt, n, names, ndims, shapes);
     ry_rng rng;
     ry_rng_seed(&rng, seed);
     for (int64_t i = 0; i < p->slab->size; i++) {
         double v = 0.3 * ry_rng_normal(&rng);
-        ((float *)p->slab->data)[i] = (float)(positive ? fabs(v) + 0.1 : v);
+        ry_tensor_set(p->slab, i, positive ? fabs(v) + 0.1 : v);
     }
     ry_checkpoint_meta meta = {0};
     if (ry_checkpoint_save(path, p, NULL, &meta, &err)) {

@@ -54,6 +54,38 @@ static void test_lenet_embedded(void **s) {
     assert_int_not_equal(stat(path, &st), 0); /* no weights file */
 }
 
+/* float64 weights: a float64 model's checkpoint exported to the weights
+ * file and built in, against relayc run --checkpoint in float64. */
+static void test_float64_weights(void **s) {
+    char model[600], ckpt[600], dir[600];
+    snprintf(model, sizeof model, "%s/mlp64.relay", tmpdir);
+    snprintf(ckpt, sizeof ckpt, "%s/mlp64.h5", tmpdir);
+    write_text_in(tmpdir, "mlp64.relay",
+                  "#[version = \"0.0.5\"]\n"
+                  "def @predict(%x: Tensor[(n, 4), float64], %w1: Tensor[(5, 4), float64], %b1: Tensor[(5), float64],\n"
+                  "             %w2: Tensor[(3, 5), float64]) {\n"
+                  "  %0 = nn.bias_add(nn.dense(%x, %w1), %b1);\n  nn.softmax(nn.dense(tanh(%0), %w2))\n}\n");
+    random_checkpoint(model, "predict", ckpt, 11);
+    for (int embed = 0; embed < 2; embed++) {
+        snprintf(dir, sizeof dir, "%s/mlp64_c%d", tmpdir, embed);
+        must(sh("%s export %s --checkpoint %s -o %s%s", relayc(), model, ckpt, dir, embed ? " --embed-weights" : ""),
+             "relayc export, float64 weights");
+        build(dir);
+        for (int64_t rows = 1; rows <= 4; rows += 3) {
+            char path[600];
+            snprintf(path, sizeof path, "%s/x.npy", tmpdir);
+            ry_tensor *x = ry_tensor_new(RY_FLOAT64, 2, (int64_t[]){rows, 4});
+            for (int64_t i = 0; i < x->size; i++) ((double *)x->data)[i] = 0.25 * (double)(i % 7) - 0.6 + 0.01 * (double)rows;
+            ry_error err;
+            assert_int_equal(ry_npy_write(path, x, &err), RY_OK);
+            ry_tensor_release(x);
+            all_float64 = true;
+            compare(model, dir, ckpt, "x", 1);
+            all_float64 = false;
+        }
+    }
+}
+
 static void test_ops(void **s) {
     export_and_check("tests/export/ops.relay", "ops", false, 3, (int64_t[]){4, 9, 9}, 3, true);
 }
@@ -420,7 +452,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp),           cmocka_unit_test(test_lenet),
         cmocka_unit_test(test_lenet_embedded), cmocka_unit_test(test_ops), cmocka_unit_test(test_layers), cmocka_unit_test(test_loss),
-        cmocka_unit_test(test_loss_only_weight),
+        cmocka_unit_test(test_loss_only_weight), cmocka_unit_test(test_float64_weights),
         cmocka_unit_test(test_weight_dims),   cmocka_unit_test(test_blas),
         cmocka_unit_test(test_weights_checked), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_run_checkpoint_shapes), cmocka_unit_test(test_train_export),

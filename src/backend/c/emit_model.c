@@ -7,6 +7,7 @@
  * copied out) and its shaped-array form NAME_ENTRY_run (dtypes, ranks and
  * dims checked, symbols bound, outputs allocated).
  */
+#include <math.h>
 #include <string.h>
 
 #include "backend/c/emit.h"
@@ -80,7 +81,7 @@ static void write_runtime(strbuf *b, const cemit *c, const cmodel *md) {
 
 static void emit_context(strbuf *b, const cemit *c, const cmodel *md, const ry_c_weights *w, const char *man) {
     const char *n = md->name;
-    ry_sb_printf(b, "struct %s_ctx {\n    void *blob;\n    const float *w[%d];\n    float *pack[%d];\n"
+    ry_sb_printf(b, "struct %s_ctx {\n    void *blob;\n    const void *w[%d]; /* float or double, as the weight's dtype */\n    float *pack[%d];\n"
                     "    rt_scratch scratch;\n    char msg[512];\n",
                  n, w->n ? w->n : 1, c->npack ? c->npack : 1);
     if (md->dyn) ry_sb_puts(b, "    rt_arena arena;  /* a call's values and buffers, reset when it starts */\n"
@@ -118,7 +119,7 @@ static void emit_context(strbuf *b, const cemit *c, const cmodel *md, const ry_c
                         "        return RT_E_ARG;\n    }\n"
                         "    int rc = rt_weights_read(weights_path, manifest, weights_size, &ctx->blob, msg, n);\n"
                         "    if (rc != RT_OK) {\n        free(ctx);\n        return rc;\n    }\n"
-                        "    for (int i = 0; i < %d; i++) ctx->w[i] = (const float *)((const char *)ctx->blob + weight_offset[i]);\n",
+                        "    for (int i = 0; i < %d; i++) ctx->w[i] = (const char *)ctx->blob + weight_offset[i];\n",
                      n, w->n);
     }
     for (int i = 0; i < c->npack; i++) ry_sb_printf(b, "    ctx->pack[%d] = NULL;\n", i);
@@ -276,14 +277,15 @@ static void emit_run(strbuf *b, cemit *c, const cmodel *md) {
 static void emit_weights_arrays(strbuf *b, const ry_c_weights *w) {
     for (int i = 0; i < w->n; i++) {
         const ry_tensor *t = w->ts[i];
-        const float *x = t->data;
-        ry_sb_printf(b, "/* %s */\nstatic const float weight%d[%lld] = {", w->names[i], i, (long long)(t->size ? t->size : 1));
+        bool f64 = t->dtype == RY_FLOAT64; /* else float32 (export.c takes no other) */
+        ry_sb_printf(b, "/* %s */\nstatic const %s weight%d[%lld] = {", w->names[i], f64 ? "double" : "float", i,
+                     (long long)(t->size ? t->size : 1));
         for (int64_t k = 0; k < t->size; k++) {
             if (k % 6 == 0) ry_sb_puts(b, "\n    ");
-            double v = x[k];
+            double v = f64 ? ((const double *)t->data)[k] : ((const float *)t->data)[k];
             if (v != v) ry_sb_puts(b, "NAN, ");
-            else if (v > 3.5e38 || v < -3.5e38) ry_sb_puts(b, v > 0 ? "INFINITY, " : "-INFINITY, ");
-            else ry_sb_printf(b, "%af, ", v);
+            else if (isinf(v)) ry_sb_puts(b, v > 0 ? "INFINITY, " : "-INFINITY, ");
+            else ry_sb_printf(b, f64 ? "%a, " : "%af, ", v);
         }
         ry_sb_puts(b, t->size ? "\n};\n" : "0};\n");
     }

@@ -334,12 +334,14 @@ static ry_status classify(cemit *c, const ry_module *m, const ry_expr *fn, const
         if (!ok)
             return ry_c_fail(c, p->span, "parameter %%%s is %s, but the weights hold %s", p->name,
                              ry_type_str(t, buf, sizeof buf), ry_tensor_describe(x, got, sizeof got));
-        if (x->dtype != RY_FLOAT32) return ry_c_fail(c, p->span, "weight %%%s: only float32 weights are exported so far", p->name);
+        if (x->dtype != RY_FLOAT32 && x->dtype != RY_FLOAT64)
+            return ry_c_fail(c, p->span, "weight %%%s: %s weights are not exported yet (float32 and float64 are)", p->name,
+                             ry_dtype_name(x->dtype));
         for (int d = 0; d < x->ndim; d++)
             if (weight_sym(c, md, p, &t->tensor.dims[d], x->shape[d])) return RY_ERR;
         c->pack_of[2 * w->n] = c->pack_of[2 * w->n + 1] = -1;
         v->weight = w->n;
-        v->c = ry_c_fmt(c, "ctx->w[%d]", w->n);
+        v->c = ry_c_fmt(c, "((const %s *)ctx->w[%d])", ry_c_ctype(x->dtype), w->n);
         c->weight_vars[w->n] = p;
         w->ts[w->n] = x;
         w->names[w->n++] = set->names[k];
