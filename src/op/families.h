@@ -13,6 +13,8 @@ extern const ry_op ry_ops_nn[];
 extern const int ry_ops_nn_count;
 extern const ry_op ry_ops_conv[];
 extern const int ry_ops_conv_count;
+extern const ry_op ry_ops_reduce[];
+extern const int ry_ops_reduce_count;
 extern const ry_op ry_ops_transform[];
 extern const int ry_ops_transform_count;
 extern const ry_op ry_ops_scatter[];

@@ -1,6 +1,6 @@
 /*
  * reduce_attrs.h: the axes a reduction's attributes select (src/op/
- * transform.c), shared by the reductions' type relations and every
+ * reduce.c), shared by the reductions' type relations and every
  * target's kernels.
  */
 #ifndef RELAYC_OP_REDUCE_ATTRS_H

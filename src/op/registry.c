@@ -19,6 +19,7 @@ static const family families[] = {
     {ry_ops_elemwise, &ry_ops_elemwise_count},
     {ry_ops_nn, &ry_ops_nn_count},
     {ry_ops_conv, &ry_ops_conv_count},
+    {ry_ops_reduce, &ry_ops_reduce_count},
     {ry_ops_transform, &ry_ops_transform_count},
     {ry_ops_scatter, &ry_ops_scatter_count},
     {ry_ops_fused, &ry_ops_fused_count},

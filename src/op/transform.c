@@ -1,233 +1,21 @@
 /*
- * transform.c: the transform operator family: reductions (sum, mean, max, min,
- * argmax, argmin) and shape/index transforms (reshape, reshape_like,
- * transpose, concatenate, split, take, expand_dims, squeeze, stack,
- * one_hot). Each entry holds TVM's
- * name, its attributes with TVM's C++ defaults, its type relation (rule in one
- * line above it); kernels are each target's (the CPU's in
- * src/backend/cpu/{reduce,transform}.c).
- * Gradient rules: .grad points at src/op/grad_transform.c; argmax, argmin and
+ * transform.c: the transform operator family: shape_of, cumsum and the
+ * shape/index transforms (reshape, reshape_like, transpose, concatenate,
+ * split, take, expand_dims, squeeze, stack, one_hot). Each entry holds TVM's
+ * name, its attributes with TVM's C++ defaults, its type relation (rule in
+ * one line above it); kernels are each target's (the CPU's in
+ * src/backend/cpu/{transform,scan}.c). The reductions are reduce.c's; the
+ * relation helpers both share, transform_rel.h's.
+ * Gradient rules: .grad points at src/op/grad_transform.c; shape_of and
  * one_hot are no_grad.
  */
 #include <string.h>
 
 #include "op/families.h"
 #include "op/grad_rules.h"
-#include "op/reduce_attrs.h"
+#include "op/transform_rel.h"
 
-/* reduce_attrs.h */
-bool ry_reduce_mask(const ry_op *op, const ry_attrs *attrs, int ndim, bool mask[RY_MAX_RANK]) {
-    int64_t axes[RY_MAX_RANK];
-    int n = ry_attr_ints(op, attrs, "axis", axes, RY_MAX_RANK);
-    bool exclude = ry_attr_bool(op, attrs, "exclude");
-    if (n > RY_MAX_RANK) return false;
-    /* None or [] reduces every axis, whatever exclude says (TVM's
-     * GetReduceAxes) */
-    for (int d = 0; d < RY_MAX_RANK; d++) mask[d] = n <= 0;
-    if (n <= 0) return true;
-    for (int i = 0; i < n; i++) {
-        int64_t a = axes[i] < 0 ? axes[i] + ndim : axes[i];
-        if (a < 0 || a >= ndim || mask[a]) return false;
-        mask[a] = true;
-    }
-    if (exclude)
-        for (int d = 0; d < ndim; d++) mask[d] = !mask[d];
-    return true;
-}
-
-/* ---- helpers ---- */
-
-static ry_dim cdim(int64_t v) { return (ry_dim){RY_DIM_CONST, v, NULL}; }
-static ry_dim anydim(void) { return (ry_dim){RY_DIM_ANY, 0, NULL}; }
-static bool is_const(const ry_dim *d) { return d->kind == RY_DIM_CONST; }
-
-static ry_rel_status fail(ry_rel_ctx *c, ry_span sp, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static ry_rel_status fail(ry_rel_ctx *c, ry_span sp, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    ry_error_vat(c->err, sp.src ? sp : c->span, fmt, ap);
-    va_end(ap);
-    return RY_REL_FAIL;
-}
-
-/* The written attribute, or NULL when the default applies. */
-static const ry_attr *written(const ry_rel_ctx *c, const char *name) {
-    if (c->attrs)
-        for (int i = 0; i < c->attrs->n; i++)
-            if (strcmp(c->attrs->items[i].name, name) == 0) return &c->attrs->items[i];
-    return NULL;
-}
-
-/* Errors about an attribute point at it when it was written. */
-static ry_span attr_span(const ry_rel_ctx *c, const char *name) {
-    const ry_attr *a = written(c, name);
-    return a ? a->span : c->span;
-}
-
-static const char *nm(const ry_rel_ctx *c) { return c->op->name; }
-
-/* Reads an integer-list attribute: a single integer reads as a list of one;
- * *n is -1 for None. Fails on other kinds or more than max entries. */
-static bool read_ints(ry_rel_ctx *c, const char *name, int64_t *out, int max, int *n) {
-    const ry_attr_value *v = ry_attr_get(c->op, c->attrs, name);
-    ry_span sp = attr_span(c, name);
-    if (v->kind == RY_AV_LIST)
-        for (int i = 0; i < v->list.n; i++)
-            if (v->list.items[i].kind != RY_AV_INT) {
-                fail(c, sp, "%s: %s must be a list of integers", nm(c), name);
-                return false;
-            }
-    if (v->kind != RY_AV_LIST && v->kind != RY_AV_INT && v->kind != RY_AV_NONE) {
-        fail(c, sp, "%s: %s must be an integer, a list of integers or None", nm(c), name);
-        return false;
-    }
-    *n = ry_attr_ints(c->op, c->attrs, name, out, max);
-    if (*n > max) {
-        fail(c, sp, "%s: %s has %d entries, at most %d are supported", nm(c), name, *n, max);
-        return false;
-    }
-    return true;
-}
-
-/* Reads an integer attribute; None is accepted only when none_ok. */
-static bool read_int(ry_rel_ctx *c, const char *name, bool none_ok, int64_t *out, bool *is_none) {
-    const ry_attr_value *v = ry_attr_get(c->op, c->attrs, name);
-    if (is_none) *is_none = v->kind == RY_AV_NONE;
-    if (v->kind == RY_AV_NONE && none_ok) return true;
-    if (v->kind != RY_AV_INT) {
-        if (v->kind == RY_AV_NONE && !written(c, name))
-            fail(c, c->span, "%s: attribute %s is required", nm(c), name);
-        else
-            fail(c, attr_span(c, name), "%s: %s must be an integer", nm(c), name);
-        return false;
-    }
-    *out = v->i;
-    return true;
-}
-
-/* Normalizes axis against [-rank, rank) (or [-rank-1, rank] when insert,
- * for ops that add a dimension). */
-static bool norm_axis(ry_rel_ctx *c, const char *name, int64_t axis, int rank, bool insert,
-                      int *out) {
-    int hi = insert ? rank + 1 : rank;
-    if (axis < -hi || axis >= hi) {
-        if (hi == 0)
-            fail(c, attr_span(c, name), "%s: %s=%lld is invalid for a scalar", nm(c), name,
-                 (long long)axis);
-        else
-            fail(c, attr_span(c, name), "%s: %s=%lld is out of range for rank %d (expected %d..%d)",
-                 nm(c), name, (long long)axis, rank, -hi, hi - 1);
-        return false;
-    }
-    *out = (int)(axis < 0 ? axis + hi : axis);
-    return true;
-}
-
-/* Argument i as a tensor type: DEFER while incomplete, FAIL if not a tensor. */
-static ry_rel_status tensor_arg(ry_rel_ctx *c, const ry_type *t, const char *what) {
-    if (t->kind == RY_TYPE_INCOMPLETE) return RY_REL_DEFER;
-    if (t->kind != RY_TYPE_TENSOR) {
-        char buf[128];
-        return fail(c, c->span, "%s: %s must be a tensor, not %s", nm(c), what,
-                    ry_type_str(t, buf, sizeof buf));
-    }
-    return RY_REL_OK;
-}
-
-static bool check_nargs(ry_rel_ctx *c, int nargs) {
-    if (nargs == c->op->nargs) return true;
-    fail(c, c->span, "%s takes %d argument%s, not %d", nm(c), c->op->nargs,
-         c->op->nargs == 1 ? "" : "s", nargs);
-    return false;
-}
-
-/* Two dims that must agree: equal ones stay; Any yields to the other; a
- * symbolic dim against a different one becomes Any (checked at run time).
- * Fails only on two different constants. */
-static bool unify_dim(const ry_dim *a, const ry_dim *b, ry_dim *out) {
-    if (is_const(a) && is_const(b)) {
-        *out = *a;
-        return a->value == b->value;
-    }
-    if (a->kind == RY_DIM_ANY)
-        *out = *b;
-    else if (b->kind == RY_DIM_ANY)
-        *out = *a;
-    else if (a->kind == RY_DIM_SYM && b->kind == RY_DIM_SYM && strcmp(a->name, b->name) == 0)
-        *out = *a;
-    else
-        *out = anydim();
-    return true;
-}
-
-static bool is_index_dtype(ry_dtype d) {
-    return ry_dtype_is_int(d);
-}
-
-static ry_type *tensor_type(ry_rel_ctx *c, ry_dtype dt, int n, const ry_dim *dims) {
-    return ry_type_tensor_arena(c->arena, dt, n, dims);
-}
-
-/* ---- reductions ---- */
-
-/* reduce: (d0, ..., dn-1) -> the dims not reduced (reduced ones kept as 1
- * with keepdims); axis=None or [] reduces every dim; exclude reduces the
- * dims not listed. */
-static ry_rel_status reduce_shape(ry_rel_ctx *c, const ry_type *x, ry_dtype out_dtype,
-                                  ry_type **out) {
-    int n = x->tensor.ndim, na;
-    int64_t axes[RY_MAX_RANK];
-    if (!read_ints(c, "axis", axes, RY_MAX_RANK, &na)) return RY_REL_FAIL;
-    bool seen[RY_MAX_RANK] = {false};
-    for (int i = 0; i < na; i++) {
-        int a;
-        if (!norm_axis(c, "axis", axes[i], n, false, &a)) return RY_REL_FAIL;
-        if (seen[a]) return fail(c, attr_span(c, "axis"), "%s: axis %d is listed twice", nm(c), a);
-        seen[a] = true;
-    }
-    bool mask[RY_MAX_RANK];
-    if (!ry_reduce_mask(c->op, c->attrs, n, mask))
-        return fail(c, attr_span(c, "axis"), "%s: invalid axes", nm(c));
-    bool keep = ry_attr_bool(c->op, c->attrs, "keepdims");
-    ry_dim dims[RY_MAX_RANK];
-    int k = 0;
-    for (int d = 0; d < n; d++) {
-        if (!mask[d])
-            dims[k++] = x->tensor.dims[d];
-        else if (keep)
-            dims[k++] = cdim(1);
-    }
-    *out = tensor_type(c, out_dtype, k, dims);
-    return RY_REL_OK;
-}
-
-/* mean: numeric (not bool) -> same dtype */
-static ry_rel_status rel_mean(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_type **out) {
-    if (!check_nargs(c, nargs)) return RY_REL_FAIL;
-    ry_rel_status s = tensor_arg(c, args[0], "data");
-    if (s != RY_REL_OK) return s;
-    if (args[0]->tensor.dtype == RY_BOOL)
-        return fail(c, c->span, "%s: dtype bool is not supported (cast to a number first)", nm(c));
-    return reduce_shape(c, args[0], args[0]->tensor.dtype, out);
-}
-
-/* sum, max, min: any dtype -> same dtype (sum of bool is a logical or, as
- * in TVM's topi::sum) */
-static ry_rel_status rel_max(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_type **out) {
-    if (!check_nargs(c, nargs)) return RY_REL_FAIL;
-    ry_rel_status s = tensor_arg(c, args[0], "data");
-    if (s != RY_REL_OK) return s;
-    return reduce_shape(c, args[0], args[0]->tensor.dtype, out);
-}
-
-/* argmax, argmin: any dtype -> int32 */
-static ry_rel_status rel_argmax(ry_rel_ctx *c, int nargs, ry_type *const *args, ry_type **out) {
-    if (!check_nargs(c, nargs)) return RY_REL_FAIL;
-    ry_rel_status s = tensor_arg(c, args[0], "data");
-    if (s != RY_REL_OK) return s;
-    return reduce_shape(c, args[0], RY_INT32, out);
-}
+/* ---- shape_of and cumsum ---- */
 
 /* shape_of: (d0, ..., dn-1) -> (n), dtype: the dims at run time (gradient
  * rules read a length the types do not know from it) */
@@ -848,31 +636,7 @@ static ry_rel_status rel_one_hot(ry_rel_ctx *c, int nargs, ry_type *const *args,
 /* ---- the table ---- */
 
 /* clang-format off */
-#define REDUCE_ATTRS \
-    3, {{"axis", RY_ANONE}, {"keepdims", RY_ABOOL(false)}, {"exclude", RY_ABOOL(false)}}
-#define ARGREDUCE_ATTRS \
-    4, {{"axis", RY_ANONE}, {"keepdims", RY_ABOOL(false)}, \
-        {"select_last_index", RY_ABOOL(false)}, {"exclude", RY_ABOOL(false)}}
-
 const ry_op ry_ops_transform[] = {
-    {"sum", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_max,
-     "sum: (d...) -> d without the reduced axes; any dtype (bool: or)",
-     ry_grad_sum, false, false, false, false, NULL, RY_BATCH_NO},
-    {"mean", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_mean,
-     "mean: (d...) -> d without the reduced axes; integers divide with truncation",
-     ry_grad_mean, false, false, false, false, NULL, RY_BATCH_NO},
-    {"max", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_max,
-     "max: (d...) -> d without the reduced axes",
-     ry_grad_max, false, false, false, false, NULL, RY_BATCH_NO},
-    {"min", 1, RY_PAT_COMM_REDUCE, REDUCE_ATTRS, rel_max,
-     "min: (d...) -> d without the reduced axes",
-     ry_grad_max, false, false, false, false, NULL, RY_BATCH_NO},
-    {"argmax", 1, RY_PAT_COMM_REDUCE, ARGREDUCE_ATTRS, rel_argmax,
-     "argmax: (d...) -> int32 index within the reduced axes",
-     NULL, true, false, false, false, NULL, RY_BATCH_NO},
-    {"argmin", 1, RY_PAT_COMM_REDUCE, ARGREDUCE_ATTRS, rel_argmax,
-     "argmin: (d...) -> int32 index within the reduced axes",
-     NULL, true, false, false, false, NULL, RY_BATCH_NO},
     {"shape_of", 1, RY_PAT_OPAQUE, 1, {{"dtype", RY_ASTR("int32")}}, rel_shape_of,
      "shape_of: (d0, ..., dn-1) -> (n) of dtype: the dims",
      NULL, true, false, false, false, NULL, RY_BATCH_NO},

@@ -1,6 +1,7 @@
 /*
- * transform_kernels.h: private interface between the transform operator
- * family's registry entries (src/op/transform.c) and their CPU kernels
+ * transform_kernels.h: private interface between the reduction and
+ * transform operator families' registry entries (src/op/reduce.c,
+ * src/op/transform.c) and their CPU kernels
  * (src/backend/cpu/reduce.c, src/backend/cpu/transform.c).
  *
  * Kernels trust what the type relation already checked (attribute values,
