@@ -194,6 +194,8 @@ bool ry_c_is_int(ry_dtype d);
 /* x converted to integer dtype d modulo 2^bits, as the CPU target stores
  * integers (a signed one through its unsigned type). */
 const char *ry_c_wrap(cemit *c, ry_dtype d, const char *x);
+/* The C limits of integer dtype d ("INT8_MIN", "INT8_MAX"; int64's for others). */
+void ry_c_int_limits(ry_dtype d, const char **lo, const char **hi);
 /* x (of dtype from) converted to dtype to as the CPU target's cast does:
  * integers wrap, floats to integers truncate and saturate (NaN: 0),
  * float16 through float32 (rt/half_widen.c, half_narrow.c: marked as needed). */

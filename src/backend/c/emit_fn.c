@@ -57,8 +57,7 @@ const char *ry_c_wrap(cemit *c, ry_dtype d, const char *x) {
     return u ? ry_c_fmt(c, "(%s)(%s)(%s)", ry_c_ctype(d), u, x) : ry_c_fmt(c, "(%s)(%s)", ry_c_ctype(d), x);
 }
 
-/* The integer limits of d for a saturating conversion. */
-static void int_limits(ry_dtype d, const char **lo, const char **hi) {
+void ry_c_int_limits(ry_dtype d, const char **lo, const char **hi) {
     switch (d) {
     case RY_INT8: *lo = "INT8_MIN", *hi = "INT8_MAX"; break;
     case RY_UINT8: *lo = "0", *hi = "UINT8_MAX"; break;
@@ -81,7 +80,7 @@ const char *ry_c_cast(cemit *c, ry_dtype from, ry_dtype to, const char *x) {
     bool ffrom = from == RY_FLOAT32 || from == RY_FLOAT64;
     if (ffrom && ry_c_is_int(to)) { /* through double: truncated, saturated, NaN to 0 */
         const char *lo, *hi, *T = ry_c_ctype(to);
-        int_limits(to, &lo, &hi);
+        ry_c_int_limits(to, &lo, &hi);
         return ry_c_fmt(c, "((double)%s != (double)%s ? (%s)0 : (double)%s <= (double)%s ? (%s)%s : (double)%s >= (double)%s ? (%s)%s : (%s)%s)",
                         x, x, T, x, lo, T, lo, x, hi, T, hi, T, x);
     }

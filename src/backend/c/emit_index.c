@@ -66,15 +66,13 @@ static const char *add_into(cemit *c, ry_dtype dt, const char *y, const char *u)
     case RY_INT64: return ry_c_fmt(c, "%s = %s;", y, ry_c_wrap(c, dt, ry_c_fmt(c, "(uint64_t)%s + (uint64_t)%s", y, u)));
     case RY_BOOL: return ry_c_fmt(c, "%s = %s || %s;", y, y, u);
     case RY_INT8:
-    case RY_INT16: {
-        const char *lo = dt == RY_INT8 ? "INT8_MIN" : "INT16_MIN", *hi = dt == RY_INT8 ? "INT8_MAX" : "INT16_MAX";
+    case RY_INT16:
+    case RY_UINT8:
+    case RY_UINT16: { /* saturating, as ry_tensor_set stores the CPU's sum */
+        const char *lo, *hi;
+        ry_c_int_limits(dt, &lo, &hi);
         return ry_c_fmt(c, "{ const int64_t _s = (int64_t)%s + %s; %s = (%s)(_s < %s ? %s : _s > %s ? %s : _s); }", y, u, y,
                         ry_c_ctype(dt), lo, lo, hi, hi);
-    }
-    case RY_UINT8:
-    case RY_UINT16: {
-        const char *hi = dt == RY_UINT8 ? "UINT8_MAX" : "UINT16_MAX";
-        return ry_c_fmt(c, "{ const int64_t _s = (int64_t)%s + %s; %s = (%s)(_s > %s ? %s : _s); }", y, u, y, ry_c_ctype(dt), hi, hi);
     }
     default: return NULL;
     }
