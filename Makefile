@@ -161,12 +161,13 @@ bench: $(BENCH_BINS)
 TEST_MPI ?= $(MPI)
 test: test-unit test-corpus test-api $(if $(filter 1,$(TEST_MPI)),test-mpi)
 
-# TEST_SKIP: suites a wrapped or sanitized run leaves out. The failed
-# suites are named again at the end, where a log's tail shows them.
+# TEST_SKIP: suites a wrapped or sanitized run leaves out; TEST_JOBS:
+# how many run at once (tools/run-suites.sh: each suite's time, and the
+# failed ones named again at the end, where a log's tail shows them).
+TEST_JOBS ?= 1
 test-unit: $(TEST_BINS) $(RELAYC)
-	@failed=; for t in $(filter-out $(TEST_SKIP),$(TEST_BINS)); do \
-	  echo "== $$t"; RELAYC=$(RELAYC) $(TEST_WRAP) $$t || failed="$$failed $$t"; done; \
-	  if [ -n "$$failed" ]; then echo "test-unit: failed:$$failed" >&2; exit 1; fi
+	@RELAYC=$(RELAYC) TEST_WRAP="$(TEST_WRAP)" sh tools/run-suites.sh $(TEST_JOBS) $(BUILD)/test-logs \
+	  $(filter-out $(TEST_SKIP),$(TEST_BINS))
 
 # Data-parallel training under mpirun (MPI=1 builds): the C API suite on
 # 2 and 3 ranks, then the command line's (tests/mpi/run_cli.sh: mpirun
@@ -280,7 +281,7 @@ VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-
 VG_SKIP := test_memory test_oom_libc test_deep test_oom test_opencl test_opencl_ops test_opencl_conv test_opencl_train test_cuda_gen test_cuda \
   test_export test_export_programs
 test-valgrind:
-	$(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" TEST_MPI=0 \
+	$(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" TEST_MPI=0 TEST_JOBS=2 \
 	  TEST_SKIP="$(VG_SKIP:%=build-vg/tests/%)" test
 
 install: all
