@@ -308,7 +308,7 @@ static void test_corpus_programs(void **s) {
     int nall, nok = main_programs("tests/corpus", &nall);
     print_message("test_corpus_programs: %d of the %d programs of tests/corpus/ with a @main exported and match "
                   "(%d more with ADT arguments exported and built)\n", nok, nall, nbuilt_only);
-    assert_true(nok >= 19);
+    assert_true(nok >= 20);
     nok = main_programs("tests/export", &nall); /* the export's own: every one */
     assert_int_equal(nok, nall);
     assert_true(nall >= 1);
@@ -401,11 +401,80 @@ static void test_tuple_params(void **s) {
     }
 }
 
+/* Results that are values (tests/export/value_results.relay: a list, a
+ * tree, a tensor): the header's accessors from a C program
+ * (tests/export_c/value_driver.c), under valgrind where installed; the
+ * example's files against relayc run are test_corpus_programs'. A
+ * closure result is refused, located. */
+static void test_value_results(void **s) {
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/vr_c", tmpdir);
+    must(sh("%s export tests/export/value_results.relay --entry main -o %s && make -s -C %s", relayc(), dir, dir),
+         "export @main");
+    must(sh("grep -q 'int value_results_main(value_results_ctx \\*ctx, const int32_t \\*k, const float \\*x, const float \\*y, "
+            "value_results_value \\*\\*out0, value_results_value \\*\\*out1, float \\*out2)' %s/value_results.h",
+            dir),
+         "the entry's signature");
+    must(sh("cc -std=c11 -Wall -Wextra -Werror -pedantic -I%s -o %s/vdriver tests/export_c/value_driver.c %s/value_results.o -lm",
+            dir, tmpdir, dir),
+         "build the driver");
+    must(sh("%s %s/vdriver %s/value_results.weights",
+            have("valgrind") ? "valgrind -q --leak-check=full --errors-for-leak-kinds=all --error-exitcode=9" : "", tmpdir, dir),
+         "the accessors' driver");
+    char path[600];
+    snprintf(path, sizeof path, "%s/closure.relay", tmpdir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("#[version = \"0.0.5\"]\n"
+          "def @main(%x: Tensor[(2), float32]) -> fn (Tensor[(2), float32]) -> Tensor[(2), float32] {\n"
+          "  fn (%y: Tensor[(2), float32]) -> Tensor[(2), float32] { add(%x, %y) }\n"
+          "}\n",
+          f);
+    fclose(f);
+    assert_int_equal(sh("%s export %s --entry main -o %s/closure_c", relayc(), path, tmpdir), 1);
+    assert_log_contains("closure.relay:2:");
+    assert_log_contains("not closures or refs");
+}
+
+/* tests/export/adt_frames.relay at k = 1900: each level's temporaries
+ * (256 KB and more) made after the call it conses onto are dropped when
+ * it returns, the list moved down, so the example runs in 100 MB where
+ * keeping every frame takes 500 MB; its last element against the VM. */
+static void test_adt_frames(void **s) {
+    char dir[600], path[600];
+    snprintf(dir, sizeof dir, "%s/af_c", tmpdir);
+    must(sh("%s export tests/export/adt_frames.relay --entry main -o %s && make -s -C %s", relayc(), dir, dir), "export @main");
+    ry_tensor *k = ry_tensor_new(RY_INT32, 0, NULL);
+    *(int32_t *)k->data = 1900;
+    snprintf(path, sizeof path, "%s/afk.npy", tmpdir);
+    ry_error err;
+    assert_int_equal(ry_npy_write(path, k, &err), RY_OK);
+    ry_tensor_release(k);
+    random_npy("afx", 2, (int64_t[]){256, 256}, 7);
+    must(sh("ulimit -v 100000 && %s/example %s/afk.npy %s/afx.npy $(seq -f '%s/af_%%g.npy' 0 1899)", dir, tmpdir, tmpdir, tmpdir),
+         "1900 levels in 100 MB");
+    must(sh("rm -rf %s/afref && %s run tests/export/adt_frames.relay --input k=%s/afk.npy --input x=%s/afx.npy --out %s/afref",
+            tmpdir, relayc(), tmpdir, tmpdir, tmpdir),
+         "relayc run");
+    char got[600], ref[600];
+    snprintf(got, sizeof got, "%s/af_1899.npy", tmpdir);
+    snprintf(ref, sizeof ref, "%s/afref/out_1899.npy", tmpdir);
+    ry_tensor *a = NULL, *b = NULL;
+    assert_int_equal(ry_npy_read(got, &a, &err), RY_OK);
+    assert_int_equal(ry_npy_read(ref, &b, &err), RY_OK);
+    assert_int_equal(a->size, 256);
+    assert_int_equal(b->size, 256);
+    for (int64_t i = 0; i < a->size; i++) assert_true(fabs(ry_tensor_get(a, i) - ry_tensor_get(b, i)) < 1e-3);
+    ry_tensor_release(a);
+    ry_tensor_release(b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_programs),   cmocka_unit_test(test_corpus_programs),
         cmocka_unit_test(test_dyn_valgrind),   cmocka_unit_test(test_runtime_broadcast),
         cmocka_unit_test(test_index_out_of_range), cmocka_unit_test(test_tuple_params),
+        cmocka_unit_test(test_value_results),      cmocka_unit_test(test_adt_frames),
     };
     const char *filter = getenv("RY_TEST_FILTER");
     if (filter) cmocka_set_test_filter(filter);

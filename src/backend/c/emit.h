@@ -129,7 +129,9 @@ typedef struct cmodel {
     bool blas;               /* GEMMs through CBLAS */
     bool dyn;                /* control flow over data (emit_ctl.c) */
     bool *out_dyn;           /* [nouts]: a dim only run time knows: the output is a NAME_array the call fills */
-    int nadts;               /* the ADTs the inputs hold: constructors in the header */
+    bool *out_value;         /* [nouts]: an ADT value (or a tuple holding one): a NAME_value the call copies out */
+    int nvalue_outs;
+    int nadts;               /* the ADTs the inputs and results hold: constructors and tags in the header */
     const ry_typedef **adts;
     const ry_typedef *tree;  /* one of them that NAME_parse_tree reads, or NULL */
 } cmodel;
@@ -149,8 +151,11 @@ typedef struct ry_c_weights {
     size_t size;
 } ry_c_weights;
 
-/* ---- emit_values.c: the ADT values the entry takes ---- */
+/* ---- emit_values.c: the ADT values the entry takes and returns ---- */
 void ry_c_collect_adts(cemit *c, cmodel *md);
+/* Whether a result of type t can be copied out as a NAME_value: tensors,
+ * tuples and ADT values all the way down, no closure or ref. */
+bool ry_c_value_result_ok(const ry_type *t);
 void ry_c_write_value_decls(strbuf *b, const cmodel *md); /* NAME.h */
 void ry_c_write_values(strbuf *b, const cmodel *md);      /* NAME.c: after fail() */
 
@@ -164,8 +169,10 @@ void ry_c_write_readme(strbuf *b, const cmodel *md);
 void ry_c_write_example(strbuf *b, const cmodel *md);
 /* "int mlp_predict(mlp_ctx *ctx, int64_t n, const float *x, float *out0)" */
 void ry_c_entry_signature(strbuf *b, const cmodel *md);
-/* The C of a dtype code of the generated header ("MLP_FLOAT32"). */
+/* The C of a dtype code of the generated header ("MLP_FLOAT32"), and its
+ * number (rt_val's dtype, rt/npy.c's index). */
 const char *ry_c_dtype_code(const cmodel *md, ry_dtype d);
+int ry_c_dtype_index(ry_dtype d);
 
 /* ---- emit_fn.c ---- */
 /* Emits the body of fn (the entry's optimized ANF) into c: its result in

@@ -116,8 +116,8 @@ const char *ry_c_box(cemit *c, const cval *v, ry_span span) {
         }
         return b;
     }
-    ry_sb_printf(&c->body, "    rt_val *%s = rt_tensor(&ctx->arena, (void *)%s, %d, sizeof(%s));\n    if (!%s) %s\n", b, v->c, v->ndim,
-                 ry_c_ctype(v->dtype), b, oom(c));
+    ry_sb_printf(&c->body, "    rt_val *%s = rt_tensor(&ctx->arena, (void *)%s, %d, sizeof(%s), %d);\n    if (!%s) %s\n", b, v->c,
+                 v->ndim, ry_c_ctype(v->dtype), ry_c_dtype_index(v->dtype), b, oom(c));
     for (int i = 0; i < v->ndim; i++) ry_sb_printf(&c->body, "    %s->shape[%d] = %s;\n", b, i, ry_c_dim(c, &v->dims[i]));
     return b;
 }
@@ -202,18 +202,19 @@ static void fn_begin(cemit *c, fnstate *s, const char *name, const char *what, r
     ry_sb_puts(&c->body, "    const rt_mark mark = rt_arena_mark(&ctx->arena);\n    (void)mark;\n");
 }
 
-/* Whether v holds only tensors and tuples (a result rt_keep can move). */
-static bool plain(const cval *v) {
-    if (v->boxed) return false;
+/* Whether v holds only tensors, tuples and ADT values (a result rt_keep
+ * can move: no closure, which may capture itself). */
+static bool movable(const cval *v) {
+    if (v->boxed) return ry_c_value_result_ok(v->type);
     for (int i = 0; v->tuple && i < v->n; i++)
-        if (!plain(v->fields[i])) return false;
+        if (!movable(v->fields[i])) return false;
     return true;
 }
 
 /* Ends it with result v: boxed into *res. */
 static ry_status fn_end(cemit *c, fnstate *s, const cval *v, ry_span span) {
     const char *b = v ? ry_c_box(c, v, span) : NULL;
-    if (b && !c->keep_all && plain(v)) /* the frame's other values dropped */
+    if (b && !c->keep_all && movable(v)) /* the frame's other values dropped */
         ry_sb_printf(&c->body, "    rt_val *kept = %s;\n    if (rt_keep(&ctx->arena, mark, &kept, &ctx->keep) != RT_OK) %s\n", b, oom(c)), b = "kept";
     if (b) ry_sb_printf(&c->body, "    *res = %s;\n    ctx->depth--;\n    return RT_OK;\n}\n\n", b);
     if (c->body.data) ry_sb_puts(&c->funcs, c->body.data);

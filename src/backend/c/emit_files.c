@@ -15,7 +15,7 @@ static const char *dtypes[] = {"FLOAT32", "FLOAT64", "INT32", "INT64", "BOOL", "
                                "INT8", "UINT8", "INT16", "UINT16", "FLOAT16"};
 #define NDTYPES (int)(sizeof dtypes / sizeof dtypes[0])
 
-static int dtype_index(ry_dtype d) {
+int ry_c_dtype_index(ry_dtype d) {
     switch (d) {
     case RY_FLOAT32: return 0;
     case RY_FLOAT64: return 1;
@@ -34,7 +34,7 @@ const char *ry_c_dtype_code(const cmodel *md, ry_dtype d) {
     static char buf[4][160];
     static int k;
     char *b = buf[k++ % 4];
-    snprintf(b, sizeof buf[0], "%s_%s", md->NAME, dtypes[dtype_index(d)]);
+    snprintf(b, sizeof buf[0], "%s_%s", md->NAME, dtypes[ry_c_dtype_index(d)]);
     return b;
 }
 
@@ -55,7 +55,8 @@ void ry_c_entry_signature(strbuf *b, const cmodel *md) {
         else ry_sb_printf(b, ", const %s *%s", ry_c_ctype(md->arg_t[i]->tensor.dtype), md->arg_c[i]);
     }
     for (int i = 0; i < md->nouts; i++) {
-        if (md->out_dyn && md->out_dyn[i]) ry_sb_printf(b, ", %s_array *out%d", md->name, i);
+        if (md->out_value && md->out_value[i]) ry_sb_printf(b, ", %s_value **out%d", md->name, i);
+        else if (md->out_dyn && md->out_dyn[i]) ry_sb_printf(b, ", %s_array *out%d", md->name, i);
         else ry_sb_printf(b, ", %s *out%d", ry_c_ctype(md->outs[i]->dtype), i);
     }
     ry_sb_puts(b, ")");
@@ -117,6 +118,13 @@ void ry_c_write_header(strbuf *b, const cmodel *md) {
         ry_sb_puts(b, " (input)\n");
     }
     for (int i = 0; i < md->nouts; i++) {
+        if (md->out_value[i]) {
+            char ty[256];
+            ry_sb_printf(b, " *   out%d: a value of type %s (output: *out%d a %s_value copied out into the\n"
+                            " *         context's values, walked with %s_value_kind and the others)\n",
+                         i, ry_type_str(md->outs[i]->type, ty, sizeof ty), i, n, n);
+            continue;
+        }
         ry_sb_printf(b, " *   out%d: %s", i, ry_c_ctype(md->outs[i]->dtype));
         if (md->out_dyn && md->out_dyn[i]) {
             ry_sb_printf(b, " of rank %d, a dim known only when it runs (output: an array the call fills,\n"
@@ -135,8 +143,10 @@ void ry_c_write_header(strbuf *b, const cmodel *md) {
     ry_sb_printf(b, "/* in[%s_%s_NIN] are checked against the entry's types (dtype, rank,\n"
                     " * constant dims; symbolic dims bound by the first input that has them and\n"
                     " * checked in the others: %s_ERR_DIM on a mismatch); out[%s_%s_NOUT] get\n"
-                    " * their dtype, shape and a new buffer (release with free()). */\n",
-                 N, e, N, N, e);
+                    " * their dtype, shape and a new buffer (release with free()); a value\n"
+                    " * result gets dtype %s_VALUE and its %s_value as data (not to free: the\n"
+                    " * context's values hold it). */\n",
+                 N, e, N, N, e, N, n);
     ry_sb_printf(b, "int %s_%s_run(%s_ctx *ctx, const %s_array *in, %s_array *out);\n\n", n, e, n, n, n);
     ry_sb_printf(b, "#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
 }
@@ -166,8 +176,12 @@ void ry_c_write_readme(strbuf *b, const cmodel *md) {
                  md->blas ? " and CBLAS (--blas)" : " only");
     ry_sb_puts(b, "    ./example");
     for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, " %s.%s", md->arg_c[i], ry_c_is_value_arg(md->args[i]) ? "txt" : "npy");
-    for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, " out%d.npy", i);
+    for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, md->out_value[i] ? " out%d.npy..." : " out%d.npy", i);
     ry_sb_puts(b, "\n\n");
+    if (md->nvalue_outs)
+        ry_sb_puts(b, "A value result (a list, a tree, a tuple) is written as its tensors, one\n"
+                      "file each, depth-first (tuple fields and constructor fields in order):\n"
+                      "as many paths as it holds, as `relayc run` writes it.\n\n");
     if (md->tree)
         ry_sb_printf(b, "A %s argument is a text file holding the tree in PTB brackets, e.g.\n"
                         "(3 (2 It) (4 (2 works) (2 .))); words are numbered by first appearance.\n\n", md->tree->name);
@@ -181,7 +195,7 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
     const char *n = md->name, *N = md->NAME, *e = md->entry;
     ry_sb_printf(b, "/*\n * example.c: runs %s's @%s on .npy files:\n *   example [-w WEIGHTS]", n, e);
     for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, " %s.npy", md->arg_c[i]);
-    for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, " OUT%d.npy", i);
+    for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, md->out_value[i] ? " OUT%d.npy..." : " OUT%d.npy", i);
     ry_sb_printf(b, "\n * (the weights default to %s.weights beside this program; -r times REPEAT\n"
                     " * more calls and prints the time per call on stderr). Exit status:\n"
                     " * 0, or the model's error code, or 10 for a bad command line or .npy file.\n */\n", n);
@@ -198,6 +212,20 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
                       "            s = t;\n        }\n        s[len++] = (char)ch;\n    }\n"
                       "    fclose(f);\n    if (!s && !(s = malloc(1))) return NULL;\n    s[len] = 0;\n    return s;\n}\n");
     ry_sb_puts(b, "\n");
+    if (md->nvalue_outs)
+        ry_sb_printf(b, "/* A value result's tensors, depth-first (as relayc run writes them): each\n"
+                        " * to paths[*k], *k counting; only counted when paths is NULL. */\n"
+                        "static int value_leaves(const %s_value *v, char **paths, int *k, char *msg, size_t n) {\n"
+                        "    %s_array t;\n"
+                        "    if (%s_value_tensor(v, &t) == %s_OK) {\n"
+                        "        npy_array x = {t.dtype, t.ndim, {0}, t.data};\n"
+                        "        memcpy(x.shape, t.shape, sizeof x.shape);\n"
+                        "        if (paths && npy_write(paths[*k], &x, msg, n) != 0) return 10;\n"
+                        "        ++*k;\n        return 0;\n    }\n"
+                        "    for (int i = 0; i < %s_value_nfields(v); i++)\n"
+                        "        if (value_leaves(%s_value_field(v, i), paths, k, msg, n) != 0) return 10;\n"
+                        "    return 0;\n}\n\n",
+                     n, n, n, N, n, n);
     ry_sb_puts(b, "static int cmp_double(const void *x, const void *y) {\n"
                   "    double a = *(const double *)x, b = *(const double *)y;\n    return (a > b) - (a < b);\n}\n\n");
     ry_sb_printf(b, "int main(int argc, char **argv) {\n    char wpath[4096], msg[512];\n    int a = 1;\n");
@@ -208,14 +236,18 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
                         "    snprintf(wpath, sizeof wpath, \"%%.*s%s.weights\", slash ? (int)(slash - argv[0] + 1) : 0, argv[0]);\n"
                         "    const char *weights = wpath;\n", n);
     }
+    /* a value result takes as many paths as it holds tensors: counted after the call */
+    char plus_nout[200] = "";
+    if (!md->nvalue_outs) snprintf(plus_nout, sizeof plus_nout, " + %s_%s_NOUT", N, e);
     ry_sb_printf(b, "    long repeat = 0;\n"
                     "    for (; a + 1 < argc && (strcmp(argv[a], \"-w\") == 0 || strcmp(argv[a], \"-r\") == 0); a += 2) {\n"
                     "        if (argv[a][1] == 'w') weights = argv[a + 1];\n"
                     "        else repeat = strtol(argv[a + 1], NULL, 10);\n    }\n"
-                    "    if (argc - a != %s_%s_NIN + %s_%s_NOUT || repeat < 0) {\n"
-                    "        fprintf(stderr, \"usage: %%s [-w WEIGHTS] [-r REPEAT]", N, e, N, e);
+                    "    if (argc - a %s %s_%s_NIN%s || repeat < 0) {\n"
+                    "        fprintf(stderr, \"usage: %%s [-w WEIGHTS] [-r REPEAT]",
+                 md->nvalue_outs ? "<" : "!=", N, e, plus_nout);
     for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, " %s.%s", md->arg_c[i], ry_c_is_value_arg(md->args[i]) ? "txt" : "npy");
-    for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, " OUT%d.npy", i);
+    for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, md->out_value[i] ? " OUT%d.npy..." : " OUT%d.npy", i);
     ry_sb_printf(b, "\\n\", argv[0]);\n        return 10;\n    }\n");
     ry_sb_printf(b, "    %s_array in[%s_%s_NIN + 1], out[%s_%s_NOUT + 1];\n", n, N, e, N, e);
     ry_sb_printf(b, "    memset(in, 0, sizeof in);\n    memset(out, 0, sizeof out);\n    int rc = 0;\n");
@@ -254,7 +286,8 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
                     "        if (!us) rc = %s_ERR_MEMORY;\n"
                     "        for (long r = 0; r < repeat && rc == 0; r++) {\n"
                     "            struct timespec t0, t1;\n"
-                    "            for (int i = 0; i < %s_%s_NOUT; i++) free(out[i].data);\n"
+                    "            for (int i = 0; i < %s_%s_NOUT; i++)\n"
+                    "                if (out[i].dtype != %s_VALUE) free(out[i].data);\n"
                     "            timespec_get(&t0, TIME_UTC);\n"
                     "            rc = %s_%s_run(ctx, in, out);\n"
                     "            timespec_get(&t1, TIME_UTC);\n"
@@ -264,15 +297,31 @@ void ry_c_write_example(strbuf *b, const cmodel *md) {
                     "            qsort(us, (size_t)repeat, sizeof *us, cmp_double);\n"
                     "            fprintf(stderr, \"%%ld calls: %%.2f us per call, median %%.2f us\\n\", repeat, sum / (double)repeat, us[repeat / 2]);\n"
                     "        }\n        free(us);\n    }\n",
-                 N, N, e, n, e);
-    ry_sb_printf(b, "    for (int i = 0; i < %s_%s_NOUT && rc == 0; i++) {\n"
-                    "        npy_array t = {out[i].dtype, out[i].ndim, {0}, out[i].data};\n"
+                 N, N, e, N, n, e);
+    /* the results' tensors, a value's depth-first, one path each */
+    ry_sb_printf(b, "    char **paths = argv + a + %s_%s_NIN;\n    int npaths = argc - a - %s_%s_NIN, k = 0;\n", N, e, N, e);
+    if (md->nvalue_outs)
+        ry_sb_printf(b, "    if (rc == 0) {\n        int total = 0;\n"
+                        "        for (int i = 0; i < %s_%s_NOUT; i++)\n"
+                        "            if (out[i].dtype == %s_VALUE) value_leaves(out[i].data, NULL, &total, msg, sizeof msg);\n"
+                        "            else total++;\n"
+                        "        if (total != npaths) {\n"
+                        "            fprintf(stderr, \"the results hold %%d tensors: give as many output paths, not %%d\\n\", total, npaths);\n"
+                        "            rc = 10;\n        }\n    }\n",
+                     N, e, N);
+    ry_sb_printf(b, "    for (int i = 0; i < %s_%s_NOUT && rc == 0; i++) {\n", N, e);
+    if (md->nvalue_outs)
+        ry_sb_printf(b, "        if (out[i].dtype == %s_VALUE) {\n"
+                        "            if ((rc = value_leaves(out[i].data, paths, &k, msg, sizeof msg)) != 0) fprintf(stderr, \"%%s\\n\", msg);\n"
+                        "            continue;\n        }\n",
+                     N);
+    ry_sb_printf(b, "        npy_array t = {out[i].dtype, out[i].ndim, {0}, out[i].data};\n"
                     "        memcpy(t.shape, out[i].shape, sizeof t.shape);\n"
-                    "        if (npy_write(argv[a + %s_%s_NIN + i], &t, msg, sizeof msg) != 0) {\n"
-                    "            fprintf(stderr, \"%%s\\n\", msg);\n            rc = 10;\n        }\n    }\n",
-                 N, e, N, e);
+                    "        if (npy_write(paths[k++], &t, msg, sizeof msg) != 0) {\n"
+                    "            fprintf(stderr, \"%%s\\n\", msg);\n            rc = 10;\n        }\n    }\n"
+                    "    (void)npaths;\n");
     ry_sb_printf(b, "    for (int i = 0; i < %s_%s_NIN; i++)\n        if (!is_value[i]) free(in[i].data);\n"
-                    "    for (int i = 0; i < %s_%s_NOUT; i++) free(out[i].data);\n"
+                    "    for (int i = 0; i < %s_%s_NOUT; i++)\n        if (out[i].dtype != %s_VALUE) free(out[i].data);\n"
                     "    %s_close(ctx);\n    return rc;\n}\n",
-                 N, e, N, e, n);
+                 N, e, N, e, N, n);
 }

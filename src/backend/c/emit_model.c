@@ -170,7 +170,7 @@ static ry_status emit_entry(strbuf *b, cemit *c, const cmodel *md) {
     if (md->dyn) /* (void): the runtime's frame functions, which a program with refs does not call, and
                   * its boxing, which one without values that cross a call does not (run-time dims only) */
         ry_sb_puts(b, "    rt_arena_reset(&ctx->arena);\n    ctx->depth = 0;\n    int rc = RT_OK;\n    (void)rc;\n"
-                      "    (void)rt_keep;\n    (void)rt_arena_mark;\n    (void)rt_tensor;\n");
+                      "    (void)rt_keep;\n    (void)rt_arena_mark;\n    (void)rt_tensor;\n    (void)rt_copy_out;\n");
     wsym_constants(b, md);
     for (int i = 0; i < md->nargs; i++)
         ry_sb_printf(b, "    if (!%s) return fail(ctx, RT_E_ARG, \"%s_%s: input %s is NULL\");\n", md->arg_c[i], n, e, md->arg_c[i]);
@@ -188,8 +188,15 @@ static ry_status emit_entry(strbuf *b, cemit *c, const cmodel *md) {
     ry_sb_puts(b, "    char *sp = ctx->scratch.p;\n    (void)sp;\n");
     ry_sb_puts(b, c->ptrs.data ? c->ptrs.data : "");
     ry_sb_puts(b, c->body.data ? c->body.data : "");
+    /* value results first: their copies fail before an output is allocated */
+    for (int i = 0; i < md->nouts; i++)
+        if (md->out_value[i])
+            ry_sb_printf(b, "    if (!(*out%d = (%s_value *)rt_copy_out(&ctx->values, %s)))\n"
+                            "        return fail(ctx, RT_E_MEMORY, \"out of memory for the outputs\");\n",
+                         i, n, md->outs[i]->c);
     for (int i = 0; i < md->nouts; i++) {
         const cval *o = md->outs[i];
+        if (md->out_value[i]) continue;
         const char *count = ry_c_count(c, o->ndim, o->dims), *ct = ry_c_ctype(o->dtype);
         if (!md->out_dyn[i]) {
             ry_sb_printf(b, "    memcpy(out%d, %s, sizeof(%s) * (size_t)(%s));\n", i, o->c, ct, count);
@@ -254,6 +261,10 @@ static void emit_run(strbuf *b, cemit *c, const cmodel *md) {
                      md->syms[i], md->syms[i], N, n, e, md->syms[i]);
     for (int i = 0; i < md->nouts; i++) {
         const cval *o = md->outs[i];
+        if (md->out_value[i]) {
+            ry_sb_printf(b, "    out[%d].dtype = %s_VALUE;\n    out[%d].ndim = 0;\n    out[%d].data = NULL;\n", i, N, i, i);
+            continue;
+        }
         if (md->out_dyn[i]) { /* the entry fills it */
             ry_sb_printf(b, "    out[%d].data = NULL;\n", i);
             continue;
@@ -262,15 +273,21 @@ static void emit_run(strbuf *b, cemit *c, const cmodel *md) {
         for (int k = 0; k < o->ndim; k++) ry_sb_printf(b, "    out[%d].shape[%d] = %s;\n", i, k, ry_c_dim(c, &o->dims[k]));
         ry_sb_printf(b, "    out[%d].data = malloc(sizeof(%s) * (size_t)(%s) + 1);\n", i, ry_c_ctype(o->dtype), ry_c_count(c, o->ndim, o->dims));
     }
+    for (int i = 0; i < md->nouts; i++)
+        if (md->out_value[i]) ry_sb_printf(b, "    %s_value *value%d = NULL;\n", n, i);
     ry_sb_puts(b, "    int rc = ");
     for (int i = 0; i < md->nouts; i++)
-        if (!md->out_dyn[i]) ry_sb_printf(b, "!out[%d].data || ", i);
+        if (!md->out_dyn[i] && !md->out_value[i]) ry_sb_printf(b, "!out[%d].data || ", i);
     ry_sb_printf(b, "0 ? fail(ctx, RT_E_MEMORY, \"out of memory for the outputs\")\n        : %s_%s(ctx", n, e);
     for (int i = 0; i < md->nsyms; i++) ry_sb_printf(b, ", %s", md->syms[i]);
     for (int i = 0; i < md->nargs; i++) ry_sb_printf(b, ", in[%d].data", i);
-    for (int i = 0; i < md->nouts; i++) ry_sb_printf(b, md->out_dyn[i] ? ", &out[%d]" : ", out[%d].data", i);
+    for (int i = 0; i < md->nouts; i++)
+        ry_sb_printf(b, md->out_value[i] ? ", &value%d" : md->out_dyn[i] ? ", &out[%d]" : ", out[%d].data", i);
     ry_sb_puts(b, ");\n    if (rc != RT_OK)\n");
-    ry_sb_printf(b, "        for (int i = 0; i < %d; i++) {\n            free(out[i].data);\n            out[i].data = NULL;\n        }\n", md->nouts);
+    ry_sb_printf(b, "        for (int i = 0; i < %d; i++) {\n            if (out[i].dtype != %s_VALUE) free(out[i].data);\n"
+                    "            out[i].data = NULL;\n        }\n", md->nouts, N);
+    for (int i = 0; i < md->nouts; i++)
+        if (md->out_value[i]) ry_sb_printf(b, "    out[%d].data = value%d;\n", i, i);
     ry_sb_puts(b, "    return rc;\n}\n");
 }
 

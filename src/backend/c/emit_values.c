@@ -1,7 +1,8 @@
 /*
- * emit_values.c: the ADT values an exported entry takes, as the header
- * offers them: NAME_value, one constructor function per constructor whose
- * fields C can give (scalars and other values), NAME_values_clear, and
+ * emit_values.c: the ADT values an exported entry takes and returns, as
+ * the header offers them: NAME_value, one constructor function per
+ * constructor whose fields C can give (scalars and other values), the
+ * accessors that walk a result (kind, tag, fields, tensors), NAME_values_clear, and
  * for a tree type (a leaf of a word [and a label], a binary node [and a
  * label]) NAME_parse_tree over the PTB bracket format (rt/ptb.c). Values
  * live in the context's second arena until NAME_values_clear.
@@ -52,29 +53,98 @@ static bool tree_shape(const ry_typedef *td, int *leaf, int *node) {
            (td->ctors[*leaf]->nfields == 2) == (td->ctors[*node]->nfields == 3);
 }
 
-/* The ADTs of the entry's value arguments, and the tree among them. */
+/* Whether t (an ADT's field: type parameters stand for what the call's
+ * arguments give, which are checked themselves) holds no closure or ref;
+ * depth bounds mutually recursive typedefs. */
+static bool value_type_ok(const ry_type *t, int depth) {
+    if (!t || depth > 16) return depth > 16;
+    switch (t->kind) {
+    case RY_TYPE_TENSOR:
+    case RY_TYPE_VAR: return true;
+    case RY_TYPE_TUPLE:
+        for (int i = 0; i < t->tuple.n; i++)
+            if (!value_type_ok(t->tuple.fields[i], depth)) return false;
+        return true;
+    case RY_TYPE_CALL:
+        if (!t->call.adt) return false;
+        for (int i = 0; i < t->call.nargs; i++)
+            if (!value_type_ok(t->call.args[i], depth)) return false;
+        for (int k = 0; k < t->call.adt->nctors; k++)
+            for (int f = 0; f < t->call.adt->ctors[k]->nfields; f++) {
+                const ry_type *ft = t->call.adt->ctors[k]->fields[f];
+                bool self = ft->kind == RY_TYPE_CALL && ft->call.adt == t->call.adt;
+                if (!self && !value_type_ok(ft, depth + 1)) return false;
+            }
+        return true;
+    default: return false;
+    }
+}
+
+bool ry_c_value_result_ok(const ry_type *t) { return value_type_ok(t, 0); }
+
+static void add_adt(cmodel *md, const ry_typedef *td, int cap) {
+    for (int k = 0; k < md->nadts; k++)
+        if (md->adts[k] == td) return;
+    if (md->nadts < cap) md->adts[md->nadts++] = td;
+}
+
+/* The ADTs a result type t holds, all the way down (their tags go in
+ * the header). */
+static void result_adts(cmodel *md, const ry_type *t, int cap) {
+    if (!t) return;
+    if (t->kind == RY_TYPE_TUPLE)
+        for (int i = 0; i < t->tuple.n; i++) result_adts(md, t->tuple.fields[i], cap);
+    if (t->kind != RY_TYPE_CALL || !t->call.adt) return;
+    int before = md->nadts;
+    add_adt(md, t->call.adt, cap);
+    for (int i = 0; i < t->call.nargs; i++) result_adts(md, t->call.args[i], cap);
+    if (md->nadts == before) return; /* seen: its fields were walked */
+    for (int k = 0; k < t->call.adt->nctors; k++)
+        for (int f = 0; f < t->call.adt->ctors[k]->nfields; f++) result_adts(md, t->call.adt->ctors[k]->fields[f], cap);
+}
+
+/* The ADTs of the entry's value arguments, the tree among them, and
+ * those of its value results. */
 void ry_c_collect_adts(cemit *c, cmodel *md) {
-    md->adts = RY_NEW_ARRAY(c->a, const ry_typedef *, md->nargs + 1);
+    enum { CAP = 64 };
+    md->adts = RY_NEW_ARRAY(c->a, const ry_typedef *, CAP);
     for (int i = 0; i < md->nargs; i++) {
         if (!ry_c_is_value_arg(md->args[i])) continue;
         const ry_typedef *td = md->args[i]->type->call.adt;
-        bool seen = false;
-        for (int k = 0; k < md->nadts; k++) seen |= md->adts[k] == td;
-        if (!seen) md->adts[md->nadts++] = td;
+        add_adt(md, td, CAP);
         int l, n;
         if (!md->tree && tree_shape(td, &l, &n)) md->tree = td;
     }
+    for (int i = 0; i < md->nouts; i++)
+        if (md->out_value[i]) result_adts(md, md->outs[i]->type, CAP);
 }
 
 void ry_c_write_value_decls(strbuf *b, const cmodel *md) {
     const char *n = md->name;
-    if (!md->nadts) return;
+    if (!md->nadts && !md->nvalue_outs) return;
     ry_sb_printf(b, "/* An ADT value the entry takes, built by the constructors below in the\n"
-                    " * context (its second arena: the values stay until %s_values_clear or\n"
-                    " * %s_close). NULL on failure (%s_error says why: out of memory, a NULL\n"
-                    " * field). Pass only values of the same context. */\n"
+                    " * context, or one it returns, copied out there (its second arena: the\n"
+                    " * values stay until %s_values_clear or %s_close). A constructor gives\n"
+                    " * NULL on failure (%s_error says why: out of memory, a NULL field).\n"
+                    " * Pass only values of the same context. */\n"
                     "typedef struct %s_value %s_value;\n",
                  n, n, n, n, n);
+    ry_sb_printf(b, "/* A value's parts: what it is (a result's tuples and ADT values hold\n"
+                    " * tensors, the fields of a constructor are its fields in order), an ADT\n"
+                    " * value's constructor (%s_TAG_*), a field (NULL when i is out of range)\n"
+                    " * and a tensor's dtype, shape and data (borrowed: the value owns them;\n"
+                    " * %s_ERR_ARG when v is not a tensor). */\n"
+                    "enum { %s_KIND_TENSOR = 0, %s_KIND_TUPLE = 1, %s_KIND_ADT = 2 };\n",
+                 md->NAME, md->NAME, md->NAME, md->NAME, md->NAME);
+    for (int t = 0; t < md->nadts; t++)
+        for (int i = 0; i < md->adts[t]->nctors; i++)
+            ry_sb_printf(b, "%s    %s_TAG_%s = %d", t || i ? ",\n" : "enum {\n", md->NAME, md->adts[t]->ctors[i]->name,
+                         md->adts[t]->ctors[i]->tag);
+    if (md->nadts) ry_sb_puts(b, "\n};\n");
+    ry_sb_printf(b, "int %s_value_kind(const %s_value *v);\nint %s_value_tag(const %s_value *v);\n"
+                    "int %s_value_nfields(const %s_value *v);\nconst %s_value *%s_value_field(const %s_value *v, int i);\n"
+                    "int %s_value_tensor(const %s_value *v, %s_array *out);\n",
+                 n, n, n, n, n, n, n, n, n, n, n, n);
     for (int t = 0; t < md->nadts; t++)
         for (int i = 0; i < md->adts[t]->nctors; i++) {
             const ry_ctor *k = md->adts[t]->ctors[i];
@@ -102,7 +172,7 @@ void ry_c_write_value_decls(strbuf *b, const cmodel *md) {
 
 void ry_c_write_values(strbuf *b, const cmodel *md) {
     const char *n = md->name;
-    if (!md->nadts) return;
+    if (!md->nadts && !md->nvalue_outs) return;
     ry_sb_printf(b, "struct %s_value {\n    rt_val v;\n};\n\n", n);
     for (int t = 0; t < md->nadts; t++)
         for (int i = 0; i < md->adts[t]->nctors; i++) {
@@ -117,10 +187,10 @@ void ry_c_write_values(strbuf *b, const cmodel *md) {
                 if (scalar_field(k->fields[f])) {
                     const char *ct = ry_c_ctype(k->fields[f]->tensor.dtype);
                     ry_sb_printf(b, "    %s *d%d = rt_alloc(&ctx->values, sizeof *d%d);\n"
-                                    "    if (!d%d || !(v->f[%d] = rt_tensor(&ctx->values, d%d, 0, sizeof *d%d))) {\n"
+                                    "    if (!d%d || !(v->f[%d] = rt_tensor(&ctx->values, d%d, 0, sizeof *d%d, %d))) {\n"
                                     "        fail(ctx, RT_E_MEMORY, \"out of memory\");\n        return NULL;\n    }\n"
                                     "    *d%d = f%d;\n",
-                                 ct, f, f, f, f, f, f, f, f);
+                                 ct, f, f, f, f, f, f, ry_c_dtype_index(k->fields[f]->tensor.dtype), f, f);
                 } else {
                     ry_sb_printf(b, "    if (!f%d || f%d->v.kind != RT_V_ADT) {\n"
                                     "        fail(ctx, RT_E_ARG, \"%s_%s: field %d is not a value\");\n        return NULL;\n    }\n"
@@ -131,6 +201,17 @@ void ry_c_write_values(strbuf *b, const cmodel *md) {
             ry_sb_printf(b, "    return (%s_value *)v;\n}\n\n", n);
         }
     ry_sb_printf(b, "void %s_values_clear(%s_ctx *ctx) {\n    if (ctx) rt_arena_reset(&ctx->values);\n}\n\n", n, n);
+    /* the accessors: rt_val's kinds are the header's (RT_V_TENSOR 0, RT_V_TUPLE 1, RT_V_ADT 2) */
+    ry_sb_printf(b, "int %s_value_kind(const %s_value *v) { return v ? v->v.kind : -1; }\n"
+                    "int %s_value_tag(const %s_value *v) { return v && v->v.kind == RT_V_ADT ? v->v.tag : -1; }\n"
+                    "int %s_value_nfields(const %s_value *v) { return v && v->v.kind != RT_V_TENSOR ? v->v.n : 0; }\n\n"
+                    "const %s_value *%s_value_field(const %s_value *v, int i) {\n"
+                    "    return v && v->v.kind != RT_V_TENSOR && i >= 0 && i < v->v.n ? (const %s_value *)v->v.f[i] : NULL;\n}\n\n"
+                    "int %s_value_tensor(const %s_value *v, %s_array *out) {\n"
+                    "    if (!v || !out || v->v.kind != RT_V_TENSOR) return RT_E_ARG;\n"
+                    "    out->dtype = v->v.dtype;\n    out->ndim = v->v.n;\n"
+                    "    memcpy(out->shape, v->v.shape, sizeof out->shape);\n    out->data = v->v.data;\n    return RT_OK;\n}\n\n",
+                 n, n, n, n, n, n, n, n, n, n, n, n, n);
     if (md->tree) {
         int l, k;
         tree_shape(md->tree, &l, &k);

@@ -163,6 +163,7 @@ static bool entry_dim(const cmodel *md, const ry_dim *d) {
  * run time, which the type may give as the operand that was 1. */
 static ry_status check_syms(cemit *c, cmodel *md, const ry_type *ret, ry_span span) {
     md->out_dyn = RY_NEW_ARRAY(c->a, bool, md->nouts + 1);
+    md->out_value = RY_NEW_ARRAY(c->a, bool, md->nouts + 1);
     const ry_type **ts = RY_NEW_ARRAY(c->a, const ry_type *, md->nouts + 1);
     int nts = 0;
     flat_types(ret, ts, &nts, md->nouts);
@@ -181,8 +182,12 @@ static ry_status check_syms(cemit *c, cmodel *md, const ry_type *ret, ry_span sp
         }
         if (v->boxed) {
             char buf[128];
-            return ry_c_fail(c, span, "the result holds a value of type %s (the entry's results must be tensors)",
-                             ry_type_str(v->type, buf, sizeof buf));
+            if (!ry_c_value_result_ok(v->type))
+                return ry_c_fail(c, span, "the result holds a value of type %s (the entry's results are tensors, tuples and ADT values, not closures or refs)",
+                                 ry_type_str(v->type, buf, sizeof buf));
+            md->out_value[k] = true;
+            md->nvalue_outs++;
+            continue;
         }
         for (int i = 0; i < v->ndim; i++)
             if (v->dims[i].kind == RY_DIM_SYM && !has_sym(md, v->dims[i].name)) {

@@ -45,7 +45,7 @@ static int32_t rt_ptb_first_seen(rt_ptb_words *ws, const char *w, size_t len) {
 
 static rt_val *rt_ptb_scalar(rt_arena *a, int32_t x) {
     int32_t *d = rt_alloc(a, sizeof *d);
-    rt_val *v = d ? rt_tensor(a, d, 0, sizeof *d) : NULL;
+    rt_val *v = d ? rt_tensor(a, d, 0, sizeof *d, 2 /* INT32 */) : NULL;
     if (v) *d = x;
     return v;
 }

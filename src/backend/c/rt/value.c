@@ -28,6 +28,7 @@ struct rt_val {
     int32_t n;    /* fields (tuple, ADT, captures; a ref has one); a tensor's rank */
     int64_t shape[RT_VMAX_RANK];
     int64_t esize; /* a tensor's bytes per element */
+    int32_t dtype; /* a tensor's dtype: the header's code (NAME_FLOAT32, ...) */
     void *data;   /* a tensor's elements, row-major */
     rt_val **f;
     rt_fn fn;
@@ -107,19 +108,47 @@ static rt_val *rt_new(rt_arena *a, int kind, int n) {
 }
 
 /* A tensor value over data (not copied) of rank ndim, esize bytes an
- * element; the caller fills shape. */
-static rt_val *rt_tensor(rt_arena *a, void *data, int ndim, int64_t esize) {
+ * element, dtype the header's code; the caller fills shape. */
+static rt_val *rt_tensor(rt_arena *a, void *data, int ndim, int64_t esize, int32_t dtype) {
     rt_val *v = rt_new(a, RT_V_TENSOR, 0);
     if (!v) return NULL;
     v->n = ndim;
     v->esize = esize;
+    v->dtype = dtype;
     v->data = data;
     return v;
 }
 
+static size_t rt_nbytes(const rt_val *v) {
+    int64_t c = v->esize;
+    for (int i = 0; i < v->n; i++) c *= v->shape[i];
+    return (size_t)c;
+}
+
+/* A result value (tensors, tuples, ADT values) copied whole into a, the
+ * tensors' data too, so it outlives the call's arena; NULL when a runs
+ * out. (The type says it holds no closure or ref.) */
+static rt_val *rt_copy_out(rt_arena *a, const rt_val *v) {
+    int leaf = v->kind == RT_V_TENSOR;
+    rt_val *c = rt_new(a, v->kind, leaf ? 0 : v->n);
+    if (!c) return NULL;
+    c->tag = v->tag, c->n = v->n, c->esize = v->esize, c->dtype = v->dtype;
+    memcpy(c->shape, v->shape, sizeof c->shape);
+    if (leaf) {
+        size_t nb = rt_nbytes(v);
+        if (!(c->data = rt_alloc(a, nb))) return NULL;
+        if (nb) memcpy(c->data, v->data, nb);
+        return c;
+    }
+    for (int i = 0; i < v->n; i++)
+        if (!(c->f[i] = rt_copy_out(a, v->f[i]))) return NULL;
+    return c;
+}
+
 /* ---- a frame's garbage ----
- * A function of a program without refs returns its result's tensors and
- * tuples and drops what else it made: the result is saved aside, the
+ * A function of a program without refs returns its result (tensors,
+ * tuples, ADT values) and drops what else it made: the result's
+ * nodes made since the function started are saved aside, the
  * arena rewound to where the function started, and the result made again
  * there (what lies below the mark, an argument's or a weight's data, is
  * kept in place). So a recursion holds its live values, not every step's
@@ -148,16 +177,33 @@ static void rt_arena_rewind(rt_arena *a, rt_mark m) {
     a->cur = m.k ? m.k : a->head;
 }
 
-/* The bytes v's saved form takes: each node, and the data above m. */
+/* The saved form's mark of a node made below the mark (an argument, a
+ * value of the caller's): kept where it is, by pointer, so a function
+ * that returns (part of) its argument copies nothing of it. */
+enum { RT_V_KEPT = -1 };
+
+/* Tuples and ADT values. (A closure may capture itself: a result that
+ * holds one keeps its frame, emit_ctl.c.) */
+static int rt_has_fields(const rt_val *v) { return v->kind == RT_V_TUPLE || v->kind == RT_V_ADT; }
+
+/* Whether v's nodes made since m are tensors, tuples and ADT values only
+ * (a polymorphic function's type may not say): else its frame is kept. */
+static int rt_movable(const rt_arena *a, rt_mark m, const rt_val *v) {
+    if (!rt_above(a, m, v) || v->kind == RT_V_TENSOR) return 1;
+    if (!rt_has_fields(v)) return 0;
+    for (int i = 0; i < v->n; i++)
+        if (!rt_movable(a, m, v->f[i])) return 0;
+    return 1;
+}
+
+/* The bytes v's saved form takes: each node above m, and the data above m. */
 static size_t rt_saved_size(const rt_arena *a, rt_mark m, const rt_val *v) {
-    size_t n = sizeof *v + sizeof(rt_val *) * (size_t)(v->kind == RT_V_TUPLE ? v->n : 0);
-    if (v->kind == RT_V_TUPLE)
+    size_t n = sizeof *v;
+    if (!rt_above(a, m, v)) return n;
+    if (rt_has_fields(v))
         for (int i = 0; i < v->n; i++) n += rt_saved_size(a, m, v->f[i]);
-    else if (rt_above(a, m, v->data)) {
-        int64_t c = v->esize;
-        for (int i = 0; i < v->n; i++) c *= v->shape[i];
-        n += ((size_t)c + 7) & ~(size_t)7; /* the next node stays aligned */
-    }
+    else if (rt_above(a, m, v->data))
+        n += (rt_nbytes(v) + 7) & ~(size_t)7; /* the next node stays aligned */
     return n;
 }
 
@@ -165,16 +211,20 @@ static char *rt_save(const rt_arena *a, rt_mark m, const rt_val *v, char *p) {
     memcpy(p, v, sizeof *v);
     rt_val *saved = (rt_val *)p;
     p += sizeof *v;
-    if (v->kind == RT_V_TUPLE) {
+    if (!rt_above(a, m, v)) {
+        saved->kind = RT_V_KEPT;
+        saved->data = (void *)v;
+        return p;
+    }
+    if (rt_has_fields(v)) {
         for (int i = 0; i < v->n; i++) p = rt_save(a, m, v->f[i], p);
         return p;
     }
     saved->tag = rt_above(a, m, v->data); /* a tensor's tag: its data follows */
     if (saved->tag) {
-        int64_t c = v->esize;
-        for (int i = 0; i < v->n; i++) c *= v->shape[i];
-        memcpy(p, v->data, (size_t)c);
-        p += ((size_t)c + 7) & ~(size_t)7;
+        size_t c = rt_nbytes(v);
+        memcpy(p, v->data, c);
+        p += (c + 7) & ~(size_t)7;
     }
     return p;
 }
@@ -182,29 +232,40 @@ static char *rt_save(const rt_arena *a, rt_mark m, const rt_val *v, char *p) {
 static const char *rt_load(rt_arena *a, const char *p, rt_val **out) {
     const rt_val *s = (const rt_val *)p;
     p += sizeof *s;
-    rt_val *v = rt_new(a, s->kind, s->kind == RT_V_TUPLE ? s->n : 0);
+    if (s->kind == RT_V_KEPT) {
+        *out = (rt_val *)s->data;
+        return p;
+    }
+    int fields = rt_has_fields(s);
+    rt_val *v = rt_new(a, s->kind, fields ? s->n : 0);
     if (!v) return NULL;
     memcpy(v->shape, s->shape, sizeof v->shape);
-    v->n = s->n, v->esize = s->esize, v->data = s->data;
+    v->n = s->n, v->esize = s->esize, v->dtype = s->dtype, v->data = s->data;
     *out = v;
-    if (s->kind == RT_V_TUPLE) {
+    if (fields) {
+        v->tag = s->tag;
         for (int i = 0; i < s->n && p; i++) p = rt_load(a, p, &v->f[i]);
         return p;
     }
     if (s->tag) {
-        int64_t c = s->esize;
-        for (int i = 0; i < s->n; i++) c *= s->shape[i];
-        if (!(v->data = rt_alloc(a, (size_t)c))) return NULL;
-        memcpy(v->data, p, (size_t)c);
-        p += ((size_t)c + 7) & ~(size_t)7;
+        size_t c = rt_nbytes(s);
+        if (!(v->data = rt_alloc(a, c))) return NULL;
+        memcpy(v->data, p, c);
+        p += (c + 7) & ~(size_t)7;
     }
     return p;
 }
 
-/* *res (tensors and tuples) kept, the rest since m dropped; tmp: the
- * context's buffer for the saved form (grown, kept). */
+/* *res kept, the rest since m dropped (a program without refs: nothing
+ * made since m but the result is reachable); tmp: the context's buffer
+ * for the saved form (grown, kept). */
 static int rt_keep(rt_arena *a, rt_mark m, rt_val **res, rt_scratch *tmp) {
-    if (rt_reserve(tmp, rt_saved_size(a, m, *res)) != RT_OK) return RT_E_MEMORY;
+    if (!rt_movable(a, m, *res)) return RT_OK;
+    /* A list the callees built is moved again by each level it passes
+     * (time quadratic in a recursion's depth, which NAME_MAX_DEPTH bounds):
+     * memory stays the live values'. */
+    size_t need = rt_saved_size(a, m, *res);
+    if (rt_reserve(tmp, need) != RT_OK) return RT_E_MEMORY;
     rt_save(a, m, *res, tmp->p);
     rt_arena_rewind(a, m);
     return rt_load(a, tmp->p, res) ? RT_OK : RT_E_MEMORY;
