@@ -164,10 +164,11 @@ test: test-unit test-corpus test-api $(if $(filter 1,$(TEST_MPI)),test-mpi)
 # TEST_SKIP: suites a wrapped or sanitized run leaves out; TEST_JOBS:
 # how many run at once (tools/run-suites.sh: each suite's time, and the
 # failed ones named again at the end, where a log's tail shows them).
+# TEST_FIRST: suites started first (the longest, so two jobs end together).
 TEST_JOBS ?= 1
+TEST_RUN = $(filter-out $(TEST_SKIP),$(filter $(TEST_BINS),$(TEST_FIRST)) $(filter-out $(TEST_FIRST),$(TEST_BINS)))
 test-unit: $(TEST_BINS) $(RELAYC)
-	@RELAYC=$(RELAYC) TEST_WRAP="$(TEST_WRAP)" sh tools/run-suites.sh $(TEST_JOBS) $(BUILD)/test-logs \
-	  $(filter-out $(TEST_SKIP),$(TEST_BINS))
+	@RELAYC=$(RELAYC) TEST_WRAP="$(TEST_WRAP)" sh tools/run-suites.sh $(TEST_JOBS) $(BUILD)/test-logs $(TEST_RUN)
 
 # Data-parallel training under mpirun (MPI=1 builds): the C API suite on
 # 2 and 3 ranks, then the command line's (tests/mpi/run_cli.sh: mpirun
@@ -280,9 +281,12 @@ VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-
 # under valgrind themselves, in every stage.
 VG_SKIP := test_memory test_oom_libc test_deep test_oom test_opencl test_opencl_ops test_opencl_conv test_opencl_train test_cuda_gen test_cuda \
   test_export test_export_programs
+# The longest under valgrind (minutes each on 2 cores) start first; the
+# million-deep cases run their 100,000 forms (RY_TEST_LIGHT, test_util.h).
+VG_FIRST := test_interp test_fuse test_checkpoint test_autobatch test_conv_split test_datasets test_kernels_parallel
 test-valgrind:
-	$(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" TEST_MPI=0 TEST_JOBS=2 \
-	  TEST_SKIP="$(VG_SKIP:%=build-vg/tests/%)" test
+	RY_TEST_LIGHT=1 $(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" TEST_MPI=0 TEST_JOBS=2 \
+	  TEST_FIRST="$(VG_FIRST:%=build-vg/tests/%)" TEST_SKIP="$(VG_SKIP:%=build-vg/tests/%)" test
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/relayc

@@ -415,13 +415,14 @@ static void factorial_and_mutual_recursion(void **state) {
     ry_module_free(m);
 }
 
-/* 100,000 and 1,000,000 nested non-tail calls in the program: the C stack
- * does not grow; a low max_depth is a clear, located error. */
+/* 100,000 and 1,000,000 nested non-tail calls in the program (the first
+ * only under RY_TEST_LIGHT): the C stack does not grow; a low max_depth
+ * is a clear, located error. */
 static void deep_non_tail_recursion(void **state) {
     (void)state;
     ry_module *m = test_parse(rec_src, true);
     long depths[2] = {100000, 1000000};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < (test_light() ? 1 : 2); i++) {
         ry_value *n = ry_value_tensor(ry_tensor_scalar(RY_INT64, (double)depths[i]));
         ry_value *r = call_ok(m, "sumto", 1, &n);
         assert_int_equal(r->tensor->dtype, RY_INT64);
@@ -440,8 +441,9 @@ static void deep_non_tail_recursion(void **state) {
     ry_module_free(m);
 }
 
-/* A List copied by non-tail recursion, 100,000 and 1,000,000 elements:
- * each element waits on the heap stack for the rest. */
+/* A List copied by non-tail recursion, 100,000 and 1,000,000 elements
+ * (the first only under RY_TEST_LIGHT): each element waits on the heap
+ * stack for the rest. */
 static const char *copy_src =
     "#[version = \"0.0.5\"]\n" LIST_TYPE
     "def @copy[A](%l: List[A]) -> List[A] {\n"
@@ -452,7 +454,7 @@ static void deep_list_copy(void **state) {
     (void)state;
     ry_module *m = test_parse(copy_src, true);
     ry_ctor *cons = ry_module_find_ctor(m, "Cons"), *nil = ry_module_find_ctor(m, "Nil");
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < (test_light() ? 1 : 2); k++) {
         int n = k ? 1000000 : 100000;
         ry_value *in = ry_value_adt(nil, 0, NULL);
         for (int i = n - 1; i >= 0; i--) in = ry_value_adt(cons, 2, (ry_value *[]){f32(i), in});

@@ -74,6 +74,12 @@ static inline bool test_gemm_split_exact(void) {
     return c && (strcmp(c, "SkylakeX") == 0 || strcmp(c, "Cooperlake") == 0);
 }
 
+/* RY_TEST_LIGHT (make test-valgrind sets it): a suite runs the smaller
+ * of its sizes only where the larger (a million-deep recursion) checks
+ * nothing more about memory than the smaller does, and valgrind would
+ * take minutes on it; the other runs take every size. */
+static inline bool test_light(void) { return getenv("RY_TEST_LIGHT") != NULL; }
+
 /* Removes the flat directory dir and the files in it (a test's scratch
  * checkpoint folder); a missing one is fine. */
 static inline void rm_dir(const char *dir) {
