@@ -224,9 +224,10 @@ test-asan:
 	  $(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" TEST_MPI=0 \
 	  TEST_SKIP=build-asan/tests/test_memory test
 # Allocation failure alone (tests/test_oom.c, also one of the unit suites):
-# every allocation of parsing, checking, differentiating, compiling, a
-# trainer, a step and a checkpoint save fails once, in this build and under
-# ASan+UBSan, where LeakSanitizer finds what a failure leaks.
+# every allocation of parsing, checking, differentiating, the passes,
+# compiling, a trainer, a step, a checkpoint save and runs on the VM and
+# the interpreter fails once (a sample in large stages), in this build and
+# under ASan+UBSan, where LeakSanitizer finds what a failure leaks.
 test-oom: $(BUILD)/tests/test_oom
 	$(BUILD)/tests/test_oom
 	$(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" build-asan/tests/test_oom

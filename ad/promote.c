@@ -13,6 +13,7 @@
 #include "ad_impl.h"
 #include "relayc/ad.h"
 #include "tensor/alloc_exempt.h"
+#include "tensor/oom.h"
 
 typedef struct promo {
     ry_module *m;
@@ -144,7 +145,10 @@ static void expr(promo *p, ry_expr *e) {
     }
 }
 
-ry_status ry_module_to_float64(ry_module *m, ry_error *err) {
+/* Under a recovery point (tensor/oom.h): out of the IR's memory, the map's
+ * arena is freed with it and m is left part-promoted (to be freed). */
+static ry_status promote(void *ctx, ry_error *err) {
+    ry_module *m = ctx;
     promo p = {.m = m};
     ry_arena *a = ry_arena_new();
     ad_map_init(&p.seen, a);
@@ -156,4 +160,8 @@ ry_status ry_module_to_float64(ry_module *m, ry_error *err) {
         expr(&p, m->globals[i]->func);
     ry_arena_free(a);
     return ry_module_typecheck(m, err);
+}
+
+ry_status ry_module_to_float64(ry_module *m, ry_error *err) {
+    return ry_oom_guard("float64 promotion", promote, NULL, m, err);
 }

@@ -1,29 +1,35 @@
 /*
  * test_oom.c: allocation failure, one site at a time (issue 13, part 4).
  * For each stage a user meets — parsing, type checking, differentiating,
- * verifying, optimizing and compiling, building a trainer, one training step, one
- * checkpoint save — the Nth allocation through ry_malloc's hook fails, and
+ * verifying, optimizing (and the passes one by one) and compiling,
+ * building a trainer, one training step, one checkpoint save, running a
+ * program on the VM (one call, a batch, a closure of the interpreter's)
+ * and on the interpreter — the Nth allocation through ry_malloc's hook fails, and
  * every later one (ry_alloc_fail_after), for N from 0 up to the number the
  * stage makes (a sample of them in a large stage: sampled()), on the MLP,
  * on a recursive model over an ADT and on the models of models/. The IR's
  * own memory (arena blocks, constants, the constant table) counts too: the
- * entry points that build IR recover from running out of it (tensor/oom.h).
+ * entry points that build IR recover from running out of it, and the
+ * engines catch it where a run uses it (tensor/oom.h).
  * Each failure must be an error status with a message (never a crash, an
  * abort or an exit; leaks are LeakSanitizer's to find: `make test-oom` runs
  * this under ASan too), and the stage run again without the hook, on a
  * fresh state or on what the failed one left, must then give the reference
  * result: the same printed module, the same loss, a loadable checkpoint.
- * Tens to several hundred allocations per stage, 4,494 in all, 1,344 of
- * them failed; about four seconds (TEST_OOM_ALL=1: all of them, about
- * a minute under ASan).
+ * Tens to several hundred allocations per stage, 7,077 in all, 2,252 of
+ * them failed; about five seconds (TEST_OOM_ALL=1: all of them).
  */
 #include <dirent.h>
+#include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "relayc/ad.h"
+#include "relayc/interp.h"
 #include "relayc/pass.h"
 #include "relayc/train.h"
+#include "relayc/vm.h"
 #include "test_texts.h"
 #include "test_util.h"
 
@@ -150,6 +156,16 @@ static ry_status run_grad(void *c, ry_error *err) {
 }
 static ry_status run_optimize(void *c, ry_error *err) { return ry_optimize(((front *)c)->m, 2, err); }
 static ry_status run_verify(void *c, ry_error *err) { return ry_ir_verify(((front *)c)->m, true, err); }
+/* The passes called one at a time, outside ry_optimize: each is an entry
+ * of its own (ry_hoist with its ry_inline and ry_dce inside). */
+static ry_status run_passes(void *c, ry_error *err) {
+    ry_module *m = ((front *)c)->m;
+    ry_status (*const passes[])(ry_module *, ry_error *) = {
+        ry_hoist, ry_partial_eval, ry_dce, ry_fold_constants, ry_simplify, ry_cse, ry_fuse};
+    for (int i = 0; i < (int)(sizeof passes / sizeof *passes); i++)
+        if (passes[i](m, err)) return RY_ERR;
+    return ry_module_typecheck(m, err);
+}
 static ry_status run_compile(void *c, ry_error *err) {
     front *f = c;
     ry_vm_program *p = NULL;
@@ -200,6 +216,10 @@ static void recover_optimize(void *c) {
 /* A failed compilation leaves nothing half-made in the module (the ANF
  * it caches): compiling again succeeds. */
 static void recover_compile(void *c) { run_again(c, run_compile, "compiling"); }
+static void recover_passes(void *c) {
+    run_again(c, run_passes, "the passes");
+    check_verified(c);
+}
 static void drop_front(void *c) {
     front *f = c;
     ry_module_free(f->m);
@@ -228,8 +248,9 @@ static void front_stages(const char *text) {
         {"verify", fresh_grad, run_verify, check_print, NULL, NULL, drop_front},
         {"optimize", fresh_grad, run_optimize, check_print, check_verified, recover_optimize, drop_front},
         {"optimize+compile", fresh_grad, run_compile, check_nothing, NULL, recover_compile, drop_front},
+        {"passes one by one", fresh_grad, run_passes, check_verified, NULL, recover_passes, drop_front},
     };
-    const int upto[] = {0, 1, 2, 2, 3, 3}; /* each one's reference (reference()) */
+    const int upto[] = {0, 1, 2, 2, 3, 3, 3}; /* each one's reference (reference()) */
     for (int i = 0; i < (int)(sizeof stages / sizeof *stages); i++) {
         f.want = reference(text, upto[i]);
         run_stage(&stages[i], &f);
@@ -442,6 +463,200 @@ static void test_train_tree(void **state) {
     ry_vocab_free(v);
 }
 
+/* ---- running a program: the VM and the interpreter ----
+ * A model's gradient (forward and backward pass: the tree model's
+ * recursion, matches and backpropagator closures) called once on each
+ * engine, and on the VM also as a batch of two (stacked kernels); a
+ * program of closures, recursive lets, a polymorphic map over a list and
+ * a branch on each engine, and one of its closures made by the
+ * interpreter applied on the VM (compiled there at run time). The
+ * engines' own memory counts: the interpreter's function analyses and
+ * operator types, the VM's machine, the types of its general path and
+ * what it compiles at run time live in arenas, which a run catches
+ * running out of (tensor/oom.h). A failed run must free all it held, and
+ * the same program (the VM's, with the machine, learned types and
+ * functions the failure left) or module, run again unhooked, gives the
+ * reference result. */
+
+static const char *CLOSURES = TEST_CLOSURES_TEXT;
+
+enum { ENGINE_VM, ENGINE_INTERP, ENGINE_BATCH, ENGINE_APPLY };
+
+typedef struct running {
+    const char *text;
+    int engine;
+    ry_module *m;
+    ry_vm_program *p;
+    const char *entry; /* the gradient's, or @main */
+    ry_value *fn;      /* ENGINE_APPLY: the interpreter's closure */
+    int nargs;
+    ry_value *args[2 * 6];
+    ry_value *out[2];
+    double want; /* the sum of every tensor element of the result */
+} running;
+
+static double value_sum(const ry_value *v) {
+    double s = 0;
+    if (v->kind == RY_VAL_TENSOR)
+        for (int64_t i = 0; i < v->tensor->size; i++) s += ry_tensor_get(v->tensor, i);
+    else if (v->kind == RY_VAL_TUPLE)
+        for (int i = 0; i < v->tuple.n; i++) s += value_sum(v->tuple.fields[i]);
+    else if (v->kind == RY_VAL_ADT) /* a list, or the tree's gradient (its twin) */
+        for (int i = 0; i < v->adt.n; i++) s += value_sum(v->adt.fields[i]);
+    else
+        fail_msg("a result holds a %s", ry_value_kind_name(v));
+    return s;
+}
+
+static ry_value *scalar(ry_dtype dt, double x) {
+    ry_tensor *t = ry_tensor_scalar(dt, x);
+    assert_non_null(t);
+    return ry_value_tensor(t);
+}
+
+static ry_value *leaf(const ry_module *m, int word, int label) {
+    ry_value *f[2] = {scalar(RY_INT32, word), scalar(RY_INT32, label)};
+    return ry_value_adt(ry_module_find_ctor(m, "Leaf"), 2, f);
+}
+
+static ry_value *node(const ry_module *m, ry_value *l, ry_value *r, int label) {
+    ry_value *f[3] = {l, r, scalar(RY_INT32, label)};
+    return ry_value_adt(ry_module_find_ctor(m, "Node"), 3, f);
+}
+
+/* A tensor input as filled() makes it; ndim -1: the tree. */
+typedef struct input {
+    ry_dtype dt;
+    int ndim;
+    int64_t shape[2];
+    double scale;
+    int mod;
+} input;
+
+static const input MLP_INPUTS[6] = {
+    {RY_FLOAT32, 2, {5, 4}, 0.1, 0}, {RY_INT32, 1, {5}, 0, 3},      {RY_FLOAT32, 2, {8, 4}, 0.2, 0},
+    {RY_FLOAT32, 1, {8}, 0.1, 0},    {RY_FLOAT32, 2, {3, 8}, 0.3, 0}, {RY_FLOAT32, 1, {3}, 0.1, 0},
+};
+static const input TREE_INPUTS[6] = {
+    {RY_INT32, -1, {0}, 0, 0},       {RY_FLOAT32, 2, {7, 6}, 0.3, 0}, {RY_FLOAT32, 2, {6, 12}, 0.1, 0},
+    {RY_FLOAT32, 1, {6}, 0.1, 0},    {RY_FLOAT32, 2, {2, 6}, 0.2, 0}, {RY_FLOAT32, 1, {2}, 0.1, 0},
+};
+
+/* The program's inputs: the MLP's batch of 5 or a tree of 3 leaves, then
+ * the model's parameters; two floats for CLOSURES (one for a closure).
+ * Instance j of a batch gets other values. Returns how many. */
+static int bind_inputs(running *r, ry_value **a, int j) {
+    const ry_module *m = r->m;
+    if (r->text == CLOSURES) {
+        a[0] = scalar(RY_FLOAT32, 1.5 + j);
+        a[1] = scalar(RY_FLOAT32, 2);
+        return r->engine == ENGINE_APPLY ? 1 : 2;
+    }
+    const input *in = r->text == MLP ? MLP_INPUTS : TREE_INPUTS;
+    for (int i = 0; i < 6; i++)
+        a[i] = in[i].ndim < 0 ? node(m, leaf(m, 1 + j, 0), node(m, leaf(m, 2, 1), leaf(m, 3 + j, 0), 1), j)
+                              : ry_value_tensor(filled(in[i].dt, in[i].ndim, in[i].shape,
+                                                       in[i].scale + (i ? 0 : j), in[i].mod));
+    return 6;
+}
+
+static void fresh_program(void *c) {
+    running *r = c;
+    ry_error err;
+    front f = {.text = r->text};
+    front_check(&f);
+    r->m = f.m;
+    r->entry = "main";
+    if (r->text != CLOSURES && ry_grad(r->m, "loss", NULL, NULL, &r->entry, &err))
+        fail_msg("%s", err.msg);
+    if (r->engine != ENGINE_INTERP && ry_vm_compile(r->m, NULL, &r->p, &err)) fail_msg("%s", err.msg);
+    r->nargs = bind_inputs(r, r->args, 0);
+    bind_inputs(r, r->args + 6, 1);
+    if (r->engine == ENGINE_APPLY && ry_interp_call(r->m, "adder", 1, &r->args[1], NULL, &r->fn, &err))
+        fail_msg("%s", err.msg);
+}
+
+static ry_status run_program(void *c, ry_error *err) {
+    running *r = c;
+    switch (r->engine) {
+    case ENGINE_INTERP: return ry_interp_call(r->m, r->entry, r->nargs, r->args, NULL, &r->out[0], err);
+    case ENGINE_VM: return ry_vm_call(r->p, r->entry, r->nargs, r->args, NULL, &r->out[0], err);
+    case ENGINE_APPLY: return ry_vm_apply(r->p, r->fn, r->nargs, r->args, NULL, &r->out[0], err);
+    }
+    return ry_vm_call_batch(r->p, r->entry, 2, r->nargs, r->args, NULL, r->out, err);
+}
+
+static double result_sum(const running *r) {
+    return value_sum(r->out[0]) + (r->engine == ENGINE_BATCH ? value_sum(r->out[1]) : 0);
+}
+
+static void drop_out(running *r) {
+    for (int j = 0; j < 2; j++) {
+        ry_value_release(r->out[j]);
+        r->out[j] = NULL;
+    }
+}
+
+/* A batch is the one-by-one result to float32 rounding (stacked kernels
+ * sum in another order); the rest bitwise. */
+static void check_program(void *c) {
+    running *r = c;
+    double got = result_sum(r);
+    if (r->engine == ENGINE_BATCH) assert_true(fabs(got - r->want) <= 1e-4 * (1 + fabs(r->want)));
+    else assert_true(got == r->want);
+    drop_out(r);
+}
+
+static void recover_program(void *c) {
+    running *r = c;
+    ry_error err;
+    assert_null(r->out[0]);
+    assert_null(r->out[1]);
+    if (run_program(r, &err)) fail_msg("the run after a failed one: %s", err.msg);
+    check_program(r);
+}
+
+static void drop_program(void *c) {
+    running *r = c;
+    drop_out(r);
+    for (int i = 0; i < 12; i++) {
+        ry_value_release(r->args[i]);
+        r->args[i] = NULL;
+    }
+    ry_value_release(r->fn);
+    r->fn = NULL;
+    ry_vm_free(r->p);
+    r->p = NULL;
+    ry_module_free(r->m);
+    r->m = NULL;
+}
+
+static void run_stages(const char *text, int nengines, const int *engines) {
+    static const char *names[] = {"vm run", "interpreter run", "vm batch of 2",
+                                  "vm apply of the interpreter's closure"};
+    for (int i = 0; i < nengines; i++) {
+        running r = {.text = text, .engine = engines[i]};
+        fresh_program(&r);
+        ry_error err;
+        if (run_program(&r, &err)) fail_msg("%s", err.msg);
+        r.want = result_sum(&r);
+        drop_program(&r);
+        const stage s = {names[r.engine], fresh_program, run_program, check_program, NULL,
+                         recover_program, drop_program};
+        assert_true(run_stage(&s, &r) > 0);
+    }
+}
+
+static void test_run_mlp(void **state) {
+    run_stages(MLP, 3, (const int[]){ENGINE_VM, ENGINE_INTERP, ENGINE_BATCH});
+}
+static void test_run_tree(void **state) {
+    run_stages(TREE, 3, (const int[]){ENGINE_VM, ENGINE_INTERP, ENGINE_BATCH});
+}
+static void test_run_closures(void **state) {
+    run_stages(CLOSURES, 3, (const int[]){ENGINE_VM, ENGINE_INTERP, ENGINE_APPLY});
+}
+
 int main(void) {
     ry_set_num_threads(1); /* one thread allocates: the counts repeat */
     const struct CMUnitTest tests[] = {
@@ -450,6 +665,9 @@ int main(void) {
         cmocka_unit_test(test_front_models),
         cmocka_unit_test(test_train_mlp),
         cmocka_unit_test(test_train_tree),
+        cmocka_unit_test(test_run_mlp),
+        cmocka_unit_test(test_run_tree),
+        cmocka_unit_test(test_run_closures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

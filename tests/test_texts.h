@@ -1,8 +1,9 @@
 /*
- * test_texts.h: the small models several suites train: an MLP over
- * (n, 4) inputs with 3 classes, and a recursive encoder over the Tree ADT
- * (closures, matches, ADT twins in the gradient). String literals, so a
- * suite that uses one of them declares nothing it leaves unused.
+ * test_texts.h: the small programs several suites share: an MLP over
+ * (n, 4) inputs with 3 classes, a recursive encoder over the Tree ADT
+ * (closures, matches, ADT twins in the gradient), and a program of
+ * closures over a list. String literals, so a suite that uses one of
+ * them declares nothing it leaves unused.
  */
 #ifndef RELAYC_TEST_TEXTS_H
 #define RELAYC_TEST_TEXTS_H
@@ -51,6 +52,24 @@
     "float32 {\n" \
     "  %0 = nn.bias_add(nn.dense(@enc(%tree, %emb, %w, %b), %ws, units=None), %bs);\n" \
     "  negative(sum(take(nn.log_softmax(%0, axis=-1), @label(%tree), axis=1)))\n" \
+    "}\n"
+
+/* Closures, recursive lets, a polymorphic map over a list and a branch. */
+#define TEST_CLOSURES_TEXT \
+    "#[version = \"0.0.5\"]\n" \
+    "type List[A] { Cons(A, List[A]), Nil }\n" \
+    "def @map[A, B](%f: fn (A) -> B, %l: List[A]) -> List[B] {\n" \
+    "  match (%l) { Cons(%h, %t) => Cons(%f(%h), @map(%f, %t)), Nil => Nil }\n" \
+    "}\n" \
+    "def @adder(%k: float32) -> fn (float32) -> float32 { fn (%x: float32) { add(%x, %k) } }\n" \
+    "def @main(%a: float32, %b: float32) -> (List[float32], float32) {\n" \
+    "  let %add = @adder(%b);\n" \
+    "  let %twice = fn (%g: fn (float32) -> float32, %x: float32) { %g(%g(%x)) };\n" \
+    "  let %l = @map(%add, Cons(%a, Cons(%b, Nil)));\n" \
+    "  let %fact = fn (%n: float32) -> float32 {\n" \
+    "    if (%n <= 1f) { 1f } else { multiply(%n, %fact(subtract(%n, 1f))) }\n" \
+    "  };\n" \
+    "  (%l, add(%twice(%add, %a), %fact(5f)))\n" \
     "}\n"
 
 #endif

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "test_programs.h"
+#include "test_texts.h"
 #include "test_util.h"
 #include "relayc/ad.h"
 #include "relayc/pass.h"
@@ -298,21 +299,7 @@ static int line_of(const char *src, const char *needle) {
     return line;
 }
 
-static const char *closures_src =
-    "#[version = \"0.0.5\"]\n" LIST_TYPE
-    "def @map[A, B](%f: fn (A) -> B, %l: List[A]) -> List[B] {\n"
-    "  match (%l) { Cons(%h, %t) => Cons(%f(%h), @map(%f, %t)), Nil => Nil }\n"
-    "}\n"
-    "def @adder(%k: float32) -> fn (float32) -> float32 { fn (%x: float32) { add(%x, %k) } }\n"
-    "def @main(%a: float32, %b: float32) -> (List[float32], float32) {\n"
-    "  let %add = @adder(%b);\n"
-    "  let %twice = fn (%g: fn (float32) -> float32, %x: float32) { %g(%g(%x)) };\n"
-    "  let %l = @map(%add, Cons(%a, Cons(%b, Nil)));\n"
-    "  let %fact = fn (%n: float32) -> float32 {\n"
-    "    if (%n <= 1f) { 1f } else { multiply(%n, %fact(subtract(%n, 1f))) }\n"
-    "  };\n"
-    "  (%l, add(%twice(%add, %a), %fact(5f)))\n"
-    "}\n";
+static const char *closures_src = TEST_CLOSURES_TEXT;
 
 static void closures_and_recursive_lets(void **state) {
     (void)state;

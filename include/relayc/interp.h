@@ -25,9 +25,10 @@ typedef struct ry_interp_opts {
 
 /* Calls global `entry` of the type-checked module m with args (borrowed).
  * On success *out is a new reference. Runtime errors (a match that fails, a
- * shape that disagrees with an Any-typed signature, a kernel error, a stack
- * deeper than opts->max_depth) come back located at the expression that
- * failed, with everything the run held freed; *out is then NULL. opts may
+ * shape that disagrees with an Any-typed signature, a kernel error, running
+ * out of memory, the interpreter's own included, a stack deeper than
+ * opts->max_depth) come back located at the expression that failed, with
+ * everything the run held freed; *out is then NULL. opts may
  * be NULL. */
 ry_status ry_interp_call(ry_module *m, const char *entry, int nargs, ry_value *const *args,
                          const ry_interp_opts *opts, ry_value **out, ry_error *err);

@@ -145,9 +145,10 @@ ry_status ry_vm_compile(ry_module *m, const ry_target *t, ry_vm_program **out, r
 /* Calls global `entry` with args (borrowed). Arguments are checked against
  * the entry's annotated parameter types as the interpreter checks them. On
  * success *out is a new reference. Run-time errors (a failed match?, a
- * shape that disagrees with an Any or symbolic signature, a kernel error, a
- * frame stack deeper than opts->max_depth) come back located at the
- * expression that failed, with everything the run held freed. opts may be
+ * shape that disagrees with an Any or symbolic signature, a kernel error,
+ * running out of memory, the engine's own included, a frame stack deeper
+ * than opts->max_depth) come back located at the expression that failed,
+ * with everything the run held freed; the program stays usable. opts may be
  * NULL. The program may be called any number of times, but not from two
  * threads at once (compile one program per thread). */
 ry_status ry_vm_call(ry_vm_program *prog, const char *entry, int nargs, ry_value *const *args,

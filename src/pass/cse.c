@@ -236,14 +236,18 @@ static void run(ry_module *m, bool fold, bool share) {
     }
 }
 
-ry_status ry_cse(ry_module *m, ry_error *err) {
-    (void)err;
+static ry_status cse_module(ry_module *m, ry_error *err) {
     run(m, false, true);
     return RY_OK;
 }
 
-ry_status ry_fold_constants(ry_module *m, ry_error *err) {
-    (void)err;
+static ry_status fold_module(ry_module *m, ry_error *err) {
     run(m, true, false);
     return RY_OK;
+}
+
+ry_status ry_cse(ry_module *m, ry_error *err) { return pass_guarded("cse", cse_module, m, err); }
+
+ry_status ry_fold_constants(ry_module *m, ry_error *err) {
+    return pass_guarded("constant folding", fold_module, m, err);
 }

@@ -166,8 +166,7 @@ static ry_expr *dce_func(dce *d, ry_expr *fn) {
     return fn;
 }
 
-ry_status ry_dce(ry_module *m, ry_error *err) {
-    (void)err;
+static ry_status dce_module(ry_module *m, ry_error *err) {
     for (int i = 0; i < m->nglobals; i++) {
         ry_expr *old = m->globals[i]->func;
         ry_expr *fn = ry_anf(m, old);
@@ -183,3 +182,5 @@ ry_status ry_dce(ry_module *m, ry_error *err) {
     }
     return RY_OK;
 }
+
+ry_status ry_dce(ry_module *m, ry_error *err) { return pass_guarded("dce", dce_module, m, err); }

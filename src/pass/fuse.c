@@ -753,8 +753,7 @@ static ry_expr *walk(fz *f, ry_expr *e) {
     return lets_close(f->m, &l, body);
 }
 
-ry_status ry_fuse(ry_module *m, ry_error *err) {
-    (void)err;
+static ry_status fuse_module(ry_module *m, ry_error *err) {
     for (int i = 0; i < m->nglobals; i++) {
         ry_expr *old = m->globals[i]->func;
         ry_expr *fn = ry_anf(m, old);
@@ -771,3 +770,5 @@ ry_status ry_fuse(ry_module *m, ry_error *err) {
     }
     return RY_OK;
 }
+
+ry_status ry_fuse(ry_module *m, ry_error *err) { return pass_guarded("fusion", fuse_module, m, err); }

@@ -488,7 +488,7 @@ static bool hoist_global(ry_module *m, int gi) {
     return changed;
 }
 
-ry_status ry_hoist(ry_module *m, ry_error *err) {
+static ry_status hoist_module(ry_module *m, ry_error *err) {
     int n = m->nglobals;
     bool loops = false;
     for (int i = 0; i < n && !loops; i++) loops = ry_global_recursive(m, i);
@@ -510,3 +510,5 @@ ry_status ry_hoist(ry_module *m, ry_error *err) {
     }
     return RY_OK;
 }
+
+ry_status ry_hoist(ry_module *m, ry_error *err) { return pass_guarded("hoisting", hoist_module, m, err); }

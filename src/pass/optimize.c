@@ -67,6 +67,20 @@ static ry_status optimize(void *ctx, ry_error *err) {
     return pipeline(o->m, o->level, o->fuse, err);
 }
 
+typedef struct passing {
+    pass_fn pass;
+    ry_module *m;
+} passing;
+
+static ry_status run_pass(void *ctx, ry_error *err) {
+    passing *p = ctx;
+    return p->pass(p->m, err);
+}
+
+ry_status pass_guarded(const char *name, pass_fn pass, ry_module *m, ry_error *err) {
+    return ry_oom_guard(name, run_pass, NULL, &(passing){pass, m}, err);
+}
+
 ry_status ry_optimize(ry_module *m, int level, ry_error *err) {
     return ry_oom_guard("optimization", optimize, NULL, &(optimizing){m, level, true}, err);
 }

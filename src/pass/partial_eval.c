@@ -703,13 +703,15 @@ static ry_status run(ry_module *m, bool inline_only, ry_error *err) {
     return RY_OK;
 }
 
+static ry_status evaluate(ry_module *m, ry_error *err) { return run(m, false, err); }
+
 ry_status ry_partial_eval(ry_module *m, ry_error *err) {
-    return run(m, false, err);
+    return pass_guarded("partial evaluation", evaluate, m, err);
 }
 
 /* Inlining is partial evaluation that knows functions only: calls of
  * globals (not recursive ones) and of closures bound in scope are replaced
  * by their bodies; operators, branches and refs stay as they are. */
-ry_status ry_inline(ry_module *m, ry_error *err) {
-    return run(m, true, err);
-}
+static ry_status inline_calls(ry_module *m, ry_error *err) { return run(m, true, err); }
+
+ry_status ry_inline(ry_module *m, ry_error *err) { return pass_guarded("inlining", inline_calls, m, err); }

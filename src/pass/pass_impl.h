@@ -9,6 +9,14 @@
 #include "relayc/op.h"
 #include "relayc/pass.h"
 
+/* pass(m, err) under a recovery point (tensor/oom.h), for a pass called
+ * on its own: out of the IR's memory, its scratch arenas are freed, m is
+ * left part-rewritten (to be run again or freed) and the error is
+ * "NAME: out of memory"; under another point (ry_optimize's) the jump
+ * goes on to it. */
+ry_status pass_guarded(const char *name, ry_status (*pass)(ry_module *m, ry_error *err),
+                       ry_module *m, ry_error *err);
+
 /* A scope under construction: bindings in order (ry_lets_push), closed by
  * a body. */
 typedef ry_lets lets;

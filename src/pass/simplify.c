@@ -96,8 +96,7 @@ static ry_expr *walk(simp *s, ry_expr *e) {
     return lets_close(s->m, &out, walk_scopes(s, x));
 }
 
-ry_status ry_simplify(ry_module *m, ry_error *err) {
-    (void)err;
+static ry_status simplify_module(ry_module *m, ry_error *err) {
     for (int i = 0; i < m->nglobals; i++) {
         ry_expr *old = m->globals[i]->func;
         ry_expr *fn = ry_anf(m, old);
@@ -113,4 +112,8 @@ ry_status ry_simplify(ry_module *m, ry_error *err) {
         ry_arena_free(s.a);
     }
     return RY_OK;
+}
+
+ry_status ry_simplify(ry_module *m, ry_error *err) {
+    return pass_guarded("simplification", simplify_module, m, err);
 }

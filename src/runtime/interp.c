@@ -105,6 +105,7 @@ static void bind(act *a, const void *key, ry_value *v) {
  * function makes no reference cycle. */
 static ry_status make_closure(machine *mc, const ry_expr *fn, const ry_var *self, ry_value **out) {
     const fninfo *info = info_get(mc, fn);
+    if (!info) return oom(mc, fn->span);
     ry_value *inline_caps[16], **caps = inline_caps;
     if (info->nfree > 16 && !(caps = ry_malloc(sizeof *caps * (size_t)info->nfree)))
         return oom(mc, fn->span);
@@ -125,6 +126,17 @@ static ry_status make_closure(machine *mc, const ry_expr *fn, const ry_var *self
     return *out ? RY_OK : oom(mc, fn->span);
 }
 
+typedef struct entering {
+    machine *mc;
+    const ry_expr *e;
+    ry_value *c;
+} entering;
+
+static void enter_global(void *x) {
+    entering *g = x;
+    ry_ptrmap_put(g->mc->info_arena, &g->mc->globals, g->e, (intptr_t)g->c);
+}
+
 static ry_status global_value(machine *mc, const ry_expr *e, ry_value **out) {
     intptr_t got;
     if (!ry_ptrmap_get(&mc->globals, e, &got)) {
@@ -132,7 +144,10 @@ static ry_status global_value(machine *mc, const ry_expr *e, ry_value **out) {
         if (!g || !g->func) return ry_error_at(mc->err, e->span, "unknown global @%s", e->global.name);
         ry_value *c = ry_value_closure(g->func, 0, NULL, NULL);
         if (!c) return oom(mc, e->span);
-        ry_ptrmap_put(mc->info_arena, &mc->globals, e, (intptr_t)c);
+        if (ry_oom_catch(enter_global, &(entering){mc, e, c})) { /* the map is as it was */
+            ry_value_release(c);
+            return oom(mc, e->span);
+        }
         got = (intptr_t)c;
     }
     *out = ry_value_retain((ry_value *)got);
@@ -170,7 +185,7 @@ static ry_status apply(machine *mc, ry_value *fn, int nargs, ry_value **args, ry
     }
     if (ry_value_check_params(f, args, span, mc->err)) goto done;
     const fninfo *info = info_get(mc, f);
-    act *a = act_new(info);
+    act *a = info ? act_new(info) : NULL;
     if (!a) {
         oom(mc, span);
         goto done;
@@ -476,16 +491,17 @@ static ry_status run(machine *mc, const ry_expr *start, ry_value **out) {
 
 /* ---- setting up and tearing down ---- */
 
-static void machine_init(machine *mc, ry_module *m, const ry_interp_opts *opts, ry_error *err) {
+static ry_status machine_init(machine *mc, ry_module *m, const ry_interp_opts *opts, ry_error *err) {
     memset(mc, 0, sizeof *mc);
     mc->m = m;
     mc->err = err;
     mc->training = opts && opts->training;
     mc->rng = opts ? opts->seed : 0;
     mc->max_depth = opts && opts->max_depth > 0 ? opts->max_depth : DEFAULT_MAX_DEPTH;
-    mc->info_arena = ry_arena_new();
-    mc->tmp = ry_arena_new();
-    mc->scratch = ry_arena_new();
+    mc->info_arena = ry_oom_arena_new();
+    mc->tmp = ry_oom_arena_new();
+    mc->scratch = ry_oom_arena_new();
+    return mc->info_arena && mc->tmp && mc->scratch ? RY_OK : oom(mc, RY_NO_SPAN);
 }
 
 /* Frees everything, including what an error left on the stacks. */
@@ -527,7 +543,10 @@ ry_status ry_interp_apply(ry_module *m, ry_value *fn, int nargs, ry_value *const
                           const ry_interp_opts *opts, ry_value **out, ry_error *err) {
     machine mc;
     *out = NULL;
-    machine_init(&mc, m, opts, err);
+    if (machine_init(&mc, m, opts, err)) {
+        machine_free(&mc);
+        return RY_ERR;
+    }
     ry_mem_guard outer;
     ry_mem_guard_begin(opts ? opts->max_resident : 0, &outer);
     ry_status st = start(&mc, fn, nargs, args, RY_NO_SPAN, out);

@@ -10,6 +10,7 @@
 
 #include "relayc/interp.h"
 #include "relayc/op.h"
+#include "tensor/oom.h"
 
 
 /* ---- per-function analysis, computed once per function expression ----
@@ -75,7 +76,7 @@ typedef struct machine {
     act *cur;
 } machine;
 
-/* interp_info.c */
+/* interp_info.c: NULL when out of memory */
 const fninfo *info_get(machine *mc, const ry_expr *fn);
 
 /* interp_ops.c */

@@ -144,14 +144,31 @@ static void find_slots(machine *mc, const ry_expr *fn, fninfo *info) {
     }
 }
 
+typedef struct finding {
+    machine *mc;
+    const ry_expr *fn;
+    fninfo *info;
+} finding;
+
+/* fn's info, entered in mc->infos last: out of memory before that, a
+ * half-made info is left in the arena, unreachable. */
+static void find_info(void *c) {
+    finding *f = c;
+    machine *mc = f->mc;
+    fninfo *info = RY_NEW(mc->info_arena, fninfo);
+    info->fn = f->fn;
+    find_free(mc, f->fn, info);
+    find_slots(mc, f->fn, info);
+    ry_arena_reset(mc->tmp);
+    ry_ptrmap_put(mc->info_arena, &mc->infos, f->fn, (intptr_t)info);
+    f->info = info;
+}
+
 const fninfo *info_get(machine *mc, const ry_expr *fn) {
     intptr_t got;
     if (ry_ptrmap_get(&mc->infos, fn, &got)) return (const fninfo *)got;
-    fninfo *info = RY_NEW(mc->info_arena, fninfo);
-    info->fn = fn;
-    find_free(mc, fn, info);
-    find_slots(mc, fn, info);
+    finding f = {mc, fn, NULL};
+    if (!ry_oom_catch(find_info, &f)) return f.info;
     ry_arena_reset(mc->tmp);
-    ry_ptrmap_put(mc->info_arena, &mc->infos, fn, (intptr_t)info);
-    return info;
+    return NULL;
 }

@@ -25,9 +25,8 @@ static ry_type *arg_type(machine *mc, const ry_value *v, const ry_expr *call, in
     return NULL;
 }
 
-
-ry_status run_op(machine *mc, const ry_expr *call, int nargs, ry_value *const *args,
-                 ry_value **out) {
+static ry_status op_call(machine *mc, const ry_expr *call, int nargs, ry_value *const *args,
+                         ry_value **out) {
     const ry_op *op = call->call.callee->op.op;
     ry_arena_reset(mc->scratch);
     if (nargs != op->nargs)
@@ -56,6 +55,31 @@ ry_status run_op(machine *mc, const ry_expr *call, int nargs, ry_value *const *a
     ry_free(res);
     if (!*out) return ry_error_at(mc->err, call->span, "out of memory");
     return RY_OK;
+}
+
+/* An operator call under a catch: the IR's memory (the types in
+ * mc->scratch) runs out before any result exists, so nothing is
+ * stranded and running out is an error at the call. */
+typedef struct calling {
+    machine *mc;
+    const ry_expr *call;
+    int nargs;
+    ry_value *const *args;
+    ry_value **out;
+    ry_status st;
+} calling;
+
+static void call_op(void *c) {
+    calling *x = c;
+    x->st = op_call(x->mc, x->call, x->nargs, x->args, x->out);
+}
+
+ry_status run_op(machine *mc, const ry_expr *call, int nargs, ry_value *const *args,
+                 ry_value **out) {
+    calling c = {mc, call, nargs, args, out, RY_OK};
+    if (ry_oom_catch(call_op, &c))
+        return ry_error_at(mc->err, call->span, "%s: out of memory", call->call.callee->op.op->name);
+    return c.st;
 }
 
 /* ---- patterns ----

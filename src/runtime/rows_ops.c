@@ -16,6 +16,7 @@
 
 #include "backend/cpu/scatter_kernels.h"
 #include "runtime/rows_ops.h"
+#include "tensor/oom.h"
 
 static bool is_float(ry_dtype d) { return d == RY_FLOAT32 || d == RY_FLOAT64; }
 
@@ -111,14 +112,24 @@ static bool dense_type(const ry_value *v, ry_dtype *dt, int *ndim, const int64_t
     return false;
 }
 
-/* The result type of op on the dense types of args (tensor types, constant
- * dims) by the type relation; false when it cannot be had. */
-static bool result_shape(const ry_expr *call, int nargs, ry_value *const *args, ry_dtype *dt,
-                         int *ndim, int64_t *shape, ry_arena *scratch) {
+typedef struct shaping {
+    const ry_expr *call;
+    int nargs;
+    ry_value *const *args;
+    ry_dtype *dt;
+    int *ndim;
+    int64_t *shape;
+    ry_arena *a;
+    bool ok;
+} shaping;
+
+static void find_shape(void *c) {
+    shaping *sh = c;
+    const ry_expr *call = sh->call;
+    int nargs = sh->nargs;
+    ry_value *const *args = sh->args;
+    ry_arena *a = sh->a;
     const ry_op *op = call->call.callee->op.op;
-    ry_arena *a = scratch ? scratch : ry_arena_new();
-    if (!a) return false;
-    if (scratch) ry_arena_reset(a);
     ry_type *types[4];
     bool ok = nargs <= 4;
     for (int i = 0; ok && i < nargs; i++) {
@@ -136,9 +147,22 @@ static bool result_shape(const ry_expr *call, int nargs, ry_value *const *args, 
     ok = ok && op->rel(&rc, nargs, types, &t) == RY_REL_OK && t && t->kind == RY_TYPE_TENSOR;
     for (int k = 0; ok && k < t->tensor.ndim; k++) {
         ok = t->tensor.dims[k].kind == RY_DIM_CONST;
-        shape[k] = t->tensor.dims[k].value;
+        sh->shape[k] = t->tensor.dims[k].value;
     }
-    if (ok) *dt = t->tensor.dtype, *ndim = t->tensor.ndim;
+    if (ok) *sh->dt = t->tensor.dtype, *sh->ndim = t->tensor.ndim;
+    sh->ok = ok;
+}
+
+/* The result type of op on the dense types of args (tensor types, constant
+ * dims) by the type relation; false when it cannot be had (also without
+ * the memory for the types: the caller then goes the dense way). */
+static bool result_shape(const ry_expr *call, int nargs, ry_value *const *args, ry_dtype *dt,
+                         int *ndim, int64_t *shape, ry_arena *scratch) {
+    ry_arena *a = scratch ? scratch : ry_oom_arena_new();
+    if (!a) return false;
+    if (scratch) ry_arena_reset(a);
+    shaping s = {call, nargs, args, dt, ndim, shape, a, false};
+    bool ok = !ry_oom_catch(find_shape, &s) && s.ok;
     if (!scratch) ry_arena_free(a);
     return ok;
 }

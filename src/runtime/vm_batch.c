@@ -178,6 +178,31 @@ static ry_value *rows_value(const ry_type *rt, int nres, ry_tensor *const *res, 
     return v;
 }
 
+/* The stacked call's kernel, its types in m0's scratch: under a catch
+ * (the types come before any result, so running out strands nothing). */
+typedef struct stacked {
+    const insn *I;
+    vm_machine *m0;
+    ry_tensor **in;
+    ry_type **rt;
+    int *nres;
+    ry_tensor ***res;
+    ry_status st;
+} stacked;
+
+static void run_stacked_op(void *c) {
+    stacked *s = c;
+    vm_machine *m0 = s->m0;
+    const vm_opcall *oc = s->I->opcall;
+    ry_arena_reset(m0->scratch);
+    ry_type *types[MAX_ARGS];
+    for (int i = 0; i < s->I->n; i++) types[i] = ry_type_of_tensor(m0->scratch, s->in[i]);
+    ry_kernel_ctx kc = {.op = oc->op, .attrs = &oc->call->call.attrs, .span = oc->call->span,
+                        .err = m0->err, .training = m0->training, .rng = &m0->rng};
+    s->st = ry_op_run_in(m0->prog->target, oc->op, &oc->call->call.attrs, m0->scratch, s->I->n,
+                         types, s->I->n, s->in, &kc, pool_of(m0->prog), s->rt, s->nres, s->res);
+}
+
 /* Runs I for the machines ms[0..n) (all parked at I, n >= 2) as one
  * kernel and delivers their results. *fell: the results did not stack
  * (nothing delivered; the caller runs them one by one). */
@@ -195,17 +220,14 @@ static ry_status run_stacked(const insn *I, vm_machine **ms, int n, const uint8_
         else if (!(in[i] = stack(ms, n, i, total)))
             st = ry_error_at(m0->err, I->span, "%s: out of memory stacking a batch", oc->op->name);
     }
-    ry_arena_reset(m0->scratch);
-    ry_type *types[MAX_ARGS];
-    for (int i = 0; i < I->n && st == RY_OK; i++) types[i] = ry_type_of_tensor(m0->scratch, in[i]);
-    ry_kernel_ctx kc = {.op = oc->op, .attrs = &oc->call->call.attrs, .span = oc->call->span,
-                        .err = m0->err, .training = m0->training, .rng = &m0->rng};
     ry_type *rt = NULL;
     int nres = 0;
     ry_tensor **res = NULL;
+    stacked s = {I, m0, in, &rt, &nres, &res, RY_OK};
     if (st == RY_OK)
-        st = ry_op_run_in(m0->prog->target, oc->op, &oc->call->call.attrs, m0->scratch, I->n, types,
-                          I->n, in, &kc, pool_of(m0->prog), &rt, &nres, &res);
+        st = ry_oom_catch(run_stacked_op, &s)
+                 ? ry_error_at(m0->err, I->span, "%s: out of memory", oc->op->name)
+                 : s.st;
     for (int i = 0; i < I->n; i++) ry_tensor_release(in[i]);
     if (st) return RY_ERR;
     bool ok = nres >= 1 && nres <= MAX_RES;
@@ -305,23 +327,34 @@ typedef struct agenda {
     ry_error *err;
 } agenda;
 
-/* The straight-line stretch of f that instruction pc belongs to: the
- * last jump target at or before it (0: the entry's). Worked out once per
- * function, in the program's arena. */
-static int stretch_of(ry_vm_program *p, vm_fn *f, int pc) {
-    if (!f->stretch) {
-        int *st = RY_NEW_ARRAY(p->arena, int, f->ncode ? f->ncode : 1);
-        bool *target = RY_NEW_ARRAY(p->arena, bool, f->ncode ? f->ncode : 1);
-        for (int i = 0; i < f->ncode; i++) {
-            uint8_t op = f->code[i].op;
-            int b = f->code[i].b;
-            if ((op == I_JMPF || op == I_JMP || op == I_TESTCTOR || op == I_TESTTUP) && b >= 0 &&
-                b < f->ncode)
-                target[b] = true;
-        }
-        for (int i = 0, at = 0; i < f->ncode; i++) st[i] = at = target[i] ? i : at;
-        f->stretch = st;
+/* The straight-line stretches of f: for each instruction, the last jump
+ * target at or before it (0: the entry's). */
+typedef struct stretching {
+    ry_vm_program *p;
+    vm_fn *f;
+} stretching;
+
+static void find_stretches(void *c) {
+    ry_vm_program *p = ((stretching *)c)->p;
+    vm_fn *f = ((stretching *)c)->f;
+    int *st = RY_NEW_ARRAY(p->arena, int, f->ncode ? f->ncode : 1);
+    bool *target = RY_NEW_ARRAY(p->arena, bool, f->ncode ? f->ncode : 1);
+    for (int i = 0; i < f->ncode; i++) {
+        uint8_t op = f->code[i].op;
+        int b = f->code[i].b;
+        if ((op == I_JMPF || op == I_JMP || op == I_TESTCTOR || op == I_TESTTUP) && b >= 0 &&
+            b < f->ncode)
+            target[b] = true;
     }
+    for (int i = 0, at = 0; i < f->ncode; i++) st[i] = at = target[i] ? i : at;
+    f->stretch = st;
+}
+
+/* The stretch instruction pc of f belongs to. Worked out once per
+ * function, in the program's arena; without the memory for it, 0 (one
+ * stretch: the choice of site is a heuristic, and it is tried again). */
+static int stretch_of(ry_vm_program *p, vm_fn *f, int pc) {
+    if (!f->stretch && ry_oom_catch(find_stretches, &(stretching){p, f})) return 0;
     return f->stretch[pc];
 }
 

@@ -653,15 +653,48 @@ static void compile_fn(ry_vm_program *p, vm_fn *f, ry_error *err, bool *failed) 
  * an earlier program over the same module, or by the interpreter (whose
  * functions are not in ANF: a node shared in their DAG is then evaluated
  * at each use). */
+typedef struct lazy {
+    ry_vm_program *p;
+    const ry_expr *func;
+    ry_error *err;
+    vm_fn *f;
+    bool failed;
+} lazy;
+
+static void compile_lazy(void *c) {
+    lazy *l = c;
+    ry_vm_program *p = l->p;
+    l->f = add_fn(p, l->func, NULL);
+    for (int i = 0; i < p->nfns && !l->failed; i++)
+        if (!p->fns[i]->compiled) compile_fn(p, p->fns[i], l->err, &l->failed);
+}
+
+/* Out of the IR's memory while compiling at run time (a catch: the run
+ * fails with an error): the functions added since n0 are given up as a
+ * failed compile_fn gives its function up, compiled as far as they got
+ * (freed with the program) and out of the map, without allocating (the
+ * map's slot for each is cleared in place), so a later call compiles
+ * them afresh. */
+static void give_up(ry_vm_program *p, int n0) {
+    for (int i = n0; i < p->nfns; i++) {
+        p->fns[i]->compiled = true;
+        for (int k = 0; k < p->fnmap.cap; k++)
+            if (p->fnmap.keys[k] == p->fns[i]->func) p->fnmap.vals[k] = 0;
+    }
+}
+
 vm_fn *vm_fn_lazy(ry_vm_program *p, const ry_expr *func, ry_error *err) {
     vm_fn *f = vm_fn_of(p, func);
     if (f) return f;
-    f = add_fn(p, func, NULL);
-    bool failed = false;
-    for (int i = 0; i < p->nfns && !failed; i++)
-        if (!p->fns[i]->compiled) compile_fn(p, p->fns[i], err, &failed);
+    lazy l = {p, func, err, NULL, false};
+    int n0 = p->nfns;
+    if (ry_oom_catch(compile_lazy, &l)) {
+        give_up(p, n0);
+        ry_error_at(err, func->span, "out of memory compiling a function at run time");
+        l.failed = true;
+    }
     p->stats.nfuncs = p->nfns;
-    return failed ? NULL : f;
+    return l.failed ? NULL : l.f;
 }
 
 /* ---- the program ---- */

@@ -492,7 +492,10 @@ static vm_machine *machine_get(ry_vm_program *p, const ry_vm_opts *opts, ry_erro
     p->idle = NULL;
     if (!mc) {
         if (!(mc = ry_calloc(1, sizeof *mc))) return NULL;
-        mc->scratch = ry_arena_new();
+        if (!(mc->scratch = ry_oom_arena_new())) {
+            ry_free(mc);
+            return NULL;
+        }
     }
     mc->prog = p;
     mc->err = err;

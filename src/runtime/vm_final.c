@@ -62,6 +62,7 @@ void vm_final_plan(ry_vm_program *p, vm_fn *f) {
     const insn *T = &f->code[inner];
     final_entry *e = ry_calloc((size_t)T->n, sizeof *e);
     if (!e) return; /* out of memory: report nothing, which is allowed */
+    int held = ry_oom_hold(ry_free, e); /* so is running out of the arena (vm_final_report) */
     int n = 0, args = f->nfree + f->nparams;
     for (int k = 0; k < T->n; k++) {
         int reg = T->args[k], at = def_of(f, reg, inner);
@@ -78,12 +79,21 @@ void vm_final_plan(ry_vm_program *p, vm_fn *f) {
         f->final_reg[j] = e[j].reg;
     }
     f->nfinal = n;
+    ry_oom_unhold(held);
     ry_free(e);
 }
 
+typedef struct planning {
+    ry_vm_program *p;
+    vm_fn *f;
+} planning;
+
+static void plan(void *c) { vm_final_plan(((planning *)c)->p, ((planning *)c)->f); }
+
 void vm_final_report(vm_machine *mc, const vframe *fr, int pc) {
     vm_fn *f = fr->fn;
-    if (!f->final_planned) vm_final_plan(mc->prog, f);
+    /* out of the program's arena: f->nfinal stays 0, nothing is reported */
+    if (!f->final_planned) ry_oom_catch(plan, &(planning){mc->prog, f});
     const ry_value *const *R = (const ry_value *const *)mc->regs + fr->base;
     while (mc->final_next < f->nfinal && f->final_pc[mc->final_next] < pc) {
         int j = mc->final_next++;

@@ -13,6 +13,7 @@
 #include "backend/target.h"
 #include "relayc/op.h"
 #include "relayc/vm.h"
+#include "tensor/oom.h"
 
 /* ---- a pointer-keyed map (open addressing, in an arena) ---- */
 

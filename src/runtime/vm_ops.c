@@ -314,6 +314,32 @@ static ry_status general_op(vm_machine *mc, const vm_opcall *oc, int nargs, ry_v
     return RY_OK;
 }
 
+/* The general path under a catch: the IR's memory (the argument and
+ * result types in mc->scratch) runs out before any result exists, so
+ * running out is an error at the call and nothing is stranded. */
+typedef struct general {
+    vm_machine *mc;
+    const vm_opcall *oc;
+    int nargs;
+    ry_value *const *args;
+    ry_value **out;
+    const ry_type **rtype;
+    ry_status st;
+} general;
+
+static void run_general(void *g) {
+    general *x = g;
+    x->st = general_op(x->mc, x->oc, x->nargs, x->args, x->out, x->rtype);
+}
+
+static ry_status caught_general_op(vm_machine *mc, const vm_opcall *oc, int nargs,
+                                   ry_value *const *args, ry_value **out, const ry_type **rtype) {
+    general g = {mc, oc, nargs, args, out, rtype, RY_OK};
+    if (ry_oom_catch(run_general, &g))
+        return ry_error_at(mc->err, oc->call->span, "%s: out of memory", oc->op->name);
+    return g.st;
+}
+
 /* After a general call with tensor arguments and a static result: the
  * types seen become one of the fast path's signatures, so a call whose
  * shapes are symbolic but repeat (a batch size step after step, a
@@ -510,7 +536,7 @@ ry_status vm_run_op(vm_machine *mc, const insn *I, ry_value **R, ry_value **S, r
     if (oc->nsig) st = fast_op(mc, I, R, S, I->n, args, out, &taken);
     if (!taken) {
         mc->prog->stats.ran_general++;
-        st = general_op(mc, oc, I->n, args, out, &rt);
+        st = caught_general_op(mc, oc, I->n, args, out, &rt);
     }
     if (!taken && st == RY_OK) learn(I->opcall, I->n, args, rt);
     if (args != inline_args) ry_free(args);

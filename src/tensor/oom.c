@@ -90,8 +90,9 @@ static void release(point *pt, bool failed) {
     }
 }
 
-ry_status ry_oom_guard(const char *what, ry_status (*body)(void *ctx, ry_error *err),
-                       void (*undo)(void *ctx), void *ctx, ry_error *err) {
+/* Runs body(ctx) under a new point; true when it ran out of memory
+ * there (undo(uctx) run, the point's arenas and holds released). */
+static bool under_point(void (*body)(void *ctx), void *ctx, void (*undo)(void *uctx), void *uctx) {
     point pt;
     pt.outer = current;
     pt.arenas.prev = pt.arenas.next = &pt.arenas;
@@ -99,16 +100,44 @@ ry_status ry_oom_guard(const char *what, ry_status (*body)(void *ctx, ry_error *
     if (setjmp(pt.jb)) {
         /* current is pt.outer again (ry_oom_raise); pt's fields are read
          * back from memory: its address escaped to `current`. */
-        if (undo) undo(ctx);
+        if (undo) undo(uctx);
         release(&pt, true);
-        /* Under an outer point the jump goes on to it, so the code between
-         * the two never mistakes running out of memory for another error
-         * (as a bug, say) and each entry on the way frees its own. */
-        if (current) ry_oom_raise();
-        return ry_error_file(err, what, "out of memory");
+        return true;
     }
-    ry_status st = body(ctx, err);
+    body(ctx);
     current = pt.outer;
     release(&pt, false);
-    return st;
+    return false;
+}
+
+typedef struct guarded {
+    ry_status (*body)(void *ctx, ry_error *err);
+    void *ctx;
+    ry_error *err;
+    ry_status st;
+} guarded;
+
+static void run_guarded(void *g) {
+    guarded *x = g;
+    x->st = x->body(x->ctx, x->err);
+}
+
+ry_status ry_oom_guard(const char *what, ry_status (*body)(void *ctx, ry_error *err),
+                       void (*undo)(void *ctx), void *ctx, ry_error *err) {
+    guarded g = {body, ctx, err, RY_OK};
+    if (!under_point(run_guarded, &g, undo, ctx)) return g.st;
+    /* Under an outer point the jump goes on to it, so the code between
+     * the two never mistakes running out of memory for another error (as
+     * a bug, say) and each entry on the way frees its own. */
+    if (current) ry_oom_raise();
+    return ry_error_file(err, what, "out of memory");
+}
+
+bool ry_oom_catch(void (*body)(void *ctx), void *ctx) { return under_point(body, ctx, NULL, NULL); }
+
+static void new_arena(void *a) { *(ry_arena **)a = ry_arena_new(); }
+
+ry_arena *ry_oom_arena_new(void) {
+    ry_arena *a = NULL;
+    return ry_oom_catch(new_arena, &a) ? NULL : a;
 }

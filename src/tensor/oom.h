@@ -13,8 +13,10 @@
  * out of memory inside it, its undo runs and the jump goes on to the outer
  * point, whose undo runs next, so what lies between them never sees the
  * failure as an ordinary error.
- * Without a point (worker threads, code not under an entry) running out of
- * the IR's memory still ends the process with a message. Private to src/.
+ * At run time a VM or interpreter run catches it where it builds types
+ * or analyses (ry_oom_catch) and fails with a located error instead.
+ * Without a point (code under neither) running out of the IR's memory
+ * still ends the process with a message. Private to src/.
  */
 #ifndef RELAYC_OOM_H
 #define RELAYC_OOM_H
@@ -39,6 +41,19 @@ _Noreturn void ry_oom_raise(void);
  * (ry_oom_untrack) or be freed under that object on a jump. */
 ry_status ry_oom_guard(const char *what, ry_status (*body)(void *ctx, ry_error *err),
                        void (*undo)(void *ctx), void *ctx, ry_error *err);
+
+/* Runs body(ctx) under a recovery point that stops the jump: out of
+ * memory inside it releases the point's arenas and held cleanups (as
+ * ry_oom_guard) and returns true, under an outer point or not; false when
+ * body ran through. For run time (the VM, the interpreter), where the
+ * code around the catch frees what it holds by status: the caller turns
+ * true into an error of its own, located. body must leave nothing that
+ * the jump would strand (a value or tensor it made and holds only in its
+ * own frame) unless held. */
+bool ry_oom_catch(void (*body)(void *ctx), void *ctx);
+
+/* ry_arena_new, or NULL when there is no memory for it. */
+ry_arena *ry_oom_arena_new(void);
 
 /* A temporary outside the arenas that must not leak if the IR runs out
  * while it is live: fn(p) runs on a jump. Returns a slot for
