@@ -86,6 +86,61 @@ static void test_float64_weights(void **s) {
     }
 }
 
+/* Exits nonzero unless dir/NAME.c makes exactly want weights into GEMM
+ * operands (rt_pack, rt_transpose_f64), all inside NAME_open, and no
+ * other code packs or transposes a GEMM's b: a call only runs its GEMMs. */
+static void packs_in_open(const char *dir, const char *name, int want) {
+    must(sh("awk '/^int %s_open\\(/ { o = 1 } o && /^}/ { o = 0 } /(rt_pack|rt_transpose_f64)\\(/ && !/static/ { if (o) n++; else m++ }"
+            " END { print n + 0, \"in open,\", m + 0, \"elsewhere\"; exit !(n == %d && m == 0) }' %s/%s.c",
+            name, want, dir, name),
+         "weights packed once, when the context opens");
+}
+
+/* A weight read as a GEMM's b in several shapes (reshaped, transposed or
+ * not) gets one operand per weight, shape and transposition, made when
+ * the context opens, and GEMMs of the same one share it: float32 packed
+ * into the runtime's panels (also under ASan+UBSan), float64 transposed
+ * (read as it is untransposed), against relayc run --checkpoint. */
+static void test_weight_packs(void **s) {
+    for (int f64 = 0; f64 < 2; f64++) {
+        const char *T = f64 ? "float64" : "float32";
+        char text[1200], name[64], model[600], ckpt[600], dir[600], path[600];
+        snprintf(text, sizeof text,
+                 "#[version = \"0.0.5\"]\n"
+                 "def @predict(%%x: Tensor[(n, 4), %s], %%w: Tensor[(2, 3, 4), %s], %%v: Tensor[(4, 6), %s]) {\n"
+                 "  %%0 = nn.dense(%%x, reshape(%%w, newshape=[6, 4]));\n"
+                 "  %%1 = nn.dense(%%x, reshape(%%v, newshape=[6, 4]));\n"
+                 "  (%%0, %%1, nn.dense(%%0, %%v), nn.matmul(%%x, %%v), nn.dense(tanh(%%x), reshape(%%w, newshape=[6, 4])))\n}\n",
+                 T, T, T);
+        snprintf(name, sizeof name, "packs%d", f64 ? 64 : 32);
+        snprintf(model, sizeof model, "%s/%s.relay", tmpdir, name);
+        snprintf(ckpt, sizeof ckpt, "%s/%s.h5", tmpdir, name);
+        snprintf(dir, sizeof dir, "%s/%s_c", tmpdir, name);
+        char file[80];
+        snprintf(file, sizeof file, "%s.relay", name);
+        write_text_in(tmpdir, file, text);
+        random_checkpoint(model, "predict", ckpt, 12);
+        must(sh("%s export %s --checkpoint %s -o %s", relayc(), model, ckpt, dir), "relayc export");
+        packs_in_open(dir, name, f64 ? 3 : 4);
+        snprintf(path, sizeof path, "%s/x.npy", tmpdir);
+        ry_tensor *x = ry_tensor_new(f64 ? RY_FLOAT64 : RY_FLOAT32, 2, (int64_t[]){3, 4});
+        for (int64_t i = 0; i < x->size; i++) ry_tensor_set(x, i, 0.25 * (double)(i % 7) - 0.6);
+        ry_error err;
+        assert_int_equal(ry_npy_write(path, x, &err), RY_OK);
+        ry_tensor_release(x);
+        all_float64 = f64;
+        build(dir);
+        compare(model, dir, ckpt, "x", 5);
+        if (!f64) {
+            must(sh("make -s -C %s clean && make -s -C %s CC=gcc CFLAGS='-std=c11 -O1 -g -fsanitize=address,undefined "
+                    "-fno-sanitize-recover=all' LDFLAGS='-fsanitize=address,undefined'", dir, dir),
+                 "build with ASan+UBSan");
+            compare(model, dir, ckpt, "x", 5);
+        }
+        all_float64 = false;
+    }
+}
+
 static void test_ops(void **s) {
     export_and_check("tests/export/ops.relay", "ops", false, 3, (int64_t[]){4, 9, 9}, 3, true);
 }
@@ -413,6 +468,9 @@ static void test_charlstm(void **s) {
     snprintf(dir, sizeof dir, "%s/cl_c", tmpdir);
     random_checkpoint("models/charlstm.relay", "predict", ckpt, 9);
     must(sh("%s export models/charlstm.relay --checkpoint %s -o %s", relayc(), ckpt, dir), "relayc export charlstm");
+    /* the boxed recursion's GEMMs read w_hh and w_out packed when the context opens (and the entry's hoisted
+     * embedding GEMM w_ih): no step packs a weight */
+    packs_in_open(dir, "charlstm", 3);
     build(dir);
     const int64_t sizes[][2] = {{1, 1}, {3, 7}};
     char path[600];
@@ -453,7 +511,7 @@ int main(void) {
         cmocka_unit_test(test_mlp),           cmocka_unit_test(test_lenet),
         cmocka_unit_test(test_lenet_embedded), cmocka_unit_test(test_ops), cmocka_unit_test(test_layers), cmocka_unit_test(test_loss),
         cmocka_unit_test(test_loss_only_weight), cmocka_unit_test(test_float64_weights),
-        cmocka_unit_test(test_weight_dims),   cmocka_unit_test(test_blas),
+        cmocka_unit_test(test_weight_dims),   cmocka_unit_test(test_weight_packs), cmocka_unit_test(test_blas),
         cmocka_unit_test(test_weights_checked), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_run_checkpoint_shapes), cmocka_unit_test(test_train_export),
         cmocka_unit_test(test_treelstm),      cmocka_unit_test(test_charlstm),

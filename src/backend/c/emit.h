@@ -69,7 +69,7 @@ typedef struct cemit {
     strbuf sizes;     /* its scratch: offsets and sizes */
     strbuf ptrs;      /* its scratch: the buffers' pointers */
     strbuf file;      /* file scope: constants */
-    strbuf open;      /* context open, after the weights: transposed weights */
+    strbuf open;      /* context open, after the weights: packed and transposed weights */
     uint32_t rt;      /* RT_* bits: the runtime files, their float32 kernels */
     uint32_t rt64;    /* RT_* bits whose float64 kernels (names ending _f64) the code calls */
     int nbuf, nconst, npack;
@@ -82,7 +82,13 @@ typedef struct cemit {
     int cur;          /* the let being emitted */
     int nested;       /* inside an if's branches: nothing is computed in place */
     int njoin;        /* an if's results: r<k> */
-    int *pack_of;     /* [2 w + t]: weight w's pack as a GEMM's b, read transposed (t = 1) or not; -1: none */
+    struct ry_c_pack { /* ctx->pack[i]: a weight made into a GEMM's b once, when the context opens */
+        int weight;    /* its index in the weights table */
+        bool trans;    /* read transposed */
+        ry_dtype dtype; /* float32: packed into the GEMM's panels (RT_PACKED); float64: transposed */
+        const char *K, *N; /* the GEMM's (K, N): constants (a reshaped weight is another pack) */
+    } *packs;
+    int pack_cap;
     /* control flow over data (emit_ctl.c): the globals the entry calls become
      * C functions over rt_val (rt/value.c), buffers come from the context's
      * arena, and dims known only at run time are C locals (_d<k>) */

@@ -81,7 +81,8 @@ static void write_runtime(strbuf *b, const cemit *c, const cmodel *md) {
 
 static void emit_context(strbuf *b, const cemit *c, const cmodel *md, const ry_c_weights *w, const char *man) {
     const char *n = md->name;
-    ry_sb_printf(b, "struct %s_ctx {\n    void *blob;\n    const void *w[%d]; /* float or double, as the weight's dtype */\n    float *pack[%d];\n"
+    ry_sb_printf(b, "struct %s_ctx {\n    void *blob;\n    const void *w[%d]; /* float or double, as the weight's dtype */\n"
+                    "    void *pack[%d];    /* weights made GEMM operands when the context opens: float or double */\n"
                     "    rt_scratch scratch;\n    char msg[512];\n",
                  n, w->n ? w->n : 1, c->npack ? c->npack : 1);
     if (md->dyn) ry_sb_puts(b, "    rt_arena arena;  /* a call's values and buffers, reset when it starts */\n"
@@ -124,11 +125,13 @@ static void emit_context(strbuf *b, const cemit *c, const cmodel *md, const ry_c
     }
     for (int i = 0; i < c->npack; i++) ry_sb_printf(b, "    ctx->pack[%d] = NULL;\n", i);
     ry_sb_puts(b, "    int bad = 0;\n");
-    /* a packed weight (rt/gemm.c's panels) of a (K, N) GEMM operand */
-    for (int i = 0; i < 2 * w->n; i++)
-        if (c->pack_of[i] >= 0)
-            ry_sb_printf(b, "    bad |= !(ctx->pack[%d] = malloc(sizeof(float) * RT_PACKED(%lld, %lld)));\n", c->pack_of[i],
-                         (long long)w->ts[i / 2]->shape[i % 2], (long long)w->ts[i / 2]->shape[1 - i % 2]);
+    /* a weight as a (K, N) GEMM operand: float32 packed (rt/gemm.c's panels), float64 transposed */
+    for (int i = 0; i < c->npack; i++) {
+        const struct ry_c_pack *p = &c->packs[i];
+        if (p->dtype == RY_FLOAT64)
+            ry_sb_printf(b, "    bad |= !(ctx->pack[%d] = malloc(sizeof(double) * (size_t)%s * %s));\n", i, p->K, p->N);
+        else ry_sb_printf(b, "    bad |= !(ctx->pack[%d] = malloc(sizeof(float) * RT_PACKED(%s, %s)));\n", i, p->K, p->N);
+    }
     ry_sb_printf(b, "    if (bad) {\n        %s_close(ctx);\n        snprintf(msg, n, \"out of memory\");\n        return RT_E_MEMORY;\n    }\n", n);
     ry_sb_puts(b, c->open.data ? c->open.data : "");
     if (md->nsyms == 0)

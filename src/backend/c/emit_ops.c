@@ -14,11 +14,45 @@
 
 /* ---- GEMM ---- */
 
+/* A weight b as GEMM operand (K, N), read transposed or not, made once
+ * when the context opens into ctx->pack[i] (freed with it): float32
+ * packed into the GEMM's panels (rt_pack and RT_PACKED of the runtime the
+ * artifact holds, rt/gemm_kernel.c's or gemm_blas.c's), float64
+ * transposed. Every GEMM over the same weight, shape and transposition
+ * shares the pack, in the entry and in the boxed functions alike (a
+ * weight passed down a recursion stays a weight, emit_ctl.c). NULL where
+ * there is nothing to make (float64 read as it is) or b is not a weight
+ * of constant dims: the caller makes it per call. */
+static const char *weight_pack(cemit *c, const cval *b, bool tb) {
+    bool f64 = b->dtype == RY_FLOAT64;
+    if (b->weight < 0 || (f64 && !tb)) return NULL;
+    const ry_dim *k = &b->dims[tb ? 1 : 0], *n = &b->dims[tb ? 0 : 1];
+    if (k->kind != RY_DIM_CONST || n->kind != RY_DIM_CONST) return NULL;
+    const char *K = ry_c_dim(c, k), *N = ry_c_dim(c, n);
+    for (int i = 0; i < c->npack; i++) {
+        const struct ry_c_pack *p = &c->packs[i];
+        if (p->weight == b->weight && p->trans == tb && p->dtype == b->dtype && !strcmp(p->K, K) && !strcmp(p->N, N))
+            return ry_c_fmt(c, "ctx->pack[%d]", i);
+    }
+    if (c->npack == c->pack_cap) {
+        int cap = c->pack_cap ? 2 * c->pack_cap : 8;
+        struct ry_c_pack *ps = RY_NEW_ARRAY(c->a, struct ry_c_pack, cap);
+        if (c->npack) memcpy(ps, c->packs, sizeof *ps * (size_t)c->npack);
+        c->packs = ps, c->pack_cap = cap;
+    }
+    int i = c->npack++;
+    c->packs[i] = (struct ry_c_pack){.weight = b->weight, .trans = tb, .dtype = b->dtype, .K = K, .N = N};
+    if (f64) ry_sb_printf(&c->open, "    rt_transpose_f64(%s, %s, ctx->w[%d], ctx->pack[%d]);\n", N, K, b->weight, i);
+    else ry_sb_printf(&c->open, "    rt_pack(%s, %s, ctx->w[%d], %d, ctx->pack[%d]);\n", K, N, b->weight, tb, i);
+    return ry_c_fmt(c, "ctx->pack[%d]", i);
+}
+
 /* dst (M, N) = op(a) op(b) with b 2-D. float32: b is packed into the
- * GEMM's panels (rt/gemm.c), a weight once when the context opens, any
- * other operand into scratch first. float64 (rt/gemm_f64.c): b is read
- * row-major as it is, or transposed into scratch first. A transposed a is
- * transposed into scratch. */
+ * GEMM's panels (rt/gemm.c), a weight once when the context opens
+ * (weight_pack), any other operand into scratch first. float64
+ * (rt/gemm_f64.c): b is read row-major as it is, or transposed first
+ * (a weight once, the others into scratch). A transposed a is transposed
+ * into scratch. */
 static ry_status gemm(cemit *c, const ry_expr *call, const cval *a, const cval *b, bool ta, bool tb,
                       const cval *dst) {
     const cval *ab[2] = {a, b};
@@ -29,27 +63,20 @@ static ry_status gemm(cemit *c, const ry_expr *call, const cval *a, const cval *
     const char *T = ry_c_ctype(a->dtype), *sfx = ry_c_kernel(c, RT_GEMM | RT_GEMM_KERNEL, a->dtype);
     const char *K = ry_c_dim(c, &a->dims[a->ndim - 1]), *M = ry_c_dims_count(c, a, 0, a->ndim - 1);
     const char *A = a->c, *P, *N = ry_c_dim(c, &b->dims[tb ? 0 : 1]);
+    if (ta || (a->dtype == RY_FLOAT64 && tb)) ry_c_kernel(c, RT_TRANSPOSE, a->dtype);
     if (ta) {
-        ry_c_kernel(c, RT_TRANSPOSE, a->dtype);
         M = ry_c_dim(c, &a->dims[1]), K = ry_c_dim(c, &a->dims[0]);
         A = ry_c_scratch(c, T, ry_c_fmt(c, "(int64_t)%s * %s", M, K));
         ry_sb_printf(&c->body, "    rt_transpose%s(%s, %s, %s, %s);\n", sfx, K, M, a->c, A);
     }
-    if (a->dtype == RY_FLOAT64) {
+    P = weight_pack(c, b, tb);
+    if (!P && a->dtype == RY_FLOAT64) {
         P = b->c;
         if (tb) {
-            ry_c_kernel(c, RT_TRANSPOSE, a->dtype);
             P = ry_c_scratch(c, T, ry_c_fmt(c, "(int64_t)%s * %s", K, N));
             ry_sb_printf(&c->body, "    rt_transpose_f64(%s, %s, %s, %s);\n", N, K, b->c, P);
         }
-    } else if (b->weight >= 0) {
-        int w = 2 * b->weight + tb;
-        if (c->pack_of[w] < 0) {
-            c->pack_of[w] = c->npack++;
-            ry_sb_printf(&c->open, "    rt_pack(%s, %s, ctx->w[%d], %d, ctx->pack[%d]);\n", K, N, b->weight, tb, c->pack_of[w]);
-        }
-        P = ry_c_fmt(c, "ctx->pack[%d]", c->pack_of[w]);
-    } else {
+    } else if (!P) {
         P = ry_c_scratch(c, "float", ry_c_fmt(c, "RT_PACKED(%s, %s)", K, N));
         ry_sb_printf(&c->body, "    rt_pack(%s, %s, %s, %d, %s);\n", K, N, b->c, tb, P);
     }

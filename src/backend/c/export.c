@@ -292,7 +292,6 @@ static ry_status classify(cemit *c, const ry_module *m, const ry_expr *fn, const
     md->wsyms = RY_NEW_ARRAY(c->a, const char *, np * RY_MAX_RANK + 1);
     md->wsym_values = RY_NEW_ARRAY(c->a, int64_t, np * RY_MAX_RANK + 1);
     c->weight_vars = RY_NEW_ARRAY(c->a, const ry_var *, np + 1);
-    c->pack_of = RY_NEW_ARRAY(c->a, int, 2 * np + 1);
     w->ts = RY_NEW_ARRAY(c->a, const ry_tensor *, np + 1);
     w->names = RY_NEW_ARRAY(c->a, const char *, np + 1);
     w->offs = RY_NEW_ARRAY(c->a, size_t, np + 1);
@@ -344,7 +343,6 @@ static ry_status classify(cemit *c, const ry_module *m, const ry_expr *fn, const
                              ry_dtype_name(x->dtype));
         for (int d = 0; d < x->ndim; d++)
             if (weight_sym(c, md, p, &t->tensor.dims[d], x->shape[d])) return RY_ERR;
-        c->pack_of[2 * w->n] = c->pack_of[2 * w->n + 1] = -1;
         v->weight = w->n;
         v->c = ry_c_fmt(c, "((const %s *)ctx->w[%d])", ry_c_ctype(x->dtype), w->n);
         c->weight_vars[w->n] = p;
