@@ -284,7 +284,7 @@ VG_SKIP := test_memory test_oom_libc test_deep test_oom test_opencl test_opencl_
   test_export test_export_programs
 # The longest under valgrind (minutes each on 2 cores) start first; the
 # million-deep cases run their 100,000 forms (RY_TEST_LIGHT, test_util.h).
-VG_FIRST := test_interp test_fuse test_checkpoint test_autobatch test_conv_split test_datasets test_kernels_parallel
+VG_FIRST := test_interp test_fuse test_vm test_vm_plan test_checkpoint test_pass test_train test_autobatch test_optim_grads test_conv_split test_datasets
 test-valgrind:
 	RY_TEST_LIGHT=1 $(MAKE) BUILD=build-vg OPT=-O1 TEST_WRAP="$(VALGRIND)" TEST_MPI=0 TEST_JOBS=2 \
 	  TEST_FIRST="$(VG_FIRST:%=build-vg/tests/%)" TEST_SKIP="$(VG_SKIP:%=build-vg/tests/%)" test
