@@ -434,6 +434,21 @@ static void test_value_results(void **s) {
     assert_int_equal(sh("%s export %s --entry main -o %s/closure_c", relayc(), path, tmpdir), 1);
     assert_log_contains("closure.relay:2:");
     assert_log_contains("not closures or refs");
+    /* and one held in a field of mutually recursive types: found, not walked forever */
+    snprintf(path, sizeof path, "%s/forest.relay", tmpdir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("#[version = \"0.0.5\"]\n"
+          "type Tree { Node(Forest), }\n"
+          "type Forest { Grove(Tree, Forest), Empty(fn (Tensor[(2), float32]) -> Tensor[(2), float32]), }\n"
+          "def @main(%x: Tensor[(2), float32]) -> Tree {\n"
+          "  Node(Empty(fn (%y: Tensor[(2), float32]) -> Tensor[(2), float32] { add(%x, %y) }))\n"
+          "}\n",
+          f);
+    fclose(f);
+    assert_int_equal(sh("%s export %s --entry main -o %s/forest_c", relayc(), path, tmpdir), 1);
+    assert_log_contains("forest.relay:4:");
+    assert_log_contains("not closures or refs");
 }
 
 /* tests/export/adt_frames.relay at k = 1900: each level's temporaries

@@ -53,34 +53,43 @@ static bool tree_shape(const ry_typedef *td, int *leaf, int *node) {
            (td->ctors[*leaf]->nfields == 2) == (td->ctors[*node]->nfields == 3);
 }
 
+/* The typedefs whose constructors' fields are being walked, innermost
+ * first: a type met again (a list's tail, mutually recursive types) has
+ * its fields checked by the walk already under way. */
+typedef struct walking {
+    const ry_typedef *td;
+    const struct walking *outer;
+} walking;
+
 /* Whether t (an ADT's field: type parameters stand for what the call's
- * arguments give, which are checked themselves) holds no closure or ref;
- * depth bounds mutually recursive typedefs. */
-static bool value_type_ok(const ry_type *t, int depth) {
-    if (!t || depth > 16) return depth > 16;
+ * arguments give, which are checked themselves) holds no closure or ref. */
+static bool value_type_ok(const ry_type *t, const walking *on) {
+    if (!t) return false;
     switch (t->kind) {
     case RY_TYPE_TENSOR:
     case RY_TYPE_VAR: return true;
     case RY_TYPE_TUPLE:
         for (int i = 0; i < t->tuple.n; i++)
-            if (!value_type_ok(t->tuple.fields[i], depth)) return false;
+            if (!value_type_ok(t->tuple.fields[i], on)) return false;
         return true;
-    case RY_TYPE_CALL:
-        if (!t->call.adt) return false;
+    case RY_TYPE_CALL: {
+        const ry_typedef *td = t->call.adt;
+        if (!td) return false;
         for (int i = 0; i < t->call.nargs; i++)
-            if (!value_type_ok(t->call.args[i], depth)) return false;
-        for (int k = 0; k < t->call.adt->nctors; k++)
-            for (int f = 0; f < t->call.adt->ctors[k]->nfields; f++) {
-                const ry_type *ft = t->call.adt->ctors[k]->fields[f];
-                bool self = ft->kind == RY_TYPE_CALL && ft->call.adt == t->call.adt;
-                if (!self && !value_type_ok(ft, depth + 1)) return false;
-            }
+            if (!value_type_ok(t->call.args[i], on)) return false;
+        for (const walking *w = on; w; w = w->outer)
+            if (w->td == td) return true;
+        const walking here = {td, on};
+        for (int k = 0; k < td->nctors; k++)
+            for (int f = 0; f < td->ctors[k]->nfields; f++)
+                if (!value_type_ok(td->ctors[k]->fields[f], &here)) return false;
         return true;
+    }
     default: return false;
     }
 }
 
-bool ry_c_value_result_ok(const ry_type *t) { return value_type_ok(t, 0); }
+bool ry_c_value_result_ok(const ry_type *t) { return value_type_ok(t, NULL); }
 
 static void add_adt(cmodel *md, const ry_typedef *td, int cap) {
     for (int k = 0; k < md->nadts; k++)
